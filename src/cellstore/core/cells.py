@@ -1,0 +1,207 @@
+"""Cells: type codes, the one sort order, and vectorized helpers over Arrow cell tables.
+
+This module defines, once, the two things every other part of cellstore must agree on:
+
+* the on-disk type codes (:class:`CellType`), which are HBase's ``KeyValue.Type`` codes
+  (hbase-semantics R1.2). **They are written to store files; never change them.**
+* the cell order (:data:`SORT_KEYS`): row ascending (unsigned bytes), qualifier ascending,
+  timestamp descending, type descending (R2.1). Within one store file the family is fixed by
+  the directory; when cells of several families travel together the family sorts before the
+  row's qualifiers (R2.3), see :data:`SORT_KEYS_WITH_FAMILY`.
+
+Everything here is pure: no I/O, and no per-cell Python loops.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "CELL_SCHEMA",
+    "DELETE_TYPES",
+    "LATEST_TIMESTAMP",
+    "MAX_ROW_LENGTH",
+    "SORT_KEYS",
+    "SORT_KEYS_WITH_FAMILY",
+    "CellType",
+    "equal_key_runs",
+    "first_unsorted_index",
+    "sort_indices",
+]
+
+
+class CellType(IntEnum):
+    """Cell type codes, identical to HBase's ``KeyValue.Type`` (R1.2).
+
+    WARNING: these numbers are stored in every store file. Never renumber them.
+    """
+
+    PUT = 4
+    DELETE = 8
+    DELETE_FAMILY_VERSION = 10
+    DELETE_COLUMN = 12
+    DELETE_FAMILY = 14
+
+    @property
+    def is_delete(self) -> bool:
+        """Whether this is one of the four delete-marker kinds."""
+        return self is not CellType.PUT
+
+    @property
+    def hbase_name(self) -> str:
+        """The name HBase prints for this type (``Put``, ``DeleteColumn``, ...)."""
+        return _HBASE_NAMES[self]
+
+    @classmethod
+    def parse(cls, value: int | str) -> CellType:
+        """Parse a type code or name (``4``, ``"Put"``, ``"DELETE_COLUMN"``, ``"deletecolumn"``).
+
+        Raises:
+            ValueError: if the value names no cell type.
+        """
+        if isinstance(value, str):
+            key = value.replace("_", "").replace("-", "").lower()
+            try:
+                return _BY_NAME[key]
+            except KeyError:
+                raise ValueError(f"unknown cell type {value!r}") from None
+        return cls(int(value))
+
+
+_HBASE_NAMES: Final = {
+    CellType.PUT: "Put",
+    CellType.DELETE: "Delete",
+    CellType.DELETE_FAMILY_VERSION: "DeleteFamilyVersion",
+    CellType.DELETE_COLUMN: "DeleteColumn",
+    CellType.DELETE_FAMILY: "DeleteFamily",
+}
+_BY_NAME: Final = {name.lower(): t for t, name in _HBASE_NAMES.items()} | {
+    t.name.replace("_", "").lower(): t for t in CellType
+}
+
+#: The delete-marker type codes.
+DELETE_TYPES: Final = frozenset(t for t in CellType if t.is_delete)
+
+#: ``HConstants.LATEST_TIMESTAMP``: "no timestamp given" (R1.5).
+LATEST_TIMESTAMP: Final = 2**63 - 1
+
+#: Longest row key HBase accepts (``HConstants.MAX_ROW_LENGTH``, R16.1).
+MAX_ROW_LENGTH: Final = 32767
+
+#: Arrow schema of the cells in one store file (the family is the file's directory).
+CELL_SCHEMA: Final = pa.schema(
+    [
+        pa.field("row", pa.binary(), nullable=False),
+        pa.field("qualifier", pa.binary(), nullable=False),
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("type", pa.int8(), nullable=False),
+        pa.field("value", pa.binary(), nullable=False),
+    ]
+)
+
+#: The cell order of one family (R2.1), as pyarrow sort keys. Defined here and only here.
+SORT_KEYS: Final[tuple[tuple[str, str], ...]] = (
+    ("row", "ascending"),
+    ("qualifier", "ascending"),
+    ("ts", "descending"),
+    ("type", "descending"),
+)
+
+#: The cell order when cells of several families travel together (family before row, so
+#: that each family's cells form one contiguous, ordered run).
+SORT_KEYS_WITH_FAMILY: Final[tuple[tuple[str, str], ...]] = (("family", "ascending"), *SORT_KEYS)
+
+
+def sort_indices(cells: pa.Table, *, with_family: bool = False) -> pa.Array:
+    """Indices that put ``cells`` in cell order (R2.1); the sort is stable.
+
+    Binary columns compare as unsigned bytes with a proper prefix first, as HBase's
+    comparator does. Stability means that among exactly equal keys the input order is kept.
+
+    Args:
+        cells: A table with at least the columns of :data:`SORT_KEYS` (and ``family`` when
+            ``with_family`` is true).
+        with_family: Sort by family first (see :data:`SORT_KEYS_WITH_FAMILY`).
+
+    Returns:
+        An ``uint64`` array of row indices.
+    """
+    keys = SORT_KEYS_WITH_FAMILY if with_family else SORT_KEYS
+    return pc.sort_indices(cells, sort_keys=list(keys))
+
+
+def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Boolean mask: element i equals element i-1 (element 0 is False)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(arr)
+    out = np.zeros(n, dtype=bool)
+    if n > 1:
+        eq = pc.equal(arr.slice(1), arr.slice(0, n - 1))
+        out[1:] = eq.to_numpy(zero_copy_only=False)
+    return out
+
+
+def equal_key_runs(cells: pa.Table, *, with_family: bool = False) -> np.ndarray:
+    """Mark cells whose full key equals the previous cell's key.
+
+    ``cells`` must already be in cell order. The key is (row, qualifier, ts, type), plus the
+    family when ``with_family`` is true (R1.1: the value is not part of the key).
+
+    Returns:
+        A boolean numpy array: True where cell i has the same key as cell i-1.
+    """
+    names = [k for k, _ in (SORT_KEYS_WITH_FAMILY if with_family else SORT_KEYS)]
+    mask = np.ones(cells.num_rows, dtype=bool)
+    if cells.num_rows:
+        mask[0] = False
+    for name in names:
+        mask &= _same_as_previous(cells.column(name))
+    return mask
+
+
+def first_unsorted_index(cells: pa.Table, *, strict: bool = True) -> int | None:
+    """Index of the first cell that is out of cell order relative to its predecessor.
+
+    Args:
+        cells: Cells of one family.
+        strict: Also report a cell whose key equals its predecessor's (store files hold
+            unique keys).
+
+    Returns:
+        The index ``i`` (>= 1) of the first cell not after cell ``i - 1``, or None when the
+        cells are in order.
+    """
+    n = cells.num_rows
+    if n < 2:
+        return None
+
+    def pair(name: str) -> tuple[pa.Array, pa.Array]:
+        col = cells.column(name).combine_chunks()
+        return col.slice(0, n - 1), col.slice(1)
+
+    prev_row, row = pair("row")
+    prev_q, q = pair("qualifier")
+    prev_ts, ts = pair("ts")
+    prev_t, t = pair("type")
+
+    def np_bool(a: pa.Array) -> np.ndarray:
+        return np.asarray(a.to_numpy(zero_copy_only=False), dtype=bool)
+
+    row_gt = np_bool(pc.greater(row, prev_row))
+    row_eq = np_bool(pc.equal(row, prev_row))
+    q_gt = np_bool(pc.greater(q, prev_q))
+    q_eq = np_bool(pc.equal(q, prev_q))
+    ts_lt = np_bool(pc.less(ts, prev_ts))
+    ts_eq = np_bool(pc.equal(ts, prev_ts))
+    t_lt = np_bool(pc.less(t, prev_t))
+    t_eq = np_bool(pc.equal(t, prev_t))
+    after = row_gt | (row_eq & (q_gt | (q_eq & (ts_lt | (ts_eq & t_lt)))))
+    if not strict:
+        after |= row_eq & q_eq & ts_eq & t_eq
+    bad = np.flatnonzero(~after)
+    return int(bad[0]) + 1 if bad.size else None

@@ -1,0 +1,132 @@
+"""Table and family names, validated by HBase's rules (hbase-semantics R15.3, R16.3).
+
+Names also become path segments under the warehouse root, so anything that could escape
+the root (``..``, ``/``, NUL) is refused by the same rules.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Final
+
+from cellstore.errors import InvalidNameError
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "SYSTEM_NAMESPACE",
+    "TableName",
+    "validate_family_name",
+]
+
+#: The namespace of a table name given without ``namespace:``.
+DEFAULT_NAMESPACE: Final = "default"
+#: HBase's system namespace; user tables may not live there.
+SYSTEM_NAMESPACE: Final = "hbase"
+_MAX_NAME_BYTES: Final = 255
+_MAX_FAMILY_BYTES: Final = 127
+
+
+def _is_word_char(ch: str) -> bool:
+    # Java's \p{L} (any letter) or \p{Digit} (decimal digit) or '_' (R16.3).
+    return ch == "_" or ch.isdecimal() or unicodedata.category(ch).startswith("L")
+
+
+def _check_namespace(ns: str, full: str) -> None:
+    if not ns:
+        raise InvalidNameError(f"table name {full!r}: namespace is empty")
+    bad = [c for c in ns if not _is_word_char(c)]
+    if bad:
+        raise InvalidNameError(
+            f"table name {full!r}: namespace {ns!r} may only contain letters, digits and '_' "
+            f"(found {bad[0]!r})"
+        )
+
+
+def _check_qualifier(q: str, full: str) -> None:
+    if not q:
+        raise InvalidNameError(f"table name {full!r}: table qualifier is empty")
+    if q[0] in ".-":
+        raise InvalidNameError(f"table name {full!r}: table qualifier may not start with {q[0]!r}")
+    bad = [c for c in q if not (_is_word_char(c) or c in ".-")]
+    if bad:
+        raise InvalidNameError(
+            f"table name {full!r}: table qualifier {q!r} may only contain letters, digits, "
+            f"'_', '-' and '.' (found {bad[0]!r})"
+        )
+
+
+@dataclass(frozen=True, order=True)
+class TableName:
+    """A validated ``namespace:qualifier`` table name (R16.3).
+
+    Attributes:
+        namespace: Letters, digits and '_' (any alphabet); ``default`` when not given.
+        qualifier: Letters, digits, '_', '-', '.'; not starting with '.' or '-'.
+    """
+
+    namespace: str
+    qualifier: str
+
+    @classmethod
+    def parse(cls, name: str | TableName) -> TableName:
+        """Parse and validate ``[namespace:]qualifier``.
+
+        Raises:
+            InvalidNameError: if the name breaks HBase's rules, names the reserved ``hbase``
+                namespace, or is longer than 255 bytes.
+        """
+        if isinstance(name, TableName):
+            return name
+        if not isinstance(name, str):
+            raise InvalidNameError(f"table name must be a string, not {type(name).__name__}")
+        if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+            raise InvalidNameError(f"table name {name[:40]!r}...: longer than 255 bytes")
+        if name.count(":") > 1:
+            raise InvalidNameError(f"table name {name!r}: at most one ':' allowed")
+        ns, _, q = name.rpartition(":")
+        if ":" not in name:
+            ns = DEFAULT_NAMESPACE
+        _check_namespace(ns, name)
+        _check_qualifier(q, name)
+        for part in (ns, q):
+            if part == "zookeeper":
+                raise InvalidNameError(f"table name {name!r}: 'zookeeper' is reserved")
+        if ns == SYSTEM_NAMESPACE:
+            raise InvalidNameError(
+                f"table name {name!r}: namespace 'hbase' is reserved for system tables"
+            )
+        return cls(ns, q)
+
+    def __str__(self) -> str:
+        if self.namespace == DEFAULT_NAMESPACE:
+            return self.qualifier
+        return f"{self.namespace}:{self.qualifier}"
+
+    @property
+    def full(self) -> str:
+        """``namespace:qualifier`` always including the namespace."""
+        return f"{self.namespace}:{self.qualifier}"
+
+
+def validate_family_name(name: str) -> str:
+    """Validate a column-family name (R15.3) and return it.
+
+    Raises:
+        InvalidNameError: if the name is empty, starts with '.', contains ':', '\\', '/' or
+            an ISO control character, is ``recovered.edits``, or exceeds 127 UTF-8 bytes.
+    """
+    if not isinstance(name, str):
+        raise InvalidNameError(f"family name must be a string, not {type(name).__name__}")
+    if not name:
+        raise InvalidNameError("family name is empty")
+    if name.startswith("."):
+        raise InvalidNameError(f"family name {name!r} may not start with '.'")
+    for ch in name:
+        if ch in ":\\/" or unicodedata.category(ch) == "Cc":
+            raise InvalidNameError(f"family name {name!r} may not contain {ch!r}")
+    if name == "recovered.edits":
+        raise InvalidNameError("family name 'recovered.edits' is reserved")
+    if len(name.encode("utf-8")) > _MAX_FAMILY_BYTES:
+        raise InvalidNameError(f"family name {name[:40]!r}: longer than 127 bytes")
+    return name

@@ -1,0 +1,90 @@
+"""The exception hierarchy: one root, subclasses that also inherit the builtin they refine.
+
+Every error raised by cellstore on purpose is a :class:`CellstoreError`. Subclasses also
+inherit the builtin exception they refine (``ValueError``, ``FileNotFoundError``, ...), so
+code that already catches the builtin keeps working. The CLI maps each class to an exit code
+through :attr:`CellstoreError.exit_code`.
+"""
+
+from __future__ import annotations
+
+
+class CellstoreError(Exception):
+    """Root of every error cellstore raises on purpose."""
+
+    #: Process exit code the CLI uses for this error.
+    exit_code: int = 1
+
+
+class InvalidArgumentError(CellstoreError, ValueError):
+    """An argument or setting is outside what HBase (and so cellstore) accepts."""
+
+    exit_code = 2
+
+
+class InvalidNameError(InvalidArgumentError):
+    """A table, namespace or family name breaks HBase's naming rules (R15.3, R16.3)."""
+
+
+class InvalidFamilyError(InvalidArgumentError):
+    """A column-family setting is invalid (R15.2), or a family is unknown to the table."""
+
+
+class InvalidRowRangeError(InvalidArgumentError):
+    """A row range, row key or split key is invalid (empty, too long, unordered)."""
+
+
+class BadCellError(InvalidArgumentError):
+    """A cell handed to a write is invalid; the message names the record and the field.
+
+    Attributes:
+        record: Zero-based index of the first offending record in the input.
+        field: The offending field (``row``, ``family``, ``qualifier``, ``ts``, ``type``,
+            ``value``).
+    """
+
+    def __init__(self, message: str, *, record: int | None = None, field: str | None = None):
+        super().__init__(message)
+        self.record = record
+        self.field = field
+
+
+class TableNotFoundError(CellstoreError, FileNotFoundError):
+    """No table of that name (or no such version of it) exists in the warehouse."""
+
+    exit_code = 3
+
+
+class TableExistsError(CellstoreError, FileExistsError):
+    """A table of that name already exists."""
+
+    exit_code = 4
+
+
+class CommitConflictError(CellstoreError):
+    """A commit could not be applied after retrying, or its base no longer holds.
+
+    Raised when another writer changed the table in a way this commit cannot be re-applied
+    on (for example its input files are no longer live), or when the retry budget ran out.
+    Nothing of the failed commit is visible.
+    """
+
+    exit_code = 5
+
+
+class FormatVersionError(CellstoreError, ValueError):
+    """A metadata or store file has a format version this release cannot read."""
+
+    exit_code = 6
+
+
+class CorruptFileError(CellstoreError, ValueError):
+    """A metadata or store file cannot be parsed or fails its checks."""
+
+    exit_code = 6
+
+
+class UnsupportedFilesystemError(CellstoreError, OSError):
+    """The filesystem cannot honour exclusive create, so commits would not be safe."""
+
+    exit_code = 7
