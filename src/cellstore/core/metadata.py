@@ -1,0 +1,349 @@
+"""Table metadata: the immutable, numbered state of a table, and its JSON form.
+
+One :class:`TableMetadata` is one committed version of a table: its schema (families), its
+regions, the live store files of every region and family, the next sequence number and the
+history entry of the commit that made it. docs/format.md is the normative description of the
+JSON; this module is its only reader and writer. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cellstore.core.family import Family
+from cellstore.core.regions import Region, check_regions
+from cellstore.errors import CorruptFileError, FormatVersionError, InvalidFamilyError
+
+__all__ = [
+    "METADATA_FORMAT_VERSION",
+    "FileEntry",
+    "HistoryEntry",
+    "TableMetadata",
+]
+
+#: Version of the table-metadata JSON this release writes (and the highest it reads).
+METADATA_FORMAT_VERSION: Final = 1
+#: How many recent load ids a table remembers to make retried loads idempotent.
+MAX_REMEMBERED_LOAD_IDS: Final = 1000
+
+
+def _hex(b: bytes) -> str:
+    return b.hex()
+
+
+def _unhex(s: str) -> bytes:
+    return bytes.fromhex(s)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileEntry:
+    """A live store file, as the manifest records it.
+
+    The manifest's ``seq`` is authoritative: a file written for a commit that had to retry
+    may carry an older provisional sequence number in its footer (like HBase's bulk-loaded
+    files, whose sequence id is assigned at load time, R14.5).
+
+    Attributes:
+        path: Path relative to the table directory.
+        region: Id of the region the file belongs to.
+        family: Family name.
+        seq: Sequence number: higher wins exact key ties (R3.2).
+        cells: Number of cells.
+        delete_markers: Number of delete markers among them.
+        size: File size in bytes.
+        first_row: Smallest row key in the file.
+        last_row: Largest row key in the file.
+        min_ts: Smallest timestamp in the file.
+        max_ts: Largest timestamp in the file.
+        load_id: Id of the load or job that wrote the file.
+    """
+
+    path: str
+    region: str
+    family: str
+    seq: int
+    cells: int
+    delete_markers: int
+    size: int
+    first_row: bytes
+    last_row: bytes
+    min_ts: int
+    max_ts: int
+    load_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see docs/format.md)."""
+        return {
+            "path": self.path,
+            "region": self.region,
+            "family": self.family,
+            "seq": self.seq,
+            "cells": self.cells,
+            "delete-markers": self.delete_markers,
+            "size": self.size,
+            "first-row": _hex(self.first_row),
+            "last-row": _hex(self.last_row),
+            "min-ts": self.min_ts,
+            "max-ts": self.max_ts,
+            "load-id": self.load_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FileEntry:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            path=d["path"],
+            region=d["region"],
+            family=d["family"],
+            seq=int(d["seq"]),
+            cells=int(d["cells"]),
+            delete_markers=int(d["delete-markers"]),
+            size=int(d["size"]),
+            first_row=_unhex(d["first-row"]),
+            last_row=_unhex(d["last-row"]),
+            min_ts=int(d["min-ts"]),
+            max_ts=int(d["max-ts"]),
+            load_id=d["load-id"],
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryEntry:
+    """What one commit did.
+
+    Attributes:
+        version: The table version the commit created.
+        operation: ``create``, ``load``, ``alter``, ``compact``, ``split``, ...
+        timestamp_ms: Commit time, milliseconds since the epoch.
+        summary: Counts and parameters of the operation (JSON scalars).
+    """
+
+    version: int
+    operation: str
+    timestamp_ms: int
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "version": self.version,
+            "operation": self.operation,
+            "timestamp-ms": self.timestamp_ms,
+            "summary": dict(self.summary),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HistoryEntry:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            version=int(d["version"]),
+            operation=d["operation"],
+            timestamp_ms=int(d["timestamp-ms"]),
+            summary=dict(d.get("summary", {})),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableMetadata:
+    """One committed version of a table.
+
+    Attributes:
+        table_uuid: Unique id of the table (a dropped and re-created table gets a new one).
+        name: Full table name ``namespace:qualifier``.
+        version: This version's number (1 for a new table).
+        families: Column families in name order.
+        regions: Regions in key order (contiguous, covering all keys).
+        salt_buckets: Phoenix-style salt bucket count, or None for an unsalted table.
+        files: Live store files.
+        next_seq: Sequence number the next commit that adds data will take.
+        next_region_id: Number of the next region id to hand out.
+        last_history: The commit that made this version.
+        load_ids: Ids of recent loads (so a retried load is not applied twice).
+        properties: Free-form table properties (string to string).
+        format_version: Metadata format version.
+    """
+
+    table_uuid: str
+    name: str
+    version: int
+    families: tuple[Family, ...]
+    regions: tuple[Region, ...]
+    salt_buckets: int | None
+    files: tuple[FileEntry, ...]
+    next_seq: int
+    next_region_id: int
+    last_history: HistoryEntry
+    load_ids: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    format_version: int = METADATA_FORMAT_VERSION
+
+    # ----------------------------------------------------------------- lookups
+    def family(self, name: str) -> Family:
+        """The family called ``name``.
+
+        Raises:
+            InvalidFamilyError: if the table has no such family.
+        """
+        for fam in self.families:
+            if fam.name == name:
+                return fam
+        known = ", ".join(f.name for f in self.families)
+        raise InvalidFamilyError(f"table {self.name}: unknown family {name!r} (families: {known})")
+
+    @property
+    def family_names(self) -> tuple[str, ...]:
+        """Family names in order."""
+        return tuple(f.name for f in self.families)
+
+    def region(self, region_id: str) -> Region:
+        """The region with id ``region_id`` (KeyError if none)."""
+        for r in self.regions:
+            if r.id == region_id:
+                return r
+        raise KeyError(region_id)
+
+    @property
+    def split_keys(self) -> list[bytes]:
+        """Start keys of every region but the first."""
+        return [r.start for r in self.regions[1:]]
+
+    def files_of(self, region: str, family: str) -> tuple[FileEntry, ...]:
+        """Live files of one region and family, oldest (lowest seq) first."""
+        return tuple(
+            sorted(
+                (f for f in self.files if f.region == region and f.family == family),
+                key=lambda f: (f.seq, f.path),
+            )
+        )
+
+    # ---------------------------------------------------------------- builders
+    def evolve(self, **changes: Any) -> TableMetadata:
+        """A copy with fields replaced."""
+        return dataclasses.replace(self, **changes)
+
+    def next_version(
+        self,
+        *,
+        operation: str,
+        timestamp_ms: int,
+        summary: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> TableMetadata:
+        """The metadata of the version after this one, with ``changes`` applied."""
+        version = self.version + 1
+        entry = HistoryEntry(
+            version=version,
+            operation=operation,
+            timestamp_ms=timestamp_ms,
+            summary=dict(summary or {}),
+        )
+        load_ids = changes.pop("load_ids", self.load_ids)
+        return dataclasses.replace(
+            self,
+            version=version,
+            last_history=entry,
+            load_ids=tuple(load_ids)[-MAX_REMEMBERED_LOAD_IDS:],
+            **changes,
+        )
+
+    # -------------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see docs/format.md)."""
+        return {
+            "format-version": self.format_version,
+            "table-uuid": self.table_uuid,
+            "name": self.name,
+            "version": self.version,
+            "families": [f.to_dict() for f in self.families],
+            "salt-buckets": self.salt_buckets,
+            "regions": [
+                {"id": r.id, "start": _hex(r.start), "end": _hex(r.end)} for r in self.regions
+            ],
+            "next-sequence-number": self.next_seq,
+            "next-region-id": self.next_region_id,
+            "files": [f.to_dict() for f in self.files],
+            "history": self.last_history.to_dict(),
+            "load-ids": list(self.load_ids),
+            "properties": dict(self.properties),
+        }
+
+    def to_json(self) -> bytes:
+        """Serialized JSON bytes (UTF-8, stable key order)."""
+        return json.dumps(self.to_dict(), indent=1, sort_keys=False).encode("utf-8")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TableMetadata:
+        """Parse the JSON form, checking the format version.
+
+        Raises:
+            FormatVersionError: if the format version is newer than this release reads.
+            CorruptFileError: if a required field is missing or malformed.
+        """
+        version = d.get("format-version")
+        if not isinstance(version, int):
+            raise CorruptFileError("table metadata has no integer format-version")
+        if version > METADATA_FORMAT_VERSION or version < 1:
+            raise FormatVersionError(
+                f"table metadata format version {version} is not supported "
+                f"(this release reads 1..{METADATA_FORMAT_VERSION})"
+            )
+        try:
+            regions = tuple(
+                Region(r["id"], _unhex(r["start"]), _unhex(r["end"])) for r in d["regions"]
+            )
+            check_regions(regions)
+            return cls(
+                table_uuid=d["table-uuid"],
+                name=d["name"],
+                version=int(d["version"]),
+                families=tuple(Family.from_dict(f) for f in d["families"]),
+                regions=regions,
+                salt_buckets=d["salt-buckets"],
+                files=tuple(FileEntry.from_dict(f) for f in d["files"]),
+                next_seq=int(d["next-sequence-number"]),
+                next_region_id=int(d["next-region-id"]),
+                last_history=HistoryEntry.from_dict(d["history"]),
+                load_ids=tuple(d.get("load-ids", ())),
+                properties=dict(d.get("properties", {})),
+                format_version=version,
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, FormatVersionError):
+                raise
+            raise CorruptFileError(f"table metadata is malformed: {e!r}") from e
+
+    @classmethod
+    def from_json(cls, data: bytes, *, source: str = "") -> TableMetadata:
+        """Parse serialized JSON bytes.
+
+        Raises:
+            CorruptFileError: if the bytes are not valid metadata JSON (the message names
+                ``source``).
+        """
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CorruptFileError(f"{source or 'table metadata'}: not valid JSON ({e})") from e
+        if not isinstance(doc, dict):
+            raise CorruptFileError(f"{source or 'table metadata'}: not a JSON object")
+        return cls.from_dict(doc)
+
+
+def sorted_families(families: Iterable[Family]) -> tuple[Family, ...]:
+    """Families in name order, rejecting duplicates.
+
+    Raises:
+        InvalidFamilyError: if two families share a name, or there are none.
+    """
+    out: dict[str, Family] = {}
+    for fam in families:
+        if fam.name in out:
+            raise InvalidFamilyError(f"family {fam.name!r} given twice")
+        out[fam.name] = fam
+    if not out:
+        raise InvalidFamilyError("a table needs at least one column family")
+    return tuple(out[name] for name in sorted(out, key=lambda n: n.encode("utf-8")))

@@ -1,0 +1,503 @@
+"""The raw write primitive: validate cells, route to regions, sort, write, commit once.
+
+``Table.load_cells`` is this module; the loader and the jobs build on the same pieces:
+:func:`normalize_cells` (validation and coercion, vectorized), :func:`write_cells` (route,
+sort, write one store file per region and family, no commit) and :func:`commit_files`
+(one manifest commit that adds the files with the next sequence number).
+
+Nothing becomes visible before the commit; a failure before it leaves only unreferenced
+files, which vacuum removes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import (
+    CELL_SCHEMA,
+    LATEST_TIMESTAMP,
+    MAX_ROW_LENGTH,
+    CellType,
+    equal_key_runs,
+    sort_indices,
+)
+from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.regions import sorted_region_bounds
+from cellstore.errors import BadCellError, CommitConflictError
+from cellstore.fs import join
+from cellstore.manifest import TableLog
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileInfo, write_store_file
+
+__all__ = [
+    "LoadResult",
+    "WrittenFile",
+    "commit_files",
+    "normalize_cells",
+    "now_ms",
+    "write_cells",
+]
+
+_TYPE_NAMES = {
+    **{t.hbase_name.lower(): int(t) for t in CellType},
+    **{t.name.lower(): int(t) for t in CellType},
+    **{t.name.replace("_", "").lower(): int(t) for t in CellType},
+}
+
+
+def now_ms() -> int:
+    """The current time in milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A store file written for a region, not yet committed."""
+
+    region: str
+    relpath: str
+    info: StoreFileInfo
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What a committed write did.
+
+    Attributes:
+        version: Table version the commit created (None when nothing was committed because
+            the input was empty or the load id had already been applied).
+        seq: Sequence number the load's files got.
+        load_id: The load's id.
+        cells: Cells written (after dropping exact duplicate keys).
+        files: Store files written.
+        bytes: Total size of the files.
+        files_per_region: Number of files per region id.
+        duplicates_dropped: Input cells dropped because a later cell had the same key.
+        already_applied: True when the load id had been committed before (nothing done).
+    """
+
+    version: int | None
+    seq: int | None
+    load_id: str
+    cells: int
+    files: int
+    bytes: int
+    files_per_region: dict[str, int]
+    duplicates_dropped: int = 0
+    already_applied: bool = False
+
+
+def _bad(msg: str, mask: pa.Array | np.ndarray, field: str) -> BadCellError:
+    arr = mask if isinstance(mask, np.ndarray) else mask.to_numpy(zero_copy_only=False)
+    idx = int(np.flatnonzero(np.asarray(arr, dtype=bool))[0])
+    return BadCellError(f"record {idx}, field {field!r}: {msg}", record=idx, field=field)
+
+
+def _any(mask: pa.Array | pa.ChunkedArray) -> bool:
+    return bool(pc.any(mask).as_py())
+
+
+def _to_binary(col: pa.ChunkedArray, field: str) -> pa.Array:
+    arr = col.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_large_binary(arr.type) or pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.binary() if pa.types.is_large_binary(arr.type) else pa.string())
+    if pa.types.is_string(arr.type) or pa.types.is_string_view(arr.type):
+        return arr.cast(pa.string()).view(pa.binary())
+    if pa.types.is_binary(arr.type) or pa.types.is_fixed_size_binary(arr.type):
+        return arr.cast(pa.binary())
+    if pa.types.is_binary_view(arr.type):
+        return arr.cast(pa.binary())
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(arr), pa.binary())
+    raise BadCellError(
+        f"field {field!r}: column type {arr.type} is not bytes or str", field=field
+    )
+
+
+def _to_types(col: pa.ChunkedArray) -> pa.Array:
+    arr = col.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_integer(arr.type):
+        codes = arr.cast(pa.int64())
+    elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        names = pc.utf8_lower(pc.replace_substring(arr, "-", ""))
+        keys = pa.array(list(_TYPE_NAMES), pa.string())
+        idx = pc.index_in(names, value_set=keys)
+        codes = pc.take(pa.array(list(_TYPE_NAMES.values()), pa.int64()), idx)
+        unknown = pc.and_(pc.is_null(codes), pc.is_valid(arr))
+        if _any(unknown):
+            i = int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
+            raise BadCellError(
+                f"record {i}, field 'type': unknown cell type {arr[i].as_py()!r}",
+                record=i,
+                field="type",
+            )
+    else:
+        raise BadCellError(
+            f"field 'type': column type {arr.type} is not an integer code or a name",
+            field="type",
+        )
+    if _any(pc.is_null(codes)):
+        raise _bad("type is null", pc.is_null(codes), "type")
+    valid = pc.is_in(codes, value_set=pa.array([int(t) for t in CellType], pa.int64()))
+    if not pc.all(valid).as_py():
+        mask = pc.invert(valid)
+        i = int(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[0])
+        raise BadCellError(
+            f"record {i}, field 'type': unknown cell type code {codes[i].as_py()} "
+            "(expected 4, 8, 10, 12 or 14)",
+            record=i,
+            field="type",
+        )
+    return codes.cast(pa.int8())
+
+
+def _to_ts(col: pa.ChunkedArray, now: int) -> pa.Array:
+    arr = col.combine_chunks()
+    if pa.types.is_timestamp(arr.type):
+        arr = arr.cast(pa.timestamp("ms")).cast(pa.int64())
+    elif pa.types.is_integer(arr.type):
+        if pa.types.is_unsigned_integer(arr.type) and _any(
+            pc.greater(arr, pa.scalar(LATEST_TIMESTAMP, arr.type))
+            if arr.type == pa.uint64()
+            else pa.array([False])
+        ):
+            raise _bad("timestamp does not fit a signed 64-bit long", pc.greater(arr, LATEST_TIMESTAMP), "ts")
+        arr = arr.cast(pa.int64())
+    else:
+        raise BadCellError(
+            f"field 'ts': column type {arr.type} is not an integer (milliseconds) or a timestamp",
+            field="ts",
+        )
+    if _any(pc.is_null(arr)):
+        raise _bad("timestamp is null", pc.is_null(arr), "ts")
+    if _any(pc.less(arr, 0)):
+        raise _bad("timestamp is negative (HBase requires ts >= 0)", pc.less(arr, 0), "ts")
+    # R1.5 / R14.2: LATEST_TIMESTAMP means "no timestamp given": the write time replaces it.
+    latest = pc.equal(arr, LATEST_TIMESTAMP)
+    return pc.if_else(latest, now, arr)
+
+
+def normalize_cells(
+    data: Any,
+    *,
+    metadata: TableMetadata,
+    now: int,
+) -> pa.Table:
+    """Validate input cells and coerce them to ``family, row, qualifier, ts, type, value``.
+
+    Accepts a pyarrow Table or RecordBatch, or a pandas DataFrame, with columns ``row``,
+    ``family``, ``qualifier``, ``type`` (code or HBase name, optional: default Put),
+    ``ts`` (int64 milliseconds or an Arrow timestamp, optional: default the write time) and
+    ``value`` (optional for delete markers). ``row``, ``qualifier`` and ``value`` may be
+    bytes or str (UTF-8). A ``ts`` equal to LATEST_TIMESTAMP gets the write time (R1.5).
+
+    Raises:
+        BadCellError: naming the first bad record and field: missing column, null row,
+            empty or oversized row (R16.1), unknown family, negative or null timestamp,
+            unknown type, null qualifier, non-empty qualifier on a DeleteFamily or
+            DeleteFamilyVersion marker, null value on a Put, value on a delete marker.
+    """
+    if isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    elif isinstance(data, pa.Table):
+        table = data
+    else:
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas is a dependency
+            pd = None
+        if pd is not None and isinstance(data, pd.DataFrame):
+            table = pa.Table.from_pandas(data, preserve_index=False)
+        else:
+            raise BadCellError(
+                f"cells must be a pyarrow Table or a pandas DataFrame, not {type(data).__name__}"
+            )
+    for required in ("row", "family", "qualifier"):
+        if required not in table.column_names:
+            raise BadCellError(f"missing column {required!r}", field=required)
+    n = table.num_rows
+    extra = set(table.column_names) - {"row", "family", "qualifier", "ts", "type", "value"}
+    if extra:
+        raise BadCellError(
+            f"unexpected column(s) {sorted(extra)}; expected row, family, qualifier, ts, "
+            "type, value",
+            field=sorted(extra)[0],
+        )
+
+    row = _to_binary(table.column("row"), "row")
+    if _any(pc.is_null(row)):
+        raise _bad("row key is null", pc.is_null(row), "row")
+    lengths = pc.binary_length(row)
+    if _any(pc.equal(lengths, 0)):
+        raise _bad("row key is empty (HBase rejects empty rows)", pc.equal(lengths, 0), "row")
+    too_long = pc.greater(lengths, MAX_ROW_LENGTH)
+    if _any(too_long):
+        raise _bad(f"row key is longer than {MAX_ROW_LENGTH} bytes", too_long, "row")
+
+    fam = table.column("family").combine_chunks()
+    if pa.types.is_dictionary(fam.type):
+        fam = fam.dictionary_decode()
+    if pa.types.is_binary(fam.type) or pa.types.is_large_binary(fam.type):
+        try:
+            fam = fam.cast(pa.string())
+        except pa.ArrowInvalid as e:
+            raise BadCellError(f"field 'family': not valid UTF-8 ({e})", field="family") from e
+    if not (pa.types.is_string(fam.type) or pa.types.is_large_string(fam.type)):
+        raise BadCellError(f"field 'family': column type {fam.type} is not str", field="family")
+    fam = fam.cast(pa.string())
+    if _any(pc.is_null(fam)):
+        raise _bad("family is null", pc.is_null(fam), "family")
+    known = pa.array(list(metadata.family_names), pa.string())
+    unknown = pc.invert(pc.is_in(fam, value_set=known))
+    if _any(unknown):
+        i = int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
+        raise BadCellError(
+            f"record {i}, field 'family': unknown family {fam[i].as_py()!r} "
+            f"(table {metadata.name} has {', '.join(metadata.family_names)})",
+            record=i,
+            field="family",
+        )
+
+    qual = _to_binary(table.column("qualifier"), "qualifier")
+    if _any(pc.is_null(qual)):
+        raise _bad("qualifier is null (use b'' for the empty qualifier)", pc.is_null(qual), "qualifier")
+
+    if "type" in table.column_names:
+        types = _to_types(table.column("type"))
+    else:
+        types = pa.array(np.full(n, int(CellType.PUT), dtype=np.int8))
+
+    if "ts" in table.column_names:
+        ts = _to_ts(table.column("ts"), now)
+    else:
+        ts = pa.array(np.full(n, now, dtype=np.int64))
+
+    is_put = pc.equal(types, int(CellType.PUT))
+    family_marker = pc.is_in(
+        types,
+        value_set=pa.array(
+            [int(CellType.DELETE_FAMILY), int(CellType.DELETE_FAMILY_VERSION)], pa.int8()
+        ),
+    )
+    bad_q = pc.and_(family_marker, pc.greater(pc.binary_length(qual), 0))
+    if _any(bad_q):
+        raise _bad(
+            "DeleteFamily and DeleteFamilyVersion markers apply to the whole family and "
+            "must have an empty qualifier (R1.3)",
+            bad_q,
+            "qualifier",
+        )
+
+    if "value" in table.column_names:
+        value = _to_binary(table.column("value"), "value")
+        null_put = pc.and_(is_put, pc.is_null(value))
+        if _any(null_put):
+            raise _bad("value of a Put is null", null_put, "value")
+        marker_value = pc.and_(
+            pc.invert(is_put), pc.fill_null(pc.greater(pc.binary_length(value), 0), False)
+        )
+        if _any(marker_value):
+            raise _bad("delete markers carry no value", marker_value, "value")
+        value = pc.fill_null(value, b"")
+    else:
+        if _any(is_put):
+            raise BadCellError("missing column 'value' (Puts need a value)", field="value")
+        value = pa.array([b""] * n, pa.binary())
+
+    return pa.table(
+        {"family": fam, "row": row, "qualifier": qual, "ts": ts, "type": types, "value": value}
+    )
+
+
+def dedupe_sorted(cells: pa.Table, *, with_family: bool) -> tuple[pa.Table, int]:
+    """Drop all but the last of each run of equal keys in stably sorted cells.
+
+    Among cells with the same (family, row, qualifier, ts, type) the one given last in the
+    input wins, like successive Puts of one cell.
+    """
+    same_as_prev = equal_key_runs(cells, with_family=with_family)
+    if not same_as_prev.any():
+        return cells, 0
+    # Keep cell i unless cell i + 1 has the same key (the last of each run survives).
+    keep = np.ones(cells.num_rows, dtype=bool)
+    keep[:-1] = ~same_as_prev[1:]
+    return cells.filter(pa.array(keep)), int((~keep).sum())
+
+
+def write_cells(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    metadata: TableMetadata,
+    cells: pa.Table,
+    *,
+    load_id: str,
+    seq: int,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    max_workers: int = 4,
+) -> tuple[list[WrittenFile], int]:
+    """Sort normalized cells, route them to regions and write one file per region/family.
+
+    Args:
+        fs: Filesystem.
+        table_path: The table directory.
+        metadata: The table version whose regions route the cells.
+        cells: Output of :func:`normalize_cells`.
+        load_id: Id of this write (part of every file name).
+        seq: Provisional sequence number for the footers.
+        row_group_cells: Cells per Parquet row group.
+        max_workers: Files written concurrently (pyarrow releases the GIL).
+
+    Returns:
+        The written files and the number of duplicate-key cells dropped.
+    """
+    ordered = cells.take(sort_indices(cells, with_family=True))
+    ordered, dropped = dedupe_sorted(ordered, with_family=True)
+    fam = ordered.column("family").combine_chunks()
+    jobs: list[tuple[str, str, pa.Table]] = []
+    fam_bounds = _run_bounds(fam)
+    split_keys = metadata.split_keys
+    for start, end in fam_bounds:
+        family = fam[start].as_py()
+        part = ordered.slice(start, end - start)
+        bounds = sorted_region_bounds(part.column("row"), split_keys)
+        for i, region in enumerate(metadata.regions):
+            lo, hi = bounds[i], bounds[i + 1]
+            if hi > lo:
+                jobs.append((region.id, family, part.slice(lo, hi - lo)))
+
+    def write_one(job: tuple[str, str, pa.Table]) -> WrittenFile:
+        region_id, family, part = job
+        relpath = join("data", region_id, quote(family, safe=""), f"{load_id}.parquet")
+        info = write_store_file(
+            fs,
+            join(table_path, relpath),
+            part.select(CELL_SCHEMA.names),
+            family=metadata.family(family),
+            seq=seq,
+            load_id=load_id,
+            row_group_cells=row_group_cells,
+        )
+        return WrittenFile(region_id, relpath, info)
+
+    if len(jobs) <= 1:
+        written = [write_one(j) for j in jobs]
+    else:
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(jobs))) as pool:
+            written = list(pool.map(write_one, jobs))
+    return written, dropped
+
+
+def _run_bounds(col: pa.Array) -> list[tuple[int, int]]:
+    n = len(col)
+    if n == 0:
+        return []
+    change = np.ones(n, dtype=bool)
+    if n > 1:
+        change[1:] = pc.not_equal(col.slice(1), col.slice(0, n - 1)).to_numpy(
+            zero_copy_only=False
+        )
+    starts = np.flatnonzero(change).tolist()
+    return list(zip(starts, [*starts[1:], n], strict=True))
+
+
+def commit_files(
+    log: TableLog,
+    base: TableMetadata,
+    written: Sequence[WrittenFile],
+    *,
+    load_id: str,
+    operation: str = "load",
+    summary: dict[str, Any] | None = None,
+    timestamp_ms: int | None = None,
+) -> tuple[TableMetadata, bool]:
+    """Add written files to the table in one commit, with the next sequence number.
+
+    On a conflicting concurrent commit the change is re-applied to the newer version: the
+    files keep their place as long as their regions still exist with the same bounds and
+    their families still exist; otherwise the commit fails and nothing becomes visible.
+    A load id that the newer version already records is not applied again.
+
+    Returns:
+        The committed metadata and whether the load id had already been applied.
+
+    Raises:
+        CommitConflictError: if regions or families changed underneath the load.
+    """
+    applied_before = False
+
+    def change(meta: TableMetadata) -> TableMetadata:
+        nonlocal applied_before
+        if load_id in meta.load_ids:
+            applied_before = True
+            raise _AlreadyApplied(meta)
+        regions = {r.id: r for r in meta.regions}
+        for w in written:
+            r = regions.get(w.region)
+            old = base.region(w.region)
+            if r is None or r != old:
+                raise CommitConflictError(
+                    f"table {meta.name}: region {w.region} changed (split or merged) while "
+                    f"load {load_id} was running; nothing was committed, run the load again"
+                )
+            if w.info.family not in meta.family_names:
+                raise CommitConflictError(
+                    f"table {meta.name}: family {w.info.family!r} was dropped while load "
+                    f"{load_id} was running; nothing was committed"
+                )
+        seq = meta.next_seq
+        entries = tuple(
+            FileEntry(
+                path=w.relpath,
+                region=w.region,
+                family=w.info.family,
+                seq=seq,
+                cells=w.info.cells,
+                delete_markers=w.info.delete_markers,
+                size=w.info.size,
+                first_row=w.info.first_row,
+                last_row=w.info.last_row,
+                min_ts=w.info.min_ts,
+                max_ts=w.info.max_ts,
+                load_id=load_id,
+            )
+            for w in written
+        )
+        return meta.next_version(
+            operation=operation,
+            timestamp_ms=timestamp_ms if timestamp_ms is not None else now_ms(),
+            summary={"load-id": load_id, "seq": seq, **(summary or {})},
+            files=meta.files + entries,
+            next_seq=seq + 1,
+            load_ids=(*meta.load_ids, load_id),
+        )
+
+    try:
+        new, _ = log.commit_table(change)
+    except _AlreadyApplied as done:
+        return done.meta, True
+    return new, applied_before
+
+
+class _AlreadyApplied(Exception):
+    def __init__(self, meta: TableMetadata) -> None:
+        super().__init__("load already applied")
+        self.meta = meta
+
+
+def new_load_id() -> str:
+    """A fresh, unique load id (sortable by creation time)."""
+    return f"{now_ms():013d}-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,215 @@
+"""Numbered, immutable metadata versions and the exclusive-create commit protocol.
+
+A :class:`VersionLog` is a directory of JSON documents ``v00000000000000000001.json``,
+``v...2.json``, ... Version N+1 is committed by creating its file with exclusive create; if
+the file already exists another writer won, so the committer re-reads the latest version,
+re-applies its change to it and tries again. Changes are functions of the base version,
+so two concurrent committers never lose each other's work.
+
+A ``latest`` hint file speeds up finding the newest version; it is only a hint: readers
+probe forward from it until a version is missing, so a stale or lost hint is harmless.
+Nothing here lists directories.
+
+Two logs exist: each table's metadata (``<table>/_meta/``) and the warehouse catalog of
+table names (``<root>/_catalog/``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+import fsspec
+
+from cellstore.core.metadata import TableMetadata
+from cellstore.errors import CommitConflictError, CorruptFileError
+from cellstore.fs import join, write_bytes, write_exclusive
+
+__all__ = [
+    "CommitOutcome",
+    "TableLog",
+    "VersionLog",
+    "version_file_name",
+]
+
+T = TypeVar("T")
+
+#: How many times a commit re-applies its change before giving up.
+MAX_COMMIT_ATTEMPTS: Final = 64
+
+
+def version_file_name(version: int) -> str:
+    """File name of metadata version ``version`` (zero-padded so names sort by version)."""
+    return f"v{version:020d}.json"
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """Result of a commit: the version written and how many attempts it took."""
+
+    version: int
+    attempts: int
+
+
+class VersionLog:
+    """A directory of numbered, immutable JSON versions on an fsspec filesystem.
+
+    Args:
+        fs: The filesystem.
+        path: The log directory.
+    """
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, path: str) -> None:
+        self.fs = fs
+        self.path = path
+
+    def version_path(self, version: int) -> str:
+        """Path of version ``version``."""
+        return join(self.path, version_file_name(version))
+
+    @property
+    def hint_path(self) -> str:
+        """Path of the ``latest`` hint file."""
+        return join(self.path, "latest")
+
+    def read_bytes(self, version: int) -> bytes:
+        """Bytes of version ``version``.
+
+        Raises:
+            FileNotFoundError: if that version does not exist.
+        """
+        path = self.version_path(version)
+        self.fs.invalidate_cache(path)
+        data: bytes = self.fs.cat_file(path)
+        return data
+
+    def exists(self, version: int) -> bool:
+        """Whether version ``version`` has been committed."""
+        path = self.version_path(version)
+        self.fs.invalidate_cache(path)
+        return bool(self.fs.exists(path))
+
+    def _hint(self) -> int:
+        try:
+            self.fs.invalidate_cache(self.hint_path)
+            text = self.fs.cat_file(self.hint_path).decode("ascii").strip()
+            return max(int(text), 0)
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return 0
+
+    def latest_version(self) -> int:
+        """The newest committed version, or 0 if the log is empty.
+
+        Starts from the hint and probes forward while the next version exists. If the hint
+        points at a missing version (it can only run ahead after manual tampering), falls
+        back to probing from version 1.
+        """
+        v = self._hint()
+        if v > 0 and not self.exists(v):
+            v = 0
+        while self.exists(v + 1):
+            v += 1
+        return v
+
+    def create(self, version: int, data: bytes) -> None:
+        """Create version ``version`` exclusively and update the hint.
+
+        Raises:
+            FileExistsError: if the version exists already (a concurrent commit won).
+        """
+        write_exclusive(self.fs, self.version_path(version), data)
+        try:
+            write_bytes(self.fs, self.hint_path, str(version).encode("ascii"))
+        except OSError:  # the hint is an optimisation only
+            pass
+
+    def commit(
+        self,
+        read: Callable[[int], T],
+        update: Callable[[T | None, int], tuple[bytes, T]],
+        *,
+        base_version: int | None = None,
+    ) -> tuple[T, CommitOutcome]:
+        """Commit the next version, re-applying ``update`` on conflict.
+
+        Args:
+            read: Parses version N (called with the base version number).
+            update: Given the base document (None when the log is empty) and the new
+                version number, returns the serialized new version and its parsed form.
+                It must be a pure function of its inputs: it runs again, on the newer base,
+                after a conflict. It may raise to abort (e.g. CommitConflictError when its
+                preconditions no longer hold).
+            base_version: Version to start from (default: the latest).
+
+        Returns:
+            The new document and the commit outcome.
+
+        Raises:
+            CommitConflictError: when :data:`MAX_COMMIT_ATTEMPTS` attempts all conflicted.
+        """
+        base = self.latest_version() if base_version is None else base_version
+        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            doc = read(base) if base > 0 else None
+            data, new_doc = update(doc, base + 1)
+            try:
+                self.create(base + 1, data)
+            except FileExistsError:
+                # Someone else committed base + 1: move to the newest version and retry.
+                base = max(base + 1, self.latest_version())
+                time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+                continue
+            return new_doc, CommitOutcome(base + 1, attempt)
+        raise CommitConflictError(
+            f"{self.path}: gave up after {MAX_COMMIT_ATTEMPTS} conflicting commit attempts"
+        )
+
+
+class TableLog(VersionLog):
+    """The metadata log of one table (``<table>/_meta/``)."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, table_path: str) -> None:
+        super().__init__(fs, join(table_path, "_meta"))
+        self.table_path = table_path
+
+    def read(self, version: int) -> TableMetadata:
+        """Metadata version ``version``.
+
+        Raises:
+            FileNotFoundError: if the version does not exist.
+            CorruptFileError: if the file is not valid metadata.
+        """
+        meta = TableMetadata.from_json(self.read_bytes(version), source=self.version_path(version))
+        if meta.version != version:
+            raise CorruptFileError(
+                f"{self.version_path(version)} claims to be version {meta.version}"
+            )
+        return meta
+
+    def commit_table(
+        self,
+        change: Callable[[TableMetadata], TableMetadata],
+        *,
+        base_version: int | None = None,
+    ) -> tuple[TableMetadata, CommitOutcome]:
+        """Commit ``change(latest)`` as the next table version, retrying on conflict.
+
+        ``change`` receives the current metadata and returns the next one (built with
+        :meth:`TableMetadata.next_version`); it runs again on the newer metadata after a
+        conflict, so it must re-validate its preconditions there.
+
+        Raises:
+            CommitConflictError: if ``change`` refuses the newer base, or retries run out.
+        """
+
+        def update(doc: TableMetadata | None, version: int) -> tuple[bytes, TableMetadata]:
+            if doc is None:
+                raise CommitConflictError(f"{self.table_path}: table has no metadata")
+            new = change(doc)
+            if new.version != version:
+                raise AssertionError("change() must build exactly the next version")
+            return new.to_json(), new
+
+        return self.commit(self.read, update, base_version=base_version)
