@@ -153,8 +153,8 @@ def _to_types(col: pa.ChunkedArray) -> pa.Array:
     if _any(pc.is_null(codes)):
         raise _bad("type is null", pc.is_null(codes), "type")
     valid = pc.is_in(codes, value_set=pa.array([int(t) for t in CellType], pa.int64()))
-    if not pc.all(valid).as_py():
-        mask = pc.invert(valid)
+    mask = pc.invert(valid)
+    if _any(mask):
         i = int(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[0])
         raise BadCellError(
             f"record {i}, field 'type': unknown cell type code {codes[i].as_py()} "
@@ -170,12 +170,10 @@ def _to_ts(col: pa.ChunkedArray, now: int) -> pa.Array:
     if pa.types.is_timestamp(arr.type):
         arr = arr.cast(pa.timestamp("ms")).cast(pa.int64())
     elif pa.types.is_integer(arr.type):
-        if pa.types.is_unsigned_integer(arr.type) and _any(
-            pc.greater(arr, pa.scalar(LATEST_TIMESTAMP, arr.type))
-            if arr.type == pa.uint64()
-            else pa.array([False])
-        ):
-            raise _bad("timestamp does not fit a signed 64-bit long", pc.greater(arr, LATEST_TIMESTAMP), "ts")
+        if arr.type == pa.uint64():
+            too_big = pc.greater(arr, pa.scalar(LATEST_TIMESTAMP, pa.uint64()))
+            if _any(too_big):
+                raise _bad("timestamp does not fit a signed 64-bit long", too_big, "ts")
         arr = arr.cast(pa.int64())
     else:
         raise BadCellError(

@@ -72,7 +72,7 @@ def check(
         except (OSError, pa.ArrowException) as e:
             return CheckReport(path, (f"cannot read data (checksum or decoding error): {e}",))
         table = table.replace_schema_metadata(None)
-        if table.schema.remove_metadata() != CELL_SCHEMA.remove_metadata():
+        if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in CELL_SCHEMA]:
             problems.append(f"schema is {table.schema}, expected the cell schema")
             return CheckReport(path, tuple(problems))
         info = reader.info
