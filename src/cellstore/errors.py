@@ -43,7 +43,9 @@ class BadCellError(InvalidArgumentError):
             ``value``).
     """
 
-    def __init__(self, message: str, *, record: int | None = None, field: str | None = None):
+    def __init__(
+        self, message: str, *, record: int | None = None, field: str | None = None
+    ) -> None:
         super().__init__(message)
         self.record = record
         self.field = field

@@ -10,6 +10,7 @@ silently overwrites is refused by :func:`ensure_exclusive_create` with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import threading
@@ -148,10 +149,8 @@ def ensure_exclusive_create(fs: fsspec.AbstractFileSystem, root: str) -> None:
             f"(needed for safe commits): {e}"
         ) from e
     finally:
-        try:
+        with contextlib.suppress(OSError):
             fs.rm(probe)
-        except (FileNotFoundError, OSError):
-            pass
     with _probe_lock:
         _probed.add(key)
 

@@ -214,11 +214,9 @@ def normalize_cells(
     elif isinstance(data, pa.Table):
         table = data
     else:
-        try:
-            import pandas as pd
-        except ImportError:  # pragma: no cover - pandas is a dependency
-            pd = None
-        if pd is not None and isinstance(data, pd.DataFrame):
+        import pandas as pd
+
+        if isinstance(data, pd.DataFrame):
             table = pa.Table.from_pandas(data, preserve_index=False)
         else:
             raise BadCellError(
@@ -272,7 +270,9 @@ def normalize_cells(
 
     qual = _to_binary(table.column("qualifier"), "qualifier")
     if _any(pc.is_null(qual)):
-        raise _bad("qualifier is null (use b'' for the empty qualifier)", pc.is_null(qual), "qualifier")
+        raise _bad(
+            "qualifier is null (use b'' for the empty qualifier)", pc.is_null(qual), "qualifier"
+        )
 
     if "type" in table.column_names:
         types = _to_types(table.column("type"))

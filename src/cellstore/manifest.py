@@ -16,6 +16,7 @@ table names (``<root>/_catalog/``).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable
@@ -121,10 +122,8 @@ class VersionLog:
             FileExistsError: if the version exists already (a concurrent commit won).
         """
         write_exclusive(self.fs, self.version_path(version), data)
-        try:
+        with contextlib.suppress(OSError):  # the hint is an optimisation only
             write_bytes(self.fs, self.hint_path, str(version).encode("ascii"))
-        except OSError:  # the hint is an optimisation only
-            pass
 
     def commit(
         self,

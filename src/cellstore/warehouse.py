@@ -608,7 +608,7 @@ class Table:
 
     def history(self, *, limit: int | None = None) -> list[HistoryEntry]:
         """Commits that made this table, newest first (reads one metadata file each)."""
-        out = []
+        out: list[HistoryEntry] = []
         v = self.version
         while v >= 1 and (limit is None or len(out) < limit):
             out.append(self.log.read(v).last_history)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Final
 
 from cellstore.core.names import validate_family_name
@@ -29,7 +29,7 @@ FOREVER: Final = 2**31 - 1
 COMPRESSIONS: Final = ("zstd", "snappy", "lz4", "gzip", "none")
 
 
-class KeepDeletedCells(str, Enum):
+class KeepDeletedCells(StrEnum):
     """``KEEP_DELETED_CELLS`` (R9.1): FALSE (default), TRUE or TTL."""
 
     FALSE = "false"
@@ -57,7 +57,7 @@ class KeepDeletedCells(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class Family:
-    """A column family and its settings.
+    r"""A column family and its settings.
 
     Defaults follow the HBase schema-design guides our users learn from: ``max_versions``
     is 3 (HBase 0.94's default; HBase 0.96+ creates families with 1 unless

@@ -1,4 +1,4 @@
-"""Printable forms of byte keys, as HBase's ``Bytes.toStringBinary`` / ``toBytesBinary``.
+r"""Printable forms of byte keys, as HBase's ``Bytes.toStringBinary`` / ``toBytesBinary``.
 
 HBase shell users read and type row keys in this form: printable ASCII as is, every other
 byte (and the backslash) as ``\\xHH`` with upper-case hex.
@@ -25,7 +25,7 @@ def to_string_binary(data: bytes) -> str:
 
 
 def from_string_binary(text: str) -> bytes:
-    """Bytes of a printable form: ``\\xHH`` escapes decoded, other characters UTF-8.
+    r"""Bytes of a printable form: ``\\xHH`` escapes decoded, other characters UTF-8.
 
     Inverse of :func:`to_string_binary` (``Bytes.toBytesBinary``).
     """

@@ -110,7 +110,7 @@ class TableName:
 
 
 def validate_family_name(name: str) -> str:
-    """Validate a column-family name (R15.3) and return it.
+    r"""Validate a column-family name (R15.3) and return it.
 
     Raises:
         InvalidNameError: if the name is empty, starts with '.', contains ':', '\\', '/' or

@@ -7,6 +7,7 @@ stable strings that survive other regions' splits and merges.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -126,7 +127,7 @@ def check_regions(regions: Sequence[Region]) -> None:
     if regions[-1].end != b"":
         raise InvalidRowRangeError(f"last region {regions[-1].id} must end after the last row")
     seen: set[str] = set()
-    for prev, cur in zip(regions, regions[1:], strict=False):
+    for prev, cur in itertools.pairwise(regions):
         if prev.end != cur.start or not cur.start:
             raise InvalidRowRangeError(
                 f"regions {prev.id} and {cur.id} are not contiguous "
@@ -168,7 +169,9 @@ def region_index(rows: pa.Array | pa.ChunkedArray, split_keys: Sequence[bytes]) 
     return out
 
 
-def sorted_region_bounds(rows: pa.Array | pa.ChunkedArray, split_keys: Sequence[bytes]) -> list[int]:
+def sorted_region_bounds(
+    rows: pa.Array | pa.ChunkedArray, split_keys: Sequence[bytes]
+) -> list[int]:
     """Cut points of sorted rows at the split keys: ``rows[b[i]:b[i+1]]`` is region ``i``.
 
     Costs ``O(len(split_keys) * log(len(rows)))`` scalar comparisons.

@@ -100,9 +100,8 @@ def check(
         if info.bloom_filter:
             rows = table.column("row").combine_chunks()
             starts = row_changes(rows)
-            missing = [
-                r for r in rows.take(pa.array(starts)).to_pylist() if not reader.might_contain_row(r)
-            ]
+            distinct = rows.take(pa.array(starts)).to_pylist()
+            missing = [r for r in distinct if not reader.might_contain_row(r)]
             if missing:
                 problems.append(f"bloom filter misses {len(missing)} row(s), e.g. {missing[0]!r}")
         if region is not None:

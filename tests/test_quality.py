@@ -1,0 +1,31 @@
+"""The package stays ruff- and mypy-clean (configured in pyproject.toml)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+def _tool(name: str) -> str:
+    exe = Path(sys.executable).parent / name
+    found = str(exe) if exe.exists() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed; it is part of the test extra")
+    return found
+
+
+def test_ruff_clean():
+    out = subprocess.run([_tool("ruff"), "check", "src", "tests", "bench"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_mypy_strict_clean():
+    out = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
