@@ -1,9 +1,41 @@
-"""cellstore: HBase's data model as sorted store files on any fsspec filesystem."""
+"""cellstore: HBase's data model as sorted store files on any fsspec filesystem.
 
-from cellstore.core.cells import CellType
+The names that need pyarrow or fsspec (``CellType``, ``connect``) are imported lazily on
+first access (PEP 562 module ``__getattr__``), so ``import cellstore`` and the CLI's
+``--help`` stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.errors import CellstoreError
 
+if TYPE_CHECKING:
+    from cellstore.core.cells import CellType
+    from cellstore.warehouse import connect
+
 __version__ = "0.1.0"
 
-__all__ = ["CellType", "CellstoreError", "Family", "KeepDeletedCells", "__version__"]
+__all__ = ["CellType", "CellstoreError", "Family", "KeepDeletedCells", "__version__", "connect"]
+
+#: Public names imported on first access, and the module that defines each.
+_LAZY = {
+    "CellType": "cellstore.core.cells",
+    "connect": "cellstore.warehouse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -52,6 +52,7 @@ _TYPE_NAMES = {
     **{t.hbase_name.lower(): int(t) for t in CellType},
     **{t.name.lower(): int(t) for t in CellType},
     **{t.name.replace("_", "").lower(): int(t) for t in CellType},
+    **{str(int(t)): int(t) for t in CellType},
 }
 
 
@@ -96,6 +97,20 @@ class LoadResult:
     duplicates_dropped: int = 0
     already_applied: bool = False
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys, like the metadata documents)."""
+        return {
+            "version": self.version,
+            "seq": self.seq,
+            "load-id": self.load_id,
+            "cells": self.cells,
+            "files": self.files,
+            "bytes": self.bytes,
+            "files-per-region": dict(self.files_per_region),
+            "duplicates-dropped": self.duplicates_dropped,
+            "already-applied": self.already_applied,
+        }
+
 
 def _bad(msg: str, mask: pa.Array | np.ndarray, field: str) -> BadCellError:
     arr = mask if isinstance(mask, np.ndarray) else mask.to_numpy(zero_copy_only=False)
@@ -133,7 +148,7 @@ def _to_types(col: pa.ChunkedArray) -> pa.Array:
     if pa.types.is_integer(arr.type):
         codes = arr.cast(pa.int64())
     elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        names = pc.utf8_lower(pc.replace_substring(arr, "-", ""))
+        names = pc.utf8_lower(pc.replace_substring(pc.utf8_trim_whitespace(arr), "-", ""))
         keys = pa.array(list(_TYPE_NAMES), pa.string())
         idx = pc.index_in(names, value_set=keys)
         codes = pc.take(pa.array(list(_TYPE_NAMES.values()), pa.int64()), idx)

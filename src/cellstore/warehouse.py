@@ -36,6 +36,7 @@ from cellstore.core.regions import (
     regions_from_splits,
     salt_split_keys,
 )
+from cellstore.defaults import DEFAULT_ROOT, ROOT_ENV_VAR
 from cellstore.errors import (
     CorruptFileError,
     FormatVersionError,
@@ -65,8 +66,6 @@ __all__ = [
     "connect",
 ]
 
-#: The embedded default warehouse root (a local directory), unless CELLSTORE_ROOT is set.
-DEFAULT_ROOT: Final = "./cellstore-data"
 CATALOG_FORMAT_VERSION: Final = 1
 
 
@@ -88,7 +87,7 @@ def connect(
         The :class:`Warehouse`. Nothing is written until the first table is created.
     """
     if root is None:
-        root = os.environ.get("CELLSTORE_ROOT", DEFAULT_ROOT)
+        root = os.environ.get(ROOT_ENV_VAR, DEFAULT_ROOT)
     fs, path = resolve_filesystem(root, storage_options=storage_options, filesystem=filesystem)
     return Warehouse(fs, path, url=os.fspath(root), storage_options=dict(storage_options or {}))
 

@@ -1,0 +1,5 @@
+"""``python -m cellstore.cli``."""
+
+from cellstore.cli import main
+
+main()

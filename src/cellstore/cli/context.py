@@ -1,0 +1,52 @@
+"""The typed object every command receives: warehouse settings and the chosen renderer.
+
+The root group builds one :class:`CliContext` from the global options; commands get it
+with :data:`pass_cli_context` (click's ``make_pass_decorator``, as in click's
+``examples/repo``), never through an untyped ``ctx.obj`` dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cellstore.cli.output import Output
+
+if TYPE_CHECKING:
+    from cellstore.warehouse import Warehouse
+
+__all__ = ["CliContext", "pass_cli_context"]
+
+
+@dataclass
+class CliContext:
+    """Global options of one ``cellstore`` invocation.
+
+    Attributes:
+        root: Warehouse root: a local path or an fsspec URL.
+        storage_options: fsspec options for the root's filesystem.
+        output: The renderer chosen by ``--output``.
+    """
+
+    root: str
+    storage_options: dict[str, Any]
+    output: Output
+    _warehouse: Warehouse | None = field(default=None, init=False, repr=False)
+
+    def warehouse(self) -> Warehouse:
+        """The warehouse at :attr:`root`, connected on first use.
+
+        Returns:
+            The :class:`~cellstore.warehouse.Warehouse` (one per invocation).
+        """
+        if self._warehouse is None:
+            from cellstore.warehouse import connect
+
+            self._warehouse = connect(self.root, storage_options=self.storage_options)
+        return self._warehouse
+
+
+#: Decorator passing the invocation's :class:`CliContext` as a command's first argument.
+pass_cli_context = click.make_pass_decorator(CliContext)

@@ -1,0 +1,293 @@
+r"""Parameter types: family specs, printable keys and ``key=value`` pairs.
+
+Family specs use the names an HBase shell user knows::
+
+    cf
+    cf:VERSIONS=5,TTL=86400,BLOOMFILTER=NONE,COMPRESSION=SNAPPY
+    cf:ttl=forever,keep_deleted_cells=ttl
+
+Keys are case-insensitive. Row and split keys are typed in HBase's printable form
+(``Bytes.toStringBinary``): ``\xHH`` escapes for any byte, everything else as UTF-8.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import click
+
+from cellstore.core.family import Family, KeepDeletedCells
+from cellstore.core.keys import from_string_binary
+from cellstore.errors import InvalidArgumentError
+
+__all__ = [
+    "FAMILY",
+    "FAMILY_CHANGE",
+    "KEY_VALUE",
+    "PRINTABLE_KEY",
+    "STORAGE_OPTION",
+    "FamilyChange",
+    "FamilyChangeType",
+    "FamilyType",
+    "KeyValueType",
+    "PrintableKeyType",
+    "SpecError",
+    "StorageOptionType",
+    "parse_family_spec",
+]
+
+if TYPE_CHECKING:
+    _ParamType = click.ParamType
+else:
+
+    class _ParamType(click.ParamType):
+        # click < 8.4 has no generic ParamType; make ``_ParamType[X]`` work there too.
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
+
+
+class SpecError(ValueError):
+    """A family spec cannot be parsed; the message says why."""
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _int(key: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise SpecError(f"{key} must be an integer, not {text!r}") from None
+
+
+def _ttl(key: str, text: str) -> int | None:
+    if text.upper() == "FOREVER":
+        return None
+    return _int(key, text)
+
+
+def _keep_deleted(key: str, text: str) -> KeepDeletedCells:
+    try:
+        return KeepDeletedCells.parse(text)
+    except InvalidArgumentError:
+        raise SpecError(f"{key} must be TRUE, FALSE or TTL, not {text!r}") from None
+
+
+#: HBase codec names that differ from the Parquet codec names cellstore stores.
+_COMPRESSION_ALIASES: Final = {"gz": "gzip", "uncompressed": "none"}
+
+
+def _compression(key: str, text: str) -> str:
+    name = text.lower()
+    return _COMPRESSION_ALIASES.get(name, name)
+
+
+def _bloom(key: str, text: str) -> bool:
+    upper = text.upper()
+    if upper in ("ROW", "TRUE"):
+        return True
+    if upper in ("NONE", "FALSE"):
+        return False
+    raise SpecError(f"{key} must be ROW or NONE (cellstore keeps row Bloom filters), not {text!r}")
+
+
+#: Spec key (upper case) -> (Family attribute, value parser). HBase's names first, then
+#: the Python attribute names as aliases.
+_SETTINGS: Final[dict[str, tuple[str, Callable[[str, str], Any]]]] = {
+    "VERSIONS": ("max_versions", _int),
+    "MIN_VERSIONS": ("min_versions", _int),
+    "TTL": ("ttl", _ttl),
+    "KEEP_DELETED_CELLS": ("keep_deleted_cells", _keep_deleted),
+    "COMPRESSION": ("compression", _compression),
+    "BLOOMFILTER": ("bloom_filter", _bloom),
+    "BLOCKSIZE": ("block_size", _int),
+    "MAX_VERSIONS": ("max_versions", _int),
+    "BLOOM_FILTER": ("bloom_filter", _bloom),
+    "BLOCK_SIZE": ("block_size", _int),
+}
+_HBASE_KEYS: Final = (
+    "VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, COMPRESSION, BLOOMFILTER, BLOCKSIZE"
+)
+
+
+def parse_family_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """Split ``NAME[:KEY=VALUE,...]`` into the family name and :class:`Family` settings.
+
+    Args:
+        text: The spec, e.g. ``cf:VERSIONS=5,TTL=FOREVER``.
+
+    Returns:
+        The name and a dict of :class:`~cellstore.core.family.Family` keyword arguments
+        (values parsed, not yet range-checked).
+
+    Raises:
+        SpecError: empty name, an item without ``=``, an unknown or repeated key, or a value
+            of the wrong kind.
+
+    >>> parse_family_spec("cf:versions=5,TTL=FOREVER,BLOOMFILTER=NONE")
+    ('cf', {'max_versions': 5, 'ttl': None, 'bloom_filter': False})
+    """
+    name, _, rest = text.partition(":")
+    name = name.strip()
+    if not name:
+        raise SpecError("the family name is empty")
+    settings: dict[str, Any] = {}
+    for item in rest.split(","):
+        if not item.strip():
+            continue
+        key, eq, value = item.partition("=")
+        key = key.strip().upper()
+        if not eq:
+            raise SpecError(f"expected KEY=VALUE, got {item.strip()!r}")
+        if key not in _SETTINGS:
+            raise SpecError(f"unknown family setting {key!r} (known: {_HBASE_KEYS})")
+        attr, parse = _SETTINGS[key]
+        if attr in settings:
+            raise SpecError(f"family setting {key} given twice")
+        settings[attr] = parse(key, _unquote(value))
+    return name, settings
+
+
+@dataclass(frozen=True)
+class FamilyChange:
+    """Settings to change on an existing family (``alter --set``).
+
+    Attributes:
+        name: The family.
+        settings: :class:`~cellstore.core.family.Family` keyword arguments to change.
+    """
+
+    name: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+class FamilyType(_ParamType[Family]):
+    """``NAME[:KEY=VALUE,...]`` -> a validated :class:`~cellstore.core.family.Family`."""
+
+    name = "family"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """Metavar shown in help."""
+        return "SPEC"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Family:
+        """Parse and validate a family spec (fails with :class:`click.BadParameter`)."""
+        if isinstance(value, Family):
+            return value
+        try:
+            name, settings = parse_family_spec(str(value))
+            return Family(name=name, **settings)
+        except (SpecError, InvalidArgumentError) as e:
+            self.fail(f"{value!r}: {e}", param, ctx)
+
+
+class FamilyChangeType(_ParamType[FamilyChange]):
+    """``NAME:KEY=VALUE,...`` -> a :class:`FamilyChange` (at least one setting)."""
+
+    name = "family change"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """Metavar shown in help."""
+        return "SPEC"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> FamilyChange:
+        """Parse a family spec that must carry settings."""
+        if isinstance(value, FamilyChange):
+            return value
+        try:
+            name, settings = parse_family_spec(str(value))
+        except SpecError as e:
+            self.fail(f"{value!r}: {e}", param, ctx)
+        if not settings:
+            self.fail(f"{value!r}: nothing to set; use NAME:KEY=VALUE,...", param, ctx)
+        return FamilyChange(name, settings)
+
+
+class PrintableKeyType(_ParamType[bytes]):
+    r"""A row or split key in HBase's printable form (``\x00`` escapes) -> bytes."""
+
+    name = "key"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> bytes:
+        r"""Decode ``\xHH`` escapes (``Bytes.toBytesBinary``)."""
+        if isinstance(value, bytes):
+            return value
+        return from_string_binary(str(value))
+
+
+def _split_pair(value: object) -> tuple[str, str] | None:
+    key, eq, raw = str(value).partition("=")
+    key = key.strip()
+    if not eq or not key:
+        return None
+    return key, raw
+
+
+class KeyValueType(_ParamType[tuple[str, str]]):
+    """``KEY=VALUE`` -> ``(key, value)``, split on the first ``=``."""
+
+    name = "key=value"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """Metavar shown in help."""
+        return "KEY=VALUE"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
+        """Split on the first ``=``."""
+        if isinstance(value, tuple):
+            return value
+        pair = _split_pair(value)
+        if pair is None:
+            self.fail(f"expected KEY=VALUE, got {value!r}", param, ctx)
+        return pair
+
+
+class StorageOptionType(_ParamType[tuple[str, Any]]):
+    """``KEY=VALUE`` -> ``(key, value)`` with the value parsed as JSON when it parses.
+
+    ``anon=true`` gives ``True``, ``client_kwargs={"endpoint_url": "http://..."}`` a dict;
+    anything that is not JSON stays a string (``profile=dev``).
+    """
+
+    name = "storage option"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """Metavar shown in help."""
+        return "KEY=VALUE"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, Any]:
+        """Split on the first ``=`` and try JSON on the value."""
+        if isinstance(value, tuple):
+            return value
+        pair = _split_pair(value)
+        if pair is None:
+            self.fail(f"expected KEY=VALUE, got {value!r}", param, ctx)
+        key, raw = pair
+        try:
+            return key, json.loads(raw)
+        except ValueError:
+            return key, raw
+
+
+FAMILY: Final = FamilyType()
+FAMILY_CHANGE: Final = FamilyChangeType()
+PRINTABLE_KEY: Final = PrintableKeyType()
+KEY_VALUE: Final = KeyValueType()
+STORAGE_OPTION: Final = StorageOptionType()

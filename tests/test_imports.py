@@ -1,0 +1,79 @@
+"""Layering: imports run one way (cli -> api -> loader/reader/jobs -> storage -> core)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parents[1] / "src" / "cellstore"
+
+# Lower number = lower layer. A module may import only from its own layer or below.
+LAYERS = {
+    "errors": 0,
+    "defaults": 0,
+    "core": 0,
+    "fs": 1,
+    "storefiles": 1,
+    "manifest": 1,
+    "ingest": 2,
+    "reader": 3,
+    "loader": 3,
+    "jobs": 3,
+    "warehouse": 4,
+    "cli": 5,
+}
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cellstore."):
+            out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("cellstore."):
+                    out.add(alias.name.split(".")[1])
+    return out
+
+
+FILES = [p for p in SRC.rglob("*.py") if p.name != "__init__.py" or p.parent != SRC]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_run_one_way(path):
+    me = _module_of(path)
+    if me not in LAYERS:
+        pytest.fail(f"{me} has no layer in test_imports.LAYERS; add it")
+    for dep in _imports(path):
+        assert dep in LAYERS, f"{path}: imports unknown module cellstore.{dep}"
+        assert LAYERS[dep] <= LAYERS[me], (
+            f"{path.relative_to(SRC)} (layer {LAYERS[me]}) imports cellstore.{dep} "
+            f"(layer {LAYERS[dep]})"
+        )
+
+
+def test_core_does_no_io():
+    for path in (SRC / "core").rglob("*.py"):
+        text = path.read_text()
+        for banned in ("import fsspec", "open(", "import os", "pyarrow.parquet"):
+            assert banned not in text, f"{path}: core must not do I/O ({banned})"
+
+
+def test_cli_help_does_not_import_heavy_modules():
+    code = (
+        "import sys, cellstore.cli; "
+        "print(','.join(m for m in ('pyarrow', 'dask', 'pandas', 'fsspec', 'distributed') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
