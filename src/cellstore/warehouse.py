@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import fsspec
+import pyarrow as pa
 
 from cellstore.core.family import Family
 from cellstore.core.metadata import (
@@ -55,6 +56,7 @@ from cellstore.ingest import (
     write_cells,
 )
 from cellstore.manifest import TableLog, VersionLog
+from cellstore.reader import Scan, ScanOptions
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
 __all__ = [
@@ -574,6 +576,101 @@ class Table:
         )
 
     # ----------------------------------------------------------------- reads
+    def scan(
+        self,
+        *,
+        start_row: bytes | str | None = None,
+        stop_row: bytes | str | None = None,
+        row_prefix: bytes | str | None = None,
+        columns: Iterable[bytes | str] | bytes | str | None = None,
+        families: Iterable[str] | str | None = None,
+        time_range: tuple[int, int] | None = None,
+        timestamp: int | None = None,
+        max_versions: int | None = None,
+        raw: bool = False,
+        reversed: bool = False,
+        limit: int | None = None,
+        now_ms: int | None = None,
+    ) -> Scan:
+        """Plan a scan of this table version with HBase's read semantics.
+
+        Args:
+            start_row: First row, inclusive (R12.1); None = from the first row.
+            stop_row: Row after the last, exclusive; None = to the end. start == stop
+                returns nothing.
+            row_prefix: Only rows starting with this prefix (R12.4); not with start/stop.
+            columns: ``family:qualifier`` names (str or bytes); a bare ``family`` means the
+                whole family (R11.1).
+            families: Whole families to read. Nothing given = every family.
+            time_range: ``(min_ts, max_ts)``, min inclusive, max exclusive (R7.1).
+            timestamp: Only this exact timestamp (``[ts, ts+1)``, R7.4).
+            max_versions: Versions per column; default 1, capped by the family's
+                ``max_versions`` except for raw scans (R6.1, R10.2).
+            raw: Return delete markers and masked cells as stored (R10).
+            reversed: Rows in descending order; cells inside a row keep their order (R2.4).
+                As in HBase, ``start_row`` is then the higher bound (inclusive) and
+                ``stop_row`` the lower bound (exclusive) (R12.5).
+            limit: At most this many rows.
+            now_ms: "Now" for TTL expiry (default: the clock), so TTL reads are testable.
+
+        Returns:
+            A :class:`~cellstore.reader.Scan`: call ``to_arrow()``, ``to_pandas()``,
+            ``to_batches()``, ``count_rows()`` or ``plan()``.
+        """
+        from cellstore.reader.scan import columns_tuple
+
+        fams = (families,) if isinstance(families, str) else families
+        options = ScanOptions(
+            start_row=start_row,
+            stop_row=stop_row,
+            row_prefix=row_prefix,
+            columns=columns_tuple(columns),
+            families=tuple(fams) if fams is not None else None,
+            time_range=time_range,
+            timestamp=timestamp,
+            max_versions=max_versions,
+            raw=raw,
+            reversed=reversed,
+            limit=limit,
+            now_ms=now_ms,
+        )
+        return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock())
+
+    def get(
+        self,
+        row: bytes | str,
+        *,
+        columns: Iterable[bytes | str] | bytes | str | None = None,
+        families: Iterable[str] | str | None = None,
+        time_range: tuple[int, int] | None = None,
+        timestamp: int | None = None,
+        max_versions: int | None = None,
+        now_ms: int | None = None,
+    ) -> pa.Table:
+        """Point read of one row (HBase ``Get``, R12.3): its visible cells, in result order.
+
+        Files whose row Bloom filter or row-group statistics rule the row out are not read.
+        Options mean the same as for :meth:`scan`. An absent row gives an empty table.
+        """
+        from cellstore.reader.scan import columns_tuple
+
+        key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
+        if not key:
+            raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
+        fams = (families,) if isinstance(families, str) else families
+        options = ScanOptions(
+            start_row=key,
+            stop_row=key + b"\x00",
+            columns=columns_tuple(columns),
+            families=tuple(fams) if fams is not None else None,
+            time_range=time_range,
+            timestamp=timestamp,
+            max_versions=max_versions,
+            now_ms=now_ms,
+            point_row=key,
+        )
+        return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock()).to_arrow()
+
     def describe(self) -> TableDescription:
         """Families, regions with their files and sizes, totals and the last commit."""
         meta = self._metadata

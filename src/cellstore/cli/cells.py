@@ -1,4 +1,4 @@
-"""Cell commands: ``load-cells`` (the raw write primitive) now; scan, get, count later.
+"""Cell commands: ``load-cells``, the raw write primitive (reads are in ``reads.py``).
 
 pyarrow is imported inside the functions, so importing this module stays cheap.
 """

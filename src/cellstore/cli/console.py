@@ -1,9 +1,10 @@
 """The root ``cellstore`` group: global options, error mapping and command registration.
 
 Adding commands: write them in a module of this package (one module per group of
-commands, e.g. ``tables.py`` for DDL, ``cells.py`` for cell I/O) as ``@click.command``
-functions taking :data:`~cellstore.cli.context.pass_cli_context`, list them in the
-module's ``COMMANDS``, and add the module to :data:`COMMAND_MODULES` below. Import
+commands, e.g. ``tables.py`` for DDL, ``cells.py`` for cell loads, ``reads.py`` for
+scan/get/count/quickstart) as ``@click.command`` functions taking
+:data:`~cellstore.cli.context.pass_cli_context`, list them in the module's ``COMMANDS``,
+and add the module to :data:`COMMAND_MODULES` below. Import
 pyarrow, dask, pandas, fsspec and :mod:`cellstore.warehouse` inside command bodies only,
 so ``--help`` stays fast (a test checks it).
 """
@@ -16,7 +17,7 @@ from typing import Any, Final, NoReturn
 
 import click
 
-from cellstore.cli import cells, tables
+from cellstore.cli import cells, reads, tables
 from cellstore.cli.context import CliContext
 from cellstore.cli.output import OUTPUT_FORMATS, OutputFormat, make_output
 from cellstore.cli.params import STORAGE_OPTION
@@ -27,7 +28,7 @@ __all__ = ["COMMAND_MODULES", "DEFAULT_ROOT", "CellstoreGroup", "cli", "main"]
 
 
 #: Modules whose ``COMMANDS`` are registered on the root group.
-COMMAND_MODULES: Final = (tables, cells)
+COMMAND_MODULES: Final = (tables, cells, reads)
 
 
 def exit_with_error(ctx: click.Context, error: BaseException, *, exit_code: int) -> NoReturn:
@@ -51,6 +52,12 @@ class CellstoreGroup(click.Group):
             return super().invoke(ctx)
         except CellstoreError as e:
             exit_with_error(ctx, e, exit_code=e.exit_code)
+        except BrokenPipeError:
+            # The reader went away (``cellstore scan ... | head``): stop quietly, as cat does.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(0)
         except OSError as e:
             exit_with_error(ctx, e, exit_code=1)
 

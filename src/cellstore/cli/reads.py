@@ -1,0 +1,577 @@
+r"""Read commands: ``scan``, ``get`` and ``count`` (the HBase shell's reads), and ``quickstart``.
+
+Each read makes one library call (:meth:`~cellstore.warehouse.Table.scan` or
+:meth:`~cellstore.warehouse.Table.get`) and hands the result to the renderer; the library
+validates the options (an invalid combination exits with 2 and one line). Row keys,
+prefixes and qualifiers are typed in HBase's printable form (``\x00`` escapes).
+
+``scan --output-file`` streams the results task by task into a file instead of the
+terminal: CSV or JSON lines with the columns ``load-cells`` reads (bytes in printable form,
+types by name), or Parquet with the scan's Arrow schema as it is.
+
+pyarrow, tqdm and the warehouse are imported inside command bodies only, so
+``cellstore --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TextIO, get_args
+
+import click
+
+from cellstore.cli.cells import read_cells_file
+from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.output import PrintableCell, printable_cells
+from cellstore.cli.params import PRINTABLE_KEY
+from cellstore.core.family import Family
+from cellstore.defaults import DEFAULT_ROOT
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from cellstore.ingest import LoadResult
+    from cellstore.reader import Scan
+    from cellstore.warehouse import TableDescription
+
+__all__ = [
+    "COMMANDS",
+    "EXPORT_FORMATS",
+    "QUICKSTART_LOAD_ID",
+    "QUICKSTART_TABLE",
+    "ExportFormat",
+    "ExportReport",
+    "QuickstartReport",
+    "count_cmd",
+    "export_scan",
+    "get_cmd",
+    "quickstart_cmd",
+    "scan_cmd",
+]
+
+ExportFormat = Literal["csv", "json", "parquet"]
+EXPORT_FORMATS: Final[tuple[ExportFormat, ...]] = get_args(ExportFormat)
+_EXPORT_SUFFIXES: Final[dict[str, ExportFormat]] = {
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+#: The table ``quickstart`` creates and loads.
+QUICKSTART_TABLE: Final = "example:webtable"
+#: The load id of the bundled example: a second ``quickstart`` finds it and loads nothing.
+QUICKSTART_LOAD_ID: Final = "quickstart-webtable-v1"
+#: Rows of the example table ``quickstart`` shows.
+QUICKSTART_SCAN_LIMIT: Final = 5
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class ExportReport:
+    """What ``scan --output-file`` wrote.
+
+    Attributes:
+        path: The file.
+        format: ``csv``, ``json`` (JSON lines) or ``parquet``.
+        rows: Rows written.
+        cells: Cells written.
+        bytes: Size of the file.
+    """
+
+    path: str
+    format: ExportFormat
+    rows: int
+    cells: int
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"file", "format", "rows", "cells", "bytes"}``."""
+        return {
+            "file": self.path,
+            "format": self.format,
+            "rows": self.rows,
+            "cells": self.cells,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass(frozen=True)
+class QuickstartReport:
+    """What ``quickstart`` did.
+
+    Attributes:
+        table: The example table's name.
+        root: The warehouse root, as given.
+        created: Whether this run created the table (False: it existed).
+        description: The table after the load.
+        load: The load result (``already_applied`` on a re-run).
+        rows: Rows in the table.
+        scan_limit: Rows :attr:`sample` was limited to.
+        sample: The first rows' cells (scan result schema).
+        next_commands: CLI commands to try next, ready to paste.
+    """
+
+    table: str
+    root: str
+    created: bool
+    description: TableDescription
+    load: LoadResult
+    rows: int
+    scan_limit: int
+    sample: pa.Table
+    next_commands: tuple[str, ...]
+
+
+# ----------------------------------------------------------------------- shared options
+_START_ROW = click.option(
+    "--start-row",
+    type=PRINTABLE_KEY,
+    default=None,
+    metavar="ROW",
+    help="First row, inclusive, in printable form (e.g. 'com.cnn' or '\\x00\\x01').",
+)
+_STOP_ROW = click.option(
+    "--stop-row",
+    type=PRINTABLE_KEY,
+    default=None,
+    metavar="ROW",
+    help="Row after the last, exclusive, in printable form.",
+)
+_PREFIX = click.option(
+    "--prefix",
+    "row_prefix",
+    type=PRINTABLE_KEY,
+    default=None,
+    metavar="PREFIX",
+    help="Only rows starting with PREFIX, in printable form (not with --start-row/--stop-row).",
+)
+_COLUMN = click.option(
+    "--column",
+    "columns",
+    type=PRINTABLE_KEY,
+    multiple=True,
+    metavar="FAMILY[:QUALIFIER]",
+    help="Only this column, or the whole family without ':QUALIFIER' (repeatable; the "
+    "qualifier in printable form).",
+)
+_FAMILY = click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="FAMILY",
+    help="Only this column family (repeatable). Default: every family.",
+)
+_TIME_RANGE = click.option(
+    "--time-range",
+    type=(int, int),
+    default=None,
+    metavar="MIN MAX",
+    help="Only cells with MIN <= timestamp < MAX (ms since the epoch).",
+)
+_TIMESTAMP = click.option(
+    "--timestamp",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="TS",
+    help="Only cells with exactly this timestamp (ms; not with --time-range).",
+)
+_VERSIONS = click.option(
+    "--versions",
+    "max_versions",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Versions per column, newest first (default 1; at most the family's VERSIONS "
+    "unless --raw).",
+)
+_NOW = click.option(
+    "--now-ms",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="MS",
+    help="'Now' for TTL expiry, in ms since the epoch (default: the clock), so reads of "
+    "families with a TTL are reproducible.",
+)
+
+
+def _stderr_is_tty() -> bool:
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
+# ---------------------------------------------------------------------------------- scan
+class _CellWriter(Protocol):
+    def write(self, cells: pa.Table) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _TextCellWriter:
+    """CSV or JSON lines: one cell a line, the columns ``load-cells`` reads."""
+
+    def __init__(self, path: Path, *, fmt: Literal["csv", "json"]) -> None:
+        self._file: TextIO = path.open("w", encoding="utf-8", newline="")
+        self._csv = csv.writer(self._file, lineterminator="\n") if fmt == "csv" else None
+        if self._csv is not None:
+            self._csv.writerow(PrintableCell._fields)
+
+    def write(self, cells: pa.Table) -> None:
+        found = printable_cells(cells)
+        if self._csv is not None:
+            self._csv.writerows(found)
+        else:
+            self._file.writelines(json.dumps(c._asdict()) + "\n" for c in found)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _ParquetCellWriter:
+    """Parquet with the scan result schema as it is (binary row, qualifier and value)."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        from cellstore.reader import RESULT_SCHEMA
+
+        self._writer = pq.ParquetWriter(str(path), RESULT_SCHEMA)
+
+    def write(self, cells: pa.Table) -> None:
+        self._writer.write_table(cells)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def _open_writer(path: Path, fmt: ExportFormat) -> _CellWriter:
+    if fmt == "parquet":
+        return _ParquetCellWriter(path)
+    return _TextCellWriter(path, fmt=fmt)
+
+
+def export_scan(
+    scan: Scan, *, path: str, fmt: ExportFormat, progress: bool, label: str = "scan"
+) -> ExportReport:
+    """Run ``scan`` task by task into a file; the file appears only when complete.
+
+    Cells go to a hidden file next to ``path`` that replaces ``path`` at the end, so a
+    failed or interrupted scan leaves no partial file behind.
+
+    Args:
+        scan: The planned scan.
+        path: Local file to write (replaced if it exists).
+        fmt: ``csv`` or ``json`` (JSON lines; both with the columns ``row, family,
+            qualifier, ts, type, value``, bytes in printable form and types by HBase name,
+            as ``load-cells`` reads them), or ``parquet`` (the scan's Arrow schema).
+        progress: Draw a progress bar over the scan's tasks on stderr.
+        label: The progress bar's description.
+
+    Returns:
+        The rows, cells and bytes written.
+    """
+    import pyarrow.compute as pc
+    from tqdm import tqdm
+
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    rows = cells = 0
+    writer = _open_writer(partial, fmt)
+    try:
+        total = len(scan.plan())
+        with tqdm(
+            total=total, desc=label, unit="task", file=sys.stderr, disable=not progress
+        ) as bar:
+            for batch in scan.to_batches():
+                writer.write(batch)
+                # Batches are whole regions, so no row spans two of them.
+                rows += pc.count_distinct(batch.column("row")).as_py()
+                cells += batch.num_rows
+                bar.update(1)
+            # Tasks with no result yield no batch; the scan is done, so is the bar.
+            bar.update(max(total - bar.n, 0))
+        writer.close()
+        partial.replace(target)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            writer.close()
+        partial.unlink(missing_ok=True)
+        raise
+    return ExportReport(str(target), fmt, rows, cells, target.stat().st_size)
+
+
+def _export_format_for(path: str) -> ExportFormat:
+    fmt = _EXPORT_SUFFIXES.get(PurePath(path).suffix.lower())
+    if fmt is None:
+        raise click.BadParameter(
+            f"cannot tell the format of {path!r} from its extension; give --format "
+            f"({'|'.join(EXPORT_FORMATS)})",
+            param_hint="'--output-file'",
+        )
+    return fmt
+
+
+@click.command("scan")
+@click.argument("table")
+@_START_ROW
+@_STOP_ROW
+@_PREFIX
+@_COLUMN
+@_FAMILY
+@_TIME_RANGE
+@_TIMESTAMP
+@_VERSIONS
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Return delete markers and deleted cells as stored (not with --column QUALIFIERs).",
+)
+@click.option("--reversed", "reverse", is_flag=True, help="Rows in descending order.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
+)
+@_NOW
+@click.option(
+    "--output-file",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    metavar="PATH",
+    help="Write the cells to PATH instead of the terminal (a progress bar shows on stderr).",
+)
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(EXPORT_FORMATS),
+    default=None,
+    help="Format of --output-file (default: from its extension: .csv, .json/.jsonl, "
+    ".parquet). csv and json (JSON lines) have the columns load-cells reads, bytes in "
+    "printable form; parquet keeps the binary Arrow schema.",
+)
+@pass_cli_context
+def scan_cmd(
+    cli_ctx: CliContext,
+    *,
+    table: str,
+    start_row: bytes | None,
+    stop_row: bytes | None,
+    row_prefix: bytes | None,
+    columns: tuple[bytes, ...],
+    families: tuple[str, ...],
+    time_range: tuple[int, int] | None,
+    timestamp: int | None,
+    max_versions: int | None,
+    raw: bool,
+    reverse: bool,
+    limit: int | None,
+    now_ms: int | None,
+    output_file: str | None,
+    file_format: ExportFormat | None,
+) -> None:
+    """Scan TABLE's rows with HBase's read semantics, printed as the HBase shell does.
+
+    \b
+    Examples:
+      cellstore scan example:webtable --prefix com.cnn --column contents:html
+      cellstore scan example:webtable --raw --versions 10 --limit 3
+      cellstore scan example:webtable --output-file webtable.parquet
+    """  # noqa: D301 (click's \b marker)
+    if file_format is not None and output_file is None:
+        raise click.BadParameter("needs --output-file", param_hint="'--format'")
+    warehouse = cli_ctx.warehouse()
+    started = time.perf_counter()  # like the shell's "Took": the read, not the imports
+    handle = warehouse.table(table)
+    scan = handle.scan(
+        start_row=start_row,
+        stop_row=stop_row,
+        row_prefix=row_prefix,
+        columns=columns or None,
+        families=families or None,
+        time_range=time_range,
+        timestamp=timestamp,
+        max_versions=max_versions,
+        raw=raw,
+        reversed=reverse,
+        limit=limit,
+        now_ms=now_ms,
+    )
+    name = str(handle.name)
+    if output_file is None:
+        cli_ctx.output.scan_cells(name, scan.to_batches(), started=started)
+        return
+    report = export_scan(
+        scan,
+        path=output_file,
+        fmt=file_format or _export_format_for(output_file),
+        progress=cli_ctx.output.shows_progress and _stderr_is_tty(),
+        label=f"scan {name}",
+    )
+    cli_ctx.output.scan_exported(name, report, started=started)
+
+
+# ----------------------------------------------------------------------------------- get
+@click.command("get")
+@click.argument("table")
+@click.argument("row", type=PRINTABLE_KEY)
+@_COLUMN
+@_FAMILY
+@_TIMESTAMP
+@_TIME_RANGE
+@_VERSIONS
+@_NOW
+@pass_cli_context
+def get_cmd(
+    cli_ctx: CliContext,
+    *,
+    table: str,
+    row: bytes,
+    columns: tuple[bytes, ...],
+    families: tuple[str, ...],
+    timestamp: int | None,
+    time_range: tuple[int, int] | None,
+    max_versions: int | None,
+    now_ms: int | None,
+) -> None:
+    """Get the cells of ROW (printable form) in TABLE, as the HBase shell's get.
+
+    \b
+    Example:
+      cellstore get example:webtable com.cnn.www --column contents:html --versions 3
+    """  # noqa: D301 (click's \b marker)
+    warehouse = cli_ctx.warehouse()
+    started = time.perf_counter()  # like the shell's "Took": the read, not the imports
+    handle = warehouse.table(table)
+    cells = handle.get(
+        row,
+        columns=columns or None,
+        families=families or None,
+        time_range=time_range,
+        timestamp=timestamp,
+        max_versions=max_versions,
+        now_ms=now_ms,
+    )
+    cli_ctx.output.get_cells(str(handle.name), row, cells, started=started)
+
+
+# --------------------------------------------------------------------------------- count
+@click.command("count")
+@click.argument("table")
+@_START_ROW
+@_STOP_ROW
+@_PREFIX
+@_COLUMN
+@_FAMILY
+@_TIME_RANGE
+@_NOW
+@pass_cli_context
+def count_cmd(
+    cli_ctx: CliContext,
+    *,
+    table: str,
+    start_row: bytes | None,
+    stop_row: bytes | None,
+    row_prefix: bytes | None,
+    columns: tuple[bytes, ...],
+    families: tuple[str, ...],
+    time_range: tuple[int, int] | None,
+    now_ms: int | None,
+) -> None:
+    """Count TABLE's rows that have at least one visible cell (HBase's count, RowCounter).
+
+    \b
+    Example:
+      cellstore count example:webtable --prefix org.
+    """  # noqa: D301 (click's \b marker)
+    warehouse = cli_ctx.warehouse()
+    started = time.perf_counter()  # like the shell's "Took": the read, not the imports
+    handle = warehouse.table(table)
+    rows = handle.scan(
+        start_row=start_row,
+        stop_row=stop_row,
+        row_prefix=row_prefix,
+        columns=columns or None,
+        families=families or None,
+        time_range=time_range,
+        now_ms=now_ms,
+    ).count_rows()
+    cli_ctx.output.row_count(str(handle.name), rows, started=started)
+
+
+# ---------------------------------------------------------------------------- quickstart
+def _example_families() -> list[Family]:
+    return [Family(name="contents", max_versions=3), Family(name="anchor"), Family(name="people")]
+
+
+#: Split keys of the example table: three regions, ``com.a..``, ``com.m..``, ``org..``.
+_EXAMPLE_SPLITS: Final = (b"com.m", b"org")
+
+
+def _next_commands(root: str, table: str) -> tuple[str, ...]:
+    cmd = "cellstore" if root == DEFAULT_ROOT else f"cellstore --root {shlex.quote(root)}"
+    t = shlex.quote(table)
+    return (
+        f"{cmd} scan {t} --prefix com.cnn",
+        f"{cmd} get {t} com.cnn.www --versions 3",
+        f"{cmd} describe {t}",
+    )
+
+
+@click.command("quickstart")
+@click.option(
+    "--table",
+    default=QUICKSTART_TABLE,
+    show_default=True,
+    help="Name of the example table.",
+)
+@pass_cli_context
+def quickstart_cmd(cli_ctx: CliContext, *, table: str) -> None:
+    """Create and load the bundled example web table, then scan and count it.
+
+    The table gets the families contents (VERSIONS=3), anchor and people, and split keys
+    com.m and org. The cells are loaded with a fixed load id, so running quickstart again
+    changes nothing. Uses --root (default ./cellstore-data, created when missing).
+    """
+    from importlib.resources import as_file, files
+
+    from cellstore.errors import TableExistsError
+
+    warehouse = cli_ctx.warehouse()
+    created = False
+    if warehouse.exists(table):
+        handle = warehouse.table(table)
+    else:
+        try:
+            handle = warehouse.create_table(
+                table, families=_example_families(), splits=list(_EXAMPLE_SPLITS)
+            )
+            created = True
+        except TableExistsError:  # a concurrent quickstart created it first
+            handle = warehouse.table(table)
+    with as_file(files("cellstore") / "examples" / "webtable.csv") as path:
+        cells = read_cells_file(str(path), fmt="csv")
+    load = handle.load_cells(cells, load_id=QUICKSTART_LOAD_ID)
+    name = str(handle.name)
+    report = QuickstartReport(
+        table=name,
+        root=cli_ctx.root,
+        created=created,
+        description=handle.describe(),
+        load=load,
+        rows=handle.scan().count_rows(),
+        scan_limit=QUICKSTART_SCAN_LIMIT,
+        sample=handle.scan(limit=QUICKSTART_SCAN_LIMIT).to_arrow(),
+        next_commands=_next_commands(cli_ctx.root, name),
+    )
+    cli_ctx.output.quickstart(report)
+
+
+#: The commands this module adds to the root group.
+COMMANDS: tuple[click.Command, ...] = (scan_cmd, get_cmd, count_cmd, quickstart_cmd)
