@@ -30,6 +30,7 @@ from cellstore.core.cells import (
     MAX_ROW_LENGTH,
     CellType,
     equal_key_runs,
+    run_starts,
     sort_indices,
 )
 from cellstore.core.metadata import FileEntry, TableMetadata
@@ -415,16 +416,8 @@ def write_cells(
 
 
 def _run_bounds(col: pa.Array) -> list[tuple[int, int]]:
-    n = len(col)
-    if n == 0:
-        return []
-    change = np.ones(n, dtype=bool)
-    if n > 1:
-        change[1:] = pc.not_equal(col.slice(1), col.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    starts = np.flatnonzero(change).tolist()
-    return list(zip(starts, [*starts[1:], n], strict=True))
+    starts = run_starts(col).tolist()
+    return list(zip(starts, [*starts[1:], len(col)], strict=True))
 
 
 def commit_files(

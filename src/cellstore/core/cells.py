@@ -31,6 +31,7 @@ __all__ = [
     "CellType",
     "equal_key_runs",
     "first_unsorted_index",
+    "run_starts",
     "sort_indices",
 ]
 
@@ -133,6 +134,17 @@ def sort_indices(cells: pa.Table, *, with_family: bool = False) -> pa.Array:
     """
     keys = SORT_KEYS_WITH_FAMILY if with_family else SORT_KEYS
     return pc.sort_indices(cells, sort_keys=list(keys))
+
+
+def run_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Indices where a run of equal values starts (always includes 0 when non-empty).
+
+    On a sorted row column these are the first cells of each row.
+    """
+    same = _same_as_previous(col)
+    if len(same):
+        same[0] = False
+    return np.flatnonzero(~same)
 
 
 def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:

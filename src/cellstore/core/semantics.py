@@ -322,7 +322,7 @@ def _first_of_equal_keys(table: pa.Table) -> tuple[_Cells, pa.ChunkedArray | pa.
     dup = ~col_start
     dup[1:] &= ts[1:] == ts[:-1]
     dup[1:] &= typ[1:] == typ[:-1]
-    if True:
+    if not dup.any():
         return _Cells(ts=ts, typ=typ, col_start=col_start, row_start=None, src=None), row_eq
     keep = np.flatnonzero(~dup)
     row_start = _starts(row_eq, n)[keep]

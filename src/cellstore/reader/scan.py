@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from cellstore.core.cells import LATEST_TIMESTAMP
+from cellstore.core.cells import LATEST_TIMESTAMP, run_starts
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError
@@ -219,25 +218,12 @@ def _binary_as_arrow(dtype: pa.DataType) -> Any:
     return pd.ArrowDtype(dtype) if pa.types.is_binary(dtype) else None
 
 
-def _row_starts(rows: pa.Array | pa.ChunkedArray) -> Any:
-    import numpy as np
-
-    arr = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
-    n = len(arr)
-    change = np.ones(n, dtype=bool)
-    if n > 1:
-        change[1:] = pc.not_equal(arr.slice(1), arr.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    return np.flatnonzero(change)
-
-
 def _count_rows(table: pa.Table) -> int:
-    return len(_row_starts(table.column("row"))) if table.num_rows else 0
+    return len(run_starts(table.column("row")))
 
 
 def _first_rows(table: pa.Table, n: int) -> pa.Table:
-    starts = _row_starts(table.column("row"))
+    starts = run_starts(table.column("row"))
     if len(starts) <= n:
         return table
     return table.slice(0, int(starts[n]))

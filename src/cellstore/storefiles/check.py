@@ -9,12 +9,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA, MAX_ROW_LENGTH, CellType, first_unsorted_index
+from cellstore.core.cells import (
+    CELL_SCHEMA,
+    MAX_ROW_LENGTH,
+    CellType,
+    first_unsorted_index,
+    run_starts,
+)
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import Region
 from cellstore.errors import CellstoreError
 from cellstore.storefiles.reader import StoreFileReader
-from cellstore.storefiles.writer import cell_stats, row_changes
+from cellstore.storefiles.writer import cell_stats
 
 __all__ = ["CheckReport", "check"]
 
@@ -99,7 +105,7 @@ def check(
                 problems.append(f"footer {key} is {footer_value!r} but the data says {value!r}")
         if info.bloom_filter:
             rows = table.column("row").combine_chunks()
-            starts = row_changes(rows)
+            starts = run_starts(rows)
             distinct = rows.take(pa.array(starts)).to_pylist()
             missing = [r for r in distinct if not reader.might_contain_row(r)]
             if missing:

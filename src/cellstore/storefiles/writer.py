@@ -6,12 +6,11 @@ import json
 from typing import Any, Final
 
 import fsspec
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cellstore.core.cells import CELL_SCHEMA, CellType
+from cellstore.core.cells import CELL_SCHEMA, CellType, run_starts
 from cellstore.core.family import Family
 from cellstore.fs import makedirs_for
 from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo
@@ -52,11 +51,7 @@ def cell_stats(cells: pa.Table) -> dict[str, Any]:
     is_put = pc.equal(types, int(CellType.PUT))
     puts = int(pc.sum(is_put).as_py() or 0)
     earliest = pc.min(pc.filter(ts, is_put)).as_py() if puts else None
-    if n > 1:
-        changes = pc.not_equal(row.slice(1), row.slice(0, n - 1))
-        rows = 1 + int(pc.sum(changes).as_py() or 0)
-    else:
-        rows = n
+    rows = len(run_starts(row))
     mm = pc.min_max(ts)
     return {
         "cells": n,
@@ -140,15 +135,3 @@ def write_store_file(
     size = int(fs.size(path))
     return StoreFileInfo(**{**info.__dict__, "size": size})
 
-
-def row_changes(rows: pa.Array) -> np.ndarray:
-    """Indices where a sorted row column starts a new row (always includes 0)."""
-    n = len(rows)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    change = np.ones(n, dtype=bool)
-    if n > 1:
-        change[1:] = pc.not_equal(rows.slice(1), rows.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    return np.flatnonzero(change)
