@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - when tests/ is a package
     from tests import model
 
-ROWS = [b"a", b"a\x00", b"b", b"\xff"]
+ROWS = [b"a", b"a\x00", b"\xff"]
 QUALIFIERS = [b"", b"a", b"b", b"\x80"]
 TYPES = [int(t) for t in CellType]
 MAX_TS = 7
@@ -76,16 +76,11 @@ def families(draw: st.DrawFn) -> Family:
 
 @st.composite
 def read_specs(draw: st.DrawFn, family: Family) -> ReadSpec:
-    raw = draw(st.booleans())
-    time_range = draw(
-        st.one_of(
-            st.none(),
-            st.just((0, LATEST_TIMESTAMP)),
-            st.tuples(st.integers(0, MAX_TS + 1), st.integers(0, MAX_TS + 1)).map(
-                lambda b: (min(b), max(b))
-            ),
-        )
+    raw = draw(st.sampled_from([False, False, True]))
+    bounded = st.tuples(st.integers(0, MAX_TS + 1), st.integers(0, MAX_TS + 1)).map(
+        lambda b: (min(b), max(b))
     )
+    time_range = draw(st.one_of(st.none(), st.just((0, LATEST_TIMESTAMP)), bounded, bounded))
     qualifiers = None
     if not raw and draw(st.booleans()):
         qualifiers = frozenset(draw(st.sets(st.sampled_from([*QUALIFIERS, b"zz"]), min_size=1)))
@@ -196,6 +191,41 @@ def test_explicit_columns_min_versions_ttl_match_model(
         now_ms=ttl * 1000 + data.draw(st.integers(0, MAX_TS)),
         max_versions=data.draw(st.integers(2, 5)),
         qualifiers=qualifiers,
+    )
+    merged = merge_runs([to_table(r) for r in runs], seqs)
+    got = resolve(merged, family=family, spec=spec)
+    assert rows_of(got) == model_read(model.merge(runs, seqs), family, spec)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), runs_and_seqs=store_runs(), family=families())
+def test_raw_reads_match_model(data: st.DataObject, runs_and_seqs, family: Family) -> None:
+    """R10.2/R10.3: raw reads, often asking for more versions than the family keeps."""
+    runs, seqs = runs_and_seqs
+    bounded = st.tuples(st.integers(0, MAX_TS + 1), st.integers(0, MAX_TS + 1)).map(
+        lambda b: (min(b), max(b))
+    )
+    spec = ReadSpec(
+        now_ms=data.draw(st.integers(0, 3000)),
+        max_versions=data.draw(st.integers(family.max_versions, family.max_versions + 3)),
+        time_range=data.draw(st.one_of(st.none(), bounded)),
+        raw=True,
+    )
+    merged = merge_runs([to_table(r) for r in runs], seqs)
+    got = resolve(merged, family=family, spec=spec)
+    assert rows_of(got) == model_read(model.merge(runs, seqs), family, spec)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), runs_and_seqs=store_runs(), family=families())
+def test_time_travel_reads_match_model(data: st.DataObject, runs_and_seqs, family: Family) -> None:
+    """R7.3 vs R9.2: which markers a time-ranged normal read applies, per KEEP_DELETED_CELLS."""
+    runs, seqs = runs_and_seqs
+    lo = data.draw(st.integers(0, MAX_TS))
+    spec = ReadSpec(
+        now_ms=(family.ttl or 0) * 1000 + data.draw(st.integers(-1, MAX_TS + 1)),
+        max_versions=data.draw(st.integers(1, 5)),
+        time_range=(lo, data.draw(st.integers(lo, MAX_TS + 1))),
     )
     merged = merge_runs([to_table(r) for r in runs], seqs)
     got = resolve(merged, family=family, spec=spec)
