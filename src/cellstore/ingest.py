@@ -28,6 +28,7 @@ from cellstore.core.cells import (
     CELL_SCHEMA,
     LATEST_TIMESTAMP,
     MAX_ROW_LENGTH,
+    TYPE_NAMES,
     CellType,
     equal_key_runs,
     run_starts,
@@ -49,12 +50,6 @@ __all__ = [
     "write_cells",
 ]
 
-_TYPE_NAMES = {
-    **{t.hbase_name.lower(): int(t) for t in CellType},
-    **{t.name.lower(): int(t) for t in CellType},
-    **{t.name.replace("_", "").lower(): int(t) for t in CellType},
-    **{str(int(t)): int(t) for t in CellType},
-}
 
 
 def now_ms() -> int:
@@ -149,10 +144,11 @@ def _to_types(col: pa.ChunkedArray) -> pa.Array:
     if pa.types.is_integer(arr.type):
         codes = arr.cast(pa.int64())
     elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        names = pc.utf8_lower(pc.replace_substring(pc.utf8_trim_whitespace(arr), "-", ""))
-        keys = pa.array(list(_TYPE_NAMES), pa.string())
-        idx = pc.index_in(names, value_set=keys)
-        codes = pc.take(pa.array(list(_TYPE_NAMES.values()), pa.int64()), idx)
+        # The vectorized twin of core.cells.normalize_type_name, looked up in TYPE_NAMES.
+        names = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
+        names = pc.replace_substring(pc.replace_substring(names, "-", ""), "_", "")
+        idx = pc.index_in(names, value_set=pa.array(list(TYPE_NAMES), pa.string()))
+        codes = pc.take(pa.array([int(t) for t in TYPE_NAMES.values()], pa.int64()), idx)
         unknown = pc.and_(pc.is_null(codes), pc.is_valid(arr))
         if _any(unknown):
             i = int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])

@@ -617,15 +617,12 @@ class Table:
             A :class:`~cellstore.reader.Scan`: call ``to_arrow()``, ``to_pandas()``,
             ``to_batches()``, ``count_rows()`` or ``plan()``.
         """
-        from cellstore.reader.scan import columns_tuple
-
-        fams = (families,) if isinstance(families, str) else families
         options = ScanOptions(
             start_row=start_row,
             stop_row=stop_row,
             row_prefix=row_prefix,
-            columns=columns_tuple(columns),
-            families=tuple(fams) if fams is not None else None,
+            columns=_names(columns),
+            families=_names(families),
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
@@ -652,17 +649,14 @@ class Table:
         Files whose row Bloom filter or row-group statistics rule the row out are not read.
         Options mean the same as for :meth:`scan`. An absent row gives an empty table.
         """
-        from cellstore.reader.scan import columns_tuple
-
         key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
         if not key:
             raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
-        fams = (families,) if isinstance(families, str) else families
         options = ScanOptions(
             start_row=key,
             stop_row=key + b"\x00",
-            columns=columns_tuple(columns),
-            families=tuple(fams) if fams is not None else None,
+            columns=_names(columns),
+            families=_names(families),
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
@@ -710,6 +704,15 @@ class Table:
             out.append(self.log.read(v).last_history)
             v -= 1
         return out
+
+
+def _names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None:
+    """One column/family name or an iterable of them, as a tuple (None stays None)."""
+    if values is None:
+        return None
+    if isinstance(values, bytes | str):
+        return (values,)
+    return tuple(values)
 
 
 def _clock() -> int:

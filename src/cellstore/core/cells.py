@@ -28,9 +28,11 @@ __all__ = [
     "MAX_ROW_LENGTH",
     "SORT_KEYS",
     "SORT_KEYS_WITH_FAMILY",
+    "TYPE_NAMES",
     "CellType",
     "equal_key_runs",
     "first_unsorted_index",
+    "normalize_type_name",
     "run_starts",
     "sort_indices",
 ]
@@ -66,9 +68,8 @@ class CellType(IntEnum):
             ValueError: if the value names no cell type.
         """
         if isinstance(value, str):
-            key = value.replace("_", "").replace("-", "").lower()
             try:
-                return _BY_NAME[key]
+                return TYPE_NAMES[normalize_type_name(value)]
             except KeyError:
                 raise ValueError(f"unknown cell type {value!r}") from None
         return cls(int(value))
@@ -81,8 +82,18 @@ _HBASE_NAMES: Final = {
     CellType.DELETE_COLUMN: "DeleteColumn",
     CellType.DELETE_FAMILY: "DeleteFamily",
 }
-_BY_NAME: Final = {name.lower(): t for t, name in _HBASE_NAMES.items()} | {
-    t.name.replace("_", "").lower(): t for t in CellType
+
+
+def normalize_type_name(name: str) -> str:
+    """The lookup key of a type name in :data:`TYPE_NAMES` (lower case, no '_' or '-')."""
+    return name.strip().replace("_", "").replace("-", "").lower()
+
+
+#: Every accepted spelling of a type, normalized: HBase names, enum names, and codes.
+TYPE_NAMES: Final[dict[str, CellType]] = {
+    **{normalize_type_name(name): t for t, name in _HBASE_NAMES.items()},
+    **{normalize_type_name(t.name): t for t in CellType},
+    **{str(int(t)): t for t in CellType},
 }
 
 #: The delete-marker type codes.

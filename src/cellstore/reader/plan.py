@@ -7,6 +7,7 @@ of every requested family that can hold matching cells, and the read semantics t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -159,15 +160,7 @@ def plan_tasks(
                     for f in metadata.files_of(region.id, fname)
                     if _overlaps(f, t_start, t_stop) and f.max_ts >= lo_ts
                 )
-                fam_spec = ReadSpec(
-                    now_ms=spec.now_ms,
-                    max_versions=spec.max_versions,
-                    time_range=spec.time_range,
-                    raw=spec.raw,
-                    qualifiers=quals,
-                    max_results_per_family=spec.max_results_per_family,
-                    row_offset_per_family=spec.row_offset_per_family,
-                )
+                fam_spec = dataclasses.replace(spec, qualifiers=quals)
                 reads.append(FamilyRead(metadata.family(fname), files, fam_spec))
             if any(r.files for r in reads):
                 tasks.append(ScanTask(table_path, region.id, t_start, t_stop, tuple(reads)))

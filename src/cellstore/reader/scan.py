@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -228,13 +228,3 @@ def _first_rows(table: pa.Table, n: int) -> pa.Table:
         return table
     return table.slice(0, int(starts[n]))
 
-
-def columns_tuple(
-    values: Iterable[bytes | str] | bytes | str | None,
-) -> tuple[bytes | str, ...] | None:
-    """Normalise a single column name or an iterable of them to a tuple."""
-    if values is None:
-        return None
-    if isinstance(values, bytes | str):
-        return (values,)
-    return tuple(values)

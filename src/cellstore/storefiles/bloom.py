@@ -69,29 +69,34 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_struct(buf: bytes, pos: int) -> int:
-    # Skips a (possibly nested) struct of the kinds BloomFilterHeader uses.
-    last = 0
+def _read_struct(buf: bytes, pos: int) -> tuple[dict[int, int], int]:
+    """Walk one Thrift compact-protocol struct starting at ``pos``.
+
+    Returns its integer fields (zigzag-decoded, by field id) and the position after it.
+    Nested structs are walked and dropped; BloomFilterHeader needs nothing more.
+    """
+    fields: dict[int, int] = {}
+    field_id = 0
     while True:
         if pos >= len(buf):
             raise CorruptFileError("bloom filter header is truncated")
         byte = buf[pos]
         pos += 1
         if byte == 0:
-            return pos
+            return fields, pos
         kind = byte & 0x0F
         delta = byte >> 4
-        if delta == 0:
-            _, pos = _varint(buf, pos)  # explicit zigzag field id
-        else:
-            last += delta
+        if delta:
+            field_id += delta
+        else:  # explicit zigzag field id
+            raw, pos = _varint(buf, pos)
+            field_id = (raw >> 1) ^ -(raw & 1)
         if kind in (5, 6):  # i32 / i64
-            _, pos = _varint(buf, pos)
+            raw, pos = _varint(buf, pos)
+            fields[field_id] = (raw >> 1) ^ -(raw & 1)
         elif kind == 12:  # struct
-            pos = _skip_struct(buf, pos)
-        elif kind in (1, 2):  # bool true/false
-            pass
-        else:
+            _, pos = _read_struct(buf, pos)
+        elif kind not in (1, 2):  # bool true/false carry no payload
             raise CorruptFileError(f"unexpected thrift type {kind} in bloom filter header")
 
 
@@ -101,34 +106,8 @@ def parse_bloom_filter(data: bytes) -> SplitBlockBloomFilter:
     Raises:
         CorruptFileError: if the header is malformed or the bitset is truncated.
     """
-    pos = 0
-    field_id = 0
-    num_bytes = None
-    while True:
-        if pos >= len(data):
-            raise CorruptFileError("bloom filter header is truncated")
-        byte = data[pos]
-        pos += 1
-        if byte == 0:
-            break
-        kind = byte & 0x0F
-        delta = byte >> 4
-        if delta:
-            field_id += delta
-        else:
-            raw, pos = _varint(data, pos)
-            field_id = (raw >> 1) ^ -(raw & 1)
-        if kind == 5:
-            raw, pos = _varint(data, pos)
-            value = (raw >> 1) ^ -(raw & 1)
-            if field_id == 1:
-                num_bytes = value
-        elif kind == 12:
-            pos = _skip_struct(data, pos)
-        elif kind == 6:
-            _, pos = _varint(data, pos)
-        else:
-            raise CorruptFileError(f"unexpected thrift type {kind} in bloom filter header")
+    fields, pos = _read_struct(data, 0)
+    num_bytes = fields.get(1)  # BloomFilterHeader.numBytes
     if num_bytes is None or num_bytes <= 0:
         raise CorruptFileError("bloom filter header has no size")
     bitset = data[pos : pos + num_bytes]

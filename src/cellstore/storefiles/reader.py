@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.errors import CorruptFileError
-from cellstore.storefiles.bloom import parse_bloom_filter
+from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
 from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo
 
 __all__ = ["RowGroupStats", "StoreFileReader", "read_store_file"]
@@ -61,6 +61,8 @@ class StoreFileReader:
     ) -> None:
         self.fs = fs
         self.path = path
+        self._row_groups: list[RowGroupStats] | None = None
+        self._blooms: dict[int, SplitBlockBloomFilter | None] = {}
         self._handle: Any = fs.open(path, "rb")
         try:
             self._pf = pq.ParquetFile(
@@ -104,7 +106,12 @@ class StoreFileReader:
         return self._pf
 
     def row_groups(self) -> list[RowGroupStats]:
-        """Row-key statistics of every row group."""
+        """Row-key statistics of every row group (read from the footer once)."""
+        if self._row_groups is None:
+            self._row_groups = self._read_row_groups()
+        return self._row_groups
+
+    def _read_row_groups(self) -> list[RowGroupStats]:
         meta = self._pf.metadata
         out = []
         for i in range(meta.num_row_groups):
@@ -133,16 +140,23 @@ class StoreFileReader:
             return False
         if not self.info.bloom_filter:
             return True
-        meta = self._pf.metadata
         for i in groups:
-            col = meta.row_group(i).column(0)
-            offset, length = col.bloom_filter_offset, col.bloom_filter_length
-            if not offset or not length:
-                return True
-            data = self.fs.cat_file(self.path, start=offset, end=offset + length)
-            if parse_bloom_filter(data).might_contain(row):
+            bloom = self._bloom(i)
+            if bloom is None or bloom.might_contain(row):
                 return True
         return False
+
+    def _bloom(self, group: int) -> SplitBlockBloomFilter | None:
+        """Row group ``group``'s row Bloom filter, read and parsed once; None if absent."""
+        if group not in self._blooms:
+            col = self._pf.metadata.row_group(group).column(0)
+            offset, length = col.bloom_filter_offset, col.bloom_filter_length
+            bloom = None
+            if offset and length:
+                data = self.fs.cat_file(self.path, start=offset, end=offset + length)
+                bloom = parse_bloom_filter(data)
+            self._blooms[group] = bloom
+        return self._blooms[group]
 
     # ------------------------------------------------------------------ read
     def read(
