@@ -15,7 +15,7 @@ Everything is plain Python over small lists; speed does not matter here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 PUT, DELETE, DELETE_FAMILY_VERSION, DELETE_COLUMN, DELETE_FAMILY = 4, 8, 10, 12, 14
@@ -306,6 +306,10 @@ class Matcher:
         self.tr = time_range
         self.see_past_delete_markers = keep_deleted_cells != "false"
         self.sticky_next_row = False
+        self.cell_filter: Callable[[Cell], bool] | None = None
+        self.after_filter = 0
+        self.filter_column: tuple[bytes, bytes] | None = None
+        self.filter_count = 0
 
     def new_row(self) -> None:
         self.columns.reset()
@@ -388,8 +392,13 @@ def read(
     qualifiers: frozenset[bytes] | None = None,
     limit_per_row: int | None = None,
     offset_per_row: int = 0,
+    cell_filter: Callable[[Cell], bool] | None = None,
 ) -> list[tuple[bytes, bytes, int, int, bytes]]:
-    """Cells HBase returns for one read of one family, as (row, qualifier, ts, type, value)."""
+    """Cells HBase returns for one read of one family, as (row, qualifier, ts, type, value).
+
+    ``cell_filter`` plays a cell filter (True = INCLUDE, False = SKIP) merged as
+    UserScanQueryMatcher#mergeFilterResponse does (R12.8).
+    """
     if qualifiers is not None and not qualifiers:
         qualifiers = None
     if raw and qualifiers is not None:
@@ -401,6 +410,9 @@ def read(
     else:
         oldest = now_ms - ttl_seconds * 1000 if ttl_seconds is not None else None
         version_limit = min(versions, max_versions)  # R6.1
+    after_filter = version_limit
+    if cell_filter is not None:  # ScanQueryMatcher#getTrackers: maxVersionToCheck
+        version_limit = 2**31 - 1 if raw else max_versions
     tracker: WildcardTracker | ExplicitTracker
     if qualifiers is None:
         tracker = WildcardTracker(min_versions, version_limit, oldest)
@@ -412,6 +424,8 @@ def read(
         time_range=TimeRange(time_range),
         keep_deleted_cells=keep_deleted_cells,
     )
+    matcher.cell_filter = cell_filter
+    matcher.after_filter = after_filter
     out: list[tuple[bytes, bytes, int, int, bytes]] = []
     start = 0
     while start < len(merged):
@@ -421,6 +435,27 @@ def read(
         out.extend(_scan_row(merged[start:end], matcher, limit_per_row, offset_per_row))
         start = end
     return out
+
+
+def _merge_filter(matcher: Matcher, cell: Cell, code: Code) -> Code:
+    """UserScanQueryMatcher#mergeFilterResponse for a filter answering INCLUDE or SKIP."""
+    if not matcher.cell_filter(cell):
+        return {
+            Code.INCLUDE: Code.SKIP,
+            Code.INCLUDE_AND_SEEK_NEXT_COL: Code.SEEK_NEXT_COL,
+            Code.INCLUDE_AND_SEEK_NEXT_ROW: Code.SEEK_NEXT_ROW,
+        }[code]
+    if matcher.filter_column != (cell.row, cell.qualifier):
+        matcher.filter_column = (cell.row, cell.qualifier)
+        matcher.filter_count = 0
+    matcher.filter_count += 1
+    if matcher.filter_count > matcher.after_filter:
+        code = Code.SEEK_NEXT_ROW if code is Code.INCLUDE_AND_SEEK_NEXT_ROW else Code.SEEK_NEXT_COL
+    if code in (Code.INCLUDE_AND_SEEK_NEXT_COL, Code.SEEK_NEXT_COL):
+        done = getattr(matcher.columns, "done_with_column", None)
+        if done is not None:
+            done(cell)
+    return code
 
 
 def _scan_row(
@@ -434,6 +469,8 @@ def _scan_row(
     while i < len(cells):
         cell = cells[i]
         code = matcher.match(cell)
+        if code in INCLUDES and matcher.cell_filter is not None:
+            code = _merge_filter(matcher, cell, code)
         if code in INCLUDES:
             count_per_row += 1
             if limit is not None and count_per_row > limit + offset:  # R12.7

@@ -512,3 +512,40 @@ def test_installed_quickstart_uses_the_embedded_default_root(tmp_path):
     assert (tmp_path / "cellstore-data").is_dir()
     assert "Created table example:webtable in ./cellstore-data" in out.stdout
     assert "  cellstore scan example:webtable --prefix com.cnn\n" in out.stdout
+
+
+# --------------------------------------------------------------------- filters and shapes
+def test_scan_get_count_take_hbase_filter_language(run, table):
+    got = lines_of(run("scan", table, "--filter", "ValueFilter(=,'binaryprefix:a-')"))
+    assert got == [
+        HEADER,
+        row("a", "column=cf:q, timestamp=4, value=a-v4"),
+        row("a", "column=cf:q2, timestamp=5, value=a-q2"),
+        "1 row(s)",
+    ]
+    scvf = "SingleColumnValueFilter('cf','q',=,'binary:n-q',true,true)"
+    # n's cf:q is hidden by a DeleteColumn, so no row has a visible match.
+    assert lines_of(run("count", table, "--filter", scvf))[-1] == "0 row(s)"
+    got = lines_of(run("get", table, "a", "--filter", "ColumnPrefixFilter('q2')"))
+    assert got[1:] == [row("cf:q2", "timestamp=5, value=a-q2"), "1 row(s)"]
+    bad = run("scan", table, "--filter", "PrefixFilter('a')")
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("error: filter: PrefixFilter is not supported")
+
+
+def test_scan_wide_shape_to_files(run, table, tmp_path):
+    out = tmp_path / "wide.parquet"
+    ok(run("scan", table, "--shape", "wide", "--family", "cf", "--output-file", str(out)))
+    import pyarrow.parquet as pq
+
+    wide = pq.read_table(out)
+    assert wide.column_names == ["row", "cf:other", "cf:q", "cf:q2"]
+    assert wide.column("cf:q").to_pylist() == [b"a-v4", b"b10", b"\x00\x01bin", None]
+    csv_out = tmp_path / "wide.csv"
+    ok(run("scan", table, "--shape", "wide", "--column", "cf:q", "--output-file", str(csv_out)))
+    with csv_out.open() as f:
+        assert list(csv.reader(f))[:3] == [["row", "cf:q"], ["a", "a-v4"], ["b", "b10"]]
+    bad = run("scan", table, "--shape", "wide")
+    assert bad.exit_code == 2 and "--output-file" in bad.stderr
+    bad = run("scan", table, "--column-type", "cf:q=long", "--output-file", str(csv_out))
+    assert bad.exit_code == 2 and "--shape wide" in bad.stderr

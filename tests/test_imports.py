@@ -16,6 +16,7 @@ LAYERS = {
     "errors": 0,
     "defaults": 0,
     "core": 0,
+    "filters": 0,
     "fs": 1,
     "storefiles": 1,
     "manifest": 1,

@@ -90,3 +90,41 @@ class UnsupportedFilesystemError(CellstoreError, OSError):
     """The filesystem cannot honour exclusive create, so commits would not be safe."""
 
     exit_code = 7
+
+
+class BadRecordError(BadCellError):
+    """An input record of a bulk load cannot be loaded.
+
+    The message names the source (file, or in-memory frame and partition), the line (text
+    inputs) or record (zero-based, other inputs), the field and the reason.
+
+    Attributes:
+        source: The input file's URL, or a label for in-memory input.
+        line: One-based line in a text file (CSV, TSV, JSON lines), or None.
+        reason: Why the record is bad.
+    """
+
+    exit_code = 8
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        record: int | None = None,
+        field: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message, record=record, field=field)
+        self.source = source
+        self.line = line
+        self.reason = reason
+
+
+class RegionsChangedError(CommitConflictError):
+    """The table's regions changed (split or merge) between a load's planning and commit.
+
+    The bulk loader catches it and re-routes its files to the new regions before
+    committing again.
+    """

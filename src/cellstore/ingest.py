@@ -36,7 +36,7 @@ from cellstore.core.cells import (
 )
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import sorted_region_bounds
-from cellstore.errors import BadCellError, CommitConflictError
+from cellstore.errors import BadCellError, CommitConflictError, RegionsChangedError
 from cellstore.fs import join
 from cellstore.manifest import TableLog
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileInfo, write_store_file
@@ -437,7 +437,8 @@ def commit_files(
         The committed metadata and whether the load id had already been applied.
 
     Raises:
-        CommitConflictError: if regions or families changed underneath the load.
+        RegionsChangedError: if a file's region was split or merged since ``base``.
+        CommitConflictError: if a family was dropped underneath the load.
     """
     applied_before = False
 
@@ -451,7 +452,7 @@ def commit_files(
             r = regions.get(w.region)
             old = base.region(w.region)
             if r is None or r != old:
-                raise CommitConflictError(
+                raise RegionsChangedError(
                     f"table {meta.name}: region {w.region} changed (split or merged) while "
                     f"load {load_id} was running; nothing was committed, run the load again"
                 )

@@ -25,6 +25,7 @@ import fsspec
 import pyarrow as pa
 
 from cellstore.core.family import Family
+from cellstore.core.filters import Filter, normalize_filters
 from cellstore.core.metadata import (
     FileEntry,
     HistoryEntry,
@@ -37,6 +38,7 @@ from cellstore.core.regions import (
     regions_from_splits,
     salt_split_keys,
 )
+from cellstore.core.rowkey import RowKeySpec, salt_bytes
 from cellstore.defaults import DEFAULT_ROOT, ROOT_ENV_VAR
 from cellstore.errors import (
     CorruptFileError,
@@ -55,6 +57,10 @@ from cellstore.ingest import (
     now_ms,
     write_cells,
 )
+from cellstore.loader import LoadReport, LoadSettings, ProgressFn, TextOptions, run_load
+from cellstore.loader import Mapping as LoadMapping
+from cellstore.loader.inputs import InputFormat
+from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET
 from cellstore.manifest import TableLog, VersionLog
 from cellstore.reader import Scan, ScanOptions
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
@@ -153,6 +159,17 @@ class TableDescription:
         }
 
 
+def _as_row_key_spec(spec: RowKeySpec | Mapping[str, Any] | None) -> RowKeySpec | None:
+    if spec is None or isinstance(spec, RowKeySpec):
+        return spec
+    if isinstance(spec, Mapping):
+        doc = dict(spec)
+        if "salt_buckets" in doc:
+            doc["salt-buckets"] = doc.pop("salt_buckets")
+        return RowKeySpec.from_dict(doc)
+    raise InvalidArgumentError(f"row_key must be a RowKeySpec or a dict, not {spec!r}")
+
+
 def _as_family(spec: Family | str | Mapping[str, Any]) -> Family:
     if isinstance(spec, Family):
         return spec
@@ -237,6 +254,7 @@ class Warehouse:
         splits: Sequence[bytes | str] | None = None,
         salt_buckets: int | None = None,
         properties: Mapping[str, str] | None = None,
+        row_key: RowKeySpec | Mapping[str, Any] | None = None,
     ) -> Table:
         """Create a table.
 
@@ -249,6 +267,10 @@ class Warehouse:
                 bucket number ``0 .. salt_buckets - 1`` and the table starts with one
                 region per bucket. Cannot be combined with ``splits``.
             properties: Free-form string properties stored with the table.
+            row_key: A row-key spec (:class:`~cellstore.core.rowkey.RowKeySpec` or its
+                dict form) stored with the table: the loader builds row keys from input
+                columns with it and readers decode them back into columns. A salted spec
+                salts the table (``salt_buckets`` may be omitted, or must agree).
 
         Returns:
             The new table.
@@ -261,6 +283,20 @@ class Warehouse:
         """
         tname = TableName.parse(name)
         fams = sorted_families(_as_family(f) for f in families)
+        spec = _as_row_key_spec(row_key)
+        if spec is not None and spec.salt_buckets is not None:
+            if salt_buckets is None:
+                salt_buckets = spec.salt_buckets
+            elif salt_buckets != spec.salt_buckets:
+                raise InvalidArgumentError(
+                    f"salt_buckets={salt_buckets} but the row-key spec has "
+                    f"salt_buckets={spec.salt_buckets}"
+                )
+        elif spec is not None and salt_buckets is not None:
+            raise InvalidArgumentError(
+                "a salted table with a row-key spec needs the salt in the spec "
+                "(RowKeySpec(salt_buckets=...)), so that keys and regions agree"
+            )
         if salt_buckets is not None and splits:
             raise InvalidArgumentError(
                 "give either splits or salt_buckets: a salted table is pre-split on the salt "
@@ -292,6 +328,7 @@ class Warehouse:
                 summary={"families": len(fams), "regions": len(regions)},
             ),
             properties=props,
+            row_key=spec,
         )
         log = TableLog(self.fs, join(self.root, location))
         log.create(1, meta.to_json())
@@ -575,6 +612,115 @@ class Table:
             duplicates_dropped=dropped,
         )
 
+    def load(
+        self,
+        source: Any,
+        *,
+        mapping: LoadMapping | Mapping[str, Any] | str | os.PathLike[str],
+        load_id: str | None = None,
+        skip_bad_records: bool = False,
+        format: InputFormat | None = None,
+        text: TextOptions | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+        client: Any = None,
+        workers: int | None = None,
+        progress: ProgressFn | None = None,
+        report_dir: str | None = None,
+        now_ms: int | None = None,
+    ) -> LoadReport:
+        """Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
+
+        The bulk loader (HBase's ImportTsv + HFileOutputFormat2 + completebulkload in one
+        call): input records become cells through ``mapping`` (row key, ``family:qualifier``
+        cells with value codecs, timestamp source, optional operation column; nulls are no
+        cells), are routed to regions and sorted, and each region's store files are written
+        by parallel Dask tasks. One manifest commit adds them all; if regions were split or
+        merged meanwhile, files are re-routed (or split) first.
+
+        Args:
+            source: fsspec URL(s) or glob(s) of CSV/TSV/JSON-lines/Parquet files
+                (compression by extension), a pandas DataFrame, a pyarrow Table, or a Dask
+                DataFrame.
+            mapping: A :class:`~cellstore.loader.Mapping`, its dict form, or the path/URL of
+                a TOML or JSON mapping file.
+            load_id: Idempotency key: a load id the table has committed is not applied
+                again (the report says ``already_applied``). Default: a fresh id.
+            skip_bad_records: Write bad records to ``<report_dir>/<load_id>.bad.jsonl``
+                (with counts by reason in the report) and commit the good ones, instead of
+                failing on the first.
+            format: Input format for every file (default: from the extension, or the
+                mapping's ``[input] format``).
+            text: CSV/TSV/JSON-lines reading options (default: the mapping's ``[input]``).
+            storage_options: fsspec options for the input URLs.
+            memory_budget: Bytes of data the load may hold at once. Inputs estimated above
+                it are loaded in sorted runs written as separate files.
+            max_file_bytes: Roll store files at about this many uncompressed cell bytes,
+                on row boundaries.
+            row_group_cells: Cells per Parquet row group.
+            client: A ``distributed.Client`` to run on; default: local threads.
+            workers: Tasks at once (default: the CPU count, or the cluster's threads).
+            progress: Called with ``(done, total)`` tasks as tasks finish.
+            report_dir: Directory (path or URL) for the report JSON and the bad-records
+                file; default ``<table dir>/_loads``.
+            now_ms: The load time (timestamp of cells without one; default the clock).
+
+        Returns:
+            A :class:`~cellstore.loader.LoadReport`.
+
+        Raises:
+            BadRecordError: naming the file, line or record, and field of the first bad
+                record (without ``skip_bad_records``); nothing is committed.
+            InvalidFamilyError: the mapping names a family the table lacks.
+            InvalidArgumentError: a mapping or option that does not fit.
+            CommitConflictError: a concurrent change made the load impossible.
+        """
+        self._writable("load into")
+        if isinstance(mapping, str | os.PathLike):
+            mapping = LoadMapping.from_file(os.fspath(mapping))
+        elif not isinstance(mapping, LoadMapping):
+            mapping = LoadMapping.from_dict(mapping)
+        input_opts = dict(mapping.input_options)
+        if format is None and input_opts.get("format"):
+            format = input_opts["format"]
+        if text is None and input_opts:
+            text = TextOptions.from_options(input_opts)
+        if workers is None:
+            workers = (
+                max(1, sum(client.nthreads().values())) if client is not None
+                else os.cpu_count() or 2
+            )
+        ensure_exclusive_create(self.fs, self.warehouse.root)
+        settings = LoadSettings(
+            memory_budget=memory_budget,
+            max_file_bytes=max_file_bytes,
+            row_group_cells=row_group_cells,
+            skip_bad_records=skip_bad_records,
+            workers=workers,
+        )
+        report, meta = run_load(
+            fs=self.fs,
+            table_path=self.path,
+            table_url=self.fs.unstrip_protocol(self.path),
+            storage_options=self.warehouse.storage_options,
+            log=self.log,
+            source=source,
+            mapping=mapping,
+            load_id=load_id or new_load_id(),
+            now_ms=now_ms if now_ms is not None else _clock(),
+            settings=settings,
+            input_format=format,
+            text=text,
+            input_storage_options=storage_options,
+            client=client,
+            progress=progress,
+            report_dir=report_dir,
+        )
+        self._metadata = meta
+        return report
+
     # ----------------------------------------------------------------- reads
     def scan(
         self,
@@ -590,6 +736,13 @@ class Table:
         raw: bool = False,
         reversed: bool = False,
         limit: int | None = None,
+        filter: Filter | Sequence[Filter] | None = None,
+        max_results_per_family: int | None = None,
+        row_offset_per_family: int = 0,
+        shape: str = "cells",
+        column_types: Mapping[str, str] | None = None,
+        decode_errors: str = "raise",
+        memory_budget: int | None = None,
         now_ms: int | None = None,
     ) -> Scan:
         """Plan a scan of this table version with HBase's read semantics.
@@ -610,12 +763,32 @@ class Table:
             reversed: Rows in descending order; cells inside a row keep their order (R2.4).
                 As in HBase, ``start_row`` is then the higher bound (inclusive) and
                 ``stop_row`` the lower bound (exclusive) (R12.5).
-            limit: At most this many rows.
+            limit: At most this many rows (``Scan#setLimit``).
+            filter: One filter from :mod:`cellstore.filters` or a sequence of them that
+                must all pass. Filters judge the cells the semantics return and never change
+                the semantics; with a filter, versions are counted up to the family's
+                ``max_versions`` before the filter judges them (R12.8).
+            max_results_per_family: At most this many cells per row and family (R12.7).
+            row_offset_per_family: Skip this many cells at the start of each row and
+                family (R12.7).
+            shape: ``"cells"`` (one result row per cell version) or ``"wide"`` (one row per
+                row key, a ``family:qualifier`` column each with its newest value).
+            column_types: For the wide shape, ``{"family:qualifier": codec}`` decodes those
+                columns with HBase's ``Bytes`` encodings (``long``/``int64``, ``int``,
+                ``short``, ``double``, ``float``, ``boolean``, ``string``, ``bytes``).
+            decode_errors: ``"raise"`` (default) or ``"null"`` for values that do not
+                decode with their column's codec.
+            memory_budget: Most bytes of decoded cells one task may read; larger regions
+                are cut at row boundaries using row-group statistics (default 256 MiB).
             now_ms: "Now" for TTL expiry (default: the clock), so TTL reads are testable.
+
+        On a salted table, ``start_row``, ``stop_row`` and ``row_prefix`` are row keys
+        without the salt byte: the scan fans out to one range per salt bucket, returns
+        rows without the salt byte, bucket by bucket (so not in global key order).
 
         Returns:
             A :class:`~cellstore.reader.Scan`: call ``to_arrow()``, ``to_pandas()``,
-            ``to_batches()``, ``count_rows()`` or ``plan()``.
+            ``to_batches()``, ``to_dask()``, ``count_rows()`` or ``plan()``.
         """
         options = ScanOptions(
             start_row=start_row,
@@ -629,6 +802,13 @@ class Table:
             raw=raw,
             reversed=reversed,
             limit=limit,
+            filter=normalize_filters(filter),
+            max_results_per_family=max_results_per_family,
+            row_offset_per_family=row_offset_per_family,
+            shape=shape,
+            column_types=tuple((column_types or {}).items()) or None,
+            decode_errors=decode_errors,
+            memory_budget=memory_budget,
             now_ms=now_ms,
         )
         return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock())
@@ -642,16 +822,21 @@ class Table:
         time_range: tuple[int, int] | None = None,
         timestamp: int | None = None,
         max_versions: int | None = None,
+        filter: Filter | Sequence[Filter] | None = None,
         now_ms: int | None = None,
     ) -> pa.Table:
         """Point read of one row (HBase ``Get``, R12.3): its visible cells, in result order.
 
         Files whose row Bloom filter or row-group statistics rule the row out are not read.
-        Options mean the same as for :meth:`scan`. An absent row gives an empty table.
+        Options mean the same as for :meth:`scan`. An absent row gives an empty table. On a
+        salted table ``row`` is the key without its salt byte (the salt is computed).
         """
         key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
         if not key:
             raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
+        buckets = self._metadata.salt_buckets
+        if buckets is not None:  # salt-free key in, salt-free rows out
+            key = bytes([int(salt_bytes(pa.array([key], pa.binary()), buckets)[0])]) + key
         options = ScanOptions(
             start_row=key,
             stop_row=key + b"\x00",
@@ -660,6 +845,7 @@ class Table:
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
+            filter=normalize_filters(filter),
             now_ms=now_ms,
             point_row=key,
         )

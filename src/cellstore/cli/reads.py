@@ -205,6 +205,25 @@ _NOW = click.option(
 )
 
 
+_FILTER = click.option(
+    "--filter",
+    "filter_text",
+    default=None,
+    metavar="TEXT",
+    help="HBase filter language, e.g. \"SingleColumnValueFilter('cf','q',>=,'binary:5',"
+    "true,true) AND KeyOnlyFilter()\" (also ValueFilter, ColumnPrefixFilter, "
+    "TimestampsFilter).",
+)
+
+
+def _filters(text: str | None) -> Any:
+    if text is None:
+        return None
+    from cellstore.core.filterparse import parse_filter
+
+    return parse_filter(text)
+
+
 def _stderr_is_tty() -> bool:
     return sys.stderr is not None and sys.stderr.isatty()
 
@@ -309,6 +328,46 @@ def export_scan(
     return ExportReport(str(target), fmt, rows, cells, target.stat().st_size)
 
 
+def export_wide(scan: Scan, *, path: str, fmt: ExportFormat) -> ExportReport:
+    """Write a wide-shape scan to a file (csv, JSON lines or Parquet), all at once.
+
+    The columns are known only once every row is read, so the result is collected first.
+    Binary columns are written in HBase's printable form to csv and JSON.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from cellstore.core.keys import to_string_binary
+
+    table = scan.to_arrow()
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        if fmt == "parquet":
+            pq.write_table(table, str(partial))
+        else:
+            cols = {}
+            for name in table.column_names:
+                col = table.column(name)
+                if pa.types.is_binary(col.type):
+                    values = [None if v is None else to_string_binary(v) for v in col.to_pylist()]
+                    col = pa.chunked_array([pa.array(values, pa.string())])
+                cols[name] = col
+            printable = pa.table(cols)
+            if fmt == "csv":
+                pacsv.write_csv(printable, str(partial))
+            else:
+                with partial.open("w", encoding="utf-8") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in printable.to_pylist())
+        partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    cells = sum(table.num_rows - table.column(n).null_count for n in table.column_names[1:])
+    return ExportReport(str(target), fmt, table.num_rows, cells, target.stat().st_size)
+
+
 def _export_format_for(path: str) -> ExportFormat:
     fmt = _EXPORT_SUFFIXES.get(PurePath(path).suffix.lower())
     if fmt is None:
@@ -339,7 +398,23 @@ def _export_format_for(path: str) -> ExportFormat:
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
 )
+@_FILTER
 @_NOW
+@click.option(
+    "--shape",
+    type=click.Choice(["cells", "wide"]),
+    default="cells",
+    help="wide: one row per row key, a family:qualifier column each with its newest value "
+    "(needs --output-file).",
+)
+@click.option(
+    "--column-type",
+    "column_types",
+    multiple=True,
+    metavar="FAMILY:QUALIFIER=CODEC",
+    help="With --shape wide, decode a column (long, int, short, double, float, boolean, "
+    "string, bytes). Repeatable.",
+)
 @click.option(
     "--output-file",
     type=click.Path(dir_okay=False, writable=True),
@@ -372,7 +447,10 @@ def scan_cmd(
     raw: bool,
     reverse: bool,
     limit: int | None,
+    filter_text: str | None,
     now_ms: int | None,
+    shape: str,
+    column_types: tuple[str, ...],
     output_file: str | None,
     file_format: ExportFormat | None,
 ) -> None:
@@ -386,6 +464,18 @@ def scan_cmd(
     """  # noqa: D301 (click's \b marker)
     if file_format is not None and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
+    if shape == "wide" and output_file is None:
+        raise click.BadParameter("needs --output-file", param_hint="'--shape wide'")
+    if column_types and shape != "wide":
+        raise click.BadParameter("needs --shape wide", param_hint="'--column-type'")
+    types = {}
+    for item in column_types:
+        name, sep, codec = item.rpartition("=")
+        if not sep or not name:
+            raise click.BadParameter(
+                f"{item!r} is not FAMILY:QUALIFIER=CODEC", param_hint="'--column-type'"
+            )
+        types[name] = codec
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
@@ -401,9 +491,19 @@ def scan_cmd(
         raw=raw,
         reversed=reverse,
         limit=limit,
+        filter=_filters(filter_text),
+        shape=shape,
+        column_types=types or None,
         now_ms=now_ms,
     )
     name = str(handle.name)
+    if shape == "wide":
+        assert output_file is not None
+        report = export_wide(
+            scan, path=output_file, fmt=file_format or _export_format_for(output_file)
+        )
+        cli_ctx.output.scan_exported(name, report, started=started)
+        return
     if output_file is None:
         cli_ctx.output.scan_cells(name, scan.to_batches(), started=started)
         return
@@ -426,6 +526,7 @@ def scan_cmd(
 @_TIMESTAMP
 @_TIME_RANGE
 @_VERSIONS
+@_FILTER
 @_NOW
 @pass_cli_context
 def get_cmd(
@@ -438,6 +539,7 @@ def get_cmd(
     timestamp: int | None,
     time_range: tuple[int, int] | None,
     max_versions: int | None,
+    filter_text: str | None,
     now_ms: int | None,
 ) -> None:
     """Get the cells of ROW (printable form) in TABLE, as the HBase shell's get.
@@ -456,6 +558,7 @@ def get_cmd(
         time_range=time_range,
         timestamp=timestamp,
         max_versions=max_versions,
+        filter=_filters(filter_text),
         now_ms=now_ms,
     )
     cli_ctx.output.get_cells(str(handle.name), row, cells, started=started)
@@ -470,6 +573,7 @@ def get_cmd(
 @_COLUMN
 @_FAMILY
 @_TIME_RANGE
+@_FILTER
 @_NOW
 @pass_cli_context
 def count_cmd(
@@ -482,6 +586,7 @@ def count_cmd(
     columns: tuple[bytes, ...],
     families: tuple[str, ...],
     time_range: tuple[int, int] | None,
+    filter_text: str | None,
     now_ms: int | None,
 ) -> None:
     """Count TABLE's rows that have at least one visible cell (HBase's count, RowCounter).
@@ -500,6 +605,7 @@ def count_cmd(
         columns=columns or None,
         families=families or None,
         time_range=time_range,
+        filter=_filters(filter_text),
         now_ms=now_ms,
     ).count_rows()
     cli_ctx.output.row_count(str(handle.name), rows, started=started)

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from cellstore.core.family import Family
 from cellstore.core.regions import Region, check_regions
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError, InvalidFamilyError
 
 __all__ = [
@@ -164,6 +165,8 @@ class TableMetadata:
         last_history: The commit that made this version.
         load_ids: Ids of recent loads (so a retried load is not applied twice).
         properties: Free-form table properties (string to string).
+        row_key: The row-key spec stored with the table (how the loader builds row keys
+            from input columns and how readers decode them), or None.
         format_version: Metadata format version.
     """
 
@@ -179,6 +182,7 @@ class TableMetadata:
     last_history: HistoryEntry
     load_ids: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
+    row_key: RowKeySpec | None = None
     format_version: int = METADATA_FORMAT_VERSION
 
     # ----------------------------------------------------------------- lookups
@@ -252,8 +256,8 @@ class TableMetadata:
 
     # -------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (see docs/format.md)."""
-        return {
+        """JSON form (see docs/format.md); ``row-key`` only when the table has a spec."""
+        doc: dict[str, Any] = {
             "format-version": self.format_version,
             "table-uuid": self.table_uuid,
             "name": self.name,
@@ -270,6 +274,9 @@ class TableMetadata:
             "load-ids": list(self.load_ids),
             "properties": dict(self.properties),
         }
+        if self.row_key is not None:
+            doc["row-key"] = self.row_key.to_dict()
+        return doc
 
     def to_json(self) -> bytes:
         """Serialized JSON bytes (UTF-8, stable key order)."""
@@ -309,6 +316,7 @@ class TableMetadata:
                 last_history=HistoryEntry.from_dict(d["history"]),
                 load_ids=tuple(d.get("load-ids", ())),
                 properties=dict(d.get("properties", {})),
+                row_key=RowKeySpec.from_dict(d["row-key"]) if d.get("row-key") else None,
                 format_version=version,
             )
         except (KeyError, TypeError, ValueError) as e:

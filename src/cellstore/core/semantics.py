@@ -48,13 +48,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, SORT_KEYS, CellType
+from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, CellType
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.errors import InvalidArgumentError
 
@@ -69,6 +69,8 @@ __all__ = [
 MERGED_SCHEMA: Final = CELL_SCHEMA.append(pa.field("seq", pa.int64(), nullable=False))
 
 _CELL_COLUMNS: Final = tuple(CELL_SCHEMA.names)
+#: Columns that may arrive dictionary-encoded (see :func:`merge_resolve`).
+_CODED_COLUMNS: Final = frozenset({"row", "qualifier"})
 _PUT: Final = int(CellType.PUT)
 _DELETE: Final = int(CellType.DELETE)
 _DELETE_FAMILY_VERSION: Final = int(CellType.DELETE_FAMILY_VERSION)
@@ -175,31 +177,100 @@ def merge_runs(runs: Sequence[pa.Table], seqs: Sequence[int]) -> pa.Table:
     Raises:
         InvalidArgumentError: if ``runs`` and ``seqs`` differ in length or a run lacks a
             cell column.
+
+    Runtime: overlapping runs are merged by one stable integer sort of a packed fixed-width
+    key (see :func:`_plan_merge`), never by comparing binary row keys cell by cell.
     """
     if len(runs) != len(seqs):
         raise InvalidArgumentError(f"got {len(runs)} runs but {len(seqs)} sequence numbers")
-    tagged = [_with_seq(_cell_columns(run), int(seq)) for run, seq in zip(runs, seqs, strict=True)]
-    tagged = [t for t in tagged if t.num_rows]
-    if not tagged:
+    plan = _plan_merge([_cell_columns(run) for run in runs], [int(s) for s in seqs])
+    if plan is None:
         return MERGED_SCHEMA.empty_table()
-    if len(tagged) == 1:
-        return tagged[0]
-    disjoint = _disjoint_in_row_order(tagged)
-    if disjoint is not None:
-        return pa.concat_tables(disjoint)
-    # Later-listed runs first, so that the stable sort puts them first among equal
-    # (key, seq); the order inside each run is kept.
-    merged = pa.concat_tables(tagged[::-1])
-    order = pc.sort_indices(merged, sort_keys=[*SORT_KEYS, ("seq", "descending")])
-    return merged.take(order)
+    if plan.order is None:
+        tagged = [_with_seq(t, s) for t, s in zip(plan.runs, plan.seqs, strict=True)]
+        return tagged[0] if len(tagged) == 1 else pa.concat_tables(tagged)
+    cells = plan.gather(plan.order)
+    seq = np.repeat(np.array(plan.seqs, dtype=np.int64), [t.num_rows for t in plan.runs])
+    seq_col = pa.array(seq[plan.order], pa.int64())
+    return pa.Table.from_arrays([*cells.columns, seq_col], schema=MERGED_SCHEMA)
 
 
-def _cell_columns(run: pa.Table) -> pa.Table:
-    """The five cell columns of ``run``, cast to :data:`CELL_SCHEMA`."""
+def merge_resolve(
+    runs: Sequence[pa.Table], seqs: Sequence[int], *, family: Family, spec: ReadSpec
+) -> pa.Table:
+    """``resolve(merge_runs(runs, seqs), family=family, spec=spec)``, computed faster.
+
+    The merge order and the semantics are computed on the key columns only; then only the
+    returned cells are gathered, so the merged table of all cells is never built. The
+    ``row`` and ``qualifier`` columns of ``runs`` may be dictionary-encoded (as Parquet
+    reads them with ``read_dictionary``); the result always has plain binary columns.
+
+    Args:
+        runs: Tables with the cell columns, each in cell order.
+        seqs: The sequence number of each run.
+        family: The family's settings.
+        spec: The read.
+
+    Returns:
+        Exactly what ``resolve(merge_runs(runs, seqs), ...)`` returns (schema
+        :data:`~cellstore.core.cells.CELL_SCHEMA`, cell order).
+
+    Raises:
+        InvalidArgumentError: as :func:`merge_runs` and :func:`resolve` do.
+    """
+    if len(runs) != len(seqs):
+        raise InvalidArgumentError(f"got {len(runs)} runs but {len(seqs)} sequence numbers")
+    cells, live_seqs = [], []
+    for run, seq in zip(runs, seqs, strict=True):
+        run_cells = _cell_columns(run, keep_dictionaries=True)
+        if run_cells.num_rows:
+            cells.append(run_cells)
+            live_seqs.append(int(seq))
+    if len({c.schema for c in cells}) > 1:  # mixed encodings: decode all (rare)
+        cells = [c.cast(CELL_SCHEMA) for c in cells]
+    plan = _plan_merge(cells, live_seqs)
+    if plan is None:
+        return CELL_SCHEMA.empty_table()
+    if plan.order is None:
+        table = plan.runs[0] if len(plan.runs) == 1 else pa.concat_tables(plan.runs)
+        include = _include_mask(_TableKeys(table), family, spec)
+        if not include.all():
+            table = table.filter(pa.array(include, pa.bool_()))
+        return _decoded(table)
+    include = _include_mask(_MergedKeys(plan), family, spec)
+    return plan.gather(plan.order[include])
+
+
+def _cell_columns(run: pa.Table, *, keep_dictionaries: bool = False) -> pa.Table:
+    """The five cell columns of ``run``, cast to :data:`CELL_SCHEMA`.
+
+    With ``keep_dictionaries``, dictionary-encoded binary ``row``/``qualifier`` columns are
+    kept as they are (every other column is still cast).
+    """
     missing = [name for name in _CELL_COLUMNS if name not in run.column_names]
     if missing:
         raise InvalidArgumentError(f"cell table lacks column(s) {', '.join(missing)}")
     cells = run.select(list(_CELL_COLUMNS))
+    if cells.schema.equals(CELL_SCHEMA):
+        return cells
+    if not keep_dictionaries:
+        return cells.cast(CELL_SCHEMA)
+    fields = [
+        cells.schema.field(f.name)
+        if f.name in _CODED_COLUMNS and _is_binary_dictionary(cells.schema.field(f.name).type)
+        else f
+        for f in CELL_SCHEMA
+    ]
+    target = pa.schema(fields)
+    return cells if cells.schema.equals(target) else cells.cast(target)
+
+
+def _is_binary_dictionary(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_dictionary(typ) and typ.value_type == pa.binary())
+
+
+def _decoded(cells: pa.Table) -> pa.Table:
+    """``cells`` with dictionary-encoded columns decoded (schema :data:`CELL_SCHEMA`)."""
     return cells if cells.schema.equals(CELL_SCHEMA) else cells.cast(CELL_SCHEMA)
 
 
@@ -208,14 +279,441 @@ def _with_seq(cells: pa.Table, seq: int) -> pa.Table:
     return pa.Table.from_arrays([*cells.columns, seq_col], schema=MERGED_SCHEMA)
 
 
-def _disjoint_in_row_order(tables: list[pa.Table]) -> list[pa.Table] | None:
-    """``tables`` ordered by row range if no two share a row, else None."""
-    bounds = [(t.column("row")[0].as_py(), t.column("row")[-1].as_py(), t) for t in tables]
+@dataclass
+class _KeyColumn:
+    """A binary key column (row or qualifier) of concatenated runs, as integers.
+
+    Attributes:
+        codes: Per cell, an unsigned integer below ``2**bits`` that orders and equates
+            exactly like the cell's binary value.
+        bits: Bits the codes need.
+        candidates: Binary values; cell ``i``'s value is ``candidates[index[i]]``.
+        index: Per cell, the position of its value in ``candidates``.
+    """
+
+    codes: _IntArray
+    bits: int
+    candidates: pa.Array
+    index: _IntArray
+
+    def values_at(self, positions: _IntArray) -> pa.Array:
+        """The binary values of the cells at ``positions``."""
+        return self.candidates.take(pa.array(self.index[positions]))
+
+    def candidates_in(self, value_set: pa.Array) -> _BoolArray:
+        """Per cell: whether its value is in ``value_set``."""
+        in_set = _to_bool(pc.is_in(self.candidates, value_set=value_set))
+        result: _BoolArray = in_set[self.index]
+        return result
+
+
+@dataclass
+class _MergePlan:
+    """How to merge runs (see :func:`_plan_merge`).
+
+    Attributes:
+        runs: The non-empty runs, in concatenation order.
+        seqs: Their sequence numbers.
+        order: Positions in the concatenated runs, in cell order; None when the
+            concatenation already is in cell order.
+        rows: Row codes of the concatenated cells (only when ``order`` is set).
+        qualifiers: Qualifier codes of the concatenated cells (only when ``order`` is set).
+        ts: Timestamps of the concatenated cells (only when ``order`` is set).
+        typ: Type codes of the concatenated cells (only when ``order`` is set).
+        key: The packed sort key, when it fit in one word (only when ``order`` is set).
+    """
+
+    runs: list[pa.Table]
+    seqs: list[int]
+    order: _IntArray | None = None
+    rows: _KeyColumn | None = None
+    qualifiers: _KeyColumn | None = None
+    ts: _IntArray | None = None
+    typ: _IntArray | None = None
+    key: _SortKey | None = None
+
+    def gather(self, positions: _IntArray) -> pa.Table:
+        """The concatenated cells at ``positions``, as a :data:`CELL_SCHEMA` table.
+
+        Rows and qualifiers come from their codes (a gather from the distinct values), the
+        value column is taken from the runs.
+        """
+        assert self.rows is not None and self.qualifiers is not None
+        assert self.ts is not None and self.typ is not None
+        index = pa.array(positions, pa.int64())
+        rows = self.rows.values_at(positions)
+        quals = self.qualifiers.values_at(positions)
+        value_parts = [t.column("value") for t in self.runs]
+        values = pa.chunked_array([c for part in value_parts for c in part.chunks], pa.binary())
+        return pa.Table.from_arrays(
+            [
+                rows,
+                quals,
+                pa.array(self.ts[positions], pa.int64()),
+                pa.array(self.typ[positions], pa.int8()),
+                values.take(index),
+            ],
+            schema=CELL_SCHEMA,
+        )
+
+
+def _plan_merge(runs: list[pa.Table], seqs: list[int]) -> _MergePlan | None:
+    """Plan the merge of sorted runs into cell order; None when there is no cell.
+
+    A single run, or runs whose row ranges do not overlap, are concatenated (in row order).
+    Otherwise the runs are concatenated newest first (descending sequence number; the run
+    listed later first among equal ones) and sorted by a stable sort on a fixed-width key:
+    the rank of the row among all distinct rows, the rank of the qualifier, the timestamp
+    (descending) and the type (descending), packed into as few unsigned 64-bit words as
+    they fit in. Ranks come from sorting the distinct values only (a run's row column
+    changes value once per row; dictionary-encoded columns bring their distinct values
+    along). The stable sort keeps equal keys in concatenation order, which is exactly
+    "newest sequence number first, within a run in file order" (R3.2).
+    """
+    live = [(t, s, i) for i, (t, s) in enumerate(zip(runs, seqs, strict=True)) if t.num_rows]
+    if not live:
+        return None
+    if len(live) == 1:
+        return _MergePlan([live[0][0]], [live[0][1]])
+    disjoint = _disjoint_in_row_order([(t, s) for t, s, _ in live])
+    if disjoint is not None:
+        return _MergePlan([t for t, _ in disjoint], [s for _, s in disjoint])
+    live.sort(key=lambda e: (-e[1], -e[2]))
+    tables = [t for t, _, _ in live]
+    rows = _key_column([c for t in tables for c in t.column("row").chunks], hashed=False)
+    quals = _key_column([c for t in tables for c in t.column("qualifier").chunks], hashed=True)
+    ts = np.concatenate([_to_numpy(t.column("ts"), np.int64) for t in tables])
+    typ = np.concatenate([_to_numpy(t.column("type"), np.int8) for t in tables])
+    fields = [
+        _Field(rows.codes, 0, rows.bits),
+        _Field(quals.codes, 0, quals.bits),
+        _descending(ts),
+        _descending(typ),
+    ]
+    order, key = _stable_sort(fields, ts.size)
+    return _MergePlan(tables, [s for _, s, _ in live], order, rows, quals, ts, typ, key)
+
+
+def _disjoint_in_row_order(
+    runs: list[tuple[pa.Table, int]],
+) -> list[tuple[pa.Table, int]] | None:
+    """``runs`` ordered by row range if no two share a row, else None."""
+    bounds = [(t.column("row")[0].as_py(), t.column("row")[-1].as_py(), t, s) for t, s in runs]
     bounds.sort(key=lambda b: (b[0], b[1]))
-    for (_, last, _), (first, _, _) in pairwise(bounds):
+    for (_, last, _, _), (first, _, _, _) in pairwise(bounds):
         if not last < first:
             return None
-    return [t for _, _, t in bounds]
+    return [(t, s) for _, _, t, s in bounds]
+
+
+def _key_column(chunks: list[pa.Array], *, hashed: bool) -> _KeyColumn:
+    """The :class:`_KeyColumn` of a binary column given as chunks.
+
+    Each chunk contributes candidate values and, per cell, the index of its value among
+    them: a dictionary chunk its dictionary and indices; a plain chunk its values where they
+    change (``hashed=False``, right for sorted rows) or its hash-dictionary (``hashed=True``,
+    right for qualifiers, which repeat across rows). Only the candidates are turned into
+    integer codes (:func:`_candidate_codes`); cells get theirs by one gather.
+    """
+    candidates: list[pa.Array] = []
+    local: list[_IntArray] = []
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        if pa.types.is_dictionary(chunk.type):
+            values, index = chunk.dictionary, _to_numpy(chunk.indices, np.int32)
+        elif hashed:
+            encoded = pc.dictionary_encode(chunk)
+            values, index = encoded.dictionary, _to_numpy(encoded.indices, np.int32)
+        else:
+            starts = _starts(_neighbour_equal_plain(chunk))
+            values = chunk.filter(pa.array(starts, pa.bool_()))
+            index = np.cumsum(starts, dtype=np.int32) - 1
+        candidates.append(values.cast(pa.binary()))
+        local.append(index)
+    values = pa.concat_arrays(candidates)
+    dtype = np.int32 if len(values) < 2**31 else np.int64
+    cell_index = np.empty(sum(ix.size for ix in local), dtype=dtype)
+    pos = offset = 0
+    for cand, index in zip(candidates, local, strict=True):
+        np.add(index, offset, out=cell_index[pos : pos + index.size], casting="unsafe")
+        pos += index.size
+        offset += len(cand)
+    codes, bits = _candidate_codes(values)
+    return _KeyColumn(codes[cell_index], bits, values, cell_index)
+
+
+def _candidate_codes(values: pa.Array) -> tuple[_IntArray, int]:
+    """Unsigned integer codes that order and equate exactly like binary ``values``.
+
+    The keys are made fixed-width (:func:`_fixed_width_keys`); when, after the bytes all
+    keys share at the start, at most 8 bytes remain, those bytes read as a big-endian
+    integer are the code (no sort needed). Otherwise the code is the dense rank of the
+    value (:func:`_rank_values`).
+
+    Returns:
+        The codes (one per value) and the bits they need.
+    """
+    fixed = _fixed_width_keys(values)
+    if fixed is not None:
+        direct = _integer_keys(fixed, values)
+        if direct is not None:
+            return direct
+    rank, _ = _rank_values(values, fixed.keys if fixed is not None else None)
+    return rank, int(rank.max(initial=0)).bit_length()
+
+
+def _integer_keys(fixed: _FixedKeys, values: pa.Array) -> tuple[_IntArray, int] | None:
+    """The keys as ``uint64`` integers minus their minimum, if at most 8 bytes vary.
+
+    Keys are read in place as big-endian 64-bit words at byte offsets 0, 8, ... and
+    ``size - 8`` (overlapping the last one); OR-ing each word's XOR with the first key's
+    tells which bytes vary. When the varying bytes all lie in the last 8, that last word,
+    masked to them, is the integer. Keys shorter than 8 bytes are copied right-aligned
+    into 8 (leading zeros keep the order).
+    """
+    keys = fixed.keys
+    m, size = keys.size, keys.dtype.itemsize
+    if m == 0:
+        return np.zeros(0, dtype=np.uint64), 0
+    buffer = keys
+    if size < 8:
+        padded = np.zeros(m, dtype=np.dtype((np.void, 8)))
+        view = np.dtype({"names": ["k"], "formats": [f"V{size}"], "offsets": [8 - size],
+                         "itemsize": 8})
+        padded.view(view)["k"] = keys.view(np.dtype((np.void, size)))
+        buffer, size = padded, 8
+    first = size
+    for offset in sorted({*range(0, size - 8, 8), size - 8}):
+        word = _word_view(buffer, offset, size)
+        varying = int(np.bitwise_or.reduce(word ^ word[0]))
+        if varying:
+            first = min(first, offset + (64 - varying.bit_length()) // 8)
+    if first == size:
+        return np.zeros(m, dtype=np.uint64), 0
+    rest = size - first
+    if rest > 8:
+        return None
+    numbers: _IntArray = _word_view(buffer, size - 8, size).astype(np.uint64)
+    if rest < 8:
+        numbers &= np.uint64((1 << (8 * rest)) - 1)
+    numbers -= numbers.min()
+    return numbers, int(numbers.max()).bit_length()
+
+
+def _word_view(keys: np.ndarray, offset: int, size: int) -> _IntArray:
+    """Big-endian 64-bit words at byte ``offset`` of each ``size``-byte item (no copy)."""
+    word: _IntArray = np.ndarray(
+        shape=(keys.size,), dtype=">u8", buffer=keys, offset=offset, strides=(size,)
+    )
+    return word
+
+
+#: Largest fixed-width key buffer (bytes) :func:`_fixed_width_keys` builds before callers
+#: fall back to Arrow's comparison sort.
+_MAX_FIXED_WIDTH_BYTES: Final = 1 << 30
+
+
+def _rank_values(values: pa.Array, keys: np.ndarray | None) -> tuple[_IntArray, _IntArray]:
+    """Dense ranks of binary ``values`` and the position of one value of each rank.
+
+    Binary keys are compared as unsigned bytes, a proper prefix first (HBase's comparator,
+    Arrow's binary order). With fixed-width ``keys`` (see :func:`_fixed_width_keys`) the
+    sort is numpy's stable sort, which merges presorted stretches (concatenated
+    dictionaries of sorted files) cheaply; otherwise Arrow sorts the binary values.
+
+    Returns:
+        ``(rank, firsts)``: ``rank[i]`` is the number of distinct values below
+        ``values[i]``; ``firsts[r]`` is a position whose value has rank ``r``.
+    """
+    m = len(values)
+    if keys is not None:
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        new = ordered[1:] != ordered[:-1]
+    else:
+        order = _to_numpy(pc.sort_indices(values), np.int64)
+        ordered_arr = values.take(pa.array(order, pa.int64()))
+        new = ~_neighbour_equal_plain(ordered_arr)
+    dense = np.zeros(m, dtype=np.int64)
+    np.cumsum(new, out=dense[1:])
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = dense
+    first = np.ones(m, dtype=bool)
+    first[1:] = new
+    firsts: _IntArray = order[first]
+    return rank, firsts
+
+
+@dataclass
+class _FixedKeys:
+    """Binary values as fixed-width numpy ``S`` keys (see :func:`_fixed_width_keys`).
+
+    Attributes:
+        keys: One ``S<width + suffix>`` item per value.
+        width: The longest value's length; shorter values are zero-padded to it.
+        suffix: Bytes of big-endian length appended after the padding (0, 2 or 4).
+    """
+
+    keys: np.ndarray
+    width: int
+    suffix: int
+
+    def key(self, value: bytes) -> bytes:
+        """The key of one value."""
+        padded = value + bytes(self.width - len(value))
+        return padded + len(value).to_bytes(self.suffix, "big") if self.suffix else padded
+
+
+def _fixed_width_keys(values: pa.Array) -> _FixedKeys | None:
+    """``values`` as fixed-width keys whose order is the binary order, or None.
+
+    Each key is zero-padded to the longest length ``w``: padding keeps the order of keys
+    that differ within the shorter one's length, and a shorter key that is a prefix of a
+    longer one still sorts first unless the longer one only adds zero bytes. So when some
+    key ends in a zero byte, the big-endian length is appended as a tie-breaker. numpy
+    compares ``S`` items of equal width as unsigned bytes. When every value has the same
+    length and none ends in a zero byte, the keys are the Arrow data buffer itself. None
+    when the padded keys would exceed :data:`_MAX_FIXED_WIDTH_BYTES` (one huge key among
+    many small ones).
+    """
+    m = len(values)
+    offsets_buf, data_buf = values.buffers()[1], values.buffers()[2]
+    if m == 0 or offsets_buf is None or data_buf is None:
+        return _FixedKeys(np.zeros(m, dtype="S1"), 0, 0)
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=m + 1, offset=4 * values.offset)
+    lengths = np.diff(offsets)
+    width, shortest = int(lengths.max()), int(lengths.min())
+    if width == 0:
+        return _FixedKeys(np.zeros(m, dtype="S1"), 0, 0)
+    data = np.frombuffer(data_buf, dtype=np.uint8)
+    if shortest == width:  # every last byte, by a strided view
+        start = int(offsets[0])
+        last = data[start + width - 1 : start + m * width : width]
+    else:
+        last = data[offsets[1:][lengths > 0] - 1]
+    zero_ending = bool((last == 0).any())
+    if not zero_ending and shortest == width:
+        keys = np.frombuffer(data_buf, dtype=f"S{width}", count=m, offset=int(offsets[0]))
+        return _FixedKeys(keys, width, 0)
+    suffix = 0 if not zero_ending else (2 if width < 1 << 16 else 4)
+    if (width + suffix) * m > _MAX_FIXED_WIDTH_BYTES:
+        return None
+    parts = [values, pc.binary_repeat(pa.scalar(b"\x00"), pa.array(width - lengths))]
+    if suffix:
+        length_bytes = lengths.astype(">u2" if suffix == 2 else ">u4").tobytes()
+        fixed = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(suffix), m, [None, pa.py_buffer(length_bytes)]
+        )
+        parts.append(fixed.cast(pa.binary()))
+    joined = pc.binary_join_element_wise(*parts, b"")
+    joined_data = joined.buffers()[2]
+    assert joined_data is not None
+    keys = np.frombuffer(joined_data, dtype=f"S{width + suffix}", count=m)
+    return _FixedKeys(keys, width, suffix)
+
+
+@dataclass
+class _Field:
+    """One field of the packed sort key: ``base - values`` (descending) or ``values - base``.
+
+    Attributes:
+        values: Integer values, one per cell.
+        base: For a descending field the maximum, else 0 (``values`` are then >= 0 codes).
+        bits: Bits the field needs (0: all values are equal, the field is left out).
+        descending: Whether larger values sort first.
+    """
+
+    values: _IntArray
+    base: int
+    bits: int
+    descending: bool = False
+
+    def unsigned(self, dtype: type[np.unsignedinteger[Any]]) -> _IntArray:
+        """The field's value per cell as ``dtype`` (exact, the field must fit)."""
+        if not self.descending:
+            return self.values.astype(dtype, copy=False)
+        # base - v, computed modulo 2**64 on the two's-complement bits, is exact as the
+        # true difference lies in [0, 2**bits).
+        wide = self.values.astype(np.int64, copy=False).view(np.uint64)
+        result: _IntArray = (np.uint64(self.base % (1 << 64)) - wide).astype(dtype, copy=False)
+        return result
+
+
+def _descending(values: _IntArray) -> _Field:
+    high, low = int(values.max()), int(values.min())
+    return _Field(values, high, (high - low).bit_length(), descending=True)
+
+
+@dataclass
+class _SortKey:
+    """The sort key of merged cells when it fits in one machine word.
+
+    Attributes:
+        ordered: The key of each cell, in merged order.
+        row_shift: Right shift that leaves only the row field.
+        column_shift: Right shift that leaves only the row and qualifier fields.
+    """
+
+    ordered: _IntArray
+    row_shift: int
+    column_shift: int
+
+    def neighbours_equal(self) -> tuple[_BoolArray, _BoolArray]:
+        """``(row_eq, col_eq)`` of neighbouring merged cells."""
+        differ = self.ordered[1:] ^ self.ordered[:-1]
+        width = self.ordered.dtype.itemsize * 8
+
+        def below(shift: int) -> _BoolArray:
+            if shift >= width:  # nothing above the shift: all equal
+                return np.ones(differ.size, dtype=bool)
+            result: _BoolArray = differ < self.ordered.dtype.type(1 << shift)
+            return result
+
+        return below(self.row_shift), below(self.column_shift)
+
+
+def _stable_sort(fields: list[_Field], n: int) -> tuple[_IntArray, _SortKey | None]:
+    """Stable sort order of ``n`` cells by ``fields`` (row, qualifier, ts, type).
+
+    Fields are packed into as few words as they fit in whole (the smallest of uint32 and
+    uint64 for one word), then sorted by one stable argsort (numpy's radix sort for
+    integers) or, when more than 64 bits are needed, a lexsort of the words.
+
+    Returns:
+        The order, and the packed key in merged order when it fit in one word.
+    """
+    total = sum(f.bits for f in fields)
+    if total == 0:
+        return np.arange(n, dtype=np.int64), None
+    if total <= 64:
+        dtype: type[np.unsignedinteger[Any]] = np.uint32 if total <= 32 else np.uint64
+        key = np.zeros(n, dtype=dtype)
+        for f in fields:
+            if f.bits:
+                key <<= dtype(f.bits)
+                key |= f.unsigned(dtype)
+        order: _IntArray = np.argsort(key, kind="stable")
+        below_row = total - fields[0].bits
+        below_column = below_row - fields[1].bits
+        return order, _SortKey(key[order], below_row, below_column)
+    words: list[_IntArray] = []
+    word: _IntArray | None = None
+    used = 0
+    for f in fields:
+        if not f.bits:
+            continue
+        if word is None or used + f.bits > 64:
+            if word is not None:
+                words.append(word)
+            word, used = f.unsigned(np.uint64).copy(), f.bits
+        else:
+            word <<= np.uint64(f.bits)
+            word |= f.unsigned(np.uint64)
+            used += f.bits
+    assert word is not None
+    words.append(word)
+    return np.lexsort(words[::-1]), None
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,34 +770,143 @@ def resolve(cells: pa.Table, *, family: Family, spec: ReadSpec) -> pa.Table:
     TTL, time range and column list take a fast path that only finds column starts.
     """
     table = _cell_columns(cells)
-    n = table.num_rows
-    if n == 0:
+    if table.num_rows == 0:
         return CELL_SCHEMA.empty_table()
-    walk, row_eq = _first_of_equal_keys(table)
-    if walk.row_start is None and _needs_rows(walk, spec):
-        walk.row_start = walk.restrict(_starts(row_eq, n))
-    if spec.raw:
-        include = _raw_include(walk, family, spec)
-    else:
-        requested = None
-        if spec.qualifiers is not None:
-            value_set = pa.array(sorted(spec.qualifiers), pa.binary())
-            in_set = pc.is_in(table.column("qualifier"), value_set=value_set)
-            requested = walk.restrict(_to_bool(in_set))
-        _check_family_markers(table, walk)
-        include = _normal_include(walk, family, spec, requested)
-    if spec.max_results_per_family is not None or spec.row_offset_per_family:
-        include = _row_window(include, walk, spec)
-    if walk.src is not None:  # back to positions in the input table
-        keep = np.zeros(n, dtype=bool)
-        keep[walk.src[include]] = True
-        include = keep
+    include = _include_mask(_TableKeys(table), family, spec)
     if include.all():
         return table
     return table.filter(pa.array(include, pa.bool_()))  # cheaper than take() for binary
 
 
-def _first_of_equal_keys(table: pa.Table) -> tuple[_Cells, pa.ChunkedArray | pa.Array]:
+class _Keys:
+    """The cell keys :func:`_include_mask` works on, in cell order.
+
+    Attributes:
+        n: Number of cells.
+        row_eq: Length ``n - 1``: cell ``i + 1`` has the row of cell ``i``.
+        col_eq: Length ``n - 1``: cell ``i + 1`` has the row and qualifier of cell ``i``.
+        ts: Timestamps.
+        typ: Type codes.
+    """
+
+    n: int
+    row_eq: _BoolArray
+    col_eq: _BoolArray
+    ts: _IntArray
+    typ: _IntArray
+
+    def qualifier_in(self, qualifiers: frozenset[bytes]) -> _BoolArray:
+        """Per cell: whether its qualifier is one of ``qualifiers``."""
+        raise NotImplementedError
+
+    def qualifier_lengths(self, positions: _IntArray) -> _IntArray:
+        """The qualifier lengths of the cells at ``positions``."""
+        raise NotImplementedError
+
+    def describe(self, position: int) -> tuple[bytes, bytes, int]:
+        """Row, qualifier and type code of the cell at ``position`` (for error messages)."""
+        raise NotImplementedError
+
+
+class _TableKeys(_Keys):
+    """The keys of a table in cell order (``row``/``qualifier`` plain or dictionary)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.n = table.num_rows
+        self.row_eq = _neighbour_equal(table.column("row"))
+        self.col_eq = self.row_eq & _neighbour_equal(table.column("qualifier"))
+        self.ts = _to_numpy(table.column("ts"), np.int64)
+        self.typ = _to_numpy(table.column("type"), np.int8)
+
+    def qualifier_in(self, qualifiers: frozenset[bytes]) -> _BoolArray:
+        value_set = pa.array(sorted(qualifiers), pa.binary())
+        parts = []
+        for chunk in self.table.column("qualifier").chunks:
+            if pa.types.is_dictionary(chunk.type):
+                in_dict = _to_bool(pc.is_in(chunk.dictionary, value_set=value_set))
+                parts.append(in_dict[_to_numpy(chunk.indices, np.int64)])
+            else:
+                parts.append(_to_bool(pc.is_in(chunk, value_set=value_set)))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+    def qualifier_lengths(self, positions: _IntArray) -> _IntArray:
+        quals = self.table.column("qualifier").take(pa.array(positions, pa.int64()))
+        return _to_numpy(pc.binary_length(quals.cast(pa.binary())), np.int64)
+
+    def describe(self, position: int) -> tuple[bytes, bytes, int]:
+        t = self.table
+        return (
+            t.column("row")[position].as_py(),
+            t.column("qualifier")[position].as_py(),
+            int(t.column("type")[position].as_py()),
+        )
+
+
+class _MergedKeys(_Keys):
+    """The keys of merged runs, in merged order, from a :class:`_MergePlan`'s codes."""
+
+    def __init__(self, plan: _MergePlan) -> None:
+        assert plan.order is not None and plan.rows is not None
+        assert plan.qualifiers is not None and plan.ts is not None and plan.typ is not None
+        self.plan = plan
+        order = plan.order
+        self.n = order.size
+        if plan.key is not None:
+            self.row_eq, self.col_eq = plan.key.neighbours_equal()
+        else:
+            rows = plan.rows.codes[order]
+            quals = plan.qualifiers.codes[order]
+            self.row_eq = rows[1:] == rows[:-1]
+            self.col_eq = self.row_eq & (quals[1:] == quals[:-1])
+        self.ts = plan.ts[order]
+        self.typ = plan.typ[order]
+
+    def qualifier_in(self, qualifiers: frozenset[bytes]) -> _BoolArray:
+        assert self.plan.qualifiers is not None and self.plan.order is not None
+        value_set = pa.array(sorted(qualifiers), pa.binary())
+        result: _BoolArray = self.plan.qualifiers.candidates_in(value_set)[self.plan.order]
+        return result
+
+    def qualifier_lengths(self, positions: _IntArray) -> _IntArray:
+        assert self.plan.qualifiers is not None and self.plan.order is not None
+        quals = self.plan.qualifiers.values_at(self.plan.order[positions])
+        return _to_numpy(pc.binary_length(quals), np.int64)
+
+    def describe(self, position: int) -> tuple[bytes, bytes, int]:
+        assert self.plan.order is not None
+        cell = self.plan.gather(self.plan.order[position : position + 1])
+        return (
+            cell.column("row")[0].as_py(),
+            cell.column("qualifier")[0].as_py(),
+            int(cell.column("type")[0].as_py()),
+        )
+
+
+def _include_mask(keys: _Keys, family: Family, spec: ReadSpec) -> _BoolArray:
+    """Per cell (in key order): whether the read returns it (R3-R12)."""
+    n = keys.n
+    walk = _first_of_equal_keys(keys)
+    if walk.row_start is None and _needs_rows(walk, spec):
+        walk.row_start = walk.restrict(_starts(keys.row_eq))
+    if spec.raw:
+        include = _raw_include(walk, family, spec)
+    else:
+        requested = None
+        if spec.qualifiers is not None:
+            requested = walk.restrict(keys.qualifier_in(spec.qualifiers))
+        _check_family_markers(keys, walk)
+        include = _normal_include(walk, family, spec, requested)
+    if spec.max_results_per_family is not None or spec.row_offset_per_family:
+        include = _row_window(include, walk, spec)
+    if walk.src is not None:  # back to positions in the input
+        keep = np.zeros(n, dtype=bool)
+        keep[walk.src[include]] = True
+        include = keep
+    return include
+
+
+def _first_of_equal_keys(keys: _Keys) -> _Cells:
     """Find column starts and drop every cell whose key equals its predecessor's (R3.3).
 
     HBase's column trackers drop a cell whose (ts, type) equals the previously included
@@ -307,29 +914,19 @@ def _first_of_equal_keys(table: pa.Table) -> tuple[_Cells, pa.ChunkedArray | pa.
     column skipped) is the same for equal keys, so "first of equal keys wins" holds in
     normal and raw reads alike. ``ExplicitColumnTracker`` compares ts only, but it only ever
     sees puts, so ts equality there is key equality too.
-
-    Returns:
-        The deduplicated cells and the row-equality of neighbours (length n - 1, Arrow).
     """
-    n = table.num_rows
-    rows = table.column("row")
-    quals = table.column("qualifier")
-    row_eq = pc.equal(rows.slice(1), rows.slice(0, n - 1))
-    col_eq = pc.and_(row_eq, pc.equal(quals.slice(1), quals.slice(0, n - 1)))
-    col_start = _starts(col_eq, n)
-    ts = _to_numpy(table.column("ts"), np.int64)
-    typ = _to_numpy(table.column("type"), np.int8)
+    col_start = _starts(keys.col_eq)
+    ts, typ = keys.ts, keys.typ
     dup = ~col_start
     dup[1:] &= ts[1:] == ts[:-1]
     dup[1:] &= typ[1:] == typ[:-1]
     if not dup.any():
-        return _Cells(ts=ts, typ=typ, col_start=col_start, row_start=None, src=None), row_eq
+        return _Cells(ts=ts, typ=typ, col_start=col_start, row_start=None, src=None)
     keep = np.flatnonzero(~dup)
-    row_start = _starts(row_eq, n)[keep]
-    cells = _Cells(
+    row_start = _starts(keys.row_eq)[keep]
+    return _Cells(
         ts=ts[keep], typ=typ[keep], col_start=col_start[keep], row_start=row_start, src=keep
     )
-    return cells, row_eq
 
 
 def _needs_rows(walk: _Cells, spec: ReadSpec) -> bool:
@@ -527,7 +1124,7 @@ def _row_window(include: _BoolArray, walk: _Cells, spec: ReadSpec) -> _BoolArray
     return include
 
 
-def _check_family_markers(table: pa.Table, walk: _Cells) -> None:
+def _check_family_markers(keys: _Keys, walk: _Cells) -> None:
     """Raise if a DeleteFamily/DeleteFamilyVersion marker has a non-empty qualifier.
 
     Only normal reads need the check: raw reads return markers without applying them.
@@ -537,17 +1134,12 @@ def _check_family_markers(table: pa.Table, walk: _Cells) -> None:
         return
     if walk.src is not None:
         family_markers = walk.src[family_markers]
-    quals = table.column("qualifier").take(pa.array(family_markers, pa.int64()))
-    lengths = _to_numpy(pc.binary_length(quals), np.int64)
-    bad = np.flatnonzero(lengths != 0)
+    bad = np.flatnonzero(keys.qualifier_lengths(family_markers) != 0)
     if bad.size:
-        i = int(family_markers[bad[0]])
-        cell_type = CellType(int(table.column("type")[i].as_py())).hbase_name
+        row, qualifier, code = keys.describe(int(family_markers[bad[0]]))
         raise InvalidArgumentError(
-            f"{cell_type} marker with non-empty qualifier "
-            f"{table.column('qualifier')[i].as_py()!r} in row "
-            f"{table.column('row')[i].as_py()!r}: family markers must have an empty "
-            "qualifier (hbase-semantics R1.3)"
+            f"{CellType(code).hbase_name} marker with non-empty qualifier {qualifier!r} in "
+            f"row {row!r}: family markers must have an empty qualifier (hbase-semantics R1.3)"
         )
 
 
@@ -578,12 +1170,61 @@ def _seen_before(flag: _BoolArray, start: _BoolArray) -> _BoolArray:
     return result
 
 
-def _starts(equal_to_previous: pa.ChunkedArray | pa.Array, n: int) -> _BoolArray:
-    """Segment starts from "element i+1 equals element i" (length n - 1)."""
-    start = np.ones(n, dtype=bool)
-    if n > 1:
-        start[1:] = ~_to_bool(equal_to_previous)
+def _starts(equal_to_previous: _BoolArray) -> _BoolArray:
+    """Segment starts (length n) from "element i+1 equals element i" (length n - 1)."""
+    start = np.ones(equal_to_previous.size + 1, dtype=bool)
+    np.logical_not(equal_to_previous, out=start[1:])
     return start
+
+
+def _neighbour_equal(col: pa.ChunkedArray) -> _BoolArray:
+    """Length ``n - 1``: element ``i + 1`` of ``col`` equals element ``i``.
+
+    Chunks may be plain binary or dictionary-encoded. Inside a dictionary chunk whose
+    dictionary is strictly increasing (so its values are distinct; Parquet dictionaries of
+    sorted columns are), equal values are equal indices; other dictionary chunks are
+    decoded. Across chunk borders the two neighbouring values are compared directly.
+    """
+    n = len(col)
+    out = np.empty(max(n - 1, 0), dtype=bool)
+    pos = 0
+    last: object = None
+    for chunk in col.chunks:
+        m = len(chunk)
+        if m == 0:
+            continue
+        if pos:
+            out[pos - 1] = chunk[0].as_py() == last
+        if m > 1:
+            out[pos : pos + m - 1] = _chunk_neighbour_equal(chunk)
+        last = chunk[m - 1].as_py()
+        pos += m
+    return out
+
+
+def _chunk_neighbour_equal(chunk: pa.Array) -> _BoolArray:
+    """:func:`_neighbour_equal` of one chunk of at least two elements."""
+    if pa.types.is_dictionary(chunk.type):
+        dictionary = chunk.dictionary
+        if _strictly_increasing(dictionary):
+            index = _to_numpy(chunk.indices, np.int64)
+            result: _BoolArray = index[1:] == index[:-1]
+            return result
+        chunk = chunk.dictionary_decode()
+    return _neighbour_equal_plain(chunk)
+
+
+def _neighbour_equal_plain(arr: pa.Array) -> _BoolArray:
+    """Length ``n - 1`` neighbour equality of a plain (non-dictionary) array."""
+    m = len(arr)
+    if m < 2:
+        return np.zeros(0, dtype=bool)
+    return _to_bool(pc.equal(arr.slice(1), arr.slice(0, m - 1)))
+
+
+def _strictly_increasing(values: pa.Array) -> bool:
+    m = len(values)
+    return m < 2 or bool(pc.all(pc.less(values.slice(0, m - 1), values.slice(1))).as_py())
 
 
 def _to_bool(arr: pa.ChunkedArray | pa.Array) -> _BoolArray:

@@ -1,19 +1,41 @@
-"""Executing scan tasks: read a region's store files, merge, apply HBase's semantics."""
+"""Executing scan tasks: read a region's store files, merge, apply HBase's semantics.
+
+A family's part of a task is read in row-aligned chunks of about :data:`CHUNK_CELLS`
+cells, on a few threads at once (decoding Parquet, merging and resolving all release the
+GIL). Chunks are cut at row-group boundaries, which are row keys taken from the store
+files' row-group statistics, so a row never spans two chunks and every chunk is resolved on
+its own; the results are concatenated in key order. A row group that straddles a cut (its
+file's rows run past the next chunk's first row) is decoded once, by the first chunk that
+needs it, and handed to the next one. Point reads (``get``) and small tasks run inline as
+one chunk.
+
+Row and qualifier columns are decoded as Arrow dictionaries (Parquet stores them
+dictionary-encoded), which is cheaper than materializing every key, and lets the merge and
+the semantics compare integer codes; :func:`~cellstore.core.semantics.merge_resolve`
+returns plain binary cells.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import pairwise
 from typing import Final
 
 import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.semantics import merge_runs, resolve
+from cellstore.core.semantics import merge_resolve
 from cellstore.fs import join
-from cellstore.reader.plan import ScanTask
-from cellstore.storefiles import StoreFileReader
+from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.storefiles import RowGroupStats, StoreFileReader
+from cellstore.storefiles.reader import slice_rows
 
-__all__ = ["RESULT_SCHEMA", "read_task"]
+__all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task"]
 
 #: Schema of scan results in the "cells" shape (HBase result order).
 RESULT_SCHEMA: Final = pa.schema(
@@ -26,6 +48,11 @@ RESULT_SCHEMA: Final = pa.schema(
         pa.field("value", pa.binary(), nullable=False),
     ]
 )
+
+#: Target cells per chunk of a family read (several row groups of the default size).
+CHUNK_CELLS: Final = 1 << 19
+#: Most threads one read uses (also capped by ``pyarrow.cpu_count()``).
+MAX_THREADS: Final = 8
 
 
 def read_task(
@@ -48,18 +75,7 @@ def read_task(
     """
     parts = []
     for fam in task.families:
-        runs, seqs = [], []
-        for relpath, seq in fam.files:
-            with StoreFileReader(fs, join(task.table_path, relpath)) as reader:
-                if point_row is not None and not reader.might_contain_row(point_row):
-                    continue
-                cells = reader.read(start=task.start, stop=task.stop)
-            if cells.num_rows:
-                runs.append(cells)
-                seqs.append(seq)
-        if not runs:
-            continue
-        visible = resolve(merge_runs(runs, seqs), family=fam.family, spec=fam.spec)
+        visible = _read_family(fs, task, fam, point_row)
         if visible.num_rows:
             fam_col = pc.fill_null(pa.nulls(visible.num_rows, pa.string()), fam.family.name)
             parts.append(visible.add_column(1, pa.field("family", pa.string(), False), fam_col))
@@ -72,3 +88,172 @@ def read_task(
         order = pc.sort_indices(table, sort_keys=[("row", direction)])
         table = table.take(order)
     return table
+
+
+@dataclass
+class _Source:
+    """One store file of the family being read, with the row groups the task needs."""
+
+    reader: StoreFileReader
+    seq: int
+    groups: list[RowGroupStats]
+
+
+def _read_family(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
+) -> pa.Table:
+    """One family's visible cells in ``[task.start, task.stop)``, in cell order."""
+    readers: list[StoreFileReader] = []
+    try:
+        sources = []
+        for relpath, seq in fam.files:
+            reader = StoreFileReader(fs, join(task.table_path, relpath))
+            readers.append(reader)
+            if point_row is not None and not reader.might_contain_row(point_row):
+                continue
+            groups = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
+            if groups:
+                sources.append(_Source(reader, seq, groups))
+        if not sources:
+            return pa.table([])
+        chunks = [(task.start, task.stop)]
+        threads = min(pa.cpu_count(), MAX_THREADS)
+        if point_row is None and threads > 1:
+            chunks = _chunk_bounds(sources, task.start, task.stop, CHUNK_CELLS)
+        reading = _ChunkedRead(sources, chunks, fam)
+        if len(chunks) == 1:
+            return reading.run(0)
+        return pa.concat_tables(_in_order(reading.run, len(chunks), threads))
+    finally:
+        for reader in readers:
+            reader.close()
+
+
+def _chunk_bounds(
+    sources: Sequence[_Source], start: bytes, stop: bytes, target: int
+) -> list[tuple[bytes, bytes]]:
+    """Cut ``[start, stop)`` at row-group first rows into pieces of about ``target`` cells.
+
+    Row groups of all files are taken in order of their first row; a cut is placed before
+    the group that would take the running count past ``target``. Without row statistics
+    the range stays whole.
+    """
+    groups = [g for s in sources for g in s.groups]
+    if any(g.min_row is None or g.max_row is None for g in groups):
+        return [(start, stop)]
+    cuts: list[bytes] = []
+    cells = 0
+    for g in sorted(groups, key=lambda g: (g.min_row, g.index)):
+        first = g.min_row
+        assert first is not None
+        after_last = first > (cuts[-1] if cuts else start)
+        if cells >= target and after_last and (not stop or first < stop):
+            cuts.append(first)
+            cells = 0
+        cells += g.num_cells
+    bounds = [start, *cuts, stop]
+    return list(pairwise(bounds))
+
+
+class _ChunkedRead:
+    """Reads chunks of one family's files; chunk ``i`` with :meth:`run` ``(i)``.
+
+    A row group needed by several chunks is decoded by the first of them (its owner), which
+    publishes the decoded table through a future that later chunks wait on; the future is
+    dropped once the last of those chunks has taken it. Chunks start in order
+    (:func:`_in_order` submits them in order to a FIFO pool), so an owner always runs
+    before, or alongside, the chunks waiting for it, and waiting cannot deadlock.
+    """
+
+    def __init__(
+        self, sources: Sequence[_Source], chunks: Sequence[tuple[bytes, bytes]], fam: FamilyRead
+    ) -> None:
+        self.sources = sources
+        self.chunks = chunks
+        self.fam = fam
+        # needs[i][s]: the row groups of source s that chunk i reads.
+        self.needs = [
+            [[g for g in s.groups if g.may_overlap(lo, hi)] for s in sources] for lo, hi in chunks
+        ]
+        self.owner: dict[tuple[int, int], int] = {}
+        users: dict[tuple[int, int], int] = {}
+        for i, per_source in enumerate(self.needs):
+            for s, groups in enumerate(per_source):
+                for g in groups:
+                    self.owner.setdefault((s, g.index), i)
+                    users[(s, g.index)] = users.get((s, g.index), 0) + 1
+        self._users = {key: count for key, count in users.items() if count > 1}
+        self._shared: dict[tuple[int, int], Future[pa.Table]] = {
+            key: Future() for key in self._users
+        }
+        self._lock = threading.Lock()
+
+    def run(self, i: int) -> pa.Table:
+        """Chunk ``i``'s visible cells."""
+        lo, hi = self.chunks[i]
+        with self._lock:
+            owned = [f for key, f in self._shared.items() if self.owner[key] == i]
+        try:
+            runs, seqs = [], []
+            for s, groups in enumerate(self.needs[i]):
+                if not groups:
+                    continue
+                pieces = self._pieces(i, s, groups)
+                run = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+                run = slice_rows(run, groups, lo, hi)
+                if run.num_rows:
+                    runs.append(run)
+                    seqs.append(self.sources[s].seq)
+            return merge_resolve(runs, seqs, family=self.fam.family, spec=self.fam.spec)
+        except BaseException as e:
+            for future in owned:  # never leave a later chunk waiting
+                if not future.done():
+                    future.set_exception(e)
+            raise
+
+    def _pieces(self, i: int, s: int, groups: list[RowGroupStats]) -> list[pa.Table]:
+        """The decoded row groups ``groups`` of source ``s`` for chunk ``i``, in order."""
+        owned = [g for g in groups if self.owner[(s, g.index)] == i]
+        pieces: dict[int, pa.Table] = {}
+        if owned:
+            table = self.sources[s].reader.read_row_groups(
+                [g.index for g in owned], encoded=True, use_threads=len(self.chunks) == 1
+            )
+            offset = 0
+            for g in owned:
+                pieces[g.index] = table.slice(offset, g.num_cells)
+                offset += g.num_cells
+        for g in groups:
+            key = (s, g.index)
+            with self._lock:
+                future = self._shared.get(key)
+            if future is None:
+                continue
+            if g.index in pieces:
+                future.set_result(pieces[g.index])
+            else:
+                pieces[g.index] = future.result()
+            with self._lock:
+                self._users[key] -= 1
+                if not self._users[key]:
+                    del self._users[key], self._shared[key]
+        return [pieces[g.index] for g in groups]
+
+
+def _in_order(run: Callable[[int], pa.Table], n: int, threads: int) -> list[pa.Table]:
+    """``[run(0), ..., run(n - 1)]`` on ``threads`` threads, at most a few chunks ahead."""
+    results: list[pa.Table] = []
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cellstore-read") as pool:
+        pending: deque[Future[pa.Table]] = deque()
+        try:
+            for i in range(n):
+                pending.append(pool.submit(run, i))
+                if len(pending) > threads + 1:
+                    results.append(pending.popleft().result())
+            while pending:
+                results.append(pending.popleft().result())
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    return results

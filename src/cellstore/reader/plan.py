@@ -7,23 +7,38 @@ of every requested family that can hold matching cells, and the read semantics t
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+import fsspec
 
 from cellstore.core.family import Family
+from cellstore.core.filters import FilterPlan
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
+from cellstore.fs import join
+from cellstore.storefiles import StoreFileReader
 
 __all__ = [
+    "DEFAULT_TASK_MEMORY",
     "FamilyRead",
     "ScanTask",
     "parse_columns",
     "plan_tasks",
     "prefix_stop_row",
     "row_range",
+    "split_tasks",
 ]
+
+#: Default memory budget of one scan task: the uncompressed bytes of the cells it reads.
+DEFAULT_TASK_MEMORY: Final = 256 * 1024 * 1024
+
+#: Compressed store files are assumed to expand at most this much when decoded; regions
+#: whose files are smaller than ``budget / _MAX_EXPANSION`` are never opened for planning.
+_MAX_EXPANSION: Final = 8
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,8 @@ class ScanTask:
         start: First row (inclusive); empty = region start.
         stop: Row after the last (exclusive); empty = unbounded.
         families: What to read for each requested family, in family order.
+        filters: The scan's filters and the per-family limits applied after them, or None.
+        strip_salt: Drop the first byte (the salt) of every returned row key.
     """
 
     table_path: str
@@ -58,6 +75,8 @@ class ScanTask:
     start: bytes
     stop: bytes
     families: tuple[FamilyRead, ...]
+    filters: FilterPlan | None = None
+    strip_salt: bool = False
 
 
 def prefix_stop_row(prefix: bytes) -> bytes:
@@ -135,17 +154,25 @@ def plan_tasks(
     *,
     table_path: str,
     ranges: Sequence[tuple[bytes, bytes]],
-    wanted: dict[str, frozenset[bytes] | None],
-    spec: ReadSpec,
+    specs: Mapping[str, ReadSpec],
+    filters: FilterPlan | None = None,
+    strip_salt: bool = False,
 ) -> list[ScanTask]:
-    """One task per (row range x region) overlap, in key order of ``ranges``.
+    """One task per (row range x region) overlap, in the order of ``ranges``.
 
     Files whose row span misses the task's range are left out, and so are files all of
     whose cells are older than the time range (they can neither be returned nor mask
     anything returned, R3.5, R7.3).
+
+    Args:
+        metadata: The table version to read.
+        table_path: The table directory.
+        ranges: Row ranges ``[start, stop)`` in key order (``b""`` stop = unbounded).
+        specs: Family name to that family's read semantics, for the requested families.
+        filters: The scan's filters, carried by every task.
+        strip_salt: Tasks drop the salt byte from returned rows.
     """
     tasks: list[ScanTask] = []
-    lo_ts = spec.time_range[0] if spec.time_range is not None else 0
     for start, stop in ranges:
         for region in metadata.regions:
             if not region.overlaps(start, stop):
@@ -154,17 +181,97 @@ def plan_tasks(
             clip = region.end and (not stop or stop > region.end)
             t_stop = region.end if clip else stop
             reads = []
-            for fname, quals in wanted.items():
+            for fname, spec in specs.items():
+                lo_ts = spec.time_range[0] if spec.time_range is not None else 0
                 files = tuple(
                     (f.path, f.seq)
                     for f in metadata.files_of(region.id, fname)
                     if _overlaps(f, t_start, t_stop) and f.max_ts >= lo_ts
                 )
-                fam_spec = dataclasses.replace(spec, qualifiers=quals)
-                reads.append(FamilyRead(metadata.family(fname), files, fam_spec))
+                reads.append(FamilyRead(metadata.family(fname), files, spec))
             if any(r.files for r in reads):
-                tasks.append(ScanTask(table_path, region.id, t_start, t_stop, tuple(reads)))
+                tasks.append(
+                    ScanTask(
+                        table_path,
+                        region.id,
+                        t_start,
+                        t_stop,
+                        tuple(reads),
+                        filters=filters,
+                        strip_salt=strip_salt,
+                    )
+                )
     return tasks
+
+
+def split_tasks(
+    fs: fsspec.AbstractFileSystem,
+    tasks: Sequence[ScanTask],
+    *,
+    budget: int,
+    metadata: TableMetadata,
+) -> list[ScanTask]:
+    """Cut tasks whose cells would exceed ``budget`` bytes into row-range pieces.
+
+    The size of a task is the uncompressed size of the Parquet row groups it reads (the
+    store files' row-group statistics say which row groups hold which rows). A task is cut
+    at row-group starts, which are row keys, so every row stays in one piece; a single row
+    group larger than the budget stays whole. Tasks whose files are small compared with the
+    budget are kept without opening any file.
+
+    Returns:
+        The tasks, in the same order, with large ones replaced by their pieces.
+    """
+    sizes = {f.path: f.size for f in metadata.files}
+    out: list[ScanTask] = []
+    for task in tasks:
+        paths = [p for fam in task.families for p, _ in fam.files]
+        if sum(sizes.get(p, 0) for p in paths) * _MAX_EXPANSION <= budget:
+            out.append(task)
+            continue
+        cuts = _cut_points(fs, task, paths, budget)
+        if not cuts:
+            out.append(task)
+            continue
+        bounds = [task.start, *cuts, task.stop]
+        entries = {f.path: f for f in metadata.files}
+        for lo, hi in itertools.pairwise(bounds):
+            reads = tuple(
+                replace(
+                    fam,
+                    files=tuple((p, seq) for p, seq in fam.files if _overlaps(entries[p], lo, hi)),
+                )
+                for fam in task.families
+            )
+            if any(r.files for r in reads):
+                out.append(replace(task, start=lo, stop=hi, families=reads))
+    return out
+
+
+def _cut_points(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, paths: Sequence[str], budget: int
+) -> list[bytes]:
+    """Row keys that cut the task's row groups into pieces of at most ``budget`` bytes."""
+    groups: list[tuple[bytes, int]] = []  # (first row of the row group, uncompressed bytes)
+    for path in paths:
+        with StoreFileReader(fs, join(task.table_path, path)) as reader:
+            meta = reader.parquet.metadata
+            for rg in reader.row_groups():
+                if not rg.may_overlap(task.start, task.stop):
+                    continue
+                size = meta.row_group(rg.index).total_byte_size
+                groups.append((rg.min_row or task.start, size))
+    groups.sort(key=lambda g: g[0])
+    cuts: list[bytes] = []
+    acc = 0
+    for first_row, size in groups:
+        after_last_cut = first_row > (cuts[-1] if cuts else task.start)
+        before_stop = not task.stop or first_row < task.stop
+        if acc and acc + size > budget and after_last_cut and before_stop:
+            cuts.append(first_row)
+            acc = 0
+        acc += size
+    return cuts
 
 
 def row_range(
@@ -201,4 +308,3 @@ def row_range(
     if stop and start >= stop:
         return None  # start == stop (or after it) yields nothing (R12.1)
     return start, stop
-

@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellstore.core.cells import LATEST_TIMESTAMP, run_starts
+from cellstore.core.filters import (
+    Filter,
+    FilterPlan,
+    apply_filters,
+    filtered_read,
+    normalize_filters,
+)
 from cellstore.core.metadata import TableMetadata
+from cellstore.core.rowkey.ranges import bucket_ranges
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
-from cellstore.reader.plan import ScanTask, parse_columns, plan_tasks, row_range
+from cellstore.reader.plan import (
+    DEFAULT_TASK_MEMORY,
+    ScanTask,
+    parse_columns,
+    plan_tasks,
+    row_range,
+    split_tasks,
+)
+from cellstore.reader.shapes import Shape, WideSpec, to_wide
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,6 +54,13 @@ class ScanOptions:
     raw: bool = False
     reversed: bool = False
     limit: int | None = None
+    filter: tuple[Filter, ...] = ()
+    max_results_per_family: int | None = None
+    row_offset_per_family: int = 0
+    shape: str = "cells"
+    column_types: tuple[tuple[str, str], ...] | None = None
+    decode_errors: str = "raise"
+    memory_budget: int | None = None
     now_ms: int | None = None
     point_row: bytes | None = field(default=None, repr=False)
 
@@ -70,15 +94,34 @@ class Scan:
             time_range = (o.timestamp, min(o.timestamp + 1, LATEST_TIMESTAMP))
         if o.limit is not None and o.limit < 0:
             raise InvalidArgumentError(f"limit must be >= 0, got {o.limit}")
-        self.spec = ReadSpec(
+        if o.memory_budget is not None and o.memory_budget <= 0:
+            raise InvalidArgumentError(f"memory_budget must be > 0, got {o.memory_budget}")
+        base = ReadSpec(
             now_ms=o.now_ms if o.now_ms is not None else now_ms,
             max_versions=o.max_versions,
             time_range=time_range,
             raw=o.raw,
+            max_results_per_family=o.max_results_per_family,
+            row_offset_per_family=o.row_offset_per_family,
         )
+        self.spec = base
         self.wanted = parse_columns(metadata, columns=o.columns, families=o.families)
         if o.raw and any(q is not None for q in self.wanted.values()):
             raise InvalidArgumentError("Cannot specify any column for a raw scan (R10.4)")
+        self.filters = normalize_filters(o.filter)
+        self.specs, self.filter_plan = self._family_specs(base)
+        self.shape = Shape.parse(o.shape)
+        self.wide: WideSpec | None = None
+        if self.shape is Shape.WIDE:
+            if o.raw:
+                raise InvalidArgumentError("the wide shape needs a normal read, not a raw one")
+            self.wide = WideSpec.build(
+                columns=self._explicit_columns(),
+                column_types=dict(o.column_types or ()),
+                decode_errors=o.decode_errors,
+            )
+        elif o.column_types:
+            raise InvalidArgumentError("column_types applies to the wide shape only")
         self.range = row_range(
             start_row=o.start_row,
             stop_row=o.stop_row,
@@ -86,33 +129,78 @@ class Scan:
             reversed=o.reversed,
         )
 
+    def _family_specs(self, base: ReadSpec) -> tuple[dict[str, ReadSpec], FilterPlan | None]:
+        """Each family's read, and the filter plan (R12.7, R12.8).
+
+        Without filters the semantics engine applies versions and the per-family window
+        itself. With filters, versions are counted up to the family's ``max_versions``, the
+        filters judge those cells, and the caps and the window apply afterwards.
+        """
+        specs: dict[str, ReadSpec] = {}
+        if not self.filters:
+            for fam, quals in self.wanted.items():
+                specs[fam] = replace(base, qualifiers=quals)
+            return specs, None
+        caps: dict[str, int] = {}
+        windows: dict[str, tuple[int, int | None]] = {}
+        for fam, quals in self.wanted.items():
+            spec, caps[fam], window = filtered_read(
+                replace(base, qualifiers=quals), self.metadata.family(fam)
+            )
+            specs[fam] = spec
+            if window is not None:
+                windows[fam] = window
+        return specs, FilterPlan(filters=self.filters, version_caps=caps, windows=windows)
+
+    def _explicit_columns(self) -> list[tuple[str, bytes]] | None:
+        """The scan's ``family:qualifier`` columns in the order given, if all are explicit."""
+        if any(q is None for q in self.wanted.values()):
+            return None
+        out = []
+        for col in self.options.columns or ():
+            raw = col.encode("utf-8") if isinstance(col, str) else bytes(col)
+            fam, _, qual = raw.partition(b":")
+            out.append((fam.decode("utf-8"), qual))
+        return out
+
     def plan(self) -> list[ScanTask]:
         """Frozen, picklable tasks in scan order (key order; reversed scans: descending)."""
         if self.range is None:
             return []
+        salted = self.metadata.salt_buckets is not None
+        ranges = [self.range]
+        if salted and self.options.point_row is None:
+            ranges = bucket_ranges(self.metadata.salt_buckets, *self.range)
         tasks = plan_tasks(
             self.metadata,
             table_path=self.table_path,
-            ranges=[self.range],
-            wanted=self.wanted,
-            spec=self.spec,
+            ranges=ranges,
+            specs=self.specs,
+            filters=self.filter_plan,
+            strip_salt=salted,
         )
+        if self.options.point_row is None:
+            budget = self.options.memory_budget or DEFAULT_TASK_MEMORY
+            tasks = split_tasks(self.fs, tasks, budget=budget, metadata=self.metadata)
         return tasks[::-1] if self.options.reversed else tasks
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Results task by task (bounded memory: one region range at a time)."""
+        yield from self._batches(wide=self.wide)
+
+    def _batches(self, *, wide: WideSpec | None) -> Iterator[pa.Table]:
         remaining = self.options.limit
         for task in self.plan():
             if remaining == 0:
                 return
-            part = read_task(
+            part = run_task(
                 self.fs, task, point_row=self.options.point_row, reverse=self.options.reversed
             )
             if remaining is not None and part.num_rows:
                 part = _first_rows(part, remaining)
                 remaining -= _count_rows(part)
             if part.num_rows:
-                yield part
+                yield part if wide is None else to_wide(part, wide)
 
     def to_arrow(self) -> pa.Table:
         """All results as one Arrow table: ``row, family, qualifier, ts, type, value``.
@@ -121,6 +209,10 @@ class Scan:
         inside a row, family and qualifier ascending, ts descending.
         """
         parts = list(self.to_batches())
+        if self.wide is not None:
+            if not parts:
+                return self.wide.empty() if self.wide.columns is not None else _EMPTY_WIDE
+            return _concat_wide(parts, self.wide)
         if not parts:
             return RESULT_SCHEMA.empty_table()
         return pa.concat_tables(parts)
@@ -165,7 +257,15 @@ class Scan:
         if self.options.limit is not None:
             raise InvalidArgumentError("to_dask() does not take a limit; use .head(n)")
         tasks = self.plan()
-        reader = ScanPartitionReader(self.fs, reverse=self.options.reversed)
+        wide = self.wide
+        if wide is not None and wide.columns is None:
+            if not self.options.column_types:
+                raise InvalidArgumentError(
+                    "to_dask() with the wide shape needs known columns: pass columns= as "
+                    "family:qualifier names or name them in column_types="
+                )
+            wide = replace(wide, columns=tuple(c for c, _ in wide.codecs))
+        reader = ScanPartitionReader(self.fs, reverse=self.options.reversed, wide=wide)
         meta = reader.empty()
         if not tasks:
             return dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
@@ -180,7 +280,7 @@ class Scan:
 
     def count_rows(self) -> int:
         """Number of rows with at least one visible cell (like HBase's RowCounter)."""
-        return sum(_count_rows(part) for part in self.to_batches())
+        return sum(_count_rows(part) for part in self._batches(wide=None))
 
 
 class ScanPartitionReader:
@@ -190,16 +290,58 @@ class ScanPartitionReader:
     worker that runs the task.
     """
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, *, reverse: bool = False) -> None:
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        *,
+        reverse: bool = False,
+        wide: WideSpec | None = None,
+    ) -> None:
         self.fs = fs
         self.reverse = reverse
+        self.wide = wide
 
     def empty(self) -> pd.DataFrame:
         """The partition schema as an empty DataFrame (dask's ``meta``)."""
+        if self.wide is not None:
+            return _to_frame(self.wide.empty())
         return _to_frame(RESULT_SCHEMA.empty_table())
 
     def __call__(self, task: ScanTask) -> pd.DataFrame:
-        return _to_frame(read_task(self.fs, task, reverse=self.reverse))
+        cells = run_task(self.fs, task, reverse=self.reverse)
+        if self.wide is not None:
+            return _to_frame(to_wide(cells, self.wide) if cells.num_rows else self.wide.empty())
+        return _to_frame(cells)
+
+
+def run_task(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    *,
+    point_row: bytes | None = None,
+    reverse: bool = False,
+) -> pa.Table:
+    """One task's result cells: semantics, then filters, then the salt dropped from rows."""
+    cells = read_task(fs, task, point_row=point_row, reverse=reverse)
+    if task.filters is not None:
+        cells = apply_filters(cells, task.filters)
+    if task.strip_salt and cells.num_rows:
+        rows = pc.binary_slice(cells.column("row"), 1, 1 << 30)
+        cells = cells.set_column(0, RESULT_SCHEMA.field("row"), rows)
+    return cells
+
+
+_EMPTY_WIDE: pa.Table = pa.schema([pa.field("row", pa.binary(), nullable=False)]).empty_table()
+
+
+def _concat_wide(parts: list[pa.Table], wide: WideSpec) -> pa.Table:
+    """Batches of the wide shape as one table; columns found in any batch, HBase order."""
+    if wide.columns is not None or len(parts) == 1:
+        return pa.concat_tables(parts)
+    names = {n for p in parts for n in p.column_names if n != "row"}
+    order = sorted(names, key=lambda n: n.partition(":")[::2])
+    unified = pa.concat_tables(parts, promote_options="default")
+    return unified.select(["row", *order])
 
 
 def _to_frame(table: pa.Table) -> pd.DataFrame:
@@ -227,4 +369,3 @@ def _first_rows(table: pa.Table, n: int) -> pa.Table:
     if len(starts) <= n:
         return table
     return table.slice(0, int(starts[n]))
-

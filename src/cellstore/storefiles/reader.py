@@ -1,23 +1,43 @@
-"""Reading store files: footer, row-group pruning by row range, Bloom probes."""
+"""Reading store files: footer, row-group pruning by row range, Bloom probes.
+
+Store files are immutable, so what a reader learns from a file's footer (the Parquet
+metadata, the row-group statistics, the Bloom filters it has loaded) is kept in a small
+per-process cache and reused by the next reader of the same file. A cache entry is keyed by
+the path, the file size and a digest of the footer bytes, which every open reads anyway
+(one small read at the end of the file), so a file rewritten under the same name is never
+served stale metadata.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.errors import CorruptFileError
+from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
 from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo
 
-__all__ = ["RowGroupStats", "StoreFileReader", "read_store_file"]
+__all__ = ["RowGroupStats", "StoreFileReader", "clear_footer_cache", "read_store_file"]
+
+#: Columns a dictionary-encoded read (``encoded=True``) returns as Arrow dictionaries.
+ENCODED_COLUMNS: Final = ("row", "qualifier")
+
+#: How many files' footers the per-process cache keeps.
+_CACHE_ENTRIES: Final = 256
+#: Bytes read from the end of a file to find (and usually hold) the Parquet footer.
+_TAIL_BYTES: Final = 1 << 16
+_PARQUET_MAGIC: Final = b"PAR1"
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,47 @@ class RowGroupStats:
             return False
         return not (self.min_row is not None and stop and self.min_row >= stop)
 
+    def within(self, start: bytes, stop: bytes) -> bool:
+        """Whether every row here is known to lie in ``[start, stop)``."""
+        if start and (self.min_row is None or self.min_row < start):
+            return False
+        return not (stop and (self.max_row is None or self.max_row >= stop))
+
+
+@dataclass
+class _Footer:
+    """What the cache keeps of one file (see the module docstring)."""
+
+    metadata: pq.FileMetaData
+    row_groups: list[RowGroupStats] | None = None
+    blooms: dict[int, SplitBlockBloomFilter | None] = field(default_factory=dict)
+
+
+_cache: OrderedDict[tuple[str, int, bytes], _Footer] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_footer_cache() -> None:
+    """Forget every cached footer (for tests and benchmarks of cold opens)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _cache_get(key: tuple[str, int, bytes]) -> _Footer | None:
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            _cache.move_to_end(key)
+        return entry
+
+
+def _cache_put(key: tuple[str, int, bytes], entry: _Footer) -> None:
+    with _cache_lock:
+        _cache[key] = entry
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_ENTRIES:
+            _cache.popitem(last=False)
+
 
 class StoreFileReader:
     """An open store file.
@@ -61,12 +122,16 @@ class StoreFileReader:
     ) -> None:
         self.fs = fs
         self.path = path
-        self._row_groups: list[RowGroupStats] | None = None
-        self._blooms: dict[int, SplitBlockBloomFilter | None] = {}
+        self.verify_checksums = verify_checksums
         self._handle: Any = fs.open(path, "rb")
+        size = int(self._handle.size) if hasattr(self._handle, "size") else 0
         try:
+            key = self._cache_key(size)
+            cached = _cache_get(key) if key is not None else None
             self._pf = pq.ParquetFile(
-                self._handle, page_checksum_verification=verify_checksums
+                self._handle,
+                metadata=cached.metadata if cached is not None else None,
+                page_checksum_verification=verify_checksums,
             )
         except (pa.ArrowInvalid, OSError) as e:
             self._handle.close()
@@ -77,11 +142,36 @@ class StoreFileReader:
             self.close()
             raise CorruptFileError(f"{path}: Parquet file has no cellstore footer")
         self.info = StoreFileInfo.from_footer(
-            kv[FOOTER_KEY],
-            path=path,
-            size=int(self._handle.size) if hasattr(self._handle, "size") else 0,
-            row_groups=meta.num_row_groups,
+            kv[FOOTER_KEY], path=path, size=size, row_groups=meta.num_row_groups
         )
+        if cached is None:
+            cached = _Footer(meta)
+            if key is not None:
+                _cache_put(key, cached)
+        self._footer = cached
+
+    def _cache_key(self, size: int) -> tuple[str, int, bytes] | None:
+        """``(path, size, digest of the footer bytes)``, or None if that cannot be read."""
+        if size < 12:
+            return None
+        handle = self._handle
+        tail_len = min(size, _TAIL_BYTES)
+        handle.seek(size - tail_len)
+        tail = handle.read(tail_len)
+        handle.seek(0)
+        if len(tail) != tail_len or tail[-4:] != _PARQUET_MAGIC:
+            return None
+        footer_len = int.from_bytes(tail[-8:-4], "little")
+        if footer_len + 8 > size:
+            return None
+        if footer_len + 8 <= tail_len:
+            footer = tail[tail_len - 8 - footer_len : tail_len - 8]
+        else:
+            handle.seek(size - 8 - footer_len)
+            footer = handle.read(footer_len)
+            handle.seek(0)
+        digest = hashlib.blake2b(footer, digest_size=16).digest()
+        return (self.path, size, digest)
 
     # --------------------------------------------------------------- context
     def close(self) -> None:
@@ -106,10 +196,11 @@ class StoreFileReader:
         return self._pf
 
     def row_groups(self) -> list[RowGroupStats]:
-        """Row-key statistics of every row group (read from the footer once)."""
-        if self._row_groups is None:
-            self._row_groups = self._read_row_groups()
-        return self._row_groups
+        """Row-key statistics of every row group (read from the footer once per file)."""
+        footer = self._footer
+        if footer.row_groups is None:
+            footer.row_groups = self._read_row_groups()
+        return footer.row_groups
 
     def _read_row_groups(self) -> list[RowGroupStats]:
         meta = self._pf.metadata
@@ -148,15 +239,16 @@ class StoreFileReader:
 
     def _bloom(self, group: int) -> SplitBlockBloomFilter | None:
         """Row group ``group``'s row Bloom filter, read and parsed once; None if absent."""
-        if group not in self._blooms:
+        blooms = self._footer.blooms
+        if group not in blooms:
             col = self._pf.metadata.row_group(group).column(0)
             offset, length = col.bloom_filter_offset, col.bloom_filter_length
             bloom = None
             if offset and length:
                 data = self.fs.cat_file(self.path, start=offset, end=offset + length)
                 bloom = parse_bloom_filter(data)
-            self._blooms[group] = bloom
-        return self._blooms[group]
+            blooms[group] = bloom
+        return blooms[group]
 
     # ------------------------------------------------------------------ read
     def read(
@@ -165,6 +257,7 @@ class StoreFileReader:
         start: bytes = b"",
         stop: bytes = b"",
         columns: Sequence[str] | None = None,
+        encoded: bool = False,
     ) -> pa.Table:
         """Cells whose row is in ``[start, stop)``, in file order.
 
@@ -172,6 +265,8 @@ class StoreFileReader:
             start: First row (inclusive); empty = from the first row.
             stop: Row after the last (exclusive); empty = to the last row.
             columns: Subset of the cell columns to read (``row`` is always read).
+            encoded: Return ``row`` and ``qualifier`` dictionary-encoded (cheaper to
+                decode and to compare; see :meth:`read_row_groups`).
 
         Raises:
             CorruptFileError: if a page fails its checksum or cannot be decoded.
@@ -179,20 +274,87 @@ class StoreFileReader:
         cols = list(CELL_SCHEMA.names if columns is None else columns)
         if "row" not in cols:
             cols = ["row", *cols]
-        groups = self.row_groups_for(start, stop)
+        stats = [g for g in self.row_groups() if g.may_overlap(start, stop)]
+        if not stats:
+            return CELL_SCHEMA.empty_table().select(cols)
+        table = self.read_row_groups([g.index for g in stats], columns=cols, encoded=encoded)
+        return slice_rows(table, stats, start, stop)
+
+    def read_row_groups(
+        self,
+        groups: Sequence[int],
+        *,
+        columns: Sequence[str] | None = None,
+        encoded: bool = False,
+        use_threads: bool = True,
+    ) -> pa.Table:
+        """Decode whole row groups (in the order given), without schema metadata.
+
+        Safe to call from several threads at once: each call reads through its own file
+        handle (a native one on local disk) and reuses the parsed footer.
+
+        Args:
+            groups: Row-group numbers.
+            columns: Cell columns to read (default all).
+            encoded: Read ``row`` and ``qualifier`` as Arrow dictionaries (one dictionary
+                per row group, in the order values first appear, so sorted).
+            use_threads: Decode columns in parallel.
+
+        Raises:
+            CorruptFileError: if a page fails its checksum or cannot be decoded.
+        """
+        cols = list(CELL_SCHEMA.names if columns is None else columns)
+        dictionary = [c for c in ENCODED_COLUMNS if c in cols] if encoded else None
+        source: Any = None
         try:
-            if not groups:
-                return CELL_SCHEMA.empty_table().select(cols)
-            table = self._pf.read_row_groups(groups, columns=cols, use_threads=True)
+            source = self._open_source()
+            pf = pq.ParquetFile(
+                source,
+                metadata=self._pf.metadata,
+                read_dictionary=dictionary or None,
+                page_checksum_verification=self.verify_checksums,
+            )
+            table = pf.read_row_groups(list(groups), columns=cols, use_threads=use_threads)
         except (OSError, pa.ArrowInvalid) as e:
             raise CorruptFileError(f"{self.path}: {e}") from e
-        table = table.replace_schema_metadata(None)
-        if start or stop:
-            row = table.column("row")
-            lo = int(pc.sum(pc.less(row, start)).as_py() or 0) if start else 0
-            hi = int(pc.sum(pc.less(row, stop)).as_py() or 0) if stop else table.num_rows
-            table = table.slice(lo, max(hi - lo, 0))
+        finally:
+            if source is not None:
+                source.close()
+        return table.replace_schema_metadata(None)
+
+    def _open_source(self) -> Any:
+        """A fresh handle on the file for one read (positional reads, thread-safe)."""
+        if is_local(self.fs):
+            return pa.OSFile(self.fs._strip_protocol(self.path), "rb")
+        return self.fs.open(self.path, "rb")
+
+
+def slice_rows(
+    table: pa.Table, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
+) -> pa.Table:
+    """The cells of ``table`` (the row groups ``stats``, in order) whose row is in range.
+
+    Row groups entirely inside ``[start, stop)`` need no look at their rows; the two cut
+    points are found by binary search over the sorted row column.
+    """
+    if all(g.within(start, stop) for g in stats):
         return table
+    rows = table.column("row")
+    lo = _bisect_left(rows, start) if start else 0
+    hi = _bisect_left(rows, stop) if stop else table.num_rows
+    return table.slice(lo, max(hi - lo, 0))
+
+
+def _bisect_left(rows: pa.ChunkedArray, key: bytes) -> int:
+    """First position whose row is >= ``key`` in a sorted row column."""
+    lo, hi = 0, len(rows)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rows[mid].as_py() < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def read_store_file(

@@ -1,0 +1,344 @@
+r"""The ``load`` command: the bulk loader (HBase's ImportTsv + completebulkload in one).
+
+``cellstore load TABLE INPUT... --mapping FILE`` (or inline ``--row-key`` / ``--column``
+options) makes one library call, :meth:`~cellstore.warehouse.Table.load`, after creating
+the table when ``--create`` asks for it (families, ``--regions N`` pre-split at sampled key
+quantiles, or ``--salt-buckets N``). A progress bar over the load's tasks shows on stderr
+when it is a terminal; the final report is text or (``--output json``) one JSON document.
+
+pyarrow, dask, tqdm and the warehouse are imported inside the command body only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import click
+
+from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.output import JsonOutput, Output
+from cellstore.cli.params import FAMILY, STORAGE_OPTION, _ParamType
+from cellstore.core.family import Family
+from cellstore.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from cellstore.loader import LoadReport, Mapping
+
+__all__ = ["COMMANDS", "LoadOutcome", "load_cmd", "parse_size", "render_load_report"]
+
+_SIZE: Final = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size like ``512M``, ``2GiB``, ``1048576`` (binary multiples).
+
+    Raises:
+        InvalidArgumentError: if the text is not a size.
+    """
+    m = _SIZE.match(text)
+    if m is None:
+        raise InvalidArgumentError(f"not a size: {text!r} (e.g. 512M, 2G, 1048576)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+class _SizeType(_ParamType[int]):
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(str(value))
+        except InvalidArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+SIZE: Final = _SizeType()
+
+
+class LoadOutcome:
+    """What ``load`` did: the report plus whether this run created the table."""
+
+    def __init__(self, report: LoadReport, *, created: bool, splits: int) -> None:
+        self.report = report
+        self.created = created
+        self.splits = splits
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's dict plus ``created`` and ``split-keys``."""
+        return {**self.report.to_dict(), "created": self.created, "split-keys": self.splits}
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def render_load_report(output: Output, outcome: LoadOutcome) -> None:
+    """Print a load report with the chosen renderer (text lines, or one JSON document)."""
+    if isinstance(output, JsonOutput):
+        click.echo(json.dumps(outcome.to_dict(), indent=2))
+        return
+    r = outcome.report
+    lines: list[str] = []
+    if outcome.created:
+        lines.append(f"Created table {r.table}" + (
+            f" with {outcome.splits + 1} regions" if outcome.splits else ""
+        ))
+    if r.already_applied:
+        lines.append(f"Load {r.load_id} was already applied to table {r.table}; nothing done")
+        click.echo("\n".join(lines))
+        return
+    if r.version is None:
+        lines.append(f"No cells to load into table {r.table}; nothing committed")
+    else:
+        lines.append(
+            f"Loaded {r.rows} rows, {r.cells} cells into table {r.table}: {r.files} files, "
+            f"{_human_bytes(r.bytes)} (version {r.version}, sequence number {r.seq})"
+        )
+    lines.append(
+        f"load id {r.load_id}; {r.records} records read from {r.inputs} input parts "
+        f"in {r.seconds:.2f} s ({r.cells_per_second:,.0f} cells/s, "
+        f"{r.megabytes_per_second:.1f} MB/s); mode {r.mode}"
+    )
+    if r.duplicates_dropped:
+        lines.append(f"{r.duplicates_dropped} duplicate cells dropped (the last given wins)")
+    if r.rerouted_files:
+        lines.append(f"{r.rerouted_files} files re-routed after a concurrent region change")
+    if r.bad_records:
+        lines.append(f"{r.bad_records} bad records skipped, written to {r.bad_records_path}:")
+        lines += [f"  {count:>8}  {reason}" for reason, count in sorted(r.bad_reasons.items())]
+    if r.files_per_region:
+        lines.append("REGION    FILES")
+        lines += [f"{region:<9} {n:>5}" for region, n in sorted(r.files_per_region.items())]
+    if r.report_path:
+        lines.append(f"report: {r.report_path}")
+    click.echo("\n".join(lines))
+
+
+def _inline_mapping(
+    *,
+    row_key: str | None,
+    columns: Sequence[str],
+    timestamp: str | None,
+    operation: str | None,
+) -> Mapping:
+    from cellstore.core.codecs import Codec
+    from cellstore.loader import KeyColumn, Mapping
+
+    key = None
+    if row_key is not None:
+        name, _, codec = row_key.partition(":")
+        key = KeyColumn(column=name, codec=Codec.parse(codec or "string"))
+    ts_col, unit = None, "ms"
+    if timestamp is not None:
+        ts_col, _, unit = timestamp.partition(":")
+        unit = unit or "ms"
+    return Mapping.simple(
+        row_key=key,
+        columns=list(columns),
+        timestamp=ts_col,
+        timestamp_unit=unit,  # type: ignore[arg-type]  # validated by Mapping
+        operation=operation,
+    )
+
+
+@click.command("load")
+@click.argument("table")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--mapping", "mapping_path", metavar="FILE",
+              help="Mapping file (TOML or JSON; any fsspec URL).")
+@click.option("--row-key", metavar="COLUMN[:CODEC]",
+              help="Inline mapping: the row-key column (codec default string).")
+@click.option("--column", "columns", multiple=True, metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
+              help="Inline mapping: a cell column (repeatable). FAMILY:{COL} takes the "
+              "qualifier from input column COL.")
+@click.option("--timestamp", metavar="COLUMN[:UNIT]",
+              help="Inline mapping: timestamp column, unit s|ms|us|ns (default: load time).")
+@click.option("--operation", metavar="COLUMN",
+              help="Inline mapping: column with Put/Delete/DeleteColumn/DeleteFamily/... ")
+@click.option("--format", "input_format", type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
+              help="Input format (default: from each file's extension).")
+@click.option("--delimiter", metavar="CHAR", help="CSV field delimiter (default , or tab).")
+@click.option("--no-header", is_flag=True, help="Text files have no header line.")
+@click.option("--column-names", metavar="A,B,...",
+              help="Input column names (required with --no-header).")
+@click.option("--create", is_flag=True,
+              help="Create the table if it does not exist (families: --family, or the "
+              "mapping's families with default settings).")
+@click.option("--family", "families", type=FAMILY, multiple=True,
+              help="With --create: a column family spec, as for 'create' (repeatable).")
+@click.option("--regions", type=click.IntRange(1, 10_000), default=None,
+              help="With --create: pre-split into N regions at sampled row-key quantiles.")
+@click.option("--salt-buckets", type=click.IntRange(1, 256), default=None,
+              help="With --create: Phoenix-style salting, one region per bucket.")
+@click.option("--skip-bad-records", is_flag=True,
+              help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.")
+@click.option("--load-id", default=None,
+              help="Idempotency key: a load id the table already committed is not applied again.")
+@click.option("--memory-budget", type=SIZE, default=None, metavar="SIZE",
+              help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).")
+@click.option("--max-file-size", type=SIZE, default=None, metavar="SIZE",
+              help="Roll store files at about this many cell bytes (default 1G).")
+@click.option("--workers", type=click.IntRange(1, 1024), default=None,
+              help="Parallel tasks (default: CPU count, or the cluster's threads).")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="Run on a dask.distributed scheduler (tcp://host:8786) instead of local "
+              "threads.")
+@click.option("--report-dir", metavar="URL", default=None,
+              help="Where the report and bad-records file go (default <table>/_loads).")
+@click.option("--input-storage-option", "input_storage_options", type=STORAGE_OPTION,
+              multiple=True, help="fsspec option for the inputs' filesystem (repeatable).")
+@pass_cli_context
+def load_cmd(
+    cli_ctx: CliContext,
+    *,
+    table: str,
+    inputs: tuple[str, ...],
+    mapping_path: str | None,
+    row_key: str | None,
+    columns: tuple[str, ...],
+    timestamp: str | None,
+    operation: str | None,
+    input_format: str | None,
+    delimiter: str | None,
+    no_header: bool,
+    column_names: str | None,
+    create: bool,
+    families: tuple[Family, ...],
+    regions: int | None,
+    salt_buckets: int | None,
+    skip_bad_records: bool,
+    load_id: str | None,
+    memory_budget: int | None,
+    max_file_size: int | None,
+    workers: int | None,
+    scheduler: str | None,
+    report_dir: str | None,
+    input_storage_options: tuple[tuple[str, Any], ...],
+) -> None:
+    """Bulk-load INPUT files (CSV, TSV, JSON lines, Parquet; paths, URLs or globs) into TABLE.
+
+    Records become cells through a mapping: --mapping FILE (see the README, "Loading
+    data"), or inline options for simple cases. Bad records stop the load with an error
+    naming the file, line and field, and nothing is committed; --skip-bad-records skips
+    them into a side file instead. The whole load is one commit.
+
+    \b
+    Examples:
+      cellstore load ns:web pages.csv --mapping web.toml --create --regions 8
+      cellstore load ns:users 's3://bucket/users/*.parquet' --row-key id \\
+          --column info:name=name --column info:age=age:int --timestamp updated:s
+    """  # noqa: D301 (click's \b marker)
+    from cellstore.errors import TableNotFoundError
+    from cellstore.loader import Mapping, TextOptions, sample_split_keys
+
+    if mapping_path is not None and (row_key or columns or timestamp or operation):
+        raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
+    if mapping_path is None and not columns:
+        raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
+    if not create and (families or regions or salt_buckets):
+        raise click.UsageError("--family, --regions and --salt-buckets need --create")
+    if regions is not None and salt_buckets is not None:
+        raise click.UsageError("give --regions or --salt-buckets, not both")
+    in_opts = dict(input_storage_options)
+    mapping = (
+        Mapping.from_file(mapping_path, storage_options=in_opts)
+        if mapping_path is not None
+        else _inline_mapping(
+            row_key=row_key, columns=columns, timestamp=timestamp, operation=operation
+        )
+    )
+    text_opts = dict(mapping.input_options)
+    text_opts.pop("format", None)
+    if delimiter is not None:
+        text_opts["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
+    if no_header:
+        text_opts["header"] = False
+    if column_names is not None:
+        text_opts["column_names"] = tuple(c.strip() for c in column_names.split(","))
+    text = TextOptions.from_options(text_opts)
+    fmt: Any = input_format or mapping.input_options.get("format")
+    warehouse = cli_ctx.warehouse()
+    created = False
+    splits: list[bytes] = []
+    sources: Any = list(inputs)
+    if create and not warehouse.exists(table):
+        fams = list(families) or [Family(name=f) for f in mapping.families]
+        spec = None if mapping.row_key is None or hasattr(mapping.row_key, "column") else (
+            mapping.row_key
+        )
+        if regions is not None and regions > 1:
+            splits = sample_split_keys(
+                sources,
+                mapping=mapping,
+                regions=regions,
+                input_format=fmt,
+                text=text,
+                input_storage_options=in_opts,
+            )
+        handle = warehouse.create_table(
+            table, families=fams, splits=splits or None, salt_buckets=salt_buckets,
+            row_key=spec,
+        )
+        created = True
+    else:
+        try:
+            handle = warehouse.table(table)
+        except TableNotFoundError as e:
+            raise TableNotFoundError(f"{e}; add --create to create it") from None
+    client = None
+    if scheduler is not None:
+        from distributed import Client
+
+        client = Client(scheduler)  # type: ignore[no-untyped-call]
+    progress, bar = _progress_bar(cli_ctx.output, label=f"load {handle.name}")
+    try:
+        report = handle.load(
+            sources,
+            mapping=mapping,
+            load_id=load_id,
+            skip_bad_records=skip_bad_records,
+            format=fmt,
+            text=text,
+            storage_options=in_opts,
+            client=client,
+            workers=workers,
+            progress=progress,
+            report_dir=report_dir,
+            **({"memory_budget": memory_budget} if memory_budget is not None else {}),
+            **({"max_file_bytes": max_file_size} if max_file_size is not None else {}),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+        if client is not None:
+            client.close()  # type: ignore[no-untyped-call]
+    render_load_report(cli_ctx.output, LoadOutcome(report, created=created, splits=len(splits)))
+
+
+def _progress_bar(output: Output, *, label: str) -> tuple[Any, Any]:
+    if not (output.shows_progress and sys.stderr is not None and sys.stderr.isatty()):
+        return None, None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, desc=label, unit="task", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return progress, bar
+
+
+#: The commands this module adds to the root group.
+COMMANDS: tuple[click.Command, ...] = (load_cmd,)

@@ -1,0 +1,574 @@
+"""Scan filters, as HBase users know them, applied after the read semantics (R12.8).
+
+Filters never change which cells the semantics make visible; they only judge them. The
+filters here are the ones HBase users reach for first:
+
+* :class:`SingleColumnValueFilter`: keep a row when one column's newest visible value
+  compares true (``filter_if_missing`` drops rows that lack the column);
+* :class:`ValueFilter`: keep the cells whose value compares true;
+* :class:`ColumnPrefixFilter`: keep the cells whose qualifier starts with a prefix;
+* :class:`TimestampsFilter`: keep the cells whose timestamp is listed;
+* :class:`KeyOnlyFilter`: drop the values (or replace each by its 4-byte length).
+
+A scan takes one filter or a sequence of them; a sequence must all pass (HBase's
+``FilterList`` with ``MUST_PASS_ALL``), and each filter sees only the cells that passed
+the filters before it, as in HBase.
+
+Versions (R12.8, HBASE-17125): with a filter, each column's versions are counted up to the
+FAMILY's ``max_versions`` (not the read's), the filters judge those cells, and then at most
+``min(read versions, family max_versions)`` accepted cells per column are returned. A raw
+read with a filter checks every version and returns at most the read's versions of accepted
+cells per column, delete markers included (HBase's ``versionsAfterFilter``). The
+per-family limit and offset (R12.7) count cells that passed the filters; a row filter
+(:class:`SingleColumnValueFilter`) decides on the whole row, across families, afterwards.
+
+Everything here is a vectorized pass over the cells of a task in result order (row, family,
+qualifier ascending, ts descending); there is no per-cell Python code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.codecs import Codec, decode_values
+from cellstore.core.family import Family
+from cellstore.core.semantics import ReadSpec
+from cellstore.errors import InvalidArgumentError
+
+__all__ = [
+    "ColumnPrefixFilter",
+    "CompareOp",
+    "Comparator",
+    "Filter",
+    "KeyOnlyFilter",
+    "SingleColumnValueFilter",
+    "TimestampsFilter",
+    "ValueFilter",
+    "apply_filters",
+    "filtered_read",
+    "normalize_filters",
+]
+
+#: "Every version": what a raw read with a filter checks (HBase uses Integer.MAX_VALUE).
+_ALL_VERSIONS: Final = 2**31 - 1
+
+
+class CompareOp(StrEnum):
+    """HBase's ``CompareOperator``: how a stored value compares with the operand."""
+
+    LESS = "<"
+    LESS_OR_EQUAL = "<="
+    EQUAL = "=="
+    NOT_EQUAL = "!="
+    GREATER_OR_EQUAL = ">="
+    GREATER = ">"
+
+    @classmethod
+    def parse(cls, op: str | CompareOp) -> CompareOp:
+        """An operator from its symbol or HBase name (``"<"``, ``"LESS"``, ``"="``...).
+
+        Raises:
+            InvalidArgumentError: for an unknown operator.
+        """
+        if isinstance(op, CompareOp):
+            return op
+        text = str(op).strip()
+        alias = {"=": "==", "<>": "!="}.get(text, text)
+        for member in cls:
+            if alias in (member.value, member.name, member.name.lower()):
+                return member
+        valid = ", ".join(m.value for m in cls)
+        raise InvalidArgumentError(f"unknown compare operator {op!r} (valid: {valid})")
+
+
+class Comparator(StrEnum):
+    """How values are compared (HBase's comparator classes).
+
+    * ``binary``: unsigned lexicographic bytes (``BinaryComparator``), or numeric when the
+      filter gives a ``codec`` (``LongComparator`` and friends);
+    * ``prefix``: the value starts with the operand (``BinaryPrefixComparator``);
+    * ``substring``: the value, read as UTF-8, contains the operand, ignoring case
+      (``SubstringComparator``);
+    * ``regex``: the value matches the regular expression (``RegexStringComparator``,
+      RE2 syntax; a match anywhere counts, as Java's ``Matcher#find``).
+
+    ``prefix``, ``substring`` and ``regex`` support only ``==`` and ``!=``.
+    """
+
+    BINARY = "binary"
+    PREFIX = "prefix"
+    SUBSTRING = "substring"
+    REGEX = "regex"
+
+
+_COMPARE_FUNCS: Final = {
+    CompareOp.LESS: pc.less,
+    CompareOp.LESS_OR_EQUAL: pc.less_equal,
+    CompareOp.EQUAL: pc.equal,
+    CompareOp.NOT_EQUAL: pc.not_equal,
+    CompareOp.GREATER_OR_EQUAL: pc.greater_equal,
+    CompareOp.GREATER: pc.greater,
+}
+
+
+def _as_bytes(value: bytes | str, what: str) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    raise InvalidArgumentError(f"{what} must be bytes or str, not {value!r}")
+
+
+def _split_column(column: bytes | str) -> tuple[str, bytes]:
+    raw = _as_bytes(column, "column")
+    fam, sep, qual = raw.partition(b":")
+    if not sep or not fam:
+        raise InvalidArgumentError(f"column must be 'family:qualifier', got {column!r}")
+    return fam.decode("utf-8"), qual
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ValueTest:
+    """A comparison of stored values with an operand (shared by the value filters)."""
+
+    op: CompareOp
+    value: bytes | str | int | float | bool
+    comparator: Comparator
+    codec: Codec | None
+
+    @staticmethod
+    def build(
+        op: str | CompareOp,
+        value: bytes | str | int | float | bool,
+        comparator: str | Comparator,
+        codec: str | Codec | None,
+    ) -> _ValueTest:
+        cmp_op = CompareOp.parse(op)
+        try:
+            kind = Comparator(str(comparator).lower())
+        except ValueError:
+            valid = ", ".join(c.value for c in Comparator)
+            raise InvalidArgumentError(
+                f"unknown comparator {comparator!r} (valid: {valid})"
+            ) from None
+        if kind is not Comparator.BINARY and cmp_op not in (CompareOp.EQUAL, CompareOp.NOT_EQUAL):
+            raise InvalidArgumentError(f"the {kind} comparator supports only == and !=")
+        parsed = Codec.parse(codec) if codec is not None else None
+        if parsed is None and not isinstance(value, bytes | bytearray | str):
+            # A number or a bool compares against values written with HBase's Bytes codec.
+            parsed = (
+                Codec.BOOLEAN
+                if isinstance(value, bool)
+                else Codec.LONG
+                if isinstance(value, int)
+                else Codec.DOUBLE
+                if isinstance(value, float)
+                else None
+            )
+            if parsed is None:
+                raise InvalidArgumentError(f"cannot compare with {value!r}")
+        if parsed is not None and kind is not Comparator.BINARY:
+            raise InvalidArgumentError(f"the {kind} comparator compares bytes; drop the codec")
+        if kind is Comparator.REGEX and not isinstance(value, str):
+            raise InvalidArgumentError("a regex comparator needs a str pattern")
+        if kind is Comparator.SUBSTRING:
+            try:
+                _as_bytes(value, "value").decode("utf-8")  # type: ignore[arg-type]
+            except UnicodeDecodeError:
+                raise InvalidArgumentError("a substring comparator needs UTF-8 text") from None
+        if kind is Comparator.REGEX:
+            operand: bytes | str | int | float | bool = value
+        elif parsed is None or parsed in (Codec.BYTES, Codec.STRING):
+            operand = _as_bytes(value, "value")  # type: ignore[arg-type]
+            if parsed is not None:
+                parsed = None  # UTF-8 and raw bytes compare as bytes
+        else:
+            operand = value
+        return _ValueTest(op=cmp_op, value=operand, comparator=kind, codec=parsed)
+
+    def matches(self, values: pa.Array | pa.ChunkedArray, what: str) -> np.ndarray:
+        """Whether each value passes; values that do not decode never pass."""
+        n = len(values)
+        if n == 0:
+            return np.zeros(0, dtype=bool)
+        if self.comparator is Comparator.REGEX:
+            hit = pc.match_substring_regex(values, str(self.value))
+        elif self.comparator is Comparator.SUBSTRING:
+            # SubstringComparator: case-insensitive, on the value read as UTF-8.
+            hit = pc.match_substring(values, self._pattern(), ignore_case=True)
+        elif self.comparator is Comparator.PREFIX:
+            hit = _starts_with(values, bytes(self.value))  # type: ignore[arg-type]
+        elif self.codec is None:
+            hit = _COMPARE_FUNCS[self.op](values, pa.scalar(self.value, pa.binary()))
+        else:
+            typed = decode_values(values, self.codec, field=what, errors="null")
+            try:
+                scalar = pa.scalar(self.value, typed.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                raise InvalidArgumentError(
+                    f"{self.value!r} is not a {self.codec} value: {exc}"
+                ) from None
+            hit = _COMPARE_FUNCS[self.op](typed, scalar)
+        if self.comparator is not Comparator.BINARY and self.op is CompareOp.NOT_EQUAL:
+            hit = pc.invert(hit)
+        result: np.ndarray = np.asarray(
+            pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool
+        )
+        return result
+
+    def _pattern(self) -> str:
+        value = self.value
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+        return str(value)
+
+
+@dataclass(frozen=True, init=False)
+class SingleColumnValueFilter:
+    """Keep rows whose ``column`` value compares true (HBase ``SingleColumnValueFilter``).
+
+    The filter judges the column's newest cell that the read makes visible (with
+    ``latest_version_only=False``: any visible version) and decides for the whole row,
+    across families. A row without a visible cell of the column passes unless
+    ``filter_if_missing``. As in HBase, the filter sees only the cells the scan selects: a
+    scan whose ``columns`` leave the filter's column out treats every row as missing it.
+
+    Args:
+        column: ``family:qualifier``.
+        op: ``<``, ``<=``, ``==``, ``!=``, ``>=``, ``>`` (or HBase's names, ``LESS``...).
+        value: The operand: bytes/str compare as unsigned bytes; an int compares with
+            8-byte longs, a float with doubles and a bool with booleans, as written by
+            HBase's ``Bytes`` (override with ``codec``).
+        comparator: ``binary`` (default), ``prefix``, ``substring`` or ``regex``.
+        codec: Decode stored values with this codec (``long``, ``int``, ``double``...)
+            before comparing; values that do not decode never match.
+        filter_if_missing: Drop rows that lack the column.
+        latest_version_only: Judge only the newest visible version.
+
+    Raises:
+        InvalidArgumentError: on a bad column, operator, comparator or codec.
+    """
+
+    family: str
+    qualifier: bytes
+    test: _ValueTest
+    filter_if_missing: bool
+    latest_version_only: bool
+
+    def __init__(
+        self,
+        column: bytes | str,
+        op: str | CompareOp,
+        value: bytes | str | int | float | bool,
+        *,
+        comparator: str | Comparator = Comparator.BINARY,
+        codec: str | Codec | None = None,
+        filter_if_missing: bool = False,
+        latest_version_only: bool = True,
+    ) -> None:
+        family, qualifier = _split_column(column)
+        object.__setattr__(self, "family", family)
+        object.__setattr__(self, "qualifier", qualifier)
+        object.__setattr__(self, "test", _ValueTest.build(op, value, comparator, codec))
+        object.__setattr__(self, "filter_if_missing", bool(filter_if_missing))
+        object.__setattr__(self, "latest_version_only", bool(latest_version_only))
+
+
+@dataclass(frozen=True, init=False)
+class ValueFilter:
+    """Keep the cells whose value compares true (HBase ``ValueFilter``).
+
+    Arguments as for :class:`SingleColumnValueFilter` (without the column).
+    """
+
+    test: _ValueTest
+
+    def __init__(
+        self,
+        op: str | CompareOp,
+        value: bytes | str | int | float | bool,
+        *,
+        comparator: str | Comparator = Comparator.BINARY,
+        codec: str | Codec | None = None,
+    ) -> None:
+        object.__setattr__(self, "test", _ValueTest.build(op, value, comparator, codec))
+
+
+@dataclass(frozen=True)
+class ColumnPrefixFilter:
+    """Keep the cells whose qualifier starts with ``prefix`` (HBase ``ColumnPrefixFilter``).
+
+    Args:
+        prefix: bytes, or str (UTF-8).
+    """
+
+    prefix: bytes
+
+    def __init__(self, prefix: bytes | str) -> None:
+        object.__setattr__(self, "prefix", _as_bytes(prefix, "prefix"))
+
+
+@dataclass(frozen=True)
+class TimestampsFilter:
+    """Keep the cells whose timestamp is one of ``timestamps`` (HBase ``TimestampsFilter``).
+
+    Versions are counted before the filter judges (R12.8): with family ``max_versions=3``
+    and ``max_versions=1`` on the read, a listed timestamp that is the 4th newest version is
+    not returned.
+    """
+
+    timestamps: tuple[int, ...]
+
+    def __init__(self, timestamps: Sequence[int]) -> None:
+        values = []
+        for ts in timestamps:
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise InvalidArgumentError(f"timestamps must be integers >= 0, not {ts!r}")
+            values.append(int(ts))
+        object.__setattr__(self, "timestamps", tuple(sorted(set(values))))
+
+
+@dataclass(frozen=True)
+class KeyOnlyFilter:
+    """Return cells without their values (HBase ``KeyOnlyFilter``).
+
+    With ``len_as_value`` each value becomes its length as a 4-byte big-endian int.
+    """
+
+    len_as_value: bool = False
+
+
+#: Any one filter.
+Filter = (
+    SingleColumnValueFilter | ValueFilter | ColumnPrefixFilter | TimestampsFilter | KeyOnlyFilter
+)
+_FILTER_TYPES: Final = (
+    SingleColumnValueFilter,
+    ValueFilter,
+    ColumnPrefixFilter,
+    TimestampsFilter,
+    KeyOnlyFilter,
+)
+
+
+def normalize_filters(value: object) -> tuple[Filter, ...]:
+    """A scan's ``filter`` argument (None, one filter, or a sequence) as a tuple.
+
+    Raises:
+        InvalidArgumentError: for anything that is not a filter.
+    """
+    if value is None:
+        return ()
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if not isinstance(item, _FILTER_TYPES):
+            raise InvalidArgumentError(
+                f"{item!r} is not a filter (use cellstore.filters: SingleColumnValueFilter, "
+                "ValueFilter, ColumnPrefixFilter, TimestampsFilter, KeyOnlyFilter)"
+            )
+    return tuple(items)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilterPlan:
+    """The filters of a scan and the per-family limits they apply after (picklable).
+
+    Attributes:
+        filters: The filters, all of which must pass, in order.
+        version_caps: Family name to the most accepted cells each column returns after the
+            filters: ``min(read versions, family max_versions)`` (R12.8), or the read's
+            versions for raw reads; absent = no cap.
+        windows: Family name to ``(offset, limit)`` of R12.7, applied after the filters.
+    """
+
+    filters: tuple[Filter, ...]
+    version_caps: Mapping[str, int] = field(default_factory=dict)
+    windows: Mapping[str, tuple[int, int | None]] = field(default_factory=dict)
+
+
+def filtered_read(
+    spec: ReadSpec, family: Family
+) -> tuple[ReadSpec, int, tuple[int, int | None] | None]:
+    """How a read with filters runs on one family (R12.7, R12.8).
+
+    HBase's ``ScanQueryMatcher#getTrackers`` counts versions up to the family's
+    ``max_versions`` when a normal read has a filter (every version for a raw read), and
+    ``UserScanQueryMatcher`` then returns at most ``versionsAfterFilter`` accepted cells per
+    column: ``min(read versions, family max_versions)``, or the read's versions when raw.
+    The per-family limit/offset count cells after the filters, so they move out of the
+    semantics pass too.
+
+    Returns:
+        The spec for the semantics pass, the per-column cap after the filters, and the
+        ``(offset, limit)`` window (None when the read has none).
+    """
+    read_versions = spec.max_versions or 1
+    check = _ALL_VERSIONS if spec.raw else family.max_versions
+    cap = read_versions if spec.raw else min(read_versions, family.max_versions)
+    window = None
+    if spec.max_results_per_family is not None or spec.row_offset_per_family:
+        window = (spec.row_offset_per_family, spec.max_results_per_family)
+    engine_spec = replace(
+        spec, max_versions=check, max_results_per_family=None, row_offset_per_family=0
+    )
+    return engine_spec, cap, window
+
+
+def apply_filters(cells: pa.Table, plan: FilterPlan) -> pa.Table:
+    """Apply a scan's filters to one task's visible cells (in result order).
+
+    Args:
+        cells: Columns ``row, family, qualifier, ts, type, value``; rows together, and in
+            each row families, qualifiers ascending and versions newest first.
+        plan: The filters and the limits to apply after them.
+
+    Returns:
+        The cells that pass, same order and schema (values replaced by
+        :class:`KeyOnlyFilter`).
+    """
+    n = cells.num_rows
+    if n == 0 or not plan.filters:
+        return cells
+    rows = cells.column("row")
+    fams = cells.column("family")
+    quals = cells.column("qualifier")
+    row_start = _starts(rows, None, None)
+    fam_start = _starts(rows, fams, None)
+    col_start = _starts(rows, fams, quals)
+    row_id = np.cumsum(row_start) - 1
+    keep = np.ones(n, dtype=bool)
+    drop_row = np.zeros(int(row_id[-1]) + 1, dtype=bool)
+    key_only: KeyOnlyFilter | None = None
+    for f in plan.filters:
+        if isinstance(f, KeyOnlyFilter):
+            key_only = f
+        elif isinstance(f, ColumnPrefixFilter):
+            keep &= _np(_starts_with(quals, f.prefix))
+        elif isinstance(f, TimestampsFilter):
+            listed = np.asarray(f.timestamps, dtype=np.int64)
+            keep &= np.isin(cells.column("ts").to_numpy(), listed)
+        elif isinstance(f, ValueFilter):
+            keep &= f.test.matches(cells.column("value"), "value")
+        else:
+            drop_row |= _row_fails(cells, f, keep, row_id, drop_row.size)
+    if plan.version_caps:
+        keep &= _within_caps(keep, col_start, fams, plan.version_caps)
+    if plan.windows:
+        keep &= _within_windows(keep, fam_start, fams, plan.windows)
+    keep &= ~drop_row[row_id]
+    out = cells if keep.all() else cells.filter(pa.array(keep, pa.bool_()))
+    if key_only is not None:
+        out = _strip_values(out, key_only)
+    return out
+
+
+def _row_fails(
+    cells: pa.Table, f: SingleColumnValueFilter, keep: np.ndarray, row_id: np.ndarray, rows: int
+) -> np.ndarray:
+    """Rows a single-column value filter drops, judged on the cells still kept."""
+    target = keep & _np(pc.equal(cells.column("family"), f.family))
+    target &= _np(pc.equal(cells.column("qualifier"), pa.scalar(f.qualifier, pa.binary())))
+    idx = np.flatnonzero(target)
+    found = np.zeros(rows, dtype=bool)
+    found[row_id[idx]] = True
+    if f.latest_version_only and idx.size:
+        # The newest visible version is the first target cell of its row.
+        first = np.ones(idx.size, dtype=bool)
+        first[1:] = row_id[idx[1:]] != row_id[idx[:-1]]
+        idx = idx[first]
+    values = cells.column("value").take(pa.array(idx, pa.int64()))
+    hits = f.test.matches(values, f"{f.family}:{f.qualifier!r}")
+    matched = np.zeros(rows, dtype=bool)
+    matched[row_id[idx[hits]]] = True
+    result: np.ndarray = found & ~matched
+    if f.filter_if_missing:
+        result |= ~found
+    return result
+
+
+def _within_caps(
+    keep: np.ndarray, col_start: np.ndarray, fams: pa.ChunkedArray, caps: Mapping[str, int]
+) -> np.ndarray:
+    rank = _count_in_segments(keep, col_start)
+    cap = _per_family(fams, caps, default=np.iinfo(np.int64).max)
+    result: np.ndarray = rank <= cap
+    return result
+
+
+def _within_windows(
+    keep: np.ndarray,
+    fam_start: np.ndarray,
+    fams: pa.ChunkedArray,
+    windows: Mapping[str, tuple[int, int | None]],
+) -> np.ndarray:
+    rank = _count_in_segments(keep, fam_start)
+    big = np.iinfo(np.int64).max // 2
+    offset = _per_family(fams, {k: v[0] for k, v in windows.items()}, default=0)
+    limit = _per_family(
+        fams, {k: big if v[1] is None else v[1] for k, v in windows.items()}, default=big
+    )
+    result: np.ndarray = (rank > offset) & (rank <= offset + limit)
+    return result
+
+
+def _per_family(fams: pa.ChunkedArray, values: Mapping[str, int], *, default: int) -> np.ndarray:
+    out = np.full(len(fams), default, dtype=np.int64)
+    for name, value in values.items():
+        out[_np(pc.equal(fams, name))] = value
+    return out
+
+
+def _strip_values(cells: pa.Table, f: KeyOnlyFilter) -> pa.Table:
+    i = cells.schema.get_field_index("value")
+    if f.len_as_value:
+        lengths = pc.binary_length(cells.column("value")).to_numpy(zero_copy_only=False)
+        packed = np.asarray(lengths, dtype=">i4").tobytes()
+        offsets = np.arange(0, 4 * (len(lengths) + 1), 4, dtype=np.int32)
+        values = pa.Array.from_buffers(
+            pa.binary(), len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(packed)]
+        )
+    else:
+        values = pa.repeat(pa.scalar(b"", pa.binary()), cells.num_rows)
+    return cells.set_column(i, cells.schema.field(i), values)
+
+
+def _starts_with(values: pa.Array | pa.ChunkedArray, prefix: bytes) -> pa.Array:
+    """Whether each binary value starts with ``prefix`` (any bytes, not only UTF-8)."""
+    head = pc.binary_slice(values.cast(pa.binary()), 0, len(prefix))
+    return pc.equal(head, pa.scalar(prefix, pa.binary()))
+
+
+def _starts(
+    rows: pa.ChunkedArray, fams: pa.ChunkedArray | None, quals: pa.ChunkedArray | None
+) -> np.ndarray:
+    """Where a new row (or row+family, or row+family+qualifier) segment starts."""
+    n = len(rows)
+    start = np.ones(n, dtype=bool)
+    if n > 1:
+        same = pc.equal(rows.slice(1), rows.slice(0, n - 1))
+        for col in (fams, quals):
+            if col is not None:
+                same = pc.and_(same, pc.equal(col.slice(1), col.slice(0, n - 1)))
+        start[1:] = ~_np(same)
+    return start
+
+
+def _count_in_segments(flag: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Running count of ``flag`` within segments beginning where ``start`` is true."""
+    running: np.ndarray = np.cumsum(flag, dtype=np.int64)
+    base = (running - flag) * start
+    np.maximum.accumulate(base, out=base)
+    result: np.ndarray = running - base
+    return result
+
+
+def _np(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    result: np.ndarray = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
+    return result

@@ -1,0 +1,45 @@
+"""The bulk loader: input files and frames to cells, through a mapping, on Dask.
+
+Plan, then execute: :func:`~cellstore.loader.plan.plan_load` builds a frozen, picklable
+:class:`LoadPlan` (inputs cut into parts, the mapping bound to the table, the mode), and
+:func:`run_load` executes it on Dask and commits once. ``Table.load`` is the Python API;
+``cellstore load`` the command line.
+"""
+
+from cellstore.loader.execute import ProgressFn, commit_load, reroute_files, run_load
+from cellstore.loader.inputs import INPUT_FORMATS, InputFormat, InputPart, TextOptions
+from cellstore.loader.mapping import CellMapping, KeyColumn, Mapping, parse_cell_option
+from cellstore.loader.plan import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MEMORY_BUDGET,
+    LoadPlan,
+    LoadSettings,
+    LoadTask,
+    plan_load,
+    sample_split_keys,
+)
+from cellstore.loader.report import BadRecord, LoadReport
+
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MEMORY_BUDGET",
+    "INPUT_FORMATS",
+    "BadRecord",
+    "CellMapping",
+    "InputFormat",
+    "InputPart",
+    "KeyColumn",
+    "LoadPlan",
+    "LoadReport",
+    "LoadSettings",
+    "LoadTask",
+    "Mapping",
+    "ProgressFn",
+    "TextOptions",
+    "commit_load",
+    "parse_cell_option",
+    "plan_load",
+    "reroute_files",
+    "run_load",
+    "sample_split_keys",
+]

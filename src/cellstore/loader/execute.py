@@ -1,0 +1,619 @@
+"""Running a load plan on Dask, and committing it once.
+
+:func:`run_load` is the whole bulk load: plan (:func:`~cellstore.loader.plan.plan_load`),
+execute the tasks on Dask — the local threaded scheduler by default, or a
+``distributed.Client`` — then commit every written file in one manifest commit.
+
+* Each :class:`~cellstore.loader.plan.LoadTask` streams its input part in batches, encodes
+  them (bad records fail the load, or are collected when skipping), and routes the good
+  records to regions. In ``merge`` mode it returns them per region and one task per region
+  sorts them and writes that region's store files; in ``spill`` mode it writes a sorted run
+  per region whenever its records fill its share of the memory budget.
+* The commit adds all files with the next sequence number. If the regions changed since
+  planning (a concurrent split or merge), files are re-assigned to the new region that
+  holds them, or split at the new region bounds (as HBase's ``BulkLoadHFilesTool`` splits
+  HFiles, R14.4), and the commit is retried.
+* A load id the table has already committed is not applied again; a failed load commits
+  nothing (its files are unreferenced; the loader deletes what it can).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from collections.abc import Mapping as MappingABC
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from cellstore.core.metadata import TableMetadata
+from cellstore.core.regions import sorted_region_bounds
+from cellstore.errors import BadRecordError, RegionsChangedError
+from cellstore.fs import join
+from cellstore.ingest import WrittenFile, commit_files
+from cellstore.loader.cells import bad_record_rows, encode_records, route_rows, write_region
+from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
+from cellstore.loader.mapping import Mapping
+from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
+from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
+from cellstore.manifest import TableLog
+from cellstore.storefiles import read_store_file, write_store_file
+
+__all__ = [
+    "ProgressFn",
+    "RegionRecords",
+    "TaskOutput",
+    "commit_load",
+    "reduce_region",
+    "reroute_files",
+    "run_load",
+    "run_task",
+]
+
+#: ``progress(done, total)``: called as tasks finish.
+ProgressFn = Callable[[int, int], None]
+#: How many times a commit re-routes files after a concurrent region change.
+MAX_REROUTES: Final = 16
+_TASK_PREFIX: Final = "cellstore-load-"
+
+
+@dataclass(frozen=True)
+class RegionRecords:
+    """One task's good records for one region (``merge`` mode)."""
+
+    region: int
+    records: pa.Table
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    """What one load task did.
+
+    Attributes:
+        index: The task's input part index.
+        records: Input records read.
+        rows: Good records.
+        regions: ``merge`` mode: the good records per region.
+        written: ``spill`` mode: the store files written.
+        duplicates: Duplicate-key cells dropped (``spill`` mode).
+        bad: Skipped records (``skip_bad_records``).
+    """
+
+    index: int
+    records: int
+    rows: int
+    regions: tuple[RegionRecords, ...]
+    written: tuple[WrittenFile, ...]
+    duplicates: int
+    bad: tuple[BadRecord, ...]
+
+    def region_records(self, region: int) -> pa.Table | None:
+        """This task's records for ``region``, or None."""
+        for r in self.regions:
+            if r.region == region:
+                return r.records
+        return None
+
+
+def _filesystem(plan: LoadPlan) -> tuple[fsspec.AbstractFileSystem, str]:
+    fs, path = fsspec.core.url_to_fs(plan.target.url, **dict(plan.target.storage_options))
+    return fs, str(path).rstrip("/")
+
+
+def _field_of(reason: str) -> str:
+    field, sep, _ = reason.rpartition(": ")
+    return field if sep else "?"
+
+
+def _bad_records(plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarray,
+                 reasons: pa.Array) -> list[BadRecord]:
+    """Raise for the first bad record, or (skipping) describe every bad record."""
+    part = task.part
+    out: list[BadRecord] = []
+    for ln, text in batch.malformed:
+        where = f"{part.source}, line {ln}" if ln is not None else part.source
+        if not plan.settings.skip_bad_records:
+            raise BadRecordError(
+                f"{where}: malformed record, cannot be parsed ({text[:80]!r})",
+                source=part.source,
+                line=ln,
+                field="<line>",
+                reason="malformed record",
+            )
+        out.append(
+            BadRecord(
+                source=part.source,
+                line=ln,
+                record=None,
+                field="<line>",
+                reason="<line>: malformed record",
+                values={"text": text},
+            )
+        )
+    if not enc_bad.any():
+        return out
+    idx = np.flatnonzero(enc_bad)
+    lines = batch.lines[idx] if batch.lines is not None else None
+    records = batch.records[idx]
+    if not plan.settings.skip_bad_records:
+        i = int(idx[0])
+        reason = str(reasons[i].as_py())
+        field, _, why = reason.rpartition(": ")
+        line = int(lines[0]) if lines is not None else None
+        record = int(records[0])
+        raise BadRecordError(
+            f"{part.where(record, line)}, field {field!r}: {why} "
+            "(nothing was committed; skip bad records with skip_bad_records, "
+            "--skip-bad-records in the CLI)",
+            source=part.source,
+            line=line,
+            record=record,
+            field=field,
+            reason=reason,
+        )
+    texts = reasons.take(pa.array(idx)).to_pylist()
+    values = bad_record_rows(batch.table, enc_bad)
+    for k, (reason, vals) in enumerate(zip(texts, values, strict=True)):
+        out.append(
+            BadRecord(
+                source=part.source,
+                line=int(lines[k]) if lines is not None else None,
+                record=int(records[k]),
+                field=_field_of(str(reason)),
+                reason=str(reason),
+                values=vals,
+            )
+        )
+    return out
+
+
+def _by_region(plan: LoadPlan, records: pa.Table) -> list[tuple[int, pa.Table]]:
+    """Good records grouped by region number (stable: input order kept inside a region)."""
+    if records.num_rows == 0:
+        return []
+    idx = route_rows(records.column("row"), plan.target.split_keys)
+    if not idx.any():
+        return [(0, records)]
+    order = np.argsort(idx, kind="stable")
+    ordered = records.take(pa.array(order))
+    sorted_idx = idx[order]
+    bounds = np.searchsorted(sorted_idx, np.arange(len(plan.target.regions) + 1))
+    return [
+        (r, ordered.slice(int(bounds[r]), int(bounds[r + 1] - bounds[r])))
+        for r in range(len(plan.target.regions))
+        if bounds[r + 1] > bounds[r]
+    ]
+
+
+def _write_runs(
+    plan: LoadPlan, records: pa.Table, stem: str
+) -> tuple[list[WrittenFile], int]:
+    fs, path = _filesystem(plan)
+    written: list[WrittenFile] = []
+    dropped = 0
+    for r, part in _by_region(plan, records):
+        files, d = write_region(
+            fs,
+            path,
+            records=part,
+            bound=plan.bound,
+            families=plan.target.families,
+            region_id=plan.target.regions[r].id,
+            name=stem,
+            seq=plan.seq,
+            load_id=plan.load_id,
+            max_file_bytes=plan.settings.max_file_bytes,
+            row_group_cells=plan.settings.row_group_cells,
+        )
+        written += files
+        dropped += d
+    return written, dropped
+
+
+def run_task(plan: LoadPlan, task: LoadTask, data: Any = None) -> TaskOutput:
+    """Run one load task (see the module docstring); ``data`` is a Dask partition.
+
+    Raises:
+        BadRecordError: the first bad record, unless the plan skips bad records.
+    """
+    spill = plan.mode == "spill"
+    run_bytes = plan.settings.run_bytes
+    pending: list[pa.Table] = []
+    pending_bytes = 0
+    written: list[WrittenFile] = []
+    bad: list[BadRecord] = []
+    read = rows = dropped = run = 0
+
+    def flush() -> None:
+        nonlocal pending, pending_bytes, dropped, run
+        if not pending:
+            return
+        files, d = _write_runs(plan, pa.concat_tables(pending), f"{task.name}r{run:04d}")
+        written.extend(files)
+        dropped += d
+        run += 1
+        pending, pending_bytes = [], 0
+
+    batch_rows = task.part.batch_rows(run_bytes) if spill else 262_144
+    for batch in read_part(task.part, data, batch_rows=batch_rows):
+        read += batch.table.num_rows + len(batch.malformed)
+        enc = encode_records(batch.table, plan.bound, now=plan.now_ms)
+        bad += _bad_records(plan, task, batch, enc.bad, enc.reasons)
+        rows += enc.records.num_rows
+        if enc.records.num_rows:
+            pending.append(enc.records)
+            pending_bytes += enc.records.nbytes
+        if spill and pending_bytes >= run_bytes:
+            flush()
+    regions: tuple[RegionRecords, ...] = ()
+    if spill:
+        flush()
+    elif pending:
+        records = pa.concat_tables(pending)
+        regions = tuple(RegionRecords(r, t) for r, t in _by_region(plan, records))
+    return TaskOutput(task.part.index, read, rows, regions, tuple(written), dropped, tuple(bad))
+
+
+def reduce_region(plan: LoadPlan, region: int, *parts: pa.Table | TaskOutput | None) -> TaskOutput:
+    """Sort one region's records from every task and write its store files (merge mode).
+
+    ``parts`` are, in task order, either the tasks' outputs or their records for this
+    region (None when a task had none).
+    """
+    tables = []
+    for p in parts:
+        t = p.region_records(region) if isinstance(p, TaskOutput) else p
+        if t is not None and t.num_rows:
+            tables.append(t)
+    if not tables:
+        return TaskOutput(-1, 0, 0, (), (), 0, ())
+    records = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    fs, path = _filesystem(plan)
+    files, dropped = write_region(
+        fs,
+        path,
+        records=records,
+        bound=plan.bound,
+        families=plan.target.families,
+        region_id=plan.target.regions[region].id,
+        name=plan.region_file_stem(region),
+        seq=plan.seq,
+        load_id=plan.load_id,
+        max_file_bytes=plan.settings.max_file_bytes,
+        row_group_cells=plan.settings.row_group_cells,
+    )
+    return TaskOutput(-1, 0, 0, (), tuple(files), dropped, ())
+
+
+def _region_records_of(output: TaskOutput, region: int) -> pa.Table | None:
+    return output.region_records(region)
+
+
+def execute_plan(
+    plan: LoadPlan,
+    *,
+    dask_frame: Any = None,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+) -> list[TaskOutput]:
+    """Run a plan's tasks (and merge-mode region tasks) on Dask; returns every output.
+
+    Args:
+        plan: The plan.
+        dask_frame: The Dask DataFrame ``dask`` parts come from.
+        client: A ``distributed.Client``; None runs on the local threaded scheduler with
+            ``plan.settings.workers`` threads.
+        progress: Called with ``(done, total)`` as tasks finish.
+
+    Raises:
+        BadRecordError: from the first failing task (bad input, not skipping).
+    """
+    from dask.base import compute
+    from dask.delayed import delayed
+
+    context = dataclasses.replace(plan, tasks=())
+    ctx = delayed(context, pure=True)
+    partitions = dask_frame.to_delayed() if dask_frame is not None else None
+    maps = []
+    for task in plan.tasks:
+        data = partitions[task.part.partition] if partitions is not None else None
+        maps.append(
+            delayed(run_task, pure=False)(
+                ctx, task, data, dask_key_name=f"{_TASK_PREFIX}{plan.nonce}-task-{task.part.index}"
+            )
+        )
+    reduces = []
+    if plan.mode == "merge":
+        for r in range(len(plan.target.regions)):
+            if client is None:
+                inputs: Sequence[Any] = maps
+            else:  # move only this region's records between workers
+                inputs = [delayed(_region_records_of, pure=True)(m, r) for m in maps]
+            reduces.append(
+                delayed(reduce_region, pure=False)(
+                    ctx, r, *inputs, dask_key_name=f"{_TASK_PREFIX}{plan.nonce}-region-{r}"
+                )
+            )
+    graph = [*maps, *reduces]
+    total = len(graph)
+    if client is None:
+        from dask.callbacks import Callback
+
+        done = 0
+
+        def posttask(key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+            nonlocal done
+            if isinstance(key, str) and key.startswith(_TASK_PREFIX) and progress is not None:
+                done += 1
+                progress(done, total)
+
+        with Callback(posttask=posttask):  # type: ignore[no-untyped-call]
+            results = compute(  # type: ignore[no-untyped-call]
+                *graph, scheduler="threads", num_workers=plan.settings.workers
+            )
+        return list(results)
+    from distributed import as_completed
+
+    futures = client.compute(graph)
+    for n, future in enumerate(as_completed(futures), start=1):  # type: ignore[no-untyped-call]
+        if future.status == "error":
+            break
+        if progress is not None:
+            progress(n, total)
+    return list(client.gather(futures))
+
+
+# ------------------------------------------------------------------------------ commit
+def _region_of(split_keys: list[bytes], row: bytes) -> int:
+    return bisect.bisect_right(split_keys, row)
+
+
+def reroute_files(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    metadata: TableMetadata,
+    written: Sequence[WrittenFile],
+    *,
+    load_id: str,
+    row_group_cells: int,
+) -> tuple[list[WrittenFile], int]:
+    """Fit written files to ``metadata``'s regions (after a concurrent split or merge).
+
+    A file inside one current region is re-assigned to it (its path stays: paths in the
+    manifest are authoritative); a file spanning several is split at the region bounds
+    into new files (R14.4). Files whose region is unchanged stay as they are.
+
+    Returns:
+        The files to commit and how many were re-assigned or split.
+    """
+    splits = metadata.split_keys
+    by_id = {r.id: r for r in metadata.regions}
+    out: list[WrittenFile] = []
+    changed = 0
+    for w in written:
+        first = _region_of(splits, w.info.first_row)
+        last = _region_of(splits, w.info.last_row)
+        if first == last:
+            region = metadata.regions[first]
+            if region.id != w.region:
+                changed += 1
+                w = WrittenFile(region.id, w.relpath, w.info)
+            out.append(w)
+            continue
+        changed += 1
+        family = metadata.family(w.info.family)
+        cells = read_store_file(fs, join(table_path, w.relpath))
+        bounds = sorted_region_bounds(cells.column("row"), splits)
+        stem = w.relpath.rsplit("/", 1)[-1].removesuffix(".parquet")
+        for i, region in enumerate(metadata.regions):
+            lo, hi = bounds[i], bounds[i + 1]
+            if hi <= lo:
+                continue
+            rel = join("data", region.id, quote(family.name, safe=""), f"{stem}-s{i:05d}.parquet")
+            info = write_store_file(
+                fs,
+                join(table_path, rel),
+                cells.slice(lo, hi - lo),
+                family=family,
+                seq=w.info.seq,
+                load_id=load_id,
+                row_group_cells=row_group_cells,
+            )
+            out.append(WrittenFile(region.id, rel, info))
+        with contextlib.suppress(OSError):
+            fs.rm(join(table_path, w.relpath))
+        assert by_id  # regions exist
+    return out, changed
+
+
+def commit_load(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    log: TableLog,
+    base: TableMetadata,
+    written: Sequence[WrittenFile],
+    *,
+    load_id: str,
+    summary: MappingABC[str, Any],
+    row_group_cells: int,
+) -> tuple[TableMetadata, bool, list[WrittenFile], int]:
+    """Commit the files in one manifest commit, re-routing them if regions changed.
+
+    Returns:
+        The committed metadata, whether the load id had been applied before, the files
+        committed, and how many files were re-routed.
+
+    Raises:
+        CommitConflictError: a family was dropped, or regions kept changing.
+    """
+    files = list(written)
+    rerouted = 0
+    for _ in range(MAX_REROUTES):
+        try:
+            meta, already = commit_files(
+                log, base, files, load_id=load_id, summary=dict(summary)
+            )
+            return meta, already, files, rerouted
+        except RegionsChangedError:
+            base = log.read(log.latest_version())
+            files, n = reroute_files(
+                fs, table_path, base, files, load_id=load_id, row_group_cells=row_group_cells
+            )
+            rerouted += n
+    raise RegionsChangedError(
+        f"table {base.name}: regions kept changing during load {load_id}; nothing committed"
+    )
+
+
+def _cleanup(fs: fsspec.AbstractFileSystem, table_path: str, plan: LoadPlan) -> None:
+    """Best effort: delete files a failed load wrote (they are unreferenced anyway)."""
+    prefix = f"{plan.load_id}-{plan.nonce}-"
+    for region in plan.target.regions:
+        for fam in plan.target.families:
+            d = join(table_path, "data", region.id, quote(fam.name, safe=""))
+            with contextlib.suppress(OSError, ValueError):
+                if not fs.exists(d):
+                    continue
+                for p in fs.ls(d, detail=False):
+                    if str(p).rsplit("/", 1)[-1].startswith(prefix):
+                        fs.rm(p)
+
+
+def _report_location(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    report_dir: str | None,
+    storage_options: MappingABC[str, Any],
+) -> tuple[fsspec.AbstractFileSystem, str]:
+    if report_dir is None:
+        return fs, join(table_path, "_loads")
+    rfs, rpath = fsspec.core.url_to_fs(report_dir)
+    if type(rfs) is type(fs):
+        rfs, rpath = fsspec.core.url_to_fs(report_dir, **dict(storage_options))
+    if "file" in (rfs.protocol if isinstance(rfs.protocol, tuple) else (rfs.protocol,)):
+        rpath = os.path.abspath(rpath)
+    return rfs, str(rpath).rstrip("/")
+
+
+def run_load(
+    *,
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    table_url: str,
+    storage_options: MappingABC[str, Any],
+    log: TableLog,
+    source: Any,
+    mapping: Mapping,
+    load_id: str,
+    now_ms: int,
+    settings: LoadSettings,
+    input_format: InputFormat | None = None,
+    text: TextOptions | None = None,
+    input_storage_options: MappingABC[str, Any] | None = None,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+    report_dir: str | None = None,
+    write_report_file: bool = True,
+) -> tuple[LoadReport, TableMetadata]:
+    """Plan, execute and commit a bulk load (the body of ``Table.load``).
+
+    Returns:
+        The report and the table metadata after the load.
+
+    Raises:
+        BadRecordError: a bad record (not skipping); nothing is committed.
+        InvalidFamilyError, InvalidArgumentError: mapping or options that do not fit.
+        CommitConflictError: the table changed so that the load cannot apply.
+    """
+    started = time.perf_counter()
+    base = log.read(log.latest_version())
+    name = base.name
+    if load_id in base.load_ids:
+        return LoadReport(table=name, load_id=load_id, version=None, seq=None,
+                          already_applied=True), base
+    plan, inputs = plan_load(
+        base,
+        table_url=table_url,
+        storage_options=storage_options,
+        source=source,
+        mapping=mapping,
+        load_id=load_id,
+        now_ms=now_ms,
+        settings=settings,
+        input_format=input_format,
+        text=text,
+        input_storage_options=input_storage_options,
+    )
+    try:
+        outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client,
+                               progress=progress)
+    except BaseException:
+        _cleanup(fs, table_path, plan)
+        raise
+    written = [w for o in outputs for w in o.written]
+    bad = [b for o in outputs for b in o.bad]
+    reasons: dict[str, int] = {}
+    for b in bad:
+        reasons[b.reason] = reasons.get(b.reason, 0) + 1
+    records = sum(o.records for o in outputs)
+    rows = sum(o.rows for o in outputs)
+    dropped = sum(o.duplicates for o in outputs)
+    rfs, rdir = _report_location(fs, table_path, report_dir, storage_options)
+    bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad else None
+    meta = base
+    version = seq = None
+    already = False
+    rerouted = 0
+    if written:
+        cells = sum(w.info.cells for w in written)
+        size = sum(w.info.size for w in written)
+        meta, already, written, rerouted = commit_load(
+            fs,
+            table_path,
+            log,
+            base,
+            written,
+            load_id=load_id,
+            summary={"cells": cells, "files": len(written), "bytes": size, "rows": rows,
+                     "bad-records": len(bad), "mode": plan.mode},
+            row_group_cells=settings.row_group_cells,
+        )
+        if not already:
+            version = meta.version
+            seq = meta.last_history.summary.get("seq")
+    per_region: dict[str, int] = {}
+    for w in written:
+        per_region[w.region] = per_region.get(w.region, 0) + 1
+    report = LoadReport(
+        table=name,
+        load_id=load_id,
+        version=version,
+        seq=seq,
+        already_applied=already,
+        mode=plan.mode,
+        inputs=len(plan.tasks),
+        records=records,
+        rows=rows if not already else 0,
+        cells=sum(w.info.cells for w in written) if not already else 0,
+        bytes=sum(w.info.size for w in written) if not already else 0,
+        files=len(written) if not already else 0,
+        files_per_region=per_region if not already else {},
+        duplicates_dropped=dropped,
+        bad_records=len(bad),
+        bad_reasons=reasons,
+        bad_records_path=bad_path,
+        rerouted_files=rerouted,
+        seconds=time.perf_counter() - started,
+    )
+    if write_report_file:
+        path = write_report(rfs, rdir, report)
+        report = dataclasses.replace(report, report_path=path)
+    return report, meta

@@ -1,0 +1,332 @@
+"""Planning a bulk load: frozen, picklable plan and task objects, built before anything runs.
+
+:func:`plan_load` reads the table's metadata and the inputs' footers and sizes (no data) and
+returns a :class:`LoadPlan`: the bound mapping, the target table's regions and families,
+one :class:`LoadTask` per input part, and the mode:
+
+* ``merge`` when the estimated memory of the whole input fits the memory budget: each task
+  encodes its part and hands its records, routed by region, to one task per region that
+  sorts them and writes one store file per family (rolled at ``max_file_bytes`` on row
+  boundaries) — HBase's one-HFile-per-region-per-family layout (R14.1);
+* ``spill`` otherwise: each task sorts and writes its records as soon as they fill its share
+  of the budget, so memory stays bounded; each such sorted run is a separate store file and
+  readers merge them (within one load, a later run wins an exact key tie).
+
+The plan is inspectable and testable without Dask; :mod:`cellstore.loader.execute` runs it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping as MappingABC
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.family import Family
+from cellstore.core.metadata import TableMetadata
+from cellstore.core.regions import Region
+from cellstore.errors import InvalidArgumentError
+from cellstore.loader.cells import BoundMapping, encode_records
+from cellstore.loader.inputs import (
+    DiscoveredInputs,
+    InputFormat,
+    InputPart,
+    TextOptions,
+    discover_inputs,
+    read_part,
+)
+from cellstore.loader.mapping import KeyColumn, Mapping
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
+
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MEMORY_BUDGET",
+    "MEMORY_FACTOR",
+    "LoadMode",
+    "LoadPlan",
+    "LoadSettings",
+    "LoadTask",
+    "TableTarget",
+    "bind_mapping",
+    "plan_load",
+    "sample_split_keys",
+]
+
+LoadMode = Literal["merge", "spill"]
+
+#: Default memory budget of a load (bytes of Arrow data held at once, all tasks together).
+DEFAULT_MEMORY_BUDGET: Final = 1 << 30
+#: Default size at which a store file is rolled (uncompressed cell bytes; HBase rolls
+#: HFiles at ``hbase.hregion.max.filesize``, default 10 GiB, but smaller files parallelise
+#: reads and keep row groups seekable).
+DEFAULT_MAX_FILE_BYTES: Final = 1 << 30
+#: Peak memory of processing input data, as a multiple of its Arrow size (records, their
+#: encoded form, cells, the sorted copy and the Parquet writer's buffers). Conservative.
+MEMORY_FACTOR: Final = 6
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadSettings:
+    """Knobs of a load.
+
+    Attributes:
+        memory_budget: Bytes of data the load may hold at once, all tasks together.
+        max_file_bytes: Roll store files at about this many (uncompressed) cell bytes.
+        row_group_cells: Cells per Parquet row group.
+        skip_bad_records: Skip bad records into the bad-records file instead of failing.
+        workers: Tasks running at once (the scheduler's threads or worker slots).
+    """
+
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
+    skip_bad_records: bool = False
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.memory_budget < 1 << 20:
+            raise InvalidArgumentError("memory_budget must be at least 1 MiB")
+        if self.max_file_bytes < 1 << 10:
+            raise InvalidArgumentError("max_file_bytes must be at least 1 KiB")
+        if self.row_group_cells < 1:
+            raise InvalidArgumentError("row_group_cells must be positive")
+        if self.workers < 1:
+            raise InvalidArgumentError("workers must be positive")
+
+    @property
+    def run_bytes(self) -> int:
+        """Input bytes one task accumulates before writing a sorted run (spill mode)."""
+        return max(1 << 16, self.memory_budget // (MEMORY_FACTOR * self.workers))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableTarget:
+    """What tasks need to know about the table they write (no open handles).
+
+    Attributes:
+        url: The filesystem's protocol-qualified URL of the table directory.
+        storage_options: fsspec options for it.
+        name: Table name.
+        families: The table's families.
+        regions: The regions the load routes to (the base version's).
+        base_version: The table version the plan was made from.
+    """
+
+    url: str
+    storage_options: MappingABC[str, Any] = field(default_factory=dict)
+    name: str
+    families: tuple[Family, ...]
+    regions: tuple[Region, ...]
+    base_version: int
+
+    @property
+    def split_keys(self) -> list[bytes]:
+        """Start keys of every region but the first."""
+        return [r.start for r in self.regions[1:]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadTask:
+    """Read, encode and route one input part (and in spill mode, write its runs).
+
+    Attributes:
+        part: The input part.
+        name: File-name stem of the task's runs (spill mode): ``<load>-<nonce>-p<index>``.
+    """
+
+    part: InputPart
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadPlan:
+    """A planned load (frozen, picklable): everything the tasks need, nothing open.
+
+    Attributes:
+        load_id: The load's id.
+        nonce: Random per-attempt token in file names (a retried load id never overwrites
+            files of an earlier attempt).
+        seq: Provisional sequence number for the footers (the commit's wins).
+        now_ms: The load time (timestamp of cells without one).
+        mode: ``merge`` or ``spill`` (see the module docstring).
+        target: The table.
+        bound: The mapping bound to the table.
+        settings: Load settings.
+        tasks: One task per input part, in input order.
+        estimated_bytes: Estimated Arrow size of the whole input.
+    """
+
+    load_id: str
+    nonce: str
+    seq: int
+    now_ms: int
+    mode: LoadMode
+    target: TableTarget
+    bound: BoundMapping
+    settings: LoadSettings
+    tasks: tuple[LoadTask, ...]
+    estimated_bytes: int
+
+    def region_file_stem(self, region_index: int) -> str:
+        """File-name stem of a merged region's files: ``<load>-<nonce>-m<region>``."""
+        return f"{self.load_id}-{self.nonce}-m{region_index:05d}"
+
+
+def bind_mapping(mapping: Mapping, metadata: TableMetadata) -> BoundMapping:
+    """Validate ``mapping`` against a table version and bind its row key.
+
+    Raises:
+        InvalidFamilyError: a mapped family is not in the table.
+        InvalidArgumentError: no row key, or one that conflicts with the table's spec.
+    """
+    mapping.validate(metadata)
+    spec = getattr(metadata, "row_key", None)
+    key = mapping.row_key if mapping.row_key is not None else spec
+    assert key is not None  # validate() guarantees it
+    if not isinstance(key, KeyColumn):
+        spec_salt = getattr(key, "salt_buckets", None)
+        if spec_salt != metadata.salt_buckets:
+            raise InvalidArgumentError(
+                f"the row-key spec has salt_buckets={spec_salt} but table {metadata.name} "
+                f"has {metadata.salt_buckets}"
+            )
+    mapped = set(mapping.families)
+    return BoundMapping(
+        mapping=mapping,
+        key=key,
+        salt_buckets=metadata.salt_buckets,
+        families=tuple(f for f in metadata.family_names if f in mapped),
+    )
+
+
+def plan_load(
+    metadata: TableMetadata,
+    *,
+    table_url: str,
+    storage_options: MappingABC[str, Any] | None,
+    source: Any,
+    mapping: Mapping,
+    load_id: str,
+    now_ms: int,
+    settings: LoadSettings,
+    input_format: InputFormat | None = None,
+    text: TextOptions | None = None,
+    input_storage_options: MappingABC[str, Any] | None = None,
+) -> tuple[LoadPlan, DiscoveredInputs]:
+    """Plan a load of ``source`` into the table version ``metadata`` (reads no data).
+
+    Returns:
+        The plan and the discovered inputs (which carry the Dask collection, if any).
+
+    Raises:
+        InvalidFamilyError, InvalidArgumentError: a mapping that does not fit the table,
+            an input that does not exist or has an unknown format.
+    """
+    bound = bind_mapping(mapping, metadata)
+    columns = mapping.input_columns(getattr(metadata, "row_key", None))
+    target_part = max(1 << 16, settings.run_bytes)
+    inputs = discover_inputs(
+        source,
+        columns=columns,
+        format=input_format,
+        text=text,
+        storage_options=input_storage_options,
+        target_part_bytes=target_part,
+    )
+    estimated = inputs.estimated_bytes
+    mode: LoadMode = "merge" if estimated * MEMORY_FACTOR <= settings.memory_budget else "spill"
+    nonce = uuid.uuid4().hex[:8]
+    tasks = tuple(
+        LoadTask(part=p, name=f"{load_id}-{nonce}-p{p.index:06d}") for p in inputs.parts
+    )
+    target = TableTarget(
+        url=table_url,
+        storage_options=dict(storage_options or {}),
+        name=metadata.name,
+        families=metadata.families,
+        regions=metadata.regions,
+        base_version=metadata.version,
+    )
+    plan = LoadPlan(
+        load_id=load_id,
+        nonce=nonce,
+        seq=metadata.next_seq,
+        now_ms=now_ms,
+        mode=mode,
+        target=target,
+        bound=bound,
+        settings=settings,
+        tasks=tasks,
+        estimated_bytes=estimated,
+    )
+    return plan, inputs
+
+
+def sample_split_keys(
+    source: Any,
+    *,
+    mapping: Mapping,
+    regions: int,
+    families: tuple[str, ...] | None = None,
+    input_format: InputFormat | None = None,
+    text: TextOptions | None = None,
+    input_storage_options: MappingABC[str, Any] | None = None,
+    sample_records: int = 200_000,
+) -> list[bytes]:
+    """Split keys cutting the input's row keys into ``regions`` ranges of equal counts.
+
+    Reads up to ``sample_records`` records, spread over the input's parts (the first
+    batches of each), builds their row keys with the mapping (which must name its row key)
+    and takes the quantiles of the distinct keys. Bad records are ignored. Fewer keys come
+    back when the sample has fewer distinct keys than ``regions``.
+
+    Raises:
+        InvalidArgumentError: ``regions`` < 1, or a mapping without a row key.
+    """
+    if regions < 1:
+        raise InvalidArgumentError(f"regions must be at least 1, got {regions}")
+    if regions == 1:
+        return []
+    if mapping.row_key is None:
+        raise InvalidArgumentError("pre-splitting by sampled keys needs a row key in the mapping")
+    inputs = discover_inputs(
+        source,
+        columns=mapping.input_columns(),
+        format=input_format,
+        text=text,
+        storage_options=input_storage_options,
+        target_part_bytes=64 << 20,
+    )
+    if inputs.dask_frame is not None:
+        raise InvalidArgumentError("pre-splitting by sampled keys is not supported for Dask input")
+    bound = BoundMapping(
+        mapping=mapping,
+        key=mapping.row_key,
+        salt_buckets=None,
+        families=families or mapping.families,
+    )
+    per_part = max(1000, sample_records // max(1, len(inputs.parts)))
+    keys: list[pa.Array] = []
+    for part in inputs.parts:
+        taken = 0
+        for batch in read_part(part, batch_rows=min(per_part, 65536)):
+            enc = encode_records(batch.table, bound, now=0)
+            rows = enc.records.column("row").combine_chunks()
+            keys.append(rows)
+            taken += len(rows)
+            if taken >= per_part:
+                break
+    if not keys:
+        return []
+    distinct = pc.unique(pa.concat_arrays(keys))
+    ordered = distinct.take(pc.sort_indices(distinct))
+    n = len(ordered)
+    if n < 2:
+        return []
+    idx = np.unique((np.arange(1, regions) * n) // regions)
+    out = [ordered[int(i)].as_py() for i in idx if 0 < i < n]
+    return sorted(set(out))

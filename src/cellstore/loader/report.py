@@ -1,0 +1,170 @@
+"""The load report and the bad-records file.
+
+A load returns a :class:`LoadReport` (frozen; ``to_dict()`` is the CLI's ``--output json``).
+With ``skip_bad_records`` the skipped records go to ``<report dir>/<load id>.bad.jsonl``,
+one JSON object per line::
+
+    {"source": "s3://b/in/part-1.csv", "line": 12, "record": 10, "field": "age",
+     "reason": "age: not an integer (long)", "values": {"id": "u7", "age": "x"}}
+
+``line`` is one-based for text inputs (null otherwise), ``record`` zero-based within the
+source. The report itself is written next to it as ``<load id>.report.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+
+from cellstore.fs import join, makedirs_for
+
+__all__ = ["BadRecord", "LoadReport", "write_bad_records", "write_report"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BadRecord:
+    """One skipped input record.
+
+    Attributes:
+        source: Input file URL or in-memory label.
+        line: One-based line (text inputs), or None.
+        record: Zero-based record number within the source (None for unparsable lines).
+        field: The offending input field (``"<line>"`` for a line that does not parse).
+        reason: ``"<field>: <why>"``.
+        values: The record's mapped input values (or ``{"text": line}`` for a malformed line).
+    """
+
+    source: str
+    line: int | None
+    record: int | None
+    field: str
+    reason: str
+    values: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON line written to the bad-records file."""
+        return {
+            "source": self.source,
+            "line": self.line,
+            "record": self.record,
+            "field": self.field,
+            "reason": self.reason,
+            "values": dict(self.values),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadReport:
+    """What a bulk load did.
+
+    Attributes:
+        table: Table name.
+        load_id: The load's id (idempotency key).
+        version: Table version the commit created; None if nothing was committed (empty
+            input, or the load id had been applied before).
+        seq: Sequence number of the load's files.
+        already_applied: The load id had been committed before: nothing was done.
+        mode: ``"merge"`` (input within the memory budget: one sorted file set per region
+            and family) or ``"spill"`` (sorted runs written as separate files as the budget
+            fills; readers merge them).
+        inputs: Input parts read (files, Parquet row-group runs, frame slices).
+        records: Input records read.
+        rows: Records loaded (good records).
+        cells: Cells written (after dropping exact duplicate keys).
+        bytes: Bytes of store files written.
+        files: Store files written.
+        files_per_region: Files per region id.
+        duplicates_dropped: Cells dropped because a later one had the same key.
+        bad_records: Records skipped (``skip_bad_records``) or 0.
+        bad_reasons: Skipped records counted by reason.
+        bad_records_path: The bad-records file, if any records were skipped.
+        report_path: Where this report was written as JSON, if it was.
+        rerouted_files: Files re-routed (or split) because regions changed before commit.
+        seconds: Wall time of the load.
+    """
+
+    table: str
+    load_id: str
+    version: int | None
+    seq: int | None
+    already_applied: bool = False
+    mode: str = "merge"
+    inputs: int = 0
+    records: int = 0
+    rows: int = 0
+    cells: int = 0
+    bytes: int = 0
+    files: int = 0
+    files_per_region: Mapping[str, int] = field(default_factory=dict)
+    duplicates_dropped: int = 0
+    bad_records: int = 0
+    bad_reasons: Mapping[str, int] = field(default_factory=dict)
+    bad_records_path: str | None = None
+    report_path: str | None = None
+    rerouted_files: int = 0
+    seconds: float = 0.0
+
+    @property
+    def cells_per_second(self) -> float:
+        """Throughput in cells per second."""
+        return self.cells / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def megabytes_per_second(self) -> float:
+        """Throughput in MB (10^6 bytes) of store files written per second."""
+        return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys, like the metadata documents)."""
+        return {
+            "table": self.table,
+            "load-id": self.load_id,
+            "version": self.version,
+            "seq": self.seq,
+            "already-applied": self.already_applied,
+            "mode": self.mode,
+            "inputs": self.inputs,
+            "records": self.records,
+            "rows": self.rows,
+            "cells": self.cells,
+            "bytes": self.bytes,
+            "files": self.files,
+            "files-per-region": dict(sorted(self.files_per_region.items())),
+            "duplicates-dropped": self.duplicates_dropped,
+            "bad-records": self.bad_records,
+            "bad-reasons": dict(sorted(self.bad_reasons.items())),
+            "bad-records-path": self.bad_records_path,
+            "report-path": self.report_path,
+            "rerouted-files": self.rerouted_files,
+            "seconds": round(self.seconds, 3),
+            "cells-per-second": round(self.cells_per_second, 1),
+            "megabytes-per-second": round(self.megabytes_per_second, 3),
+        }
+
+
+def write_bad_records(
+    fs: fsspec.AbstractFileSystem, directory: str, load_id: str, records: Sequence[BadRecord]
+) -> str:
+    """Write ``<directory>/<load_id>.bad.jsonl`` and return its path."""
+    path = join(directory, f"{load_id}.bad.jsonl")
+    makedirs_for(fs, path)
+    text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in records)
+    with fs.open(path, "wb") as f:
+        f.write(text.encode("utf-8"))
+    return path
+
+
+def write_report(
+    fs: fsspec.AbstractFileSystem, directory: str, report: LoadReport
+) -> str:
+    """Write ``<directory>/<load_id>.report.json`` and return its path."""
+    path = join(directory, f"{report.load_id}.report.json")
+    makedirs_for(fs, path)
+    doc = {**report.to_dict(), "report-path": path}
+    with fs.open(path, "wb") as f:
+        f.write(json.dumps(doc, indent=1).encode("utf-8"))
+    return path

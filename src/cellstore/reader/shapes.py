@@ -1,0 +1,214 @@
+"""Output shapes: HBase's cells (long) and one row per row key ("wide").
+
+The wide shape pivots a scan's cells: one output row per row key, one column per
+``family:qualifier`` holding that column's newest returned value (null where the row has no
+visible cell of the column). Values stay bytes unless a column mapping names a codec for the
+column (HBase ``Bytes`` encodings: ``long``, ``int``, ``short``, ``double``, ``float``,
+``boolean``, ``string``; see :mod:`cellstore.core.codecs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.codecs import Codec, arrow_type, decode_values
+from cellstore.core.keys import to_string_binary
+from cellstore.errors import BadCellError, InvalidArgumentError
+
+__all__ = ["Shape", "WideSpec", "column_name", "split_column_name", "to_wide"]
+
+
+class Shape(StrEnum):
+    """The layout of scan results."""
+
+    CELLS = "cells"
+    WIDE = "wide"
+
+    @classmethod
+    def parse(cls, value: str | Shape) -> Shape:
+        """A shape from its name.
+
+        Raises:
+            InvalidArgumentError: for an unknown shape.
+        """
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            raise InvalidArgumentError(f"unknown shape {value!r} (valid: cells, wide)") from None
+
+
+def column_name(family: str, qualifier: bytes) -> str:
+    """The wide-shape name of a column: ``family:qualifier``.
+
+    The qualifier is shown as UTF-8 when it decodes, else in HBase's printable escaping.
+    """
+    try:
+        text = qualifier.decode("utf-8")
+    except UnicodeDecodeError:
+        text = to_string_binary(qualifier)
+    return f"{family}:{text}"
+
+
+def split_column_name(name: str | bytes) -> tuple[str, bytes]:
+    """``family:qualifier`` as ``(family, qualifier bytes)``.
+
+    Raises:
+        InvalidArgumentError: if there is no ``:``.
+    """
+    raw = name.encode("utf-8") if isinstance(name, str) else bytes(name)
+    fam, sep, qual = raw.partition(b":")
+    if not sep or not fam:
+        raise InvalidArgumentError(f"a wide column must be named 'family:qualifier', not {name!r}")
+    return fam.decode("utf-8"), qual
+
+
+@dataclass(frozen=True, kw_only=True)
+class WideSpec:
+    """How to pivot cells to the wide shape (picklable).
+
+    Attributes:
+        columns: The output columns ``(family, qualifier)`` in order, or None to take every
+            column found, in HBase order (family, then qualifier bytes).
+        codecs: ``(family, qualifier)`` to the codec that decodes that column's values.
+        decode_errors: ``"raise"`` (a value that does not decode is an error naming the row
+            and column) or ``"null"``.
+    """
+
+    columns: tuple[tuple[str, bytes], ...] | None
+    codecs: tuple[tuple[tuple[str, bytes], Codec], ...] = ()
+    decode_errors: str = "raise"
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        columns: Sequence[tuple[str, bytes]] | None,
+        column_types: Mapping[str, str | Codec] | None,
+        decode_errors: str = "raise",
+    ) -> WideSpec:
+        """Validate a column list and a ``{"family:qualifier": codec}`` mapping."""
+        if decode_errors not in ("raise", "null"):
+            raise InvalidArgumentError("decode_errors must be 'raise' or 'null'")
+        codecs = []
+        for name, codec in (column_types or {}).items():
+            codecs.append((split_column_name(name), Codec.parse(codec)))
+        cols = None if columns is None else tuple(dict.fromkeys(columns))
+        return cls(columns=cols, codecs=tuple(codecs), decode_errors=decode_errors)
+
+    def empty(self) -> pa.Table:
+        """The output schema with no rows (known only when the columns are)."""
+        if self.columns is None:
+            raise InvalidArgumentError(
+                "the wide shape's columns are unknown before reading; name them with columns= "
+                "or column_types="
+            )
+        codecs = dict(self.codecs)
+        fields = [pa.field("row", pa.binary(), nullable=False)]
+        for fam, qual in self.columns:
+            codec = codecs.get((fam, qual))
+            fields.append(pa.field(column_name(fam, qual), arrow_type(codec or Codec.BYTES)))
+        return pa.schema(fields).empty_table()
+
+
+def to_wide(cells: pa.Table, spec: WideSpec) -> pa.Table:
+    """Pivot cells (in result order) to one row per row key.
+
+    Args:
+        cells: ``row, family, qualifier, ts, type, value`` with each row's cells together,
+            newest version first within a column (any number of versions).
+        spec: Columns and codecs.
+
+    Returns:
+        ``row`` then one column per ``family:qualifier``, rows in the order they come in.
+
+    Raises:
+        BadCellError: a value does not decode with its column's codec (``decode_errors``
+            ``"raise"``), naming the row and column.
+    """
+    n = cells.num_rows
+    rows = cells.column("row")
+    row_start = np.ones(n, dtype=bool)
+    col_start = np.ones(n, dtype=bool)
+    if n > 1:
+        same_row = pc.equal(rows.slice(1), rows.slice(0, n - 1))
+        fams = cells.column("family")
+        quals = cells.column("qualifier")
+        same_col = pc.and_(
+            same_row,
+            pc.and_(
+                pc.equal(fams.slice(1), fams.slice(0, n - 1)),
+                pc.equal(quals.slice(1), quals.slice(0, n - 1)),
+            ),
+        )
+        row_start[1:] = ~np.asarray(same_row.to_numpy(zero_copy_only=False), dtype=bool)
+        col_start[1:] = ~np.asarray(same_col.to_numpy(zero_copy_only=False), dtype=bool)
+    row_id = np.cumsum(row_start) - 1
+    n_rows = int(row_id[-1]) + 1 if n else 0
+    newest = cells.filter(pa.array(col_start, pa.bool_())) if n else cells
+    newest_row = row_id[col_start]
+    # One code per distinct (family, qualifier): encode "family" + 0x00 + qualifier.
+    keys = pc.binary_join_element_wise(
+        newest.column("family").cast(pa.binary()), newest.column("qualifier"), b"\x00"
+    )
+    encoded = pc.dictionary_encode(keys).combine_chunks()
+    found = [_split_key(k) for k in encoded.dictionary.to_pylist()]
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    if spec.columns is None:
+        wanted = sorted(found, key=lambda c: (c[0], c[1]))
+    else:
+        wanted = list(spec.columns)
+    code_of = {col: i for i, col in enumerate(found)}
+    codecs = dict(spec.codecs)
+    values = newest.column("value")
+    arrays: list[pa.Array] = [rows.filter(pa.array(row_start, pa.bool_())).combine_chunks()]
+    names = ["row"]
+    for col in wanted:
+        codec = codecs.get(col)
+        code = code_of.get(col)
+        name = column_name(*col)
+        if code is None:
+            arrays.append(pa.nulls(n_rows, arrow_type(codec or Codec.BYTES)))
+            names.append(name)
+            continue
+        where = np.flatnonzero(codes == code)
+        index = np.full(n_rows, -1, dtype=np.int64)
+        index[newest_row[where]] = np.arange(where.size)
+        column = values.take(pa.array(where, pa.int64())).combine_chunks()
+        if codec is not None and codec is not Codec.BYTES:
+            column = _decode(column, codec, name, newest, where, spec.decode_errors)
+        arrays.append(column.take(pa.array(index, mask=index < 0)))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _decode(
+    column: pa.Array,
+    codec: Codec,
+    name: str,
+    newest: pa.Table,
+    where: np.ndarray,
+    errors: str,
+) -> pa.Array:
+    """Decode one column's values; an error names the row (not the record index)."""
+    typed = decode_values(column, codec, field=name, errors="null")
+    bad = np.flatnonzero(np.asarray(pc.is_null(typed).to_numpy(zero_copy_only=False), dtype=bool))
+    if bad.size and errors == "raise":
+        row = newest.column("row")[int(where[bad[0]])].as_py()
+        raise BadCellError(
+            f"row {to_string_binary(row)}: value of {name} is not a valid {codec} "
+            "(use decode_errors='null' to read it as null)",
+            field=name,
+        )
+    result: pa.Array = typed
+    return result
+
+
+def _split_key(key: bytes) -> tuple[str, bytes]:
+    fam, _, qual = key.partition(b"\x00")
+    return fam.decode("utf-8"), qual
