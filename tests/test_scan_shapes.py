@@ -169,3 +169,76 @@ def test_salted_get_computes_the_salt(memory_root):
     assert got.column("row").to_pylist() == [b"user07"]
     assert got.column("value").to_pylist() == [b"user07"]
     assert t.get("nobody").num_rows == 0
+
+
+# ---------------------------------------------------------------- row-key spec on reads
+
+
+@pytest.fixture(params=[None, 4], ids=["unsalted", "salted"])
+def events(request, memory_root):
+    import pandas as pd
+
+    from cellstore.core.rowkey import KeyField, RowKeySpec
+    from cellstore.loader import Mapping
+
+    spec = RowKeySpec(
+        fields=(
+            KeyField(name="user", type="string"),
+            KeyField(name="ts", type="int64", reverse_timestamp=True),
+        ),
+        salt_buckets=request.param,
+    )
+    t = connect(memory_root).create_table("ev", families=["d"], row_key=spec)
+    df = pd.DataFrame(
+        {
+            "user": [f"u{i % 5}" for i in range(50)],
+            "ts": list(range(50)),
+            "n": list(range(50)),
+        }
+    )
+    t.load(df, mapping=Mapping.simple(row_key=None, columns=["d:n=n:long"]))
+    return t
+
+
+def test_key_predicates_become_row_ranges(events):
+    got = events.scan(key={"user": "u3"}, key_columns=True).to_arrow()
+    assert set(got.column("user").to_pylist()) == {"u3"}
+    assert sorted(got.column("key_ts").to_pylist()) == [3, 8, 13, 18, 23, 28, 33, 38, 43, 48]
+    ranged = events.scan(key={"user": "u3", "ts": (10, 30)}, key_columns=True).to_arrow()
+    salted = events.metadata.salt_buckets is not None
+    found = ranged.column("key_ts").to_pylist()
+    if salted:  # the salt hashes the whole key, so "user" alone fans out over buckets
+        assert sorted(found) == [13, 18, 23, 28]
+    else:  # reverse timestamps: newest first within a user
+        assert found == [28, 23, 18, 13]
+    plan = events.scan(key={"user": "u3"}).plan()
+    assert len(plan) == (4 if salted else 1)
+    assert all(t.strip_salt == salted for t in plan)
+    exact = events.scan(key={"user": "u3", "ts": 13}).plan()
+    assert len(exact) == 1  # every field fixed: one range, the salt is known
+    assert events.scan(key={"user": "u3", "ts": 13}).to_arrow().num_rows == 1
+    with pytest.raises(InvalidArgumentError, match="must come last"):
+        events.scan(key={"user": ("a", "b"), "ts": 1})
+
+
+def test_wide_shape_has_key_columns(events):
+    wide = events.scan(shape="wide", column_types={"d:n": "long"}).to_arrow()
+    assert wide.column_names == ["row", "user", "ts", "d:n"]
+    assert sorted(zip(wide.column("user").to_pylist(), wide.column("ts").to_pylist(), strict=True))[
+        :2
+    ] == [
+        ("u0", 0),
+        ("u0", 5),
+    ]
+    assert all(
+        n == ts
+        for n, ts in zip(wide.column("d:n").to_pylist(), wide.column("ts").to_pylist(), strict=True)
+    )
+    ddf = events.scan(shape="wide", column_types={"d:n": "long"}).to_dask()
+    assert list(ddf.columns) == ["row", "user", "ts", "d:n"]
+    assert len(ddf.compute()) == 50
+
+
+def test_key_without_spec_is_refused(web):
+    with pytest.raises(InvalidArgumentError, match="no row-key spec"):
+        web.scan(key={"user": "x"})

@@ -743,6 +743,8 @@ class Table:
         column_types: Mapping[str, str] | None = None,
         decode_errors: str = "raise",
         memory_budget: int | None = None,
+        key: Mapping[str, Any] | None = None,
+        key_columns: bool | None = None,
         now_ms: int | None = None,
     ) -> Scan:
         """Plan a scan of this table version with HBase's read semantics.
@@ -780,6 +782,13 @@ class Table:
                 decode with their column's codec.
             memory_budget: Most bytes of decoded cells one task may read; larger regions
                 are cut at row boundaries using row-group statistics (default 256 MiB).
+            key: For a table with a row-key spec: predicates on the key fields, in key
+                order: ``{"user": "alice", "ts": (lo, hi)}`` is user == "alice" and
+                lo <= ts < hi (a 2-tuple is a range and must come last; either bound may
+                be None). They become row ranges, one per salt bucket unless the salt is
+                known. Not with ``start_row``/``stop_row``/``row_prefix``.
+            key_columns: Add the row key's decoded fields as columns after ``row`` (default:
+                on for the wide shape, off for cells; needs a row-key spec).
             now_ms: "Now" for TTL expiry (default: the clock), so TTL reads are testable.
 
         On a salted table, ``start_row``, ``stop_row`` and ``row_prefix`` are row keys
@@ -809,6 +818,8 @@ class Table:
             column_types=tuple((column_types or {}).items()) or None,
             decode_errors=decode_errors,
             memory_budget=memory_budget,
+            key=tuple(key.items()) if key is not None else None,
+            key_columns=key_columns,
             now_ms=now_ms,
         )
         return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock())

@@ -458,9 +458,34 @@ def _candidate_codes(values: pa.Array) -> tuple[_IntArray, int]:
     if fixed is not None:
         direct = _integer_keys(fixed, values)
         if direct is not None:
-            return direct
+            numbers, bits = direct
+            if bits > len(values).bit_length() + 8:  # ranks would save a byte of sort key
+                numbers = _dense_rank_integers(numbers)
+                bits = int(numbers.max(initial=0)).bit_length()
+            return _narrowest(numbers, bits), bits
     rank, _ = _rank_values(values, fixed.keys if fixed is not None else None)
-    return rank, int(rank.max(initial=0)).bit_length()
+    bits = int(rank.max(initial=0)).bit_length()
+    return _narrowest(rank, bits), bits
+
+
+def _dense_rank_integers(numbers: _IntArray) -> _IntArray:
+    """Dense ranks of unsigned integers (equal numbers, equal ranks)."""
+    order = np.argsort(numbers, kind="stable")
+    ordered = numbers[order]
+    dense = np.zeros(numbers.size, dtype=np.int64)
+    np.cumsum(ordered[1:] != ordered[:-1], out=dense[1:])
+    rank = np.empty(numbers.size, dtype=np.int64)
+    rank[order] = dense
+    return rank
+
+
+def _narrowest(codes: _IntArray, bits: int) -> _IntArray:
+    """Non-negative ``codes`` below ``2**bits`` in the narrowest unsigned dtype."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if bits <= np.iinfo(dtype).bits:
+            result: _IntArray = codes.astype(dtype, copy=False)
+            return result
+    return codes.astype(np.uint64, copy=False)
 
 
 def _integer_keys(fixed: _FixedKeys, values: pa.Array) -> tuple[_IntArray, int] | None:
@@ -634,10 +659,13 @@ class _Field:
         if not self.descending:
             return self.values.astype(dtype, copy=False)
         # base - v, computed modulo 2**64 on the two's-complement bits, is exact as the
-        # true difference lies in [0, 2**bits).
+        # true difference lies in [0, 2**bits); so is its truncation to a narrower dtype.
         wide = self.values.astype(np.int64, copy=False).view(np.uint64)
-        result: _IntArray = (np.uint64(self.base % (1 << 64)) - wide).astype(dtype, copy=False)
-        return result
+        if dtype is np.uint64:
+            result: _IntArray = np.subtract(np.uint64(self.base % (1 << 64)), wide)
+            return result
+        narrow = wide.astype(dtype)
+        return np.subtract(dtype(self.base % (1 << np.iinfo(dtype).bits)), narrow, out=narrow)
 
 
 def _descending(values: _IntArray) -> _Field:
@@ -1181,9 +1209,8 @@ def _neighbour_equal(col: pa.ChunkedArray) -> _BoolArray:
     """Length ``n - 1``: element ``i + 1`` of ``col`` equals element ``i``.
 
     Chunks may be plain binary or dictionary-encoded. Inside a dictionary chunk whose
-    dictionary is strictly increasing (so its values are distinct; Parquet dictionaries of
-    sorted columns are), equal values are equal indices; other dictionary chunks are
-    decoded. Across chunk borders the two neighbouring values are compared directly.
+    values are distinct (Parquet dictionaries are), equal values are equal indices; other
+    dictionary chunks are decoded. Across chunk borders the two neighbouring values are compared directly.
     """
     n = len(col)
     out = np.empty(max(n - 1, 0), dtype=bool)
@@ -1205,8 +1232,7 @@ def _neighbour_equal(col: pa.ChunkedArray) -> _BoolArray:
 def _chunk_neighbour_equal(chunk: pa.Array) -> _BoolArray:
     """:func:`_neighbour_equal` of one chunk of at least two elements."""
     if pa.types.is_dictionary(chunk.type):
-        dictionary = chunk.dictionary
-        if _strictly_increasing(dictionary):
+        if _distinct(chunk.dictionary):
             index = _to_numpy(chunk.indices, np.int64)
             result: _BoolArray = index[1:] == index[:-1]
             return result
@@ -1222,9 +1248,12 @@ def _neighbour_equal_plain(arr: pa.Array) -> _BoolArray:
     return _to_bool(pc.equal(arr.slice(1), arr.slice(0, m - 1)))
 
 
-def _strictly_increasing(values: pa.Array) -> bool:
+def _distinct(values: pa.Array) -> bool:
+    """Whether no value repeats (cheap when they are sorted, as row dictionaries are)."""
     m = len(values)
-    return m < 2 or bool(pc.all(pc.less(values.slice(0, m - 1), values.slice(1))).as_py())
+    if m < 2 or pc.all(pc.less(values.slice(0, m - 1), values.slice(1))).as_py():
+        return True
+    return bool(pc.count_distinct(values).as_py() == m)
 
 
 def _to_bool(arr: pa.ChunkedArray | pa.Array) -> _BoolArray:

@@ -19,9 +19,10 @@ from cellstore.core.filters import (
     normalize_filters,
 )
 from cellstore.core.metadata import TableMetadata
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.rowkey.ranges import bucket_ranges
 from cellstore.core.semantics import ReadSpec
-from cellstore.errors import InvalidArgumentError
+from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
 from cellstore.reader.plan import (
     DEFAULT_TASK_MEMORY,
@@ -61,6 +62,8 @@ class ScanOptions:
     column_types: tuple[tuple[str, str], ...] | None = None
     decode_errors: str = "raise"
     memory_budget: int | None = None
+    key: tuple[tuple[str, Any], ...] | None = None
+    key_columns: bool | None = None
     now_ms: int | None = None
     point_row: bytes | None = field(default=None, repr=False)
 
@@ -128,6 +131,24 @@ class Scan:
             row_prefix=o.row_prefix,
             reversed=o.reversed,
         )
+        spec = metadata.row_key
+        self.key_ranges: list[tuple[bytes, bytes]] | None = None
+        if o.key is not None:
+            if spec is None:
+                raise InvalidArgumentError(
+                    f"table {metadata.name} has no row-key spec, so key= cannot be used; "
+                    "use start_row/stop_row/row_prefix"
+                )
+            if any(v is not None for v in (o.start_row, o.stop_row, o.row_prefix)):
+                raise InvalidRowRangeError("key= cannot be combined with start/stop/prefix")
+            self.key_ranges = _key_ranges(spec, dict(o.key))
+        want_keys = o.key_columns if o.key_columns is not None else self.shape is Shape.WIDE
+        if want_keys and spec is None and o.key_columns:
+            raise InvalidArgumentError(f"table {metadata.name} has no row-key spec to decode")
+        #: The spec that decodes returned (salt-free) rows into key columns, or None.
+        self.key_decoder: RowKeySpec | None = None
+        if want_keys and spec is not None:
+            self.key_decoder = replace(spec, salt_buckets=None)
 
     def _family_specs(self, base: ReadSpec) -> tuple[dict[str, ReadSpec], FilterPlan | None]:
         """Each family's read, and the filter plan (R12.7, R12.8).
@@ -169,7 +190,9 @@ class Scan:
             return []
         salted = self.metadata.salt_buckets is not None
         ranges = [self.range]
-        if salted and self.options.point_row is None:
+        if self.key_ranges is not None:
+            ranges = self.key_ranges  # already one per salt bucket
+        elif salted and self.options.point_row is None:
             ranges = bucket_ranges(self.metadata.salt_buckets, *self.range)
         tasks = plan_tasks(
             self.metadata,
@@ -200,7 +223,8 @@ class Scan:
                 part = _first_rows(part, remaining)
                 remaining -= _count_rows(part)
             if part.num_rows:
-                yield part if wide is None else to_wide(part, wide)
+                out = part if wide is None else to_wide(part, wide)
+                yield _with_key_columns(out, self.key_decoder)
 
     def to_arrow(self) -> pa.Table:
         """All results as one Arrow table: ``row, family, qualifier, ts, type, value``.
@@ -211,10 +235,11 @@ class Scan:
         parts = list(self.to_batches())
         if self.wide is not None:
             if not parts:
-                return self.wide.empty() if self.wide.columns is not None else _EMPTY_WIDE
+                empty = self.wide.empty() if self.wide.columns is not None else _EMPTY_WIDE
+                return _with_key_columns(empty, self.key_decoder)
             return _concat_wide(parts, self.wide)
         if not parts:
-            return RESULT_SCHEMA.empty_table()
+            return _with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder)
         return pa.concat_tables(parts)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -265,7 +290,9 @@ class Scan:
                     "family:qualifier names or name them in column_types="
                 )
             wide = replace(wide, columns=tuple(c for c, _ in wide.codecs))
-        reader = ScanPartitionReader(self.fs, reverse=self.options.reversed, wide=wide)
+        reader = ScanPartitionReader(
+            self.fs, reverse=self.options.reversed, wide=wide, key_decoder=self.key_decoder
+        )
         meta = reader.empty()
         if not tasks:
             return dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
@@ -296,22 +323,68 @@ class ScanPartitionReader:
         *,
         reverse: bool = False,
         wide: WideSpec | None = None,
+        key_decoder: RowKeySpec | None = None,
     ) -> None:
         self.fs = fs
         self.reverse = reverse
         self.wide = wide
+        self.key_decoder = key_decoder
 
     def empty(self) -> pd.DataFrame:
         """The partition schema as an empty DataFrame (dask's ``meta``)."""
         if self.wide is not None:
-            return _to_frame(self.wide.empty())
-        return _to_frame(RESULT_SCHEMA.empty_table())
+            return _to_frame(_with_key_columns(self.wide.empty(), self.key_decoder))
+        return _to_frame(_with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder))
 
     def __call__(self, task: ScanTask) -> pd.DataFrame:
         cells = run_task(self.fs, task, reverse=self.reverse)
         if self.wide is not None:
-            return _to_frame(to_wide(cells, self.wide) if cells.num_rows else self.wide.empty())
-        return _to_frame(cells)
+            out = to_wide(cells, self.wide) if cells.num_rows else self.wide.empty()
+        else:
+            out = cells
+        return _to_frame(_with_key_columns(out, self.key_decoder))
+
+
+def _with_key_columns(table: pa.Table, spec: RowKeySpec | None) -> pa.Table:
+    """``table`` with the row key's decoded fields inserted after ``row``.
+
+    A field named like a result column (``ts``, ``family``...) is added as ``key_<name>``.
+    Keys that do not parse with the spec give nulls (a table may hold rows written by
+    other means than the loader).
+    """
+    if spec is None:
+        return table
+    decoded = spec.decode(table.column("row"), errors="null")
+    taken = set(table.column_names)
+    for i, name in enumerate(decoded.column_names):
+        out = f"key_{name}" if name in taken else name
+        column = decoded.schema.field(i).with_name(out)
+        table = table.add_column(1 + i, column, decoded.column(i))
+    return table
+
+
+def _key_ranges(spec: RowKeySpec, key: dict[str, Any]) -> list[tuple[bytes, bytes]]:
+    """Row ranges of ``key``: equalities on leading fields, optionally a trailing range.
+
+    A value that is a 2-tuple ``(lower, upper)`` is a range ``[lower, upper)`` on that
+    field (either bound may be None); it must be the last item. Every other value is an
+    equality.
+    """
+    equals: dict[str, Any] = {}
+    ranged: tuple[str, Any, Any] | None = None
+    for name, value in key.items():
+        if ranged is not None:
+            raise InvalidArgumentError(f"key: the range on {ranged[0]!r} must come last")
+        if isinstance(value, tuple):
+            if len(value) != 2:
+                raise InvalidArgumentError(f"key: {name!r} range must be (lower, upper)")
+            ranged = (name, value[0], value[1])
+        else:
+            equals[name] = value
+    if ranged is None:
+        return list(spec.key_ranges(equals=equals))
+    name, lower, upper = ranged
+    return list(spec.key_ranges(equals=equals, field=name, lower=lower, upper=upper))
 
 
 def run_task(
@@ -338,10 +411,11 @@ def _concat_wide(parts: list[pa.Table], wide: WideSpec) -> pa.Table:
     """Batches of the wide shape as one table; columns found in any batch, HBase order."""
     if wide.columns is not None or len(parts) == 1:
         return pa.concat_tables(parts)
-    names = {n for p in parts for n in p.column_names if n != "row"}
+    keys = [n for n in parts[0].column_names if n != "row" and ":" not in n]
+    names = {n for p in parts for n in p.column_names if ":" in n}
     order = sorted(names, key=lambda n: n.partition(":")[::2])
     unified = pa.concat_tables(parts, promote_options="default")
-    return unified.select(["row", *order])
+    return unified.select(["row", *keys, *order])
 
 
 def _to_frame(table: pa.Table) -> pd.DataFrame:
