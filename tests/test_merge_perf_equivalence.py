@@ -265,10 +265,13 @@ def multi_file_table(tmp_path):
                 "value": pa.array([b"v%d.%d" % (load, i) for i in range(n)], pa.binary()),
             }
         )
-        # Family markers must have an empty qualifier.
+        # Family markers have an empty qualifier; markers carry no value.
         fam_marker = pc.equal(cells.column("type"), 14)
         quals = pc.if_else(fam_marker, pa.scalar(b"", pa.binary()), cells.column("qualifier"))
         cells = cells.set_column(2, "qualifier", quals)
+        put = pc.equal(cells.column("type"), 4)
+        values = pc.if_else(put, cells.column("value"), pa.scalar(b"", pa.binary()))
+        cells = cells.set_column(5, "value", values)
         t.load_cells(cells, row_group_cells=256)
     return t
 
@@ -324,7 +327,7 @@ def test_failing_chunk_raises_without_hanging(multi_file_table, monkeypatch) -> 
     def scan() -> None:
         try:
             multi_file_table.scan().to_arrow()
-        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+        except BaseException as e:  # recorded for the assertion
             result["error"] = e
 
     worker = threading.Thread(target=scan, daemon=True)

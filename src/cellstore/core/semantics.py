@@ -226,7 +226,7 @@ def merge_resolve(
         if run_cells.num_rows:
             cells.append(run_cells)
             live_seqs.append(int(seq))
-    if len({c.schema for c in cells}) > 1:  # mixed encodings: decode all (rare)
+    if len({tuple(c.schema.types) for c in cells}) > 1:  # mixed encodings: decode all
         cells = [c.cast(CELL_SCHEMA) for c in cells]
     plan = _plan_merge(cells, live_seqs)
     if plan is None:
@@ -251,18 +251,20 @@ def _cell_columns(run: pa.Table, *, keep_dictionaries: bool = False) -> pa.Table
     if missing:
         raise InvalidArgumentError(f"cell table lacks column(s) {', '.join(missing)}")
     cells = run.select(list(_CELL_COLUMNS))
-    if cells.schema.equals(CELL_SCHEMA):
-        return cells
-    if not keep_dictionaries:
-        return cells.cast(CELL_SCHEMA)
-    fields = [
-        cells.schema.field(f.name)
-        if f.name in _CODED_COLUMNS and _is_binary_dictionary(cells.schema.field(f.name).type)
-        else f
-        for f in CELL_SCHEMA
-    ]
-    target = pa.schema(fields)
-    return cells if cells.schema.equals(target) else cells.cast(target)
+    target = CELL_SCHEMA
+    if keep_dictionaries:
+        target = pa.schema(
+            [
+                pa.field(f.name, cells.schema.field(f.name).type, nullable=False)
+                if f.name in _CODED_COLUMNS
+                and _is_binary_dictionary(cells.schema.field(f.name).type)
+                else f
+                for f in CELL_SCHEMA
+            ]
+        )
+    if cells.schema.types == target.types:  # only nullability or metadata differ
+        return pa.Table.from_arrays(cells.columns, schema=target)
+    return cells.cast(target)
 
 
 def _is_binary_dictionary(typ: pa.DataType) -> bool:
@@ -363,12 +365,13 @@ def _plan_merge(runs: list[pa.Table], seqs: list[int]) -> _MergePlan | None:
     A single run, or runs whose row ranges do not overlap, are concatenated (in row order).
     Otherwise the runs are concatenated newest first (descending sequence number; the run
     listed later first among equal ones) and sorted by a stable sort on a fixed-width key:
-    the rank of the row among all distinct rows, the rank of the qualifier, the timestamp
-    (descending) and the type (descending), packed into as few unsigned 64-bit words as
-    they fit in. Ranks come from sorting the distinct values only (a run's row column
-    changes value once per row; dictionary-encoded columns bring their distinct values
-    along). The stable sort keeps equal keys in concatenation order, which is exactly
-    "newest sequence number first, within a run in file order" (R3.2).
+    an integer code of the row, one of the qualifier (both exact: equal codes for equal
+    values, ordered like the bytes; see :class:`_KeyColumn`), the timestamp (descending)
+    and the type (descending), packed into as few unsigned words as they fit in. Codes are
+    computed for the distinct values only (a run's row column changes value once per row;
+    dictionary-encoded columns bring their distinct values along) and gathered per cell.
+    The stable sort keeps equal keys in concatenation order, which is exactly "newest
+    sequence number first, within a run in file order" (R3.2).
     """
     live = [(t, s, i) for i, (t, s) in enumerate(zip(runs, seqs, strict=True)) if t.num_rows]
     if not live:
@@ -429,7 +432,7 @@ def _key_column(chunks: list[pa.Array], *, hashed: bool) -> _KeyColumn:
             starts = _starts(_neighbour_equal_plain(chunk))
             values = chunk.filter(pa.array(starts, pa.bool_()))
             index = np.cumsum(starts, dtype=np.int32) - 1
-        candidates.append(values.cast(pa.binary()))
+        candidates.append(values if values.type == pa.binary() else values.cast(pa.binary()))
         local.append(index)
     values = pa.concat_arrays(candidates)
     dtype = np.int32 if len(values) < 2**31 else np.int64
@@ -470,11 +473,12 @@ def _candidate_codes(values: pa.Array) -> tuple[_IntArray, int]:
 
 def _dense_rank_integers(numbers: _IntArray) -> _IntArray:
     """Dense ranks of unsigned integers (equal numbers, equal ranks)."""
-    order = np.argsort(numbers, kind="stable")
+    order = np.argsort(numbers, kind="stable")  # timsort: merges presorted runs fast
     ordered = numbers[order]
-    dense = np.zeros(numbers.size, dtype=np.int64)
-    np.cumsum(ordered[1:] != ordered[:-1], out=dense[1:])
-    rank = np.empty(numbers.size, dtype=np.int64)
+    dtype = np.int32 if numbers.size < 2**31 else np.int64
+    dense = np.zeros(numbers.size, dtype=dtype)
+    np.cumsum(ordered[1:] != ordered[:-1], dtype=dtype, out=dense[1:])
+    rank = np.empty(numbers.size, dtype=dtype)
     rank[order] = dense
     return rank
 
@@ -560,9 +564,10 @@ def _rank_values(values: pa.Array, keys: np.ndarray | None) -> tuple[_IntArray, 
         order = _to_numpy(pc.sort_indices(values), np.int64)
         ordered_arr = values.take(pa.array(order, pa.int64()))
         new = ~_neighbour_equal_plain(ordered_arr)
-    dense = np.zeros(m, dtype=np.int64)
-    np.cumsum(new, out=dense[1:])
-    rank = np.empty(m, dtype=np.int64)
+    dtype = np.int32 if m < 2**31 else np.int64
+    dense = np.zeros(m, dtype=dtype)
+    np.cumsum(new, dtype=dtype, out=dense[1:])
+    rank = np.empty(m, dtype=dtype)
     rank[order] = dense
     first = np.ones(m, dtype=bool)
     first[1:] = new
@@ -705,8 +710,10 @@ def _stable_sort(fields: list[_Field], n: int) -> tuple[_IntArray, _SortKey | No
     """Stable sort order of ``n`` cells by ``fields`` (row, qualifier, ts, type).
 
     Fields are packed into as few words as they fit in whole (the smallest of uint32 and
-    uint64 for one word), then sorted by one stable argsort (numpy's radix sort for
-    integers) or, when more than 64 bits are needed, a lexsort of the words.
+    uint64 for one word), then sorted by one stable argsort or, when more than 64 bits are
+    needed, a lexsort of the words. numpy's stable sort of 32/64-bit integers is a timsort,
+    which finds the runs' presorted stretches and merges them: about n log k work for k
+    overlapping runs, not n log n.
 
     Returns:
         The order, and the packed key in merged order when it fit in one word.
@@ -1210,7 +1217,8 @@ def _neighbour_equal(col: pa.ChunkedArray) -> _BoolArray:
 
     Chunks may be plain binary or dictionary-encoded. Inside a dictionary chunk whose
     values are distinct (Parquet dictionaries are), equal values are equal indices; other
-    dictionary chunks are decoded. Across chunk borders the two neighbouring values are compared directly.
+    dictionary chunks are decoded. Across chunk borders the two neighbouring values are
+    compared directly.
     """
     n = len(col)
     out = np.empty(max(n - 1, 0), dtype=bool)

@@ -50,7 +50,7 @@ RESULT_SCHEMA: Final = pa.schema(
 )
 
 #: Target cells per chunk of a family read (several row groups of the default size).
-CHUNK_CELLS: Final = 1 << 19
+CHUNK_CELLS: Final = 1 << 18
 #: Most threads one read uses (also capped by ``pyarrow.cpu_count()``).
 MAX_THREADS: Final = 8
 
