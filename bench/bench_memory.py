@@ -96,7 +96,7 @@ def main() -> None:
             data_mib = sum(f.size for f in t.files) / 2**20
             print(f"cells={rows * 10:,} files={args.files} store files {data_mib:.0f} MiB")
             for budget in budgets:
-                label = f"budget={budget >> 20} MiB" if budget else "default budget"
+                label = f"budget={budget / 2**20:g} MiB" if budget else "default budget"
                 for mode in ("to_batches", "to_arrow"):
                     r = run_case(root, name, mode, budget)
                     print(f"  {mode:10s} {label:16s} tasks {r['tasks']:3.0f}  "

@@ -209,10 +209,31 @@ def test_merge_without_fixed_width_keys_equals_reference(runs_and_seqs) -> None:
 @SETTINGS
 @given(values=st.lists(st.binary(max_size=12), min_size=1, max_size=40))
 def test_candidate_codes_order_like_binary(values: list[bytes]) -> None:
-    codes, bits = semantics._candidate_codes(pa.array(values, pa.binary()))
+    codes, bits, _ = semantics._candidate_codes(pa.array(values, pa.binary()))
     assert int(codes.max()) < 2**bits if bits else int(codes.max()) == 0
     for (a, ca), (b, cb) in pairwise(sorted(zip(values, codes.tolist(), strict=True))):
         assert (ca < cb) if a < b else (ca == cb)
+
+
+@SETTINGS
+@given(data=st.data(), runs_and_seqs=wide_runs(), max_versions=st.integers(1, 3),
+       read_versions=st.sampled_from([None, 1, 2]))
+def test_newest_put_fast_path_equals_general_path(
+    data, runs_and_seqs, max_versions, read_versions
+) -> None:
+    """Puts only, one version, no TTL: the column-start fast path vs the general engine."""
+    runs, seqs = runs_and_seqs
+    runs = [r.filter(pc.equal(r.column("type"), int(CellType.PUT))) for r in runs]
+    family = Family(name="f", max_versions=max_versions)
+    spec = ReadSpec(now_ms=0, max_versions=read_versions)
+    assert semantics._newest_put_per_column(family, spec) == (
+        min(read_versions or 1, max_versions) == 1
+    )
+    if data.draw(st.booleans()):
+        runs = [encode(r, data) for r in runs]
+    expected = resolve(reference_merge(runs, seqs), family=family, spec=spec)
+    got = merge_resolve(runs, seqs, family=family, spec=spec)
+    assert got.to_pylist() == expected.to_pylist()
 
 
 def test_puts_only_fast_path_equals_general_path() -> None:
@@ -291,13 +312,14 @@ def reference_scan(table, **kwargs) -> list[dict]:  # type: ignore[no-untyped-de
     return out
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("kwargs", [{}, {"max_versions": 2}, {"raw": True},
                                     {"start_row": "r00100", "stop_row": "r00400"}])
-def test_chunked_threaded_scan_equals_reference(multi_file_table, monkeypatch, kwargs) -> None:
+def test_chunked_scan_equals_reference(multi_file_table, monkeypatch, kwargs, threads) -> None:
     import cellstore.reader.execute as execute
 
     monkeypatch.setattr(execute, "CHUNK_CELLS", 500)
-    monkeypatch.setattr(pa, "cpu_count", lambda: 3)
+    monkeypatch.setattr(pa, "cpu_count", lambda: threads)
     got = multi_file_table.scan(**kwargs).to_arrow()
     expected = reference_scan(multi_file_table, **kwargs)
     assert [{k: v for k, v in d.items() if k != "family"} for d in got.to_pylist()] == expected

@@ -231,14 +231,43 @@ def merge_resolve(
     plan = _plan_merge(cells, live_seqs)
     if plan is None:
         return CELL_SCHEMA.empty_table()
+    newest_only = _newest_put_per_column(family, spec)
     if plan.order is None:
         table = plan.runs[0] if len(plan.runs) == 1 else pa.concat_tables(plan.runs)
-        include = _include_mask(_TableKeys(table), family, spec)
+        keys = _TableKeys(table)
+        if newest_only and bool((keys.typ == _PUT).all()):
+            include = _starts(keys.col_eq)
+        else:
+            include = _include_mask(keys, family, spec)
         if not include.all():
             table = table.filter(pa.array(include, pa.bool_()))
         return _decoded(table)
-    include = _include_mask(_MergedKeys(plan), family, spec)
+    assert plan.typ is not None
+    if newest_only and bool((plan.typ == _PUT).all()):
+        include = _starts(plan.neighbours_equal()[1])
+    else:
+        include = _include_mask(_MergedKeys(plan), family, spec)
     return plan.gather(plan.order[include])
+
+
+def _newest_put_per_column(family: Family, spec: ReadSpec) -> bool:
+    """Whether, when every cell is a Put, the read returns the first cell of each column.
+
+    That is :func:`_normal_include`'s fast path seen from the outside: a normal read of
+    one version, of all columns and all time, without TTL (nothing can expire) and without
+    a per-row window. Duplicate keys never start a column, so dropping them (R3.3) does
+    not change the first cells. Then only the column starts are needed: no timestamps,
+    types or masks in merged order.
+    """
+    return (
+        not spec.raw
+        and spec.qualifiers is None
+        and spec.all_time
+        and family.ttl_ms is None
+        and min(spec.max_versions or 1, family.max_versions) == 1
+        and spec.max_results_per_family is None
+        and not spec.row_offset_per_family
+    )
 
 
 def _cell_columns(run: pa.Table, *, keep_dictionaries: bool = False) -> pa.Table:
@@ -291,16 +320,30 @@ class _KeyColumn:
         bits: Bits the codes need.
         candidates: Binary values; cell ``i``'s value is ``candidates[index[i]]``.
         index: Per cell, the position of its value in ``candidates``.
+        fixed: ``candidates`` as a numpy ``S`` array, when they all have one length.
     """
 
     codes: _IntArray
     bits: int
     candidates: pa.Array
     index: _IntArray
+    fixed: np.ndarray | None = None
 
     def values_at(self, positions: _IntArray) -> pa.Array:
-        """The binary values of the cells at ``positions``."""
-        return self.candidates.take(pa.array(self.index[positions]))
+        """The binary values of the cells at ``positions``.
+
+        When all candidates have one length (``fixed`` holds them as a numpy ``S``
+        array), the bytes are gathered by numpy and the offsets are a range.
+        """
+        index = self.index[positions]
+        width = self.fixed.dtype.itemsize if self.fixed is not None else 0
+        if self.fixed is None or index.size * width >= 2**31:
+            return self.candidates.take(pa.array(index))
+        data = self.fixed[index]
+        offsets = np.arange(0, (index.size + 1) * width, width, dtype=np.int32)
+        return pa.Array.from_buffers(
+            pa.binary(), index.size, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
 
     def candidates_in(self, value_set: pa.Array) -> _BoolArray:
         """Per cell: whether its value is in ``value_set``."""
@@ -333,6 +376,16 @@ class _MergePlan:
     ts: _IntArray | None = None
     typ: _IntArray | None = None
     key: _SortKey | None = None
+
+    def neighbours_equal(self) -> tuple[_BoolArray, _BoolArray]:
+        """``(row_eq, col_eq)`` of neighbouring cells in merged order."""
+        if self.key is not None:
+            return self.key.neighbours_equal()
+        assert self.order is not None and self.rows is not None and self.qualifiers is not None
+        rows = self.rows.codes[self.order]
+        quals = self.qualifiers.codes[self.order]
+        row_eq: _BoolArray = rows[1:] == rows[:-1]
+        return row_eq, row_eq & (quals[1:] == quals[:-1])
 
     def gather(self, positions: _IntArray) -> pa.Table:
         """The concatenated cells at ``positions``, as a :data:`CELL_SCHEMA` table.
@@ -425,6 +478,10 @@ def _key_column(chunks: list[pa.Array], *, hashed: bool) -> _KeyColumn:
             continue
         if pa.types.is_dictionary(chunk.type):
             values, index = chunk.dictionary, _to_numpy(chunk.indices, np.int32)
+            low, high = int(index.min()), int(index.max())
+            if high - low + 1 < len(values):  # a slice of a row group: drop unused values
+                values = values.slice(low, high - low + 1)
+                index = index - low
         elif hashed:
             encoded = pc.dictionary_encode(chunk)
             values, index = encoded.dictionary, _to_numpy(encoded.indices, np.int32)
@@ -442,22 +499,25 @@ def _key_column(chunks: list[pa.Array], *, hashed: bool) -> _KeyColumn:
         np.add(index, offset, out=cell_index[pos : pos + index.size], casting="unsafe")
         pos += index.size
         offset += len(cand)
-    codes, bits = _candidate_codes(values)
-    return _KeyColumn(codes[cell_index], bits, values, cell_index)
+    codes, bits, exact = _candidate_codes(values)
+    return _KeyColumn(codes[cell_index], bits, values, cell_index, exact)
 
 
-def _candidate_codes(values: pa.Array) -> tuple[_IntArray, int]:
+def _candidate_codes(values: pa.Array) -> tuple[_IntArray, int, np.ndarray | None]:
     """Unsigned integer codes that order and equate exactly like binary ``values``.
 
     The keys are made fixed-width (:func:`_fixed_width_keys`); when, after the bytes all
     keys share at the start, at most 8 bytes remain, those bytes read as a big-endian
-    integer are the code (no sort needed). Otherwise the code is the dense rank of the
-    value (:func:`_rank_values`).
+    integer are the code (no sort needed; dense ranks of those integers instead when that
+    saves a byte of sort key). Otherwise the code is the dense rank of the value
+    (:func:`_rank_values`).
 
     Returns:
-        The codes (one per value) and the bits they need.
+        The codes (one per value), the bits they need, and the values as a numpy ``S``
+        array when they all have one length (for :meth:`_KeyColumn.values_at`), else None.
     """
     fixed = _fixed_width_keys(values)
+    exact = fixed.keys if fixed is not None and fixed.exact else None
     if fixed is not None:
         direct = _integer_keys(fixed, values)
         if direct is not None:
@@ -465,10 +525,10 @@ def _candidate_codes(values: pa.Array) -> tuple[_IntArray, int]:
             if bits > len(values).bit_length() + 8:  # ranks would save a byte of sort key
                 numbers = _dense_rank_integers(numbers)
                 bits = int(numbers.max(initial=0)).bit_length()
-            return _narrowest(numbers, bits), bits
+            return _narrowest(numbers, bits), bits, exact
     rank, _ = _rank_values(values, fixed.keys if fixed is not None else None)
     bits = int(rank.max(initial=0)).bit_length()
-    return _narrowest(rank, bits), bits
+    return _narrowest(rank, bits), bits, exact
 
 
 def _dense_rank_integers(numbers: _IntArray) -> _IntArray:
@@ -583,11 +643,13 @@ class _FixedKeys:
         keys: One ``S<width + suffix>`` item per value.
         width: The longest value's length; shorter values are zero-padded to it.
         suffix: Bytes of big-endian length appended after the padding (0, 2 or 4).
+        exact: The keys are the values themselves (all of one length, no padding).
     """
 
     keys: np.ndarray
     width: int
     suffix: int
+    exact: bool = False
 
     def key(self, value: bytes) -> bytes:
         """The key of one value."""
@@ -625,7 +687,7 @@ def _fixed_width_keys(values: pa.Array) -> _FixedKeys | None:
     zero_ending = bool((last == 0).any())
     if not zero_ending and shortest == width:
         keys = np.frombuffer(data_buf, dtype=f"S{width}", count=m, offset=int(offsets[0]))
-        return _FixedKeys(keys, width, 0)
+        return _FixedKeys(keys, width, 0, exact=True)
     suffix = 0 if not zero_ending else (2 if width < 1 << 16 else 4)
     if (width + suffix) * m > _MAX_FIXED_WIDTH_BYTES:
         return None
@@ -887,13 +949,7 @@ class _MergedKeys(_Keys):
         self.plan = plan
         order = plan.order
         self.n = order.size
-        if plan.key is not None:
-            self.row_eq, self.col_eq = plan.key.neighbours_equal()
-        else:
-            rows = plan.rows.codes[order]
-            quals = plan.qualifiers.codes[order]
-            self.row_eq = rows[1:] == rows[:-1]
-            self.col_eq = self.row_eq & (quals[1:] == quals[:-1])
+        self.row_eq, self.col_eq = plan.neighbours_equal()
         self.ts = plan.ts[order]
         self.typ = plan.typ[order]
 

@@ -50,7 +50,7 @@ RESULT_SCHEMA: Final = pa.schema(
 )
 
 #: Target cells per chunk of a family read (several row groups of the default size).
-CHUNK_CELLS: Final = 1 << 18
+CHUNK_CELLS: Final = 1 << 19
 #: Most threads one read uses (also capped by ``pyarrow.cpu_count()``).
 MAX_THREADS: Final = 8
 
@@ -117,12 +117,14 @@ def _read_family(
         if not sources:
             return pa.table([])
         chunks = [(task.start, task.stop)]
-        threads = min(pa.cpu_count(), MAX_THREADS)
-        if point_row is None and threads > 1:
+        if point_row is None:
             chunks = _chunk_bounds(sources, task.start, task.stop, CHUNK_CELLS)
         reading = _ChunkedRead(sources, chunks, fam)
         if len(chunks) == 1:
             return reading.run(0)
+        threads = min(pa.cpu_count(), MAX_THREADS)
+        if threads == 1:
+            return pa.concat_tables([reading.run(i) for i in range(len(chunks))])
         return pa.concat_tables(_in_order(reading.run, len(chunks), threads))
     finally:
         for reader in readers:

@@ -222,9 +222,12 @@ class Scan:
             if remaining is not None and part.num_rows:
                 part = _first_rows(part, remaining)
                 remaining -= _count_rows(part)
-            if part.num_rows:
-                out = part if wide is None else to_wide(part, wide)
-                yield _with_key_columns(out, self.key_decoder)
+            if not part.num_rows:
+                continue
+            out = _with_key_columns(part if wide is None else to_wide(part, wide), self.key_decoder)
+            del part  # hold one task's result at a time: to_batches memory stays bounded
+            yield out
+            del out
 
     def to_arrow(self) -> pa.Table:
         """All results as one Arrow table: ``row, family, qualifier, ts, type, value``.

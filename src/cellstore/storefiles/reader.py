@@ -151,7 +151,16 @@ class StoreFileReader:
         self._footer = cached
 
     def _cache_key(self, size: int) -> tuple[str, int, bytes] | None:
-        """``(path, size, digest of the footer bytes)``, or None if that cannot be read."""
+        """``(path, size, digest of the footer bytes)``, or None if that cannot be read.
+
+        None (no caching) for anything unusual: the Parquet reader then reports it.
+        """
+        try:
+            return self._footer_digest(size)
+        except Exception:  # the cache is an optimisation only
+            return None
+
+    def _footer_digest(self, size: int) -> tuple[str, int, bytes] | None:
         if size < 12:
             return None
         handle = self._handle
@@ -323,9 +332,14 @@ class StoreFileReader:
         return table.replace_schema_metadata(None)
 
     def _open_source(self) -> Any:
-        """A fresh handle on the file for one read (positional reads, thread-safe)."""
+        """A fresh handle on the file for one read (positional reads, thread-safe).
+
+        Local files are memory-mapped: Parquet pages are then decoded straight from the
+        page cache, without a copy into read buffers (store files are immutable, so the
+        mapping never sees the file change).
+        """
         if is_local(self.fs):
-            return pa.OSFile(self.fs._strip_protocol(self.path), "rb")
+            return pa.memory_map(self.fs._strip_protocol(self.path), "r")
         return self.fs.open(self.path, "rb")
 
 
