@@ -30,6 +30,7 @@ from test_semantics_model import (
     QUALIFIERS,
     families,
     model,
+    model_read,
     read_specs,
     store_runs,
     to_table,
@@ -62,21 +63,7 @@ def test_cell_filters_match_model(data: st.DataObject, runs_and_seqs, family: Fa
     runs, seqs = runs_and_seqs
     spec = data.draw(read_specs(family))
     flt, predicate = data.draw(cell_filters())
-    expected = model.read(
-        model.merge(runs, seqs),
-        max_versions=family.max_versions,
-        min_versions=family.min_versions,
-        ttl_seconds=family.ttl,
-        keep_deleted_cells=family.keep_deleted_cells.value,
-        now_ms=spec.now_ms,
-        read_versions=spec.max_versions,
-        time_range=spec.time_range,
-        raw=spec.raw,
-        qualifiers=spec.qualifiers,
-        limit_per_row=spec.max_results_per_family,
-        offset_per_row=spec.row_offset_per_family,
-        cell_filter=predicate,
-    )
+    expected = model_read(model.merge(runs, seqs), family, spec, cell_filter=predicate)
     engine_spec, cap, window = filtered_read(spec, family)
     visible = resolve(
         merge_runs([to_table(r) for r in runs], seqs), family=family, spec=engine_spec

@@ -111,7 +111,9 @@ def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
     return [tuple(d.values()) for d in table.to_pylist()]
 
 
-def model_read(merged: list[model.Cell], family: Family, spec: ReadSpec) -> list[tuple]:
+def model_read(
+    merged: list[model.Cell], family: Family, spec: ReadSpec, **extra: object
+) -> list[tuple]:
     return model.read(
         merged,
         max_versions=family.max_versions,
@@ -125,6 +127,7 @@ def model_read(merged: list[model.Cell], family: Family, spec: ReadSpec) -> list
         qualifiers=spec.qualifiers,
         limit_per_row=spec.max_results_per_family,
         offset_per_row=spec.row_offset_per_family,
+        **extra,
     )
 
 

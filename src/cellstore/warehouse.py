@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -586,9 +587,7 @@ class Table:
             seq=base.next_seq,
             row_group_cells=row_group_cells,
         )
-        per_region: dict[str, int] = {}
-        for w in written:
-            per_region[w.region] = per_region.get(w.region, 0) + 1
+        per_region = dict(Counter(w.region for w in written))
         cells_written = sum(w.info.cells for w in written)
         size = sum(w.info.size for w in written)
         meta, already = commit_files(

@@ -30,10 +30,12 @@ __all__ = [
     "SORT_KEYS_WITH_FAMILY",
     "TYPE_NAMES",
     "CellType",
+    "count_in_segments",
     "equal_key_runs",
     "first_unsorted_index",
     "normalize_type_name",
     "run_starts",
+    "segment_starts",
     "sort_indices",
 ]
 
@@ -167,6 +169,39 @@ def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         eq = pc.equal(arr.slice(1), arr.slice(0, n - 1))
         out[1:] = eq.to_numpy(zero_copy_only=False)
     return out
+
+
+def segment_starts(*columns: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Where a new segment of equal ``columns`` values starts, as a boolean mask.
+
+    ``segment_starts(rows)`` marks each row's first cell, ``segment_starts(rows, families,
+    qualifiers)`` each column's first cell (element 0 is always a start).
+    """
+    n = len(columns[0])
+    same = np.ones(n, dtype=bool)
+    for col in columns:
+        same &= _same_as_previous(col)
+    if n:
+        same[0] = False
+    result: np.ndarray = ~same
+    return result
+
+
+def count_in_segments(flag: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Running count of ``flag`` within segments that begin where ``start`` is true.
+
+    ``result[i]`` is the number of true flags in ``[segment start, i]``, inclusive;
+    ``start[0]`` must be true. One cumulative sum, minus the sum before each segment's
+    start carried forward with a running maximum (the cumulative sum never decreases, so
+    the latest segment start always holds the largest base).
+    """
+    dtype = np.int32 if flag.size < 2**31 else np.int64
+    running: np.ndarray = np.cumsum(flag, dtype=dtype)
+    base = running - flag.view(np.int8)
+    base *= start
+    np.maximum.accumulate(base, out=base)
+    running -= base
+    return running
 
 
 def equal_key_runs(cells: pa.Table, *, with_family: bool = False) -> np.ndarray:

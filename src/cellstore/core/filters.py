@@ -37,8 +37,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.cells import count_in_segments, segment_starts
 from cellstore.core.codecs import Codec, decode_values
 from cellstore.core.family import Family
+from cellstore.core.keys import as_bytes, split_column
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError
 
@@ -118,22 +120,6 @@ _COMPARE_FUNCS: Final = {
 }
 
 
-def _as_bytes(value: bytes | str, what: str) -> bytes:
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, bytes | bytearray):
-        return bytes(value)
-    raise InvalidArgumentError(f"{what} must be bytes or str, not {value!r}")
-
-
-def _split_column(column: bytes | str) -> tuple[str, bytes]:
-    raw = _as_bytes(column, "column")
-    fam, sep, qual = raw.partition(b":")
-    if not sep or not fam:
-        raise InvalidArgumentError(f"column must be 'family:qualifier', got {column!r}")
-    return fam.decode("utf-8"), qual
-
-
 @dataclass(frozen=True, kw_only=True)
 class _ValueTest:
     """A comparison of stored values with an operand (shared by the value filters)."""
@@ -180,13 +166,13 @@ class _ValueTest:
             raise InvalidArgumentError("a regex comparator needs a str pattern")
         if kind is Comparator.SUBSTRING:
             try:
-                _as_bytes(value, "value").decode("utf-8")  # type: ignore[arg-type]
+                as_bytes(value, "value").decode("utf-8")  # type: ignore[arg-type]
             except UnicodeDecodeError:
                 raise InvalidArgumentError("a substring comparator needs UTF-8 text") from None
         if kind is Comparator.REGEX:
             operand: bytes | str | int | float | bool = value
         elif parsed is None or parsed in (Codec.BYTES, Codec.STRING):
-            operand = _as_bytes(value, "value")  # type: ignore[arg-type]
+            operand = as_bytes(value, "value")  # type: ignore[arg-type]
             if parsed is not None:
                 parsed = None  # UTF-8 and raw bytes compare as bytes
         else:
@@ -273,7 +259,7 @@ class SingleColumnValueFilter:
         filter_if_missing: bool = False,
         latest_version_only: bool = True,
     ) -> None:
-        family, qualifier = _split_column(column)
+        family, qualifier = split_column(column)
         object.__setattr__(self, "family", family)
         object.__setattr__(self, "qualifier", qualifier)
         object.__setattr__(self, "test", _ValueTest.build(op, value, comparator, codec))
@@ -312,7 +298,7 @@ class ColumnPrefixFilter:
     prefix: bytes
 
     def __init__(self, prefix: bytes | str) -> None:
-        object.__setattr__(self, "prefix", _as_bytes(prefix, "prefix"))
+        object.__setattr__(self, "prefix", as_bytes(prefix, "prefix"))
 
 
 @dataclass(frozen=True)
@@ -439,9 +425,9 @@ def apply_filters(cells: pa.Table, plan: FilterPlan) -> pa.Table:
     rows = cells.column("row")
     fams = cells.column("family")
     quals = cells.column("qualifier")
-    row_start = _starts(rows, None, None)
-    fam_start = _starts(rows, fams, None)
-    col_start = _starts(rows, fams, quals)
+    row_start = segment_starts(rows)
+    fam_start = segment_starts(rows, fams)
+    col_start = segment_starts(rows, fams, quals)
     row_id = np.cumsum(row_start) - 1
     keep = np.ones(n, dtype=bool)
     drop_row = np.zeros(int(row_id[-1]) + 1, dtype=bool)
@@ -496,7 +482,7 @@ def _row_fails(
 def _within_caps(
     keep: np.ndarray, col_start: np.ndarray, fams: pa.ChunkedArray, caps: Mapping[str, int]
 ) -> np.ndarray:
-    rank = _count_in_segments(keep, col_start)
+    rank = count_in_segments(keep, col_start)
     cap = _per_family(fams, caps, default=np.iinfo(np.int64).max)
     result: np.ndarray = rank <= cap
     return result
@@ -508,7 +494,7 @@ def _within_windows(
     fams: pa.ChunkedArray,
     windows: Mapping[str, tuple[int, int | None]],
 ) -> np.ndarray:
-    rank = _count_in_segments(keep, fam_start)
+    rank = count_in_segments(keep, fam_start)
     big = np.iinfo(np.int64).max // 2
     offset = _per_family(fams, {k: v[0] for k, v in windows.items()}, default=0)
     limit = _per_family(
@@ -543,30 +529,6 @@ def _starts_with(values: pa.Array | pa.ChunkedArray, prefix: bytes) -> pa.Array:
     """Whether each binary value starts with ``prefix`` (any bytes, not only UTF-8)."""
     head = pc.binary_slice(values.cast(pa.binary()), 0, len(prefix))
     return pc.equal(head, pa.scalar(prefix, pa.binary()))
-
-
-def _starts(
-    rows: pa.ChunkedArray, fams: pa.ChunkedArray | None, quals: pa.ChunkedArray | None
-) -> np.ndarray:
-    """Where a new row (or row+family, or row+family+qualifier) segment starts."""
-    n = len(rows)
-    start = np.ones(n, dtype=bool)
-    if n > 1:
-        same = pc.equal(rows.slice(1), rows.slice(0, n - 1))
-        for col in (fams, quals):
-            if col is not None:
-                same = pc.and_(same, pc.equal(col.slice(1), col.slice(0, n - 1)))
-        start[1:] = ~_np(same)
-    return start
-
-
-def _count_in_segments(flag: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Running count of ``flag`` within segments beginning where ``start`` is true."""
-    running: np.ndarray = np.cumsum(flag, dtype=np.int64)
-    base = (running - flag) * start
-    np.maximum.accumulate(base, out=base)
-    result: np.ndarray = running - base
-    return result
 
 
 def _np(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:

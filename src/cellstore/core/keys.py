@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["from_string_binary", "to_string_binary"]
+from cellstore.errors import InvalidArgumentError
+
+__all__ = ["as_bytes", "from_string_binary", "split_column", "to_string_binary"]
 
 _PRINTABLE: Final = frozenset(
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -31,3 +33,30 @@ def from_string_binary(text: str) -> bytes:
     """
     raw = text.encode("utf-8")
     return _ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), raw)
+
+
+def as_bytes(value: bytes | str, what: str) -> bytes:
+    """``value`` as bytes: str is UTF-8 encoded (HBase's ``Bytes.toBytes(String)``).
+
+    Raises:
+        InvalidArgumentError: naming ``what`` for anything but bytes or str.
+    """
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    raise InvalidArgumentError(f"{what} must be bytes or str, not {value!r}")
+
+
+def split_column(name: bytes | str) -> tuple[str, bytes]:
+    """A ``family:qualifier`` column name as ``(family, qualifier bytes)``.
+
+    The first ``:`` separates, so ``family:`` names the empty qualifier.
+
+    Raises:
+        InvalidArgumentError: if there is no ``:`` or no family.
+    """
+    fam, sep, qual = as_bytes(name, "a column").partition(b":")
+    if not sep or not fam:
+        raise InvalidArgumentError(f"column must be 'family:qualifier', got {name!r}")
+    return fam.decode("utf-8"), qual

@@ -54,7 +54,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, CellType
+from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, CellType, count_in_segments
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.errors import InvalidArgumentError
 
@@ -1087,7 +1087,7 @@ def _normal_include(
     limit = min(spec.max_versions or 1, family.max_versions)
     if limit == 1 and expired is None and every_cell_counts:
         return walk.col_start.copy()  # fast path: the newest cell of each column
-    count = _count_in_segments(candidate, walk.col_start)
+    count = count_in_segments(candidate, walk.col_start)
     include: _BoolArray = candidate & (count <= limit)
     if expired is not None:
         if requested is not None:
@@ -1198,7 +1198,7 @@ def _raw_include(walk: _Cells, family: Family, spec: ReadSpec) -> _BoolArray:
         assert spec.time_range is not None
         lo, hi = spec.time_range
         candidate &= (ts >= lo) & (ts < hi)
-    count = _count_in_segments(candidate & (typ == _PUT), walk.col_start)
+    count = count_in_segments(candidate & (typ == _PUT), walk.col_start)
     include = candidate & (count <= (spec.max_versions or 1))
     if expired is not None:
         include &= (count <= family.min_versions) | ~expired
@@ -1208,7 +1208,7 @@ def _raw_include(walk: _Cells, family: Family, spec: ReadSpec) -> _BoolArray:
 def _row_window(include: _BoolArray, walk: _Cells, spec: ReadSpec) -> _BoolArray:
     """Keep the (offset, offset + limit] returned cells of each row (R12.7)."""
     assert walk.row_start is not None
-    rank = _count_in_segments(include, walk.row_start)
+    rank = count_in_segments(include, walk.row_start)
     include = include & (rank > spec.row_offset_per_family)
     if spec.max_results_per_family is not None:
         include &= rank <= spec.row_offset_per_family + spec.max_results_per_family
@@ -1238,26 +1238,9 @@ def _check_family_markers(keys: _Keys, walk: _Cells) -> None:
 # segmented array helpers
 
 
-def _count_in_segments(flag: _BoolArray, start: _BoolArray) -> _IntArray:
-    """Running count of ``flag`` within segments that begin where ``start`` is true.
-
-    ``result[i]`` = number of true flags in ``[segment start, i]`` (inclusive).
-    ``start[0]`` must be true. One cumulative sum over all cells, minus the sum before each
-    segment's start, carried forward with a running maximum (the cumulative sum never
-    decreases, so the latest segment start always holds the largest base).
-    """
-    dtype = np.int32 if flag.size < 2**31 else np.int64
-    running: _IntArray = np.cumsum(flag, dtype=dtype)
-    base = running - flag.view(np.int8)
-    base *= start
-    np.maximum.accumulate(base, out=base)
-    running -= base
-    return running
-
-
 def _seen_before(flag: _BoolArray, start: _BoolArray) -> _BoolArray:
     """True where an earlier cell of the same segment has ``flag`` set."""
-    result: _BoolArray = (_count_in_segments(flag, start) - flag) > 0
+    result: _BoolArray = (count_in_segments(flag, start) - flag) > 0
     return result
 
 

@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
@@ -589,9 +590,7 @@ def run_load(
         if not already:
             version = meta.version
             seq = meta.last_history.summary.get("seq")
-    per_region: dict[str, int] = {}
-    for w in written:
-        per_region[w.region] = per_region.get(w.region, 0) + 1
+    per_region = dict(Counter(w.region for w in written))
     report = LoadReport(
         table=name,
         load_id=load_id,

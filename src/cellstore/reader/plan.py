@@ -16,9 +16,10 @@ import fsspec
 
 from cellstore.core.family import Family
 from cellstore.core.filters import FilterPlan
+from cellstore.core.keys import as_bytes
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.semantics import ReadSpec
-from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
+from cellstore.errors import InvalidRowRangeError
 from cellstore.fs import join
 from cellstore.storefiles import StoreFileReader
 
@@ -91,14 +92,6 @@ def prefix_stop_row(prefix: bytes) -> bytes:
     return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
-def _as_bytes(value: bytes | str, what: str) -> bytes:
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, bytes | bytearray):
-        return bytes(value)
-    raise InvalidArgumentError(f"{what} must be bytes or str, not {value!r}")
-
-
 def parse_columns(
     metadata: TableMetadata,
     *,
@@ -125,7 +118,7 @@ def parse_columns(
         metadata.family(fam)
         whole.add(fam)
     for col in columns or ():
-        raw = _as_bytes(col, "a column")
+        raw = as_bytes(col, "a column")
         fam_b, sep, qual = raw.partition(b":")
         fam = fam_b.decode("utf-8")
         metadata.family(fam)
@@ -293,10 +286,10 @@ def row_range(
     if row_prefix is not None:
         if start_row is not None or stop_row is not None:
             raise InvalidRowRangeError("row_prefix cannot be combined with start_row/stop_row")
-        prefix = _as_bytes(row_prefix, "row_prefix")
+        prefix = as_bytes(row_prefix, "row_prefix")
         return prefix, prefix_stop_row(prefix)
-    start = _as_bytes(start_row, "start_row") if start_row is not None else b""
-    stop = _as_bytes(stop_row, "stop_row") if stop_row is not None else b""
+    start = as_bytes(start_row, "start_row") if start_row is not None else b""
+    stop = as_bytes(stop_row, "stop_row") if stop_row is not None else b""
     for key, what in ((start, "start_row"), (stop, "stop_row")):
         if len(key) > 32767:
             raise InvalidRowRangeError(f"{what} is longer than 32767 bytes (R16.1)")

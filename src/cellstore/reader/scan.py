@@ -18,6 +18,7 @@ from cellstore.core.filters import (
     filtered_read,
     normalize_filters,
 )
+from cellstore.core.keys import split_column
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.rowkey.ranges import bucket_ranges
@@ -111,6 +112,7 @@ class Scan:
         self.wanted = parse_columns(metadata, columns=o.columns, families=o.families)
         if o.raw and any(q is not None for q in self.wanted.values()):
             raise InvalidArgumentError("Cannot specify any column for a raw scan (R10.4)")
+        self._tasks: tuple[ScanTask, ...] | None = None
         self.filters = normalize_filters(o.filter)
         self.specs, self.filter_plan = self._family_specs(base)
         self.shape = Shape.parse(o.shape)
@@ -177,15 +179,19 @@ class Scan:
         """The scan's ``family:qualifier`` columns in the order given, if all are explicit."""
         if any(q is None for q in self.wanted.values()):
             return None
-        out = []
-        for col in self.options.columns or ():
-            raw = col.encode("utf-8") if isinstance(col, str) else bytes(col)
-            fam, _, qual = raw.partition(b":")
-            out.append((fam.decode("utf-8"), qual))
-        return out
+        return [split_column(col) for col in self.options.columns or ()]
 
     def plan(self) -> list[ScanTask]:
-        """Frozen, picklable tasks in scan order (key order; reversed scans: descending)."""
+        """Frozen, picklable tasks in scan order (key order; reversed scans: descending).
+
+        Planned once per scan (the table version is fixed), so running a scan after looking
+        at its plan does not read the store files' statistics again.
+        """
+        if self._tasks is None:
+            self._tasks = tuple(self._make_plan())
+        return list(self._tasks)
+
+    def _make_plan(self) -> list[ScanTask]:
         if self.range is None:
             return []
         salted = self.metadata.salt_buckets is not None

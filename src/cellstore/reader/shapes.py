@@ -17,11 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.cells import segment_starts
 from cellstore.core.codecs import Codec, arrow_type, decode_values
-from cellstore.core.keys import to_string_binary
+from cellstore.core.keys import split_column, to_string_binary
 from cellstore.errors import BadCellError, InvalidArgumentError
 
-__all__ = ["Shape", "WideSpec", "column_name", "split_column_name", "to_wide"]
+__all__ = ["Shape", "WideSpec", "column_name", "to_wide"]
 
 
 class Shape(StrEnum):
@@ -55,19 +56,6 @@ def column_name(family: str, qualifier: bytes) -> str:
     return f"{family}:{text}"
 
 
-def split_column_name(name: str | bytes) -> tuple[str, bytes]:
-    """``family:qualifier`` as ``(family, qualifier bytes)``.
-
-    Raises:
-        InvalidArgumentError: if there is no ``:``.
-    """
-    raw = name.encode("utf-8") if isinstance(name, str) else bytes(name)
-    fam, sep, qual = raw.partition(b":")
-    if not sep or not fam:
-        raise InvalidArgumentError(f"a wide column must be named 'family:qualifier', not {name!r}")
-    return fam.decode("utf-8"), qual
-
-
 @dataclass(frozen=True, kw_only=True)
 class WideSpec:
     """How to pivot cells to the wide shape (picklable).
@@ -97,7 +85,7 @@ class WideSpec:
             raise InvalidArgumentError("decode_errors must be 'raise' or 'null'")
         codecs = []
         for name, codec in (column_types or {}).items():
-            codecs.append((split_column_name(name), Codec.parse(codec)))
+            codecs.append((split_column(name), Codec.parse(codec)))
         cols = None if columns is None else tuple(dict.fromkeys(columns))
         return cls(columns=cols, codecs=tuple(codecs), decode_errors=decode_errors)
 
@@ -133,21 +121,8 @@ def to_wide(cells: pa.Table, spec: WideSpec) -> pa.Table:
     """
     n = cells.num_rows
     rows = cells.column("row")
-    row_start = np.ones(n, dtype=bool)
-    col_start = np.ones(n, dtype=bool)
-    if n > 1:
-        same_row = pc.equal(rows.slice(1), rows.slice(0, n - 1))
-        fams = cells.column("family")
-        quals = cells.column("qualifier")
-        same_col = pc.and_(
-            same_row,
-            pc.and_(
-                pc.equal(fams.slice(1), fams.slice(0, n - 1)),
-                pc.equal(quals.slice(1), quals.slice(0, n - 1)),
-            ),
-        )
-        row_start[1:] = ~np.asarray(same_row.to_numpy(zero_copy_only=False), dtype=bool)
-        col_start[1:] = ~np.asarray(same_col.to_numpy(zero_copy_only=False), dtype=bool)
+    row_start = segment_starts(rows)
+    col_start = segment_starts(rows, cells.column("family"), cells.column("qualifier"))
     row_id = np.cumsum(row_start) - 1
     n_rows = int(row_id[-1]) + 1 if n else 0
     newest = cells.filter(pa.array(col_start, pa.bool_())) if n else cells
