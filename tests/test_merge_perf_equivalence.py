@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cellstore.core.semantics as semantics
+import cellstore.core.semantics.merge as semantics_merge
+import cellstore.core.semantics.sortkey as sortkey
 from cellstore.core.cells import CELL_SCHEMA, SORT_KEYS, CellType
 from cellstore.core.family import Family
 from cellstore.core.semantics import MERGED_SCHEMA, ReadSpec, merge_resolve, merge_runs, resolve
@@ -197,19 +198,19 @@ def test_merge_resolve_equals_resolve_on_model_runs(data, runs_and_seqs, family)
 def test_merge_without_fixed_width_keys_equals_reference(runs_and_seqs) -> None:
     """Arrow's comparison sort (used for huge keys) ranks exactly like the numpy keys."""
     runs, seqs = runs_and_seqs
-    limit = semantics._MAX_FIXED_WIDTH_BYTES
-    semantics._MAX_FIXED_WIDTH_BYTES = 0  # type: ignore[misc]
+    limit = sortkey._MAX_FIXED_WIDTH_BYTES
+    sortkey._MAX_FIXED_WIDTH_BYTES = 0  # type: ignore[misc]
     try:
         got = merge_runs(runs, seqs)
     finally:
-        semantics._MAX_FIXED_WIDTH_BYTES = limit  # type: ignore[misc]
+        sortkey._MAX_FIXED_WIDTH_BYTES = limit  # type: ignore[misc]
     assert got.to_pylist() == reference_merge(runs, seqs).to_pylist()
 
 
 @SETTINGS
 @given(values=st.lists(st.binary(max_size=12), min_size=1, max_size=40))
 def test_candidate_codes_order_like_binary(values: list[bytes]) -> None:
-    codes, bits, _ = semantics._candidate_codes(pa.array(values, pa.binary()))
+    codes, bits, _ = sortkey._candidate_codes(pa.array(values, pa.binary()))
     assert int(codes.max()) < 2**bits if bits else int(codes.max()) == 0
     for (a, ca), (b, cb) in pairwise(sorted(zip(values, codes.tolist(), strict=True))):
         assert (ca < cb) if a < b else (ca == cb)
@@ -226,7 +227,7 @@ def test_newest_put_fast_path_equals_general_path(
     runs = [r.filter(pc.equal(r.column("type"), int(CellType.PUT))) for r in runs]
     family = Family(name="f", max_versions=max_versions)
     spec = ReadSpec(now_ms=0, max_versions=read_versions)
-    assert semantics._newest_put_per_column(family, spec) == (
+    assert semantics_merge._newest_put_per_column(family, spec) == (
         min(read_versions or 1, max_versions) == 1
     )
     if data.draw(st.booleans()):

@@ -1,0 +1,365 @@
+"""The warehouse: :func:`connect` to a root, its catalog, and table administration."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import fsspec
+
+from cellstore.core.family import Family
+from cellstore.core.metadata import (
+    HistoryEntry,
+    TableMetadata,
+    sorted_families,
+)
+from cellstore.core.names import TableName
+from cellstore.core.regions import (
+    regions_from_splits,
+    salt_split_keys,
+)
+from cellstore.core.rowkey import RowKeySpec
+from cellstore.defaults import DEFAULT_ROOT, ROOT_ENV_VAR
+from cellstore.errors import (
+    CorruptFileError,
+    FormatVersionError,
+    InvalidArgumentError,
+    InvalidFamilyError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from cellstore.fs import ensure_exclusive_create, join, resolve_filesystem
+from cellstore.ingest import (
+    now_ms,
+)
+from cellstore.manifest import TableLog, VersionLog
+from cellstore.warehouse.table import Table
+
+CATALOG_FORMAT_VERSION: Final = 1
+
+
+def connect(
+    root: str | os.PathLike[str] | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    filesystem: fsspec.AbstractFileSystem | None = None,
+) -> Warehouse:
+    """Open (or start) a warehouse at ``root``.
+
+    Args:
+        root: Local path or fsspec URL (``s3://bucket/prefix``, ``memory://wh``). Defaults to
+            the ``CELLSTORE_ROOT`` environment variable, else ``./cellstore-data``.
+        storage_options: fsspec options for the filesystem (credentials, endpoint, ...).
+        filesystem: A ready fsspec filesystem instead of ``storage_options``.
+
+    Returns:
+        The :class:`Warehouse`. Nothing is written until the first table is created.
+    """
+    if root is None:
+        root = os.environ.get(ROOT_ENV_VAR, DEFAULT_ROOT)
+    fs, path = resolve_filesystem(root, storage_options=storage_options, filesystem=filesystem)
+    return Warehouse(fs, path, url=os.fspath(root), storage_options=dict(storage_options or {}))
+
+
+def _as_row_key_spec(spec: RowKeySpec | Mapping[str, Any] | None) -> RowKeySpec | None:
+    if spec is None or isinstance(spec, RowKeySpec):
+        return spec
+    if isinstance(spec, Mapping):
+        doc = dict(spec)
+        if "salt_buckets" in doc:
+            doc["salt-buckets"] = doc.pop("salt_buckets")
+        return RowKeySpec.from_dict(doc)
+    raise InvalidArgumentError(f"row_key must be a RowKeySpec or a dict, not {spec!r}")
+
+
+def _as_family(spec: Family | str | Mapping[str, Any]) -> Family:
+    if isinstance(spec, Family):
+        return spec
+    if isinstance(spec, str):
+        return Family(name=spec)
+    if isinstance(spec, Mapping):
+        return Family(**dict(spec))
+    raise InvalidFamilyError(f"a family is a Family, a name or a dict of settings, not {spec!r}")
+
+
+class Warehouse:
+    """A warehouse root: the catalog of tables and their directories.
+
+    Build one with :func:`connect`.
+    """
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        root: str,
+        *,
+        url: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.fs = fs
+        self.root = root
+        self.url = url or root
+        self.storage_options = dict(storage_options or {})
+        self._catalog = VersionLog(fs, join(root, "_catalog"))
+
+    def __repr__(self) -> str:
+        return f"Warehouse({self.url!r})"
+
+    # --------------------------------------------------------------- catalog
+    def _read_catalog(self, version: int) -> dict[str, Any]:
+        path = self._catalog.version_path(version)
+        try:
+            doc = json.loads(self._catalog.read_bytes(version))
+        except json.JSONDecodeError as e:
+            raise CorruptFileError(f"{path}: not valid JSON ({e})") from e
+        fv = doc.get("format-version")
+        if fv != CATALOG_FORMAT_VERSION:
+            raise FormatVersionError(f"{path}: catalog format version {fv!r} is not supported")
+        tables: dict[str, Any] = doc["tables"]
+        return tables
+
+    def _tables(self) -> dict[str, Any]:
+        v = self._catalog.latest_version()
+        return self._read_catalog(v) if v else {}
+
+    def _commit_catalog(self, change: Any) -> None:
+        ensure_exclusive_create(self.fs, self.root)
+
+        def update(doc: dict[str, Any] | None, version: int) -> tuple[bytes, dict[str, Any]]:
+            tables = change(dict(doc or {}))
+            data = {"format-version": CATALOG_FORMAT_VERSION, "version": version, "tables": tables}
+            return json.dumps(data, indent=1, sort_keys=True).encode("utf-8"), tables
+
+        self._catalog.commit(self._read_catalog, update)
+
+    def _entry(self, name: TableName) -> Mapping[str, Any]:
+        entry = self._tables().get(name.full)
+        if entry is None:
+            raise TableNotFoundError(f"table {name} does not exist in {self.url}")
+        result: Mapping[str, Any] = entry
+        return result
+
+    # ------------------------------------------------------------------- API
+    def list_tables(self) -> list[str]:
+        """Names of all tables (``ns:name``, or just ``name`` in the default namespace)."""
+        return sorted(str(TableName.parse(full)) for full in self._tables())
+
+    def exists(self, name: str) -> bool:
+        """Whether a table called ``name`` exists."""
+        return TableName.parse(name).full in self._tables()
+
+    def create_table(
+        self,
+        name: str,
+        *,
+        families: Sequence[Family | str | Mapping[str, Any]],
+        splits: Sequence[bytes | str] | None = None,
+        salt_buckets: int | None = None,
+        properties: Mapping[str, str] | None = None,
+        row_key: RowKeySpec | Mapping[str, Any] | None = None,
+    ) -> Table:
+        """Create a table.
+
+        Args:
+            name: ``[namespace:]name`` (HBase's rules, R16.3).
+            families: Column families: :class:`Family` objects, names (default settings)
+                or dicts of :class:`Family` keyword arguments.
+            splits: Split keys (bytes, or str encoded as UTF-8): N keys make N + 1 regions.
+            salt_buckets: Phoenix-style salting: the first byte of every row key is a
+                bucket number ``0 .. salt_buckets - 1`` and the table starts with one
+                region per bucket. Cannot be combined with ``splits``.
+            properties: Free-form string properties stored with the table.
+            row_key: A row-key spec (:class:`~cellstore.core.rowkey.RowKeySpec` or its
+                dict form) stored with the table: the loader builds row keys from input
+                columns with it and readers decode them back into columns. A salted spec
+                salts the table (``salt_buckets`` may be omitted, or must agree).
+
+        Returns:
+            The new table.
+
+        Raises:
+            InvalidNameError: bad table or family name.
+            InvalidFamilyError: bad family settings or duplicate families.
+            InvalidRowRangeError: bad split keys or salt bucket count.
+            TableExistsError: a table of that name exists.
+        """
+        tname = TableName.parse(name)
+        fams = sorted_families(_as_family(f) for f in families)
+        spec = _as_row_key_spec(row_key)
+        if spec is not None and spec.salt_buckets is not None:
+            if salt_buckets is None:
+                salt_buckets = spec.salt_buckets
+            elif salt_buckets != spec.salt_buckets:
+                raise InvalidArgumentError(
+                    f"salt_buckets={salt_buckets} but the row-key spec has "
+                    f"salt_buckets={spec.salt_buckets}"
+                )
+        elif spec is not None and salt_buckets is not None:
+            raise InvalidArgumentError(
+                "a salted table with a row-key spec needs the salt in the spec "
+                "(RowKeySpec(salt_buckets=...)), so that keys and regions agree"
+            )
+        if salt_buckets is not None and splits:
+            raise InvalidArgumentError(
+                "give either splits or salt_buckets: a salted table is pre-split on the salt "
+                "byte (as Phoenix's SALT_BUCKETS, which cannot be combined with SPLIT ON)"
+            )
+        keys = salt_split_keys(salt_buckets) if salt_buckets is not None else list(splits or [])
+        regions = regions_from_splits(keys)
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        if self.exists(str(tname)):
+            raise TableExistsError(f"table {tname} already exists in {self.url}")
+        ensure_exclusive_create(self.fs, self.root)
+        table_uuid = uuid.uuid4().hex
+        location = join(tname.namespace, tname.qualifier, table_uuid)
+        now = now_ms()
+        meta = TableMetadata(
+            table_uuid=table_uuid,
+            name=tname.full,
+            version=1,
+            families=fams,
+            regions=regions,
+            salt_buckets=salt_buckets,
+            files=(),
+            next_seq=1,
+            next_region_id=len(regions) + 1,
+            last_history=HistoryEntry(
+                version=1,
+                operation="create",
+                timestamp_ms=now,
+                summary={"families": len(fams), "regions": len(regions)},
+            ),
+            properties=props,
+            row_key=spec,
+        )
+        log = TableLog(self.fs, join(self.root, location))
+        log.create(1, meta.to_json())
+
+        def add(tables: dict[str, Any]) -> dict[str, Any]:
+            if tname.full in tables:
+                raise TableExistsError(f"table {tname} already exists in {self.url}")
+            tables[tname.full] = {"location": location, "uuid": table_uuid, "created-ms": now}
+            return tables
+
+        self._commit_catalog(add)
+        return Table(self, tname, location, meta)
+
+    def table(self, name: str, *, version: int | None = None) -> Table:
+        """Open a table, at its latest version or at ``version`` (read-only, as-of).
+
+        Raises:
+            TableNotFoundError: no such table, or no such version of it.
+        """
+        tname = TableName.parse(name)
+        entry = self._entry(tname)
+        location = entry["location"]
+        log = TableLog(self.fs, join(self.root, location))
+        v = version if version is not None else log.latest_version()
+        if v < 1:
+            raise TableNotFoundError(f"table {tname} has no version {v}")
+        try:
+            meta = log.read(v)
+        except FileNotFoundError:
+            raise TableNotFoundError(f"table {tname} has no version {v}") from None
+        return Table(self, tname, location, meta, pinned=version is not None)
+
+    def drop_table(self, name: str, *, purge: bool = False) -> None:
+        """Drop a table from the catalog.
+
+        The table's files stay until a vacuum (or are deleted now with ``purge=True``), so
+        a reader that opened the table before the drop can finish.
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        tname = TableName.parse(name)
+        entry = self._entry(tname)
+
+        def remove(tables: dict[str, Any]) -> dict[str, Any]:
+            if tname.full not in tables:
+                raise TableNotFoundError(f"table {tname} does not exist in {self.url}")
+            del tables[tname.full]
+            return tables
+
+        self._commit_catalog(remove)
+        if purge:
+            path = join(self.root, entry["location"])
+            if self.fs.exists(path):
+                self.fs.rm(path, recursive=True)
+
+    def alter_table(
+        self,
+        name: str,
+        *,
+        add_families: Iterable[Family | str | Mapping[str, Any]] = (),
+        drop_families: Iterable[str] = (),
+        modify_families: Mapping[str, Mapping[str, Any]] | None = None,
+        properties: Mapping[str, str | None] | None = None,
+    ) -> Table:
+        """Change a table's schema in one commit.
+
+        Args:
+            name: The table.
+            add_families: New families.
+            drop_families: Families to remove, with their data (files stay until vacuum).
+            modify_families: Family name to settings to change, e.g.
+                ``{"cf": {"ttl": 86400, "max_versions": 5}}`` (validated as HBase does).
+            properties: Properties to set (a None value removes the property).
+
+        Returns:
+            The table at its new version.
+
+        Raises:
+            InvalidFamilyError: unknown family, duplicate family, bad settings, or dropping
+                the last family.
+        """
+        table = self.table(name)
+        adds = [_as_family(f) for f in add_families]
+        drops = set(drop_families)
+        mods = dict(modify_families or {})
+        props = dict(properties or {})
+
+        def change(meta: TableMetadata) -> TableMetadata:
+            current = {f.name: f for f in meta.families}
+            for d in drops:
+                if d not in current:
+                    raise InvalidFamilyError(f"table {meta.name}: unknown family {d!r}")
+                del current[d]
+            for fname, settings in mods.items():
+                if fname not in current:
+                    raise InvalidFamilyError(f"table {meta.name}: unknown family {fname!r}")
+                if "name" in settings:
+                    raise InvalidFamilyError("a family cannot be renamed")
+                current[fname] = current[fname].replace(**dict(settings))
+            for f in adds:
+                if f.name in current:
+                    raise InvalidFamilyError(f"table {meta.name}: family {f.name!r} exists")
+                current[f.name] = f
+            if not current:
+                raise InvalidFamilyError(f"table {meta.name}: cannot drop every family")
+            new_props = dict(meta.properties)
+            for k, v in props.items():
+                if v is None:
+                    new_props.pop(k, None)
+                else:
+                    new_props[str(k)] = str(v)
+            files = tuple(f for f in meta.files if f.family not in drops)
+            return meta.next_version(
+                operation="alter",
+                timestamp_ms=now_ms(),
+                summary={
+                    "added": sorted(f.name for f in adds),
+                    "dropped": sorted(drops),
+                    "modified": sorted(mods),
+                },
+                families=sorted_families(current.values()),
+                files=files,
+                properties=new_props,
+            )
+
+        ensure_exclusive_create(self.fs, self.root)
+        meta, _ = table.log.commit_table(change)
+        return Table(self, table.name, table.location, meta)
