@@ -484,3 +484,149 @@ def _scan_row(
         else:
             break
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# Compactions (R13; CompactionScanQueryMatcher and its Minor/Major subclasses)
+
+
+class CompactionMatcher:
+    """MinorCompactionScanQueryMatcher (retain deletes) or MajorCompactionScanQueryMatcher
+    (drop deletes), literally: a wildcard tracker over the family's VERSIONS and
+    MIN_VERSIONS, the compaction's delete tracking (trackDelete), tryDropDelete, and the
+    redundant-marker elision of retain-deletes compactions (R13.7)."""
+
+    def __init__(
+        self,
+        *,
+        drop_deletes: bool,
+        max_versions: int,
+        min_versions: int,
+        oldest: int | None,
+        keep_deleted_cells: str,
+        earliest_put_ts: int,
+        now_ms: int,
+        time_to_purge_deletes: int = 0,
+        elide_redundant: bool = True,
+    ):
+        self.drop_deletes = drop_deletes
+        self.columns = WildcardTracker(min_versions, max_versions, oldest)
+        self.deletes = DeleteTracker()
+        self.oldest = oldest
+        self.kdc = keep_deleted_cells
+        self.earliest_put_ts = earliest_put_ts
+        self.now = now_ms
+        self.ttp = time_to_purge_deletes
+        self.elide = elide_redundant
+
+    def new_row(self) -> None:
+        self.columns.reset()
+        self.deletes.reset()
+
+    def _track(self, cell: Cell) -> None:
+        if self.kdc == "false" or (self.kdc == "ttl" and is_expired(cell.ts, self.oldest)):
+            self.deletes.add(cell)
+
+    def _redundant(self, cell: Cell) -> bool:
+        """ScanDeleteTracker#isRedundantDelete: covered by a tracked DeleteFamily, or (column
+        markers) by a tracked DeleteColumn of the same column."""
+        d = self.deletes
+        if d.family_stamp is not None and cell.ts <= d.family_stamp:
+            return True
+        held = d.held
+        return (
+            cell.type in (DELETE_COLUMN, DELETE)
+            and held is not None
+            and held.type == DELETE_COLUMN
+            and held.qualifier == cell.qualifier
+            and cell.ts <= held.ts
+        )
+
+    def _try_drop_delete(self, cell: Cell) -> Code | None:
+        if self.ttp > 0 and self.now - cell.ts <= self.ttp:
+            return Code.INCLUDE
+        if self.kdc == "true" or (self.kdc == "ttl" and not is_expired(cell.ts, self.oldest)):
+            if cell.ts < self.earliest_put_ts:
+                return self.columns.next_row_or_next_column(cell)
+            return None
+        return Code.SKIP
+
+    def match(self, cell: Cell) -> Code:
+        if self.columns.is_done(cell.ts):  # preCheck: MIN_VERSIONS = 0 and expired
+            return self.columns.next_row_or_next_column(cell)
+        if cell.is_delete:
+            if not self.drop_deletes:
+                if self.elide and self._tracked_kind(cell) and self._redundant(cell):
+                    return Code.SKIP
+                self._track(cell)
+                return Code.INCLUDE
+            self._track(cell)
+            code = self._try_drop_delete(cell)
+            if code is not None:
+                return code
+        elif not self.deletes.is_empty():
+            deleted = self.deletes.is_deleted(cell)
+            if deleted in (Deleted.FAMILY_DELETED, Deleted.COLUMN_DELETED):
+                return self.columns.next_row_or_next_column(cell)
+            if deleted is not Deleted.NOT_DELETED:
+                return Code.SKIP
+        return self.columns.check_versions(cell)
+
+    def _tracked_kind(self, cell: Cell) -> bool:
+        return self.kdc == "false" or (self.kdc == "ttl" and is_expired(cell.ts, self.oldest))
+
+
+def compact(
+    merged: Sequence[Cell],
+    *,
+    drop_deletes: bool,
+    max_versions: int,
+    min_versions: int,
+    ttl_seconds: int | None,
+    keep_deleted_cells: str,
+    now_ms: int,
+    time_to_purge_deletes: int = 0,
+) -> list[Cell]:
+    """The cells a compaction of ``merged`` (one family's merged files) writes (R13).
+
+    ``earliest_put_ts`` is the smallest Put timestamp among the inputs (EARLIEST_PUT_TS of
+    the compacted files). Scanning and seeking are the read path's (``_scan_row`` shape).
+    """
+    oldest = now_ms - ttl_seconds * 1000 if ttl_seconds is not None else None
+    puts = [c.ts for c in merged if not c.is_delete]
+    earliest = min(puts) if puts else LATEST_TIMESTAMP
+    matcher = CompactionMatcher(
+        drop_deletes=drop_deletes,
+        max_versions=max_versions,
+        min_versions=min_versions,
+        oldest=oldest,
+        keep_deleted_cells=keep_deleted_cells,
+        earliest_put_ts=earliest,
+        now_ms=now_ms,
+        time_to_purge_deletes=time_to_purge_deletes,
+    )
+    out: list[Cell] = []
+    start = 0
+    while start < len(merged):
+        end = start
+        while end < len(merged) and merged[end].row == merged[start].row:
+            end += 1
+        cells = merged[start:end]
+        matcher.new_row()
+        i = 0
+        while i < len(cells):
+            code = matcher.match(cells[i])
+            if code is Code.INCLUDE:
+                # Equal-key markers from two files are both included by a retain-deletes
+                # compaction; a store file keeps one (raw reads collapse them anyway, R10.2).
+                if not (out and cell_key(out[-1]) == cell_key(cells[i])):
+                    out.append(cells[i])
+                i += 1
+            elif code is Code.SKIP:
+                i += 1
+            elif code is Code.SEEK_NEXT_COL:
+                i = seek_next_column(cells, i, None)
+            else:
+                raise AssertionError(code)
+        start = end
+    return out

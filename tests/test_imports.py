@@ -23,9 +23,10 @@ LAYERS = {
     "ingest": 2,
     "reader": 3,
     "loader": 3,
-    "jobs": 3,
     "warehouse": 4,
-    "cli": 5,
+    "jobs": 5,
+    "spark": 5,
+    "cli": 6,
 }
 
 

@@ -128,3 +128,16 @@ class RegionsChangedError(CommitConflictError):
     The bulk loader catches it and re-routes its files to the new regions before
     committing again.
     """
+
+
+class JobConflictError(CommitConflictError):
+    """A batch job's inputs changed underneath it (another job replaced them).
+
+    Nothing of the job became visible; running it again works on the new state.
+    """
+
+
+class VerifyError(CellstoreError):
+    """``verify`` found problems in a table (the report lists them)."""
+
+    exit_code = 9

@@ -9,6 +9,9 @@ Two pure functions make up the engine:
   KEEP_DELETED_CELLS (R9), raw reads (R10), column selection (R11) and the per-family
   limit/offset (R12.7).
 
+Given a :class:`CompactionSpec` in the read spec, :func:`resolve` returns what a compaction
+writes instead (R13, :mod:`.compaction`).
+
 HBase decides cell by cell, walking a row in cell order with a delete tracker and a column
 tracker (``ScanQueryMatcher``). Here every decision is a whole-array pass over the sorted
 cells: boundaries come from comparing neighbours, per-row and per-column state becomes a
@@ -44,11 +47,13 @@ HBase writer produces them (R1.3). :func:`resolve` raises for markers that do no
 """
 
 from cellstore.core.semantics.arrays import MERGED_SCHEMA
+from cellstore.core.semantics.compaction import CompactionSpec
 from cellstore.core.semantics.merge import merge_resolve, merge_runs
 from cellstore.core.semantics.resolve import resolve
 from cellstore.core.semantics.spec import ReadSpec
 
 __all__ = [
+    "CompactionSpec",
     "MERGED_SCHEMA",
     "ReadSpec",
     "merge_resolve",

@@ -127,6 +127,7 @@ def _newest_put_per_column(family: Family, spec: ReadSpec) -> bool:
     """
     return (
         not spec.raw
+        and spec.compaction is None
         and spec.qualifiers is None
         and spec.all_time
         and family.ttl_ms is None

@@ -26,6 +26,7 @@ from cellstore.core.semantics.arrays import (
     _to_bool,
     _to_numpy,
 )
+from cellstore.core.semantics.compaction import compaction_include
 from cellstore.core.semantics.sortkey import _MergePlan
 from cellstore.core.semantics.spec import ReadSpec
 from cellstore.errors import InvalidArgumentError
@@ -194,7 +195,19 @@ def _include_mask(keys: _Keys, family: Family, spec: ReadSpec) -> _BoolArray:
     walk = _first_of_equal_keys(keys)
     if walk.row_start is None and _needs_rows(walk, spec):
         walk.row_start = walk.restrict(_starts(keys.row_eq))
-    if spec.raw:
+    if spec.compaction is not None:
+        if walk.row_start is None:
+            walk.row_start = walk.restrict(_starts(keys.row_eq))
+        include = compaction_include(
+            ts=walk.ts,
+            typ=walk.typ,
+            col_start=walk.col_start,
+            row_start=walk.row_start,
+            empty_qualifier=walk.restrict(keys.qualifier_in(frozenset({b""}))),
+            family=family,
+            spec=spec.compaction,
+        )
+    elif spec.raw:
         include = _raw_include(walk, family, spec)
     else:
         requested = None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from cellstore.core.cells import LATEST_TIMESTAMP
 from cellstore.core.semantics.arrays import _INT64_MIN
+from cellstore.core.semantics.compaction import CompactionSpec
 from cellstore.errors import InvalidArgumentError
 
 
@@ -27,6 +28,9 @@ class ReadSpec:
             cells per row of this family (R12.7); None means no limit.
         row_offset_per_family: ``Scan#setRowOffsetPerColumnFamily``: skip this many cells at
             the start of each row of this family (R12.7).
+        compaction: Not a read but a compaction (R13): the pass returns what the
+            compaction writes, puts and markers (see :mod:`.compaction`); the other read
+            options must keep their defaults.
 
     Raises:
         InvalidArgumentError: on a raw read naming columns (R10.4), ``max_versions < 1``, a
@@ -41,6 +45,7 @@ class ReadSpec:
     qualifiers: frozenset[bytes] | None = None
     max_results_per_family: int | None = None
     row_offset_per_family: int = 0
+    compaction: CompactionSpec | None = None
 
     def __post_init__(self) -> None:
         for name in ("now_ms", "max_versions", "max_results_per_family", "row_offset_per_family"):
@@ -65,6 +70,14 @@ class ReadSpec:
                     f"time range must satisfy 0 <= min <= max, got [{lo}, {hi})"
                 )
             object.__setattr__(self, "time_range", (int(lo), int(hi)))
+        if self.compaction is not None and (
+            self.raw
+            or self.qualifiers is not None
+            or not self.all_time
+            or self.max_results_per_family is not None
+            or self.row_offset_per_family
+        ):
+            raise InvalidArgumentError("a compaction reads all cells of its files")
         if self.max_results_per_family is not None and self.max_results_per_family < 0:
             raise InvalidArgumentError(
                 f"max_results_per_family must be >= 0, got {self.max_results_per_family}"

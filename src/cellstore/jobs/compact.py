@@ -1,0 +1,627 @@
+"""Compaction and TTL purge (hbase-semantics R13, R8.7).
+
+:func:`compact` merges the store files of each selected store (region x family) into new
+ones. A **major** compaction takes every file of the store and drops delete markers, masked
+and expired cells and versions past the family's VERSIONS (R13.4, R13.5); a **minor**
+compaction takes a strict subset chosen like HBase's ratio-based policy and keeps markers
+(R13.2, R13.7); a minor selection that happens to take every file drops deletes, as HBase
+does (R13.3). Files made only of expired cells are dropped without reading them when
+MIN_VERSIONS is 0 (R8.7).
+
+Plan, then execute: :func:`plan_compaction` returns frozen, picklable
+:class:`CompactionTask` objects (one per store, cut into row ranges that fit the memory
+budget); :func:`run_compaction_task` reads, merges and resolves one of them through the
+reader's chunked pipeline (``ReadSpec(compaction=...)``) and writes rolled store files;
+one commit replaces the inputs of every store whose inputs are still live (a store whose
+files a concurrent job replaced is skipped and reported; a concurrent load's new files are
+never inputs, so they are never lost).
+
+Sequence numbers: the output of a store takes the highest sequence number of its inputs,
+and a minor selection is always a contiguous run of the store's files in sequence order, so
+equal-key ties with files outside the compaction resolve exactly as before (R3.2).
+
+:func:`cellstore.jobs.purge.purge_ttl` rewrites only the files that hold expired cells.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import quote
+
+import fsspec
+
+from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from cellstore.core.family import Family
+from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.semantics import CompactionSpec, ReadSpec
+from cellstore.errors import InvalidArgumentError
+from cellstore.fs import join
+from cellstore.ingest import WrittenFile, now_ms
+from cellstore.jobs.common import entry_key, file_entry, new_job_id
+from cellstore.loader.cells import roll_points
+from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
+from cellstore.reader.execute import read_task
+from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_store_file
+from cellstore.warehouse import Table
+
+__all__ = [
+    "CompactionReport",
+    "CompactionTask",
+    "StoreCompaction",
+    "compact",
+    "plan_compaction",
+    "run_compaction_task",
+]
+
+#: HBase's ``hbase.hstore.compaction.min``: fewest files a minor compaction takes.
+DEFAULT_MIN_FILES: Final = 3
+#: HBase's ``hbase.hstore.compaction.max``: most files a minor compaction takes.
+DEFAULT_MAX_FILES: Final = 10
+#: HBase's ``hbase.hstore.compaction.ratio``.
+DEFAULT_RATIO: Final = 1.2
+#: Table property recording the time of the last major compaction of the whole table.
+LAST_MAJOR_PROPERTY: Final = "compaction.last-major-ms"
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """One row range of one store to compact. Frozen and picklable.
+
+    Attributes:
+        scan: The reader task that yields the compacted cells (its single family read
+            carries a ``ReadSpec`` with the :class:`CompactionSpec`).
+        family: The family's settings.
+        out_seq: Sequence number of the output (highest of the inputs).
+        job_id: Id of the compaction run (part of output names).
+        piece: Index of this row range within its store.
+        max_file_bytes: Output files roll at about this many uncompressed bytes.
+        row_group_cells: Cells per Parquet row group of the output.
+    """
+
+    scan: ScanTask
+    family: Family
+    out_seq: int
+    job_id: str
+    piece: int
+    max_file_bytes: int
+    row_group_cells: int
+
+
+@dataclass(frozen=True)
+class StoreCompaction:
+    """What happened (or would happen) to one store.
+
+    Attributes:
+        region: Region id.
+        family: Family name.
+        inputs: Input entries (files merged).
+        expired: Entries dropped whole because every cell expired (R8.7).
+        drop_deletes: Whether markers were dropped (major, or all files: R13.3).
+        tasks: The row-range tasks of the store.
+    """
+
+    region: str
+    family: str
+    inputs: tuple[FileEntry, ...]
+    expired: tuple[FileEntry, ...]
+    drop_deletes: bool
+    tasks: tuple[CompactionTask, ...] = ()
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able description of the plan."""
+        return {
+            "region": self.region,
+            "family": self.family,
+            "input-files": len(self.inputs),
+            "input-cells": sum(e.cells for e in self.inputs),
+            "input-bytes": sum(e.size for e in self.inputs),
+            "expired-files": len(self.expired),
+            "drop-deletes": self.drop_deletes,
+        }
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """Result of :func:`compact` or :func:`purge_ttl`.
+
+    Attributes:
+        job_id: The run's id.
+        major: Whether a major compaction was requested.
+        version: Table version committed, or None when nothing was committed.
+        stores: Per store: the plan summary plus ``output-files``/``output-cells``/
+            ``output-bytes`` once executed.
+        skipped: Stores not committed because a concurrent job replaced their inputs.
+        dry_run: Whether only the plan was computed.
+        seconds: Wall time.
+    """
+
+    job_id: str
+    major: bool
+    version: int | None
+    stores: tuple[dict[str, Any], ...]
+    skipped: tuple[dict[str, Any], ...] = ()
+    dry_run: bool = False
+    seconds: float = 0.0
+
+    @property
+    def input_cells(self) -> int:
+        """Cells read."""
+        return sum(int(s["input-cells"]) for s in self.stores)
+
+    @property
+    def output_cells(self) -> int:
+        """Cells written."""
+        return sum(int(s.get("output-cells", 0)) for s in self.stores)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "job-id": self.job_id,
+            "major": self.major,
+            "version": self.version,
+            "dry-run": self.dry_run,
+            "stores": [dict(s) for s in self.stores],
+            "skipped": [dict(s) for s in self.skipped],
+            "input-cells": self.input_cells,
+            "output-cells": self.output_cells,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# ----------------------------------------------------------------------------- selection
+def _seq_groups(files: Sequence[FileEntry]) -> list[list[FileEntry]]:
+    """Files grouped by sequence number, oldest first (one load's files stay together)."""
+    groups: list[list[FileEntry]] = []
+    for f in files:
+        if groups and groups[-1][0].seq == f.seq:
+            groups[-1].append(f)
+        else:
+            groups.append([f])
+    return groups
+
+
+def select_minor(
+    files: Sequence[FileEntry],
+    *,
+    min_files: int = DEFAULT_MIN_FILES,
+    max_files: int = DEFAULT_MAX_FILES,
+    ratio: float = DEFAULT_RATIO,
+) -> list[FileEntry]:
+    """HBase's ratio-based minor selection over a store's files (oldest first).
+
+    Walking from the oldest file, a file is skipped while it is larger than ``ratio`` times
+    the total size of the newer files (big, old files are left for major compactions);
+    the rest, newest files, are taken, at most ``max_files`` of them (the oldest of those
+    are dropped when there are more). Files of one load (same sequence number) are taken
+    or left together, so the selection is a contiguous run in sequence order. Returns an
+    empty list when fewer than ``min_files`` would be taken.
+    """
+    groups = _seq_groups(files)
+    sizes = [sum(f.size for f in g) for g in groups]
+    start = 0
+    while start < len(groups):
+        newer = sum(sizes[start + 1 :])
+        if sizes[start] <= ratio * newer:
+            break
+        start += 1
+    chosen = groups[start:]
+    while sum(len(g) for g in chosen) > max_files and len(chosen) > 1:
+        chosen = chosen[1:]
+    picked = [f for g in chosen for f in g]
+    return picked if len(picked) >= max(min_files, 2) else []
+
+
+def _expired_files(files: Sequence[FileEntry], family: Family, now: int) -> list[FileEntry]:
+    """Files made only of expired cells, droppable unread when MIN_VERSIONS = 0 (R8.7)."""
+    ttl = family.ttl_ms
+    if ttl is None or family.min_versions > 0:
+        return []
+    oldest = now - ttl
+    return [f for f in files if f.max_ts < oldest]
+
+
+def _already_compact(files: Sequence[FileEntry], family: Family, now: int) -> bool:
+    """Whether a major compaction would leave the store as it is.
+
+    That is one file, written by a compaction (so VERSIONS was enforced), without markers
+    and without expired cells.
+    """
+    if len(files) != 1:
+        return False
+    (f,) = files
+    ttl = family.ttl_ms
+    fresh = ttl is None or f.min_ts >= now - ttl
+    compacted = f.load_id.startswith(("compact-", "major-compact-"))
+    return compacted and f.delete_markers == 0 and fresh
+
+
+def _earliest_put_ts(
+    fs: fsspec.AbstractFileSystem, table_path: str, files: Sequence[FileEntry]
+) -> int:
+    """Smallest Put timestamp over ``files`` (footer EARLIEST_PUT_TS), LATEST if none."""
+    earliest = LATEST_TIMESTAMP
+    for f in files:
+        if f.delete_markers == 0:  # every cell is a Put
+            earliest = min(earliest, f.min_ts)
+            continue
+        with StoreFileReader(fs, join(table_path, f.path)) as reader:
+            put_ts = reader.info.earliest_put_ts
+        if put_ts is not None:
+            earliest = min(earliest, put_ts)
+    return earliest
+
+
+# ------------------------------------------------------------------------------- planning
+def plan_compaction(
+    table: Table,
+    *,
+    major: bool = False,
+    regions: Iterable[str] | None = None,
+    families: Iterable[str] | None = None,
+    now_ms: int | None = None,
+    min_files: int = DEFAULT_MIN_FILES,
+    max_files: int = DEFAULT_MAX_FILES,
+    ratio: float = DEFAULT_RATIO,
+    time_to_purge_deletes_ms: int = 0,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    job_id: str | None = None,
+) -> list[StoreCompaction]:
+    """The stores to compact and their tasks (see :func:`compact` for the options).
+
+    A store is planned when a major compaction finds at least one file (a single file is
+    rewritten too: its markers and dead cells go), or a minor selection finds enough files,
+    or some file is entirely expired.
+    """
+    meta = table.metadata
+    now = now_ms if now_ms is not None else now_ms_clock()
+    job_id = job_id or new_job_id("compact")
+    want_regions = _check_names("region", regions, {r.id for r in meta.regions})
+    want_families = _check_names("family", families, set(meta.family_names))
+    plans: list[StoreCompaction] = []
+    for region in meta.regions:
+        if want_regions is not None and region.id not in want_regions:
+            continue
+        for fam in meta.families:
+            if want_families is not None and fam.name not in want_families:
+                continue
+            files = list(meta.files_of(region.id, fam.name))
+            if not files:
+                continue
+            expired = _expired_files(files, fam, now)
+            gone = {entry_key(e) for e in expired}
+            live = [f for f in files if entry_key(f) not in gone]
+            if major:
+                inputs = [] if _already_compact(live, fam, now) else live
+            else:
+                inputs = select_minor(live, min_files=min_files, max_files=max_files, ratio=ratio)
+            if not inputs and not expired:
+                continue
+            drop_deletes = bool(inputs) and len(inputs) == len(live)  # R13.3
+            tasks: tuple[CompactionTask, ...] = ()
+            if inputs:
+                tasks = _store_tasks(
+                    table,
+                    meta,
+                    region.id,
+                    fam,
+                    inputs,
+                    spec=CompactionSpec(
+                        now_ms=now,
+                        drop_deletes=drop_deletes,
+                        earliest_put_ts=_earliest_put_ts(table.fs, table.path, inputs),
+                        time_to_purge_deletes_ms=time_to_purge_deletes_ms,
+                    ),
+                    job_id=job_id,
+                    memory_budget=memory_budget,
+                    max_file_bytes=max_file_bytes,
+                    row_group_cells=row_group_cells,
+                )
+            plans.append(
+                StoreCompaction(
+                    region=region.id,
+                    family=fam.name,
+                    inputs=tuple(inputs),
+                    expired=tuple(expired),
+                    drop_deletes=drop_deletes,
+                    tasks=tasks,
+                )
+            )
+    return plans
+
+
+def _check_names(kind: str, given: Iterable[str] | None, known: set[str]) -> set[str] | None:
+    if given is None:
+        return None
+    wanted = {given} if isinstance(given, str) else set(given)
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise InvalidArgumentError(f"unknown {kind}(s): {', '.join(unknown)}")
+    return wanted
+
+
+def _store_tasks(
+    table: Table,
+    meta: TableMetadata,
+    region_id: str,
+    family: Family,
+    inputs: Sequence[FileEntry],
+    *,
+    spec: CompactionSpec,
+    job_id: str,
+    memory_budget: int,
+    max_file_bytes: int,
+    row_group_cells: int,
+) -> tuple[CompactionTask, ...]:
+    region = meta.region(region_id)
+    read = FamilyRead(
+        family,
+        tuple((f.path, f.seq) for f in inputs),
+        ReadSpec(now_ms=spec.now_ms, compaction=spec),
+    )
+    whole = ScanTask(table.path, region_id, region.start, region.end, (read,))
+    pieces = split_tasks(table.fs, [whole], budget=memory_budget, metadata=meta)
+    out_seq = max(f.seq for f in inputs)
+    return tuple(
+        CompactionTask(
+            scan=piece,
+            family=family,
+            out_seq=out_seq,
+            job_id=job_id,
+            piece=i,
+            max_file_bytes=max_file_bytes,
+            row_group_cells=row_group_cells,
+        )
+        for i, piece in enumerate(pieces)
+    )
+
+
+def now_ms_clock() -> int:
+    """The current time in epoch milliseconds."""
+    return now_ms()
+
+
+# ------------------------------------------------------------------------------ execution
+def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> list[WrittenFile]:
+    """Read, merge and resolve one task's row range and write the result as store files.
+
+    Returns:
+        The written files (none when every cell was dropped). Nothing is committed.
+    """
+    cells = read_task(fs, task.scan)
+    if cells.num_rows == 0:
+        return []
+    cells = cells.select(CELL_SCHEMA.names)
+    cuts = roll_points(cells, task.max_file_bytes)
+    region = task.scan.region
+    written = []
+    for k in range(len(cuts) - 1):
+        piece = cells.slice(cuts[k], cuts[k + 1] - cuts[k])
+        relpath = join(
+            "data",
+            region,
+            quote(task.family.name, safe=""),
+            f"{task.job_id}-{task.piece:03d}-{k:03d}.parquet",
+        )
+        info = write_store_file(
+            fs,
+            join(task.scan.table_path, relpath),
+            piece,
+            family=task.family,
+            seq=task.out_seq,
+            load_id=task.job_id,
+            row_group_cells=task.row_group_cells,
+        )
+        written.append(WrittenFile(region, relpath, info))
+    return written
+
+
+def _execute(
+    fs: fsspec.AbstractFileSystem, tasks: Sequence[CompactionTask], client: Any, progress: Any
+) -> list[list[WrittenFile]]:
+    """Run tasks locally (in order) or on a ``distributed`` client; results in task order."""
+    if client is not None and tasks:
+        futures = client.map(run_compaction_task, [fs] * len(tasks), tasks, pure=False)
+        results: list[list[WrittenFile]] = []
+        for i, fut in enumerate(futures):
+            results.append(fut.result())
+            if progress is not None:
+                progress(i + 1, len(tasks))
+        return results
+    out: list[list[WrittenFile]] = []
+    for i, task in enumerate(tasks):
+        out.append(run_compaction_task(fs, task))
+        if progress is not None:
+            progress(i + 1, len(tasks))
+    return out
+
+
+@dataclass
+class _StoreResult:
+    """A store's plan and the files each of its tasks wrote."""
+
+    plan: StoreCompaction
+    per_task: list[list[WrittenFile]] = field(default_factory=list)
+
+    @property
+    def written(self) -> list[WrittenFile]:
+        return [w for ws in self.per_task for w in ws]
+
+    def added(self) -> list[FileEntry]:
+        out: list[FileEntry] = []
+        for task, written in zip(self.plan.tasks, self.per_task, strict=True):
+            out.extend(file_entry(w, seq=task.out_seq, load_id=task.job_id) for w in written)
+        return out
+
+    def removed(self) -> list[FileEntry]:
+        return [*self.plan.inputs, *self.plan.expired]
+
+    def report(self) -> dict[str, Any]:
+        written = self.written
+        return {
+            **self.plan.summary(),
+            "output-files": len(written),
+            "output-cells": sum(w.info.cells for w in written),
+            "output-bytes": sum(w.info.size for w in written),
+        }
+
+
+def _commit(
+    table: Table,
+    results: Sequence[_StoreResult],
+    *,
+    operation: str,
+    summary: dict[str, Any],
+    properties: dict[str, str] | None = None,
+) -> tuple[int | None, list[_StoreResult]]:
+    """One commit for every store whose inputs are still live; returns (version, skipped)."""
+    skipped: list[_StoreResult] = []
+
+    def change(meta: TableMetadata) -> TableMetadata:
+        skipped.clear()
+        live = {entry_key(e) for e in meta.files}
+        remove: set[tuple[str, str, str]] = set()
+        add: list[FileEntry] = []
+        for res in results:
+            keys = {entry_key(e) for e in res.removed()}
+            if not keys <= live:
+                skipped.append(res)
+                continue
+            remove |= keys
+            add.extend(res.added())
+        if not remove and not add:
+            raise _NothingToCommit
+        files = tuple(e for e in meta.files if entry_key(e) not in remove) + tuple(add)
+        props = dict(meta.properties)
+        if properties and not skipped:
+            props.update(properties)
+        return meta.next_version(
+            operation=operation,
+            timestamp_ms=now_ms(),
+            summary={**summary, "stores": len(results) - len(skipped)},
+            files=files,
+            properties=props,
+        )
+
+    try:
+        new, _ = table.log.commit_table(change)
+    except _NothingToCommit:
+        return None, list(skipped)
+    return new.version, list(skipped)
+
+
+class _NothingToCommit(Exception):
+    pass
+
+
+def compact(
+    table: Table,
+    *,
+    major: bool = False,
+    regions: Iterable[str] | None = None,
+    families: Iterable[str] | None = None,
+    now_ms: int | None = None,
+    min_files: int = DEFAULT_MIN_FILES,
+    max_files: int = DEFAULT_MAX_FILES,
+    ratio: float = DEFAULT_RATIO,
+    time_to_purge_deletes_ms: int = 0,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    dry_run: bool = False,
+    client: Any = None,
+    progress: Any = None,
+) -> CompactionReport:
+    """Compact the table's stores (hbase-semantics R13).
+
+    Args:
+        table: The table (its latest version is compacted; a pinned handle is refused).
+        major: Major compaction (every file of each store, markers dropped). Otherwise a
+            minor compaction with HBase's ratio-based selection.
+        regions: Only these region ids (default: all).
+        families: Only these families (default: all).
+        now_ms: "Now" for TTL expiry (default: the clock).
+        min_files: Fewest files a minor compaction takes per store.
+        max_files: Most files a minor compaction takes per store.
+        ratio: Minor selection ratio (see :func:`select_minor`).
+        time_to_purge_deletes_ms: Keep markers younger than this in dropping compactions
+            (``hbase.hstore.time.to.purge.deletes``, R13.6).
+        memory_budget: Cells of one task stay within about this many bytes: a store larger
+            than this is compacted in row ranges, each written to its own files.
+        max_file_bytes: Output files roll at about this many uncompressed bytes.
+        row_group_cells: Cells per Parquet row group of the output.
+        dry_run: Only plan; commit nothing.
+        client: A ``distributed.Client`` to run tasks on (default: this process).
+        progress: Called with ``(done, total)`` tasks.
+
+    Returns:
+        A :class:`CompactionReport`. Re-running on a compacted table is a no-op for major
+        compactions of single-file stores without dead cells only in the sense that the
+        data is unchanged; a store with one file is still rewritten by a major compaction
+        (HBase does the same).
+
+    Raises:
+        InvalidArgumentError: unknown region or family, or a pinned table handle.
+    """
+    started = time.perf_counter()
+    table._writable("compact")
+    table.refresh()
+    job_id = new_job_id("major-compact" if major else "compact")
+    plans = plan_compaction(
+        table,
+        major=major,
+        regions=regions,
+        families=families,
+        now_ms=now_ms,
+        min_files=min_files,
+        max_files=max_files,
+        ratio=ratio,
+        time_to_purge_deletes_ms=time_to_purge_deletes_ms,
+        memory_budget=memory_budget,
+        max_file_bytes=max_file_bytes,
+        row_group_cells=row_group_cells,
+        job_id=job_id,
+    )
+    if dry_run or not plans:
+        return CompactionReport(
+            job_id=job_id,
+            major=major,
+            version=None,
+            stores=tuple(p.summary() for p in plans),
+            dry_run=dry_run,
+            seconds=time.perf_counter() - started,
+        )
+    tasks = [t for p in plans for t in p.tasks]
+    outputs = _execute(table.fs, tasks, client, progress)
+    results = []
+    it = iter(outputs)
+    for p in plans:
+        results.append(_StoreResult(p, [next(it) for _ in p.tasks]))
+    whole_table = major and regions is None and families is None
+    version, skipped = _commit(
+        table,
+        results,
+        operation="compact",
+        summary={"job-id": job_id, "major": major},
+        properties={LAST_MAJOR_PROPERTY: str(now_ms if now_ms is not None else now_ms_clock())}
+        if whole_table
+        else None,
+    )
+    table.refresh()
+    skipped_ids = {id(s) for s in skipped}
+    stores = [res.report() for res in results if id(res) not in skipped_ids]
+    return CompactionReport(
+        job_id=job_id,
+        major=major,
+        version=version,
+        stores=tuple(stores),
+        skipped=tuple(
+            {**s.plan.summary(), "reason": "inputs replaced by a concurrent job"} for s in skipped
+        ),
+        seconds=time.perf_counter() - started,
+    )

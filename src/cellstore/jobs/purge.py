@@ -1,0 +1,186 @@
+"""TTL purge: remove expired cells, rewriting only the files that hold some (R8, R8.7)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote
+
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import CELL_SCHEMA
+from cellstore.core.semantics import ReadSpec
+from cellstore.fs import join
+from cellstore.ingest import WrittenFile
+from cellstore.jobs.common import new_job_id
+from cellstore.jobs.compact import (
+    CompactionReport,
+    CompactionTask,
+    StoreCompaction,
+    _check_names,
+    _commit,
+    _StoreResult,
+    compact,
+    now_ms_clock,
+)
+from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_store_file
+from cellstore.warehouse import Table
+
+__all__ = ["purge_ttl"]
+
+
+def purge_ttl(
+    table: Table,
+    *,
+    now_ms: int | None = None,
+    regions: Iterable[str] | None = None,
+    families: Iterable[str] | None = None,
+    dry_run: bool = False,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    client: Any = None,
+    progress: Any = None,
+) -> CompactionReport:
+    """Remove expired cells, rewriting only the files that hold some (R8).
+
+    For a family with a TTL and MIN_VERSIONS = 0, every expired cell (Put or marker) is
+    invisible to every normal read (R8.3, R5.11), whatever the other files hold: a file
+    whose newest cell expired is dropped unread (R8.7), a file whose oldest cell expired is
+    rewritten without its expired cells, keeping its sequence number; other files are not
+    touched. With MIN_VERSIONS > 0, whether an expired cell is still visible depends on every
+    version of its column, so those stores get a major compaction instead (only the stores
+    that hold expired cells). Raw reads ignore TTL (R10.3): they stop seeing purged cells,
+    as after an HBase compaction.
+    """
+    started = time.perf_counter()
+    table._writable("purge")
+    table.refresh()
+    meta = table.metadata
+    now = now_ms if now_ms is not None else now_ms_clock()
+    job_id = new_job_id("purge-ttl")
+    want_regions = _check_names("region", regions, {r.id for r in meta.regions})
+    want_families = _check_names("family", families, set(meta.family_names))
+    plans: list[StoreCompaction] = []
+    major_stores: list[tuple[str, str]] = []
+    for region in meta.regions:
+        if want_regions is not None and region.id not in want_regions:
+            continue
+        for fam in meta.families:
+            if fam.ttl_ms is None or (want_families is not None and fam.name not in want_families):
+                continue
+            oldest = now - fam.ttl_ms
+            files = meta.files_of(region.id, fam.name)
+            holding = [f for f in files if f.min_ts < oldest]
+            if not holding:
+                continue
+            if fam.min_versions > 0:
+                major_stores.append((region.id, fam.name))
+                continue
+            expired = [f for f in holding if f.max_ts < oldest]
+            rewrite = [f for f in holding if f.max_ts >= oldest]
+            tasks = tuple(
+                CompactionTask(
+                    scan=ScanTask(
+                        table.path,
+                        region.id,
+                        region.start,
+                        region.end,
+                        (FamilyRead(fam, ((f.path, f.seq),), ReadSpec(now_ms=now)),),
+                    ),
+                    family=fam,
+                    out_seq=f.seq,
+                    job_id=job_id,
+                    piece=i,
+                    max_file_bytes=1 << 62,
+                    row_group_cells=row_group_cells,
+                )
+                for i, f in enumerate(rewrite)
+            )
+            plans.append(
+                StoreCompaction(
+                    region=region.id,
+                    family=fam.name,
+                    inputs=tuple(rewrite),
+                    expired=tuple(expired),
+                    drop_deletes=False,
+                    tasks=tasks,
+                )
+            )
+    stores: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    version: int | None = None
+    if dry_run:
+        stores = [p.summary() for p in plans]
+    elif plans:
+        results = [
+            _StoreResult(p, [_purge_file(table.fs, task, now) for task in p.tasks]) for p in plans
+        ]
+        version, skipped_res = _commit(
+            table, results, operation="purge-ttl", summary={"job-id": job_id}
+        )
+        skipped = [
+            {**s.plan.summary(), "reason": "inputs replaced by a concurrent job"}
+            for s in skipped_res
+        ]
+        skipped_ids = {id(s) for s in skipped_res}
+        stores = [res.report() for res in results if id(res) not in skipped_ids]
+    if major_stores:
+        by_family: dict[str, list[str]] = {}
+        for region_id, fam_name in major_stores:
+            by_family.setdefault(fam_name, []).append(region_id)
+        for fam_name, region_ids in by_family.items():
+            rep = compact(
+                table,
+                major=True,
+                regions=region_ids,
+                families=[fam_name],
+                now_ms=now,
+                dry_run=dry_run,
+                client=client,
+                progress=progress,
+            )
+            stores.extend(rep.stores)
+            skipped.extend(rep.skipped)
+            version = rep.version if rep.version is not None else version
+    table.refresh()
+    return CompactionReport(
+        job_id=job_id,
+        major=False,
+        version=version,
+        stores=tuple(stores),
+        skipped=tuple(skipped),
+        dry_run=dry_run,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _purge_file(fs: fsspec.AbstractFileSystem, task: CompactionTask, now: int) -> list[WrittenFile]:
+    """One file without its expired cells (MIN_VERSIONS = 0: a plain timestamp filter)."""
+    (fam_read,) = task.scan.families
+    ((path, _),) = fam_read.files
+    ttl = task.family.ttl_ms
+    assert ttl is not None
+    with StoreFileReader(fs, join(task.scan.table_path, path)) as reader:
+        cells = reader.read()
+    kept = cells.filter(pc.greater_equal(cells.column("ts"), pa.scalar(now - ttl, pa.int64())))
+    if kept.num_rows == 0:
+        return []
+    relpath = join(
+        "data",
+        task.scan.region,
+        quote(task.family.name, safe=""),
+        f"{task.job_id}-{task.piece:03d}.parquet",
+    )
+    info = write_store_file(
+        fs,
+        join(task.scan.table_path, relpath),
+        kept.select(CELL_SCHEMA.names),
+        family=task.family,
+        seq=task.out_seq,
+        load_id=task.job_id,
+        row_group_cells=task.row_group_cells,
+    )
+    return [WrittenFile(task.scan.region, relpath, info)]
