@@ -70,7 +70,8 @@ def test_bad_record_exit_code_and_skip(run, tmp_path):
     assert res.exit_code == 8
     assert f"error: {csv}, line 3, field 'n': not an integer (int)" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
-    assert connect(str(tmp_path / "wh")).table("t").version == 1  # created, nothing loaded
+    # The failed load commits nothing, and the table it created is dropped again.
+    assert not connect(str(tmp_path / "wh")).exists("t")
     res = run(*args, "--skip-bad-records", output="json")
     assert res.exit_code == 0
     doc = json.loads(res.output)
@@ -91,9 +92,99 @@ def test_usage_errors(run, tmp_path):
     assert res.exit_code == 2 and "matches no files" in res.stderr
 
 
+def test_create_with_missing_inputs_creates_nothing(run, root, tmp_path):
+    """Inputs are resolved (globs, existence) before --create creates anything."""
+    good = tmp_path / "in.csv"
+    good.write_text("k,v\na,1\n")
+    res = run("load", "t", str(good), str(tmp_path / "absent.csv"), "--row-key", "k",
+              "--column", "f:v=v", "--create")
+    assert res.exit_code == 2 and "does not exist" in res.stderr
+    res = run("load", "t", str(tmp_path / "none-*.csv"), "--row-key", "k", "--column", "f:v=v",
+              "--create", "--regions", "2")
+    assert res.exit_code == 2 and "matches no files" in res.stderr
+    wh = connect(root)
+    assert not wh.exists("t") and wh.list_tables() == []
+
+
+def test_create_with_unreadable_input_drops_the_table(run, root, tmp_path):
+    """An input that exists but cannot be read fails the load after the create: the
+    table is dropped again, so a retry with --create starts clean."""
+    broken = tmp_path / "broken.csv.gz"
+    broken.write_bytes(b"this is not gzip data")
+    args = ("load", "t", str(broken), "--row-key", "k", "--column", "f:v=v", "--create")
+    res = run(*args)
+    assert res.exit_code != 0
+    assert not connect(root).exists("t")
+    broken.unlink()
+    good = tmp_path / "good.csv"
+    good.write_text("k,v\na,1\n")
+    res = run("load", "t", str(good), "--row-key", "k", "--column", "f:v=v", "--create")
+    assert res.exit_code == 0, res.output
+    assert "Created table default:t" in res.output and "Loaded 1 rows" in res.output
+
+
+def test_failed_load_keeps_an_existing_table(run, root, tmp_path):
+    """Only a table the command itself created is dropped on failure."""
+    assert run("create", "t", "--family", "f").exit_code == 0
+    csv = tmp_path / "in.csv"
+    csv.write_text("k,n\na,x\n")
+    res = run("load", "t", str(csv), "--row-key", "k", "--column", "f:n=n:int", "--create")
+    assert res.exit_code == 8
+    assert connect(root).table("t").version == 1
+
+
 def test_parse_size():
     assert parse_size("512M") == 512 << 20
     assert parse_size("2GiB") == 2 << 30
     assert parse_size("1024") == 1024
     with pytest.raises(InvalidArgumentError):
         parse_size("lots")
+
+
+def test_describe_shows_the_row_key_spec(run, tmp_path):
+    """A table created by 'load --create' from a mapping with a row-key spec keeps the
+    spec; describe shows its fields and salt (text and JSON)."""
+    mapping = tmp_path / "spec.json"
+    mapping.write_text(json.dumps({
+        "row_key": {"fields": [{"name": "user"},
+                               {"name": "ts", "type": "int64", "reverse_timestamp": True}],
+                    "salt_buckets": 4},
+        "cells": [{"family": "d", "qualifier": "v", "value": "v"}],
+    }))
+    csv = tmp_path / "ev.csv"
+    csv.write_text("user,ts,v\nalice,1,x\nbob,2,y\n")
+    assert run("load", "ns:tl", str(csv), "--mapping", str(mapping), "--create").exit_code == 0
+    text = run("describe", "ns:tl").output
+    assert "SALT_BUCKETS => '4'" in text
+    section = text[text.index("ROW KEY\n"):text.index("REGIONS\n")].splitlines()
+    assert section == [
+        "ROW KEY",
+        "row key: salt(4) + user:string + ts:int64[reverse_timestamp]",
+        "  salt: 1 byte, Phoenix hash of the rest of the key mod 4",
+        "  1. user: string, 0x00 terminated",
+        "  2. ts: int64, reverse timestamp (Long.MAX_VALUE - v), 8 bytes",
+    ]
+    doc = json.loads(run("describe", "ns:tl", output="json").output)
+    assert doc["row-key"]["salt-buckets"] == 4
+    assert [f["name"] for f in doc["row-key"]["fields"]] == ["user", "ts"]
+    assert doc["row-key"]["fields"][1]["reverse-timestamp"] is True
+    assert run("create", "plain", "--family", "f").exit_code == 0
+    assert "ROW KEY" not in run("describe", "plain").output
+    assert json.loads(run("describe", "plain", output="json").output)["row-key"] is None
+
+
+def test_spill_runs_merged_through_the_cli(run, root, tmp_path):
+    import pandas as pd
+
+    n = 12_000
+    keys = [f"k{(i * 7919) % n:06d}" for i in range(n)]
+    for p in range(4):  # a text file is one part: four files, four sorted runs
+        pd.DataFrame({"k": keys[p::4], "v": ["v" * 60] * (n // 4)}).to_csv(
+            tmp_path / f"in-{p}.csv", index=False)
+    res = run("load", "t", str(tmp_path / "in-*.csv"), "--row-key", "k", "--column", "f:v=v",
+              "--create", "--memory-budget", "1M", "--max-files-per-region", "2")
+    assert res.exit_code == 0, res.output
+    assert "mode spill" in res.output and "sorted runs merged" in res.output
+    t = connect(root).table("t")
+    assert len(t.files) <= 2 and t.scan().count_rows() == n
+    assert t.history(limit=1)[0].summary["files"] == len(t.files)

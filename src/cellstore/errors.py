@@ -141,3 +141,27 @@ class VerifyError(CellstoreError):
     """``verify`` found problems in a table (the report lists them)."""
 
     exit_code = 9
+
+
+class SnapshotNotFoundError(CellstoreError, LookupError):
+    """A table has no snapshot of that name."""
+
+    exit_code = 3
+
+
+class SnapshotExistsError(CellstoreError, ValueError):
+    """A table already has a snapshot of that name."""
+
+    exit_code = 4
+
+
+class CellstoreWarning(UserWarning):
+    """Root of the warnings cellstore emits (filter them with this category)."""
+
+
+class KeyDesignWarning(CellstoreWarning):
+    """A load's row keys look like a design problem (hot-spotting, monotonic or long keys).
+
+    ``Table.load`` emits one per problem found in a sample of the load's keys; the load
+    report's ``warnings`` hold the same findings, and ``cellstore advise`` explains them.
+    """

@@ -74,8 +74,33 @@ def is_local(fs: fsspec.AbstractFileSystem) -> bool:
 
 
 def join(*parts: str) -> str:
-    """Join path segments with '/' (fsspec paths are POSIX-style everywhere)."""
-    return posixpath.join(*parts)
+    """Join path segments with '/' (fsspec paths are POSIX-style everywhere).
+
+    ``..`` segments are resolved (a cloned table's entries point into its source table's
+    directory as ``../../../<source location>/<path>``, docs/format.md section 3.2), so
+    every backend sees a plain path: object stores have no ``..``. A protocol prefix
+    (``s3://``) and the leading slashes are kept; paths without ``..`` are returned as
+    joined.
+
+    >>> join("/wh/ns/t/u1", "../../../ns/s/u0/data/r1/cf/x.parquet")
+    '/wh/ns/s/u0/data/r1/cf/x.parquet'
+    >>> join("bucket/wh/ns/t/u1", "data/r1")
+    'bucket/wh/ns/t/u1/data/r1'
+
+    Raises:
+        ValueError: if ``..`` climbs above the root of an absolute path or URL (a relative
+            path keeps its leading ``..``, as ``posixpath.normpath`` does).
+    """
+    path = posixpath.join(*parts)
+    if ".." not in path.split("/"):
+        return path
+    protocol, sep, rest = path.rpartition("://")
+    body = rest.lstrip("/")
+    lead = rest[: len(rest) - len(body)]
+    norm = posixpath.normpath(body)
+    if (lead or sep) and (norm == ".." or norm.startswith("../")):
+        raise ValueError(f"path {path!r} climbs above its root")
+    return f"{protocol}{sep}{lead}{'' if norm == '.' else norm}"
 
 
 def makedirs_for(fs: fsspec.AbstractFileSystem, path: str) -> None:

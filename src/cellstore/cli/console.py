@@ -17,7 +17,7 @@ from typing import Any, Final, NoReturn
 
 import click
 
-from cellstore.cli import cells, load, reads, tables
+from cellstore.cli import admin, advise, cells, compaction, index, load, reads, regions, tables
 from cellstore.cli.context import CliContext
 from cellstore.cli.output import OUTPUT_FORMATS, OutputFormat, make_output
 from cellstore.cli.params import STORAGE_OPTION
@@ -28,7 +28,7 @@ __all__ = ["COMMAND_MODULES", "DEFAULT_ROOT", "CellstoreGroup", "cli", "main"]
 
 
 #: Modules whose ``COMMANDS`` are registered on the root group.
-COMMAND_MODULES: Final = (tables, cells, load, reads)
+COMMAND_MODULES: Final = (tables, cells, load, advise, reads, regions, admin, compaction, index)
 
 
 def exit_with_error(ctx: click.Context, error: BaseException, *, exit_code: int) -> NoReturn:

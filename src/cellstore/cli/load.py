@@ -11,6 +11,7 @@ pyarrow, dask, tqdm and the warehouse are imported inside the command body only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -26,9 +27,18 @@ from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from cellstore.loader import LoadReport, Mapping
+    from cellstore.loader import LoadReport, Mapping, TextOptions
+    from cellstore.warehouse import Warehouse
 
-__all__ = ["COMMANDS", "LoadOutcome", "load_cmd", "parse_size", "render_load_report"]
+__all__ = [
+    "COMMANDS",
+    "LoadOutcome",
+    "load_cmd",
+    "parse_size",
+    "read_mapping",
+    "render_load_report",
+    "text_options",
+]
 
 _SIZE: Final = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -111,6 +121,9 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     )
     if r.duplicates_dropped:
         lines.append(f"{r.duplicates_dropped} duplicate cells dropped (the last given wins)")
+    if r.merged_runs:
+        lines.append(f"{r.merged_runs} sorted runs merged (more than the files allowed per "
+                     "region and family)")
     if r.rerouted_files:
         lines.append(f"{r.rerouted_files} files re-routed after a concurrent region change")
     if r.bad_records:
@@ -119,9 +132,59 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     if r.files_per_region:
         lines.append("REGION    FILES")
         lines += [f"{region:<9} {n:>5}" for region, n in sorted(r.files_per_region.items())]
+    for w in r.warnings:
+        lines.append(f"warning: {w.code}: {w.message}")
+        lines.append(f"  fix: {w.fix}")
+    if r.warnings:
+        lines.append(f"(key-design check on sampled keys; 'cellstore advise {r.table} INPUT... "
+                     "--mapping FILE' checks an input before loading it)")
     if r.report_path:
         lines.append(f"report: {r.report_path}")
     click.echo("\n".join(lines))
+
+
+def text_options(
+    mapping: Mapping, *, delimiter: str | None, no_header: bool, column_names: str | None
+) -> TextOptions:
+    """Text-input options: the mapping's ``[input]`` overridden by the command-line flags."""
+    from cellstore.loader import TextOptions
+
+    text_opts = dict(mapping.input_options)
+    text_opts.pop("format", None)
+    if delimiter is not None:
+        text_opts["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
+    if no_header:
+        text_opts["header"] = False
+    if column_names is not None:
+        text_opts["column_names"] = tuple(c.strip() for c in column_names.split(","))
+    return TextOptions.from_options(text_opts)
+
+
+def read_mapping(
+    *,
+    mapping_path: str | None,
+    row_key: str | None,
+    columns: Sequence[str],
+    timestamp: str | None,
+    operation: str | None,
+    storage_options: dict[str, Any],
+) -> Mapping:
+    """The mapping from ``--mapping FILE`` or the inline options (not both).
+
+    Raises:
+        click.UsageError: both, or neither, given.
+    """
+    from cellstore.loader import Mapping
+
+    if mapping_path is not None and (row_key or columns or timestamp or operation):
+        raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
+    if mapping_path is None and not columns:
+        raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
+    if mapping_path is not None:
+        return Mapping.from_file(mapping_path, storage_options=storage_options)
+    return _inline_mapping(
+        row_key=row_key, columns=columns, timestamp=timestamp, operation=operation
+    )
 
 
 def _inline_mapping(
@@ -188,6 +251,9 @@ def _inline_mapping(
               help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).")
 @click.option("--max-file-size", type=SIZE, default=None, metavar="SIZE",
               help="Roll store files at about this many cell bytes (default 1G).")
+@click.option("--max-files-per-region", type=click.IntRange(1, 100_000), default=None,
+              help="Spill mode: merge a region's sorted runs (per family) when there are more "
+              "than N (default 32, HBase's bulk-load limit).")
 @click.option("--workers", type=click.IntRange(1, 1024), default=None,
               help="Parallel tasks (default: CPU count, or the cluster's threads).")
 @click.option("--scheduler", metavar="ADDRESS", default=None,
@@ -220,6 +286,7 @@ def load_cmd(
     load_id: str | None,
     memory_budget: int | None,
     max_file_size: int | None,
+    max_files_per_region: int | None,
     workers: int | None,
     scheduler: str | None,
     report_dir: str | None,
@@ -239,39 +306,27 @@ def load_cmd(
           --column info:name=name --column info:age=age:int --timestamp updated:s
     """  # noqa: D301 (click's \b marker)
     from cellstore.errors import TableNotFoundError
-    from cellstore.loader import Mapping, TextOptions, sample_split_keys
+    from cellstore.loader import sample_split_keys
+    from cellstore.loader.inputs import discover_inputs
 
-    if mapping_path is not None and (row_key or columns or timestamp or operation):
-        raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
-    if mapping_path is None and not columns:
-        raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
     if not create and (families or regions or salt_buckets):
         raise click.UsageError("--family, --regions and --salt-buckets need --create")
     if regions is not None and salt_buckets is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
     in_opts = dict(input_storage_options)
-    mapping = (
-        Mapping.from_file(mapping_path, storage_options=in_opts)
-        if mapping_path is not None
-        else _inline_mapping(
-            row_key=row_key, columns=columns, timestamp=timestamp, operation=operation
-        )
-    )
-    text_opts = dict(mapping.input_options)
-    text_opts.pop("format", None)
-    if delimiter is not None:
-        text_opts["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
-    if no_header:
-        text_opts["header"] = False
-    if column_names is not None:
-        text_opts["column_names"] = tuple(c.strip() for c in column_names.split(","))
-    text = TextOptions.from_options(text_opts)
+    mapping = read_mapping(mapping_path=mapping_path, row_key=row_key, columns=columns,
+                           timestamp=timestamp, operation=operation, storage_options=in_opts)
+    text = text_options(mapping, delimiter=delimiter, no_header=no_header,
+                        column_names=column_names)
     fmt: Any = input_format or mapping.input_options.get("format")
     warehouse = cli_ctx.warehouse()
     created = False
     splits: list[bytes] = []
     sources: Any = list(inputs)
     if create and not warehouse.exists(table):
+        # Resolve globs and check the inputs exist before creating anything.
+        discover_inputs(sources, columns=mapping.input_columns(), format=fmt, text=text,
+                        storage_options=in_opts, target_part_bytes=64 << 20)
         fams = list(families) or [Family(name=f) for f in mapping.families]
         spec = None if mapping.row_key is None or hasattr(mapping.row_key, "column") else (
             mapping.row_key
@@ -316,13 +371,33 @@ def load_cmd(
             report_dir=report_dir,
             **({"memory_budget": memory_budget} if memory_budget is not None else {}),
             **({"max_file_bytes": max_file_size} if max_file_size is not None else {}),
+            **({"max_files_per_region": max_files_per_region}
+               if max_files_per_region is not None else {}),
+            key_advice="report",
         )
+    except BaseException:
+        if created:
+            _drop_if_empty(warehouse, table)
+        raise
     finally:
         if bar is not None:
             bar.close()
         if client is not None:
             client.close()  # type: ignore[no-untyped-call]
     render_load_report(cli_ctx.output, LoadOutcome(report, created=created, splits=len(splits)))
+
+
+def _drop_if_empty(warehouse: Warehouse, table: str) -> None:
+    """Drop a table this command created when its load failed, if it is still empty.
+
+    A table another writer has loaded into meanwhile is left alone; failures to drop are
+    ignored (the load's own error is the one to report).
+    """
+    from cellstore.errors import CellstoreError
+
+    with contextlib.suppress(CellstoreError, OSError):
+        if not warehouse.table(table).files:
+            warehouse.drop_table(table, purge=True)
 
 
 def _progress_bar(output: Output, *, label: str) -> tuple[Any, Any]:

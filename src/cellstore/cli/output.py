@@ -383,6 +383,7 @@ class TextOutput(Output):
             "COLUMN FAMILIES DESCRIPTION",
             *(family_text(f) for f in d.families),
             f"{len(d.families)} row(s)",
+            *(["ROW KEY", *d.row_key.describe().splitlines()] if d.row_key is not None else []),
             "REGIONS",
             *grid(["ID", "START KEY", "END KEY", "FILES", "CELLS", "BYTES"], region_rows),
             f"{len(d.regions)} row(s)",

@@ -23,6 +23,7 @@ __all__ = [
     "METADATA_FORMAT_VERSION",
     "FileEntry",
     "HistoryEntry",
+    "SnapshotRef",
     "TableMetadata",
 ]
 
@@ -149,6 +150,28 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SnapshotRef:
+    """A named snapshot: a pointer to one (immutable) metadata version of the table.
+
+    Attributes:
+        version: The table version the snapshot names.
+        created_ms: When the snapshot was taken, milliseconds since the epoch.
+    """
+
+    version: int
+    created_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see docs/format.md)."""
+        return {"version": self.version, "created-ms": self.created_ms}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SnapshotRef:
+        """Inverse of :meth:`to_dict`."""
+        return cls(version=int(d["version"]), created_ms=int(d["created-ms"]))
+
+
+@dataclass(frozen=True, kw_only=True)
 class TableMetadata:
     """One committed version of a table.
 
@@ -167,6 +190,8 @@ class TableMetadata:
         properties: Free-form table properties (string to string).
         row_key: The row-key spec stored with the table (how the loader builds row keys
             from input columns and how readers decode them), or None.
+        snapshots: Named snapshots: name to the version it names (see
+            :mod:`cellstore.jobs.snapshots`).
         format_version: Metadata format version.
     """
 
@@ -183,6 +208,7 @@ class TableMetadata:
     load_ids: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
     row_key: RowKeySpec | None = None
+    snapshots: Mapping[str, SnapshotRef] = field(default_factory=dict)
     format_version: int = METADATA_FORMAT_VERSION
 
     # ----------------------------------------------------------------- lookups
@@ -256,7 +282,11 @@ class TableMetadata:
 
     # -------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (see docs/format.md); ``row-key`` only when the table has a spec."""
+        """JSON form (see docs/format.md).
+
+        ``row-key`` is written only when the table has a spec, ``snapshots`` only when it
+        has some, so older readers and the golden files see the documents they know.
+        """
         doc: dict[str, Any] = {
             "format-version": self.format_version,
             "table-uuid": self.table_uuid,
@@ -276,6 +306,10 @@ class TableMetadata:
         }
         if self.row_key is not None:
             doc["row-key"] = self.row_key.to_dict()
+        if self.snapshots:
+            doc["snapshots"] = {
+                name: self.snapshots[name].to_dict() for name in sorted(self.snapshots)
+            }
         return doc
 
     def to_json(self) -> bytes:
@@ -317,6 +351,10 @@ class TableMetadata:
                 load_ids=tuple(d.get("load-ids", ())),
                 properties=dict(d.get("properties", {})),
                 row_key=RowKeySpec.from_dict(d["row-key"]) if d.get("row-key") else None,
+                snapshots={
+                    str(name): SnapshotRef.from_dict(ref)
+                    for name, ref in (d.get("snapshots") or {}).items()
+                },
                 format_version=version,
             )
         except (KeyError, TypeError, ValueError) as e:

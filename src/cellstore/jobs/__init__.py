@@ -1,5 +1,7 @@
-"""Batch jobs that keep a table healthy: compaction, TTL purge, region split and merge,
-snapshots, export and copy, vacuum, verify and secondary indexes.
+"""Batch jobs that keep a table healthy.
+
+Compaction, TTL purge, region split and merge, snapshots, export and copy, vacuum, verify
+and secondary indexes.
 
 Each job is a plain function taking a :class:`~cellstore.warehouse.Table` (and keyword-only
 options) and returning a typed report; each commits at most once, only if its inputs are
@@ -10,13 +12,88 @@ from __future__ import annotations
 
 from cellstore.jobs.common import Replacement, new_job_id, replace_files
 from cellstore.jobs.compact import CompactionReport, compact
+from cellstore.jobs.export import CopyReport, ExportReport, copy_table, export
+from cellstore.jobs.index import (
+    Index,
+    IndexBuildReport,
+    IndexDefinition,
+    IndexVerifyReport,
+    build_index,
+    create_index,
+    drop_index,
+    list_indexes,
+    open_index,
+    verify_index,
+)
+from cellstore.jobs.maintain import MaintainReport, maintain
 from cellstore.jobs.purge import purge_ttl
+from cellstore.jobs.regions import (
+    MergeReport,
+    RegionMerge,
+    RegionSplit,
+    SplitReport,
+    merge,
+    merge_small,
+    region_sizes,
+    split,
+    split_point,
+)
+from cellstore.jobs.snapshots import (
+    CloneReport,
+    RestoreReport,
+    SnapshotInfo,
+    clone,
+    delete_snapshot,
+    list_snapshots,
+    restore,
+    snapshot,
+)
+from cellstore.jobs.vacuum import VacuumReport, vacuum
+from cellstore.jobs.verify import VerifyProblem, VerifyReport, verify
 
 __all__ = [
     "CompactionReport",
-    "Replacement",
+    "MaintainReport",
     "compact",
-    "new_job_id",
+    "maintain",
     "purge_ttl",
+    "CloneReport",
+    "CopyReport",
+    "ExportReport",
+    "RestoreReport",
+    "SnapshotInfo",
+    "VacuumReport",
+    "VerifyProblem",
+    "VerifyReport",
+    "clone",
+    "copy_table",
+    "delete_snapshot",
+    "export",
+    "list_snapshots",
+    "restore",
+    "snapshot",
+    "vacuum",
+    "verify",
+    "MergeReport",
+    "RegionMerge",
+    "RegionSplit",
+    "Replacement",
+    "SplitReport",
+    "merge",
+    "merge_small",
+    "new_job_id",
+    "region_sizes",
     "replace_files",
+    "split",
+    "split_point",
+    "Index",
+    "IndexBuildReport",
+    "IndexDefinition",
+    "IndexVerifyReport",
+    "build_index",
+    "create_index",
+    "drop_index",
+    "list_indexes",
+    "open_index",
+    "verify_index",
 ]

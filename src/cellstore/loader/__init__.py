@@ -3,11 +3,14 @@
 Plan, then execute: :func:`~cellstore.loader.plan.plan_load` builds a frozen, picklable
 :class:`LoadPlan` (inputs cut into parts, the mapping bound to the table, the mode), and
 :func:`run_load` executes it on Dask and commits once. ``Table.load`` is the Python API;
-``cellstore load`` the command line.
+``cellstore load`` the command line. :mod:`cellstore.loader.advise` checks row-key
+designs (``cellstore advise``; every load runs its cheap checks too).
 """
 
+from cellstore.loader.advise import advise_input, advise_table
 from cellstore.loader.execute import ProgressFn, commit_load, reroute_files, run_load
 from cellstore.loader.inputs import INPUT_FORMATS, InputFormat, InputPart, TextOptions
+from cellstore.loader.keycheck import AdviceThresholds, KeyAdvice, KeyFinding
 from cellstore.loader.mapping import CellMapping, KeyColumn, Mapping, parse_cell_option
 from cellstore.loader.plan import (
     DEFAULT_MAX_FILE_BYTES,
@@ -24,11 +27,14 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MEMORY_BUDGET",
     "INPUT_FORMATS",
+    "AdviceThresholds",
     "BadRecord",
     "CellMapping",
     "InputFormat",
     "InputPart",
+    "KeyAdvice",
     "KeyColumn",
+    "KeyFinding",
     "LoadPlan",
     "LoadReport",
     "LoadSettings",
@@ -36,6 +42,8 @@ __all__ = [
     "Mapping",
     "ProgressFn",
     "TextOptions",
+    "advise_input",
+    "advise_table",
     "commit_load",
     "parse_cell_option",
     "plan_load",

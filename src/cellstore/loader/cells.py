@@ -44,6 +44,7 @@ __all__ = [
     "BoundMapping",
     "EncodedRecords",
     "encode_records",
+    "encode_row_keys",
     "explode_family",
     "route_rows",
     "write_region",
@@ -164,6 +165,21 @@ def _row_keys(batch: pa.Table, bound: BoundMapping) -> tuple[pa.Array, list[pa.A
         _reason(lengths > MAX_ROW_LENGTH, f"{name}: row key is longer than {MAX_ROW_LENGTH} bytes")
     )
     return rows.cast(pa.binary()), reasons
+
+
+def encode_row_keys(batch: pa.Table, bound: BoundMapping) -> tuple[pa.Array, np.ndarray]:
+    """The row keys of a batch's records as a load builds them, and which are bad.
+
+    Only the key columns are needed (``cellstore advise`` reads just those). Bad keys
+    (null field, value that does not fit its encoding, empty, too long) are null.
+
+    Returns:
+        The binary keys (salt byte included) and the boolean mask of bad records.
+    """
+    rows, reasons = _row_keys(batch, bound)
+    combined = pc.coalesce(*reasons) if reasons else pa.nulls(batch.num_rows, pa.string())
+    bad = _np_bool(combined.is_valid())
+    return rows, bad
 
 
 def _timestamps(batch: pa.Table, mapping: Mapping, now: int) -> tuple[pa.Array, list[pa.Array]]:

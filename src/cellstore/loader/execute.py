@@ -42,9 +42,11 @@ from cellstore.fs import join
 from cellstore.ingest import WrittenFile, commit_files
 from cellstore.loader.cells import bad_record_rows, encode_records, route_rows, write_region
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
+from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
 from cellstore.loader.mapping import Mapping
 from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
 from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
+from cellstore.loader.spill import consolidate_runs
 from cellstore.manifest import TableLog
 from cellstore.storefiles import read_store_file, write_store_file
 
@@ -86,6 +88,8 @@ class TaskOutput:
         written: ``spill`` mode: the store files written.
         duplicates: Duplicate-key cells dropped (``spill`` mode).
         bad: Skipped records (``skip_bad_records``).
+        keys: A systematic sample of the task's good row keys, in input order (for the
+            key-design checks), or None.
     """
 
     index: int
@@ -95,6 +99,7 @@ class TaskOutput:
     written: tuple[WrittenFile, ...]
     duplicates: int
     bad: tuple[BadRecord, ...]
+    keys: pa.Array | None = None
 
     def region_records(self, region: int) -> pa.Table | None:
         """This task's records for ``region``, or None."""
@@ -119,7 +124,7 @@ def _bad_records(plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarr
     """Raise for the first bad record, or (skipping) describe every bad record."""
     part = task.part
     out: list[BadRecord] = []
-    for ln, text in batch.malformed:
+    for ln, text in batch.malformed_lines():
         where = f"{part.source}, line {ln}" if ln is not None else part.source
         if not plan.settings.skip_bad_records:
             raise BadRecordError(
@@ -142,7 +147,7 @@ def _bad_records(plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarr
     if not enc_bad.any():
         return out
     idx = np.flatnonzero(enc_bad)
-    lines = batch.lines[idx] if batch.lines is not None else None
+    lines = batch.lines_of(idx)
     records = batch.records[idx]
     if not plan.settings.skip_bad_records:
         i = int(idx[0])
@@ -232,6 +237,7 @@ def run_task(plan: LoadPlan, task: LoadTask, data: Any = None) -> TaskOutput:
     written: list[WrittenFile] = []
     bad: list[BadRecord] = []
     read = rows = dropped = run = 0
+    sampler = KeySampler(task.key_sample)
 
     def flush() -> None:
         nonlocal pending, pending_bytes, dropped, run
@@ -249,6 +255,7 @@ def run_task(plan: LoadPlan, task: LoadTask, data: Any = None) -> TaskOutput:
         enc = encode_records(batch.table, plan.bound, now=plan.now_ms)
         bad += _bad_records(plan, task, batch, enc.bad, enc.reasons)
         rows += enc.records.num_rows
+        sampler.add(enc.records.column("row"))
         if enc.records.num_rows:
             pending.append(enc.records)
             pending_bytes += enc.records.nbytes
@@ -260,7 +267,10 @@ def run_task(plan: LoadPlan, task: LoadTask, data: Any = None) -> TaskOutput:
     elif pending:
         records = pa.concat_tables(pending)
         regions = tuple(RegionRecords(r, t) for r, t in _by_region(plan, records))
-    return TaskOutput(task.part.index, read, rows, regions, tuple(written), dropped, tuple(bad))
+    keys = sampler.sample() if task.key_sample else None
+    return TaskOutput(
+        task.part.index, read, rows, regions, tuple(written), dropped, tuple(bad), keys
+    )
 
 
 def reduce_region(plan: LoadPlan, region: int, *parts: pa.Table | TaskOutput | None) -> TaskOutput:
@@ -364,7 +374,9 @@ def execute_plan(
     from distributed import as_completed
 
     futures = client.compute(graph)
-    for n, future in enumerate(as_completed(futures), start=1):  # type: ignore[no-untyped-call]
+    # loop=: the given client need not be the default one (Client(set_as_default=False)).
+    completed = as_completed(futures, loop=client.loop)  # type: ignore[no-untyped-call]
+    for n, future in enumerate(completed, start=1):
         if future.status == "error":
             break
         if progress is not None:
@@ -504,6 +516,22 @@ def _report_location(
     return rfs, str(rpath).rstrip("/")
 
 
+def _key_warnings(plan: LoadPlan, outputs: Sequence[TaskOutput]) -> tuple[KeyFinding, ...]:
+    """The key-design warnings on the load's sampled keys (regions as planned)."""
+    samples = [o.keys for o in outputs if o.keys is not None and len(o.keys)]
+    if not samples:
+        return ()
+    advice = analyze_keys(
+        samples,
+        input_order=True,
+        regions=plan.target.regions,
+        salt_buckets=plan.bound.salt_buckets,
+        table=plan.target.name,
+        source="load",
+    )
+    return advice.warnings
+
+
 def run_load(
     *,
     fs: fsspec.AbstractFileSystem,
@@ -553,20 +581,23 @@ def run_load(
         text=text,
         input_storage_options=input_storage_options,
     )
+    merged_runs = merge_dropped = 0
     try:
         outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client,
                                progress=progress)
+        written = [w for o in outputs for w in o.written]
+        if plan.mode == "spill":
+            written, merged_runs, merge_dropped = consolidate_runs(plan, written, client=client)
     except BaseException:
         _cleanup(fs, table_path, plan)
         raise
-    written = [w for o in outputs for w in o.written]
     bad = [b for o in outputs for b in o.bad]
     reasons: dict[str, int] = {}
     for b in bad:
         reasons[b.reason] = reasons.get(b.reason, 0) + 1
     records = sum(o.records for o in outputs)
     rows = sum(o.rows for o in outputs)
-    dropped = sum(o.duplicates for o in outputs)
+    dropped = sum(o.duplicates for o in outputs) + merge_dropped
     rfs, rdir = _report_location(fs, table_path, report_dir, storage_options)
     bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad else None
     meta = base
@@ -591,6 +622,7 @@ def run_load(
             version = meta.version
             seq = meta.last_history.summary.get("seq")
     per_region = dict(Counter(w.region for w in written))
+    warnings = _key_warnings(plan, outputs) if not already else ()
     report = LoadReport(
         table=name,
         load_id=load_id,
@@ -610,6 +642,8 @@ def run_load(
         bad_reasons=reasons,
         bad_records_path=bad_path,
         rerouted_files=rerouted,
+        merged_runs=merged_runs,
+        warnings=warnings,
         seconds=time.perf_counter() - started,
     )
     if write_report_file:

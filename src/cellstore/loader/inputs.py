@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -184,14 +184,36 @@ class Batch:
     Attributes:
         table: The records (only the requested columns).
         records: Zero-based record number within the source of every record.
-        lines: One-based line number of every record (text files), or None.
-        malformed: ``(line, text)`` of lines in this batch that could not be parsed.
+        lines: One-based line number of every record (text files), or None. For CSV/TSV
+            these are *record* numbers (the header counts, blank lines do not) until
+            ``line_map`` turns them into the file's line numbers.
+        malformed: ``(line, text)`` of lines in this batch that could not be parsed
+            (``line`` as in ``lines``).
+        line_map: Turns ``lines`` values into the lines where those records start in the
+            file (CSV/TSV, whose quoted values may hold line breaks). It scans the file
+            and is only called for bad records.
     """
 
     table: pa.Table
     records: np.ndarray
     lines: np.ndarray | None = None
     malformed: tuple[tuple[int | None, str], ...] = ()
+    line_map: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def lines_of(self, idx: np.ndarray) -> np.ndarray | None:
+        """File line numbers of the records at positions ``idx`` (None without lines)."""
+        if self.lines is None:
+            return None
+        got = self.lines[idx]
+        return self.line_map(got) if self.line_map is not None and len(got) else got
+
+    def malformed_lines(self) -> list[tuple[int | None, str]]:
+        """:attr:`malformed` with file line numbers."""
+        if self.line_map is None or not self.malformed:
+            return list(self.malformed)
+        known = np.array([ln for ln, _ in self.malformed if ln is not None], dtype=np.int64)
+        mapped = iter(self.line_map(known).tolist()) if len(known) else iter(())
+        return [(None if ln is None else int(next(mapped)), text) for ln, text in self.malformed]
 
 
 def format_for(path: str) -> tuple[InputFormat, str | None]:
@@ -516,6 +538,96 @@ def _valid_lines(k: np.ndarray, invalid: np.ndarray, base: int) -> np.ndarray:
     return k + np.searchsorted(adjusted, k, side="right") + base
 
 
+class _CsvLines:
+    r"""Where CSV records start in the file, found by scanning it on demand (error path).
+
+    pyarrow numbers records, not lines: the header counts, blank lines do not, and a
+    quoted value may span several lines. This scanner reads the file a second time, up to
+    the records asked for, and follows pyarrow's rules: records end at ``\n``, ``\r``
+    or ``\r\n`` outside quotes; a quote opens a quoted value only at the start of a
+    field (elsewhere it is a plain character); inside, a doubled quote is a literal quote
+    and a single one closes; empty lines are not records. Only quote and line-break bytes
+    are visited, and only when a bad record needs its line.
+    """
+
+    def __init__(self, part: InputPart, *, delimiter: str, quote: str | None) -> None:
+        self.part = part
+        self.delimiter = delimiter.encode("utf-8")[0]
+        self.quote = quote.encode("utf-8")[0] if quote else None
+        self.starts: list[int] = []  # file line of record i (0-based record index)
+        self._file: Any = None
+        self._done = False
+        self._line = 1  # line of the next byte
+        self._in_quotes = False
+        self._record_empty = True  # nothing seen since the last record end
+        self._prev = -1  # the byte before the current block (-1: start of file)
+        self._carry = b""
+
+    def lines(self, record_numbers: np.ndarray) -> np.ndarray:
+        """File line where each record starts (one-based record numbers in)."""
+        need = int(record_numbers.max()) if len(record_numbers) else 0
+        while len(self.starts) < need and not self._done:
+            self._scan_block()
+        starts = np.asarray(self.starts, dtype=np.int64)
+        idx = np.asarray(record_numbers, dtype=np.int64) - 1
+        known = (idx >= 0) & (idx < len(starts))
+        out = np.asarray(record_numbers, dtype=np.int64).copy()
+        out[known] = starts[idx[known]]
+        return out
+
+    def _scan_block(self) -> None:
+        if self._file is None:
+            self._file = fsspec.open(self.part.source, "rb", compression=_compression(self.part),
+                                     **dict(self.part.storage_options)).open()
+        size = self.part.text.block_size if self.part.text else DEFAULT_BLOCK_SIZE
+        block = self._file.read(size)
+        data = self._carry + block
+        # A quote at the end may be the first of a doubled quote: keep it for the next block.
+        keep = 1 if block and data and data[-1] == self.quote else 0
+        self._carry = data[len(data) - keep:]
+        self._scan(data[: len(data) - keep])
+        if not block:
+            self._done = True
+            self._file.close()
+
+    def _scan(self, data: bytes) -> None:
+        if not data:
+            return
+        buf = np.frombuffer(data, dtype=np.uint8)
+        marks = np.array([10, 13] + ([self.quote] if self.quote is not None else []), np.uint8)
+        cursor = 0  # bytes in [cursor, p) are neither quotes nor line breaks
+        skip = -1
+        for p in np.flatnonzero(np.isin(buf, marks)).tolist():
+            if p == skip:
+                continue
+            if p > cursor and self._record_empty:
+                self._begin_record()
+            b = data[p]
+            prev = data[p - 1] if p else self._prev
+            if b == self.quote:
+                if self._record_empty:
+                    self._begin_record()
+                if self._in_quotes:
+                    if p + 1 < len(data) and data[p + 1] == self.quote:
+                        skip = p + 1  # a doubled quote inside quotes is a literal quote
+                    else:
+                        self._in_quotes = False
+                elif prev in (-1, 10, 13, self.delimiter):
+                    self._in_quotes = True
+            elif not (b == 10 and prev == 13):  # \r\n is one line break
+                self._line += 1
+                if not self._in_quotes:
+                    self._record_empty = True
+            cursor = max(p, skip) + 1
+        if len(data) > cursor and self._record_empty:
+            self._begin_record()
+        self._prev = data[-1]
+
+    def _begin_record(self) -> None:
+        self.starts.append(self._line)
+        self._record_empty = False
+
+
 def _read_csv(part: InputPart) -> Iterator[Batch]:
     import pyarrow.csv as pv
 
@@ -537,8 +649,10 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
     parse_options = pv.ParseOptions(
         delimiter=delimiter,
         quote_char=topts.quote_char if topts.quote_char else False,
+        newlines_in_values=bool(topts.quote_char),  # quoted values may span lines
         invalid_row_handler=on_invalid,
     )
+    line_map = _CsvLines(part, delimiter=delimiter, quote=topts.quote_char or None)
     convert_options = pv.ConvertOptions(
         column_types={c: pa.string() for c in part.columns},
         include_columns=list(part.columns),
@@ -570,6 +684,7 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
                 k,
                 _valid_lines(k, invalid, base),
                 new,
+                line_map.lines,
             )
             record += n
         if len(malformed) > seen_invalid:
@@ -578,6 +693,7 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
                 np.zeros(0, dtype=np.int64),
                 np.zeros(0, dtype=np.int64),
                 tuple(malformed[seen_invalid:]),
+                line_map.lines,
             )
 
 

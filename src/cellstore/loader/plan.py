@@ -10,7 +10,9 @@ one :class:`LoadTask` per input part, and the mode:
   boundaries) — HBase's one-HFile-per-region-per-family layout (R14.1);
 * ``spill`` otherwise: each task sorts and writes its records as soon as they fill its share
   of the budget, so memory stays bounded; each such sorted run is a separate store file and
-  readers merge them (within one load, a later run wins an exact key tie).
+  readers merge them (within one load, a later run wins an exact key tie). A region and
+  family left with more than ``max_files_per_region`` runs (default 32, HBase's bulk-load
+  limit) has them merged in bounded memory before the commit (:mod:`~cellstore.loader.spill`).
 
 The plan is inspectable and testable without Dask; :mod:`cellstore.loader.execute` runs it.
 """
@@ -22,9 +24,7 @@ from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellstore.core.family import Family
 from cellstore.core.metadata import TableMetadata
@@ -39,10 +39,12 @@ from cellstore.loader.inputs import (
     discover_inputs,
     read_part,
 )
+from cellstore.loader.keycheck import quantile_split_keys
 from cellstore.loader.mapping import KeyColumn, Mapping
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
 __all__ = [
+    "DEFAULT_MAX_FILES_PER_REGION",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MEMORY_BUDGET",
     "MEMORY_FACTOR",
@@ -64,6 +66,9 @@ DEFAULT_MEMORY_BUDGET: Final = 1 << 30
 #: HFiles at ``hbase.hregion.max.filesize``, default 10 GiB, but smaller files parallelise
 #: reads and keep row groups seekable).
 DEFAULT_MAX_FILE_BYTES: Final = 1 << 30
+#: Most store files per region and family a spill-mode load leaves (HBase's
+#: ``hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily``, R14.4).
+DEFAULT_MAX_FILES_PER_REGION: Final = 32
 #: Peak memory of processing input data, as a multiple of its Arrow size (records, their
 #: encoded form, cells, the sorted copy and the Parquet writer's buffers). Conservative.
 MEMORY_FACTOR: Final = 6
@@ -79,6 +84,12 @@ class LoadSettings:
         row_group_cells: Cells per Parquet row group.
         skip_bad_records: Skip bad records into the bad-records file instead of failing.
         workers: Tasks running at once (the scheduler's threads or worker slots).
+        max_files_per_region: Spill mode: when a region and family would get more store
+            files than this (HBase refuses more than 32 per region and family in one bulk
+            load, R14.4), its sorted runs are merged before the commit (see
+            :mod:`cellstore.loader.spill`).
+        key_sample: Row keys the load samples (spread over its tasks, in input order) for
+            the key-design checks of :mod:`cellstore.loader.advise`; 0 turns them off.
     """
 
     memory_budget: int = DEFAULT_MEMORY_BUDGET
@@ -86,6 +97,8 @@ class LoadSettings:
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
     skip_bad_records: bool = False
     workers: int = 2
+    max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION
+    key_sample: int = 16_384
 
     def __post_init__(self) -> None:
         if self.memory_budget < 1 << 20:
@@ -96,6 +109,10 @@ class LoadSettings:
             raise InvalidArgumentError("row_group_cells must be positive")
         if self.workers < 1:
             raise InvalidArgumentError("workers must be positive")
+        if self.max_files_per_region < 1:
+            raise InvalidArgumentError("max_files_per_region must be at least 1")
+        if self.key_sample < 0:
+            raise InvalidArgumentError("key_sample must not be negative")
 
     @property
     def run_bytes(self) -> int:
@@ -136,10 +153,12 @@ class LoadTask:
     Attributes:
         part: The input part.
         name: File-name stem of the task's runs (spill mode): ``<load>-<nonce>-p<index>``.
+        key_sample: Row keys the task samples for the key-design checks (0: none).
     """
 
     part: InputPart
     name: str
+    key_sample: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,8 +259,12 @@ def plan_load(
     estimated = inputs.estimated_bytes
     mode: LoadMode = "merge" if estimated * MEMORY_FACTOR <= settings.memory_budget else "spill"
     nonce = uuid.uuid4().hex[:8]
+    per_task = (
+        max(256, settings.key_sample // max(1, len(inputs.parts))) if settings.key_sample else 0
+    )
     tasks = tuple(
-        LoadTask(part=p, name=f"{load_id}-{nonce}-p{p.index:06d}") for p in inputs.parts
+        LoadTask(part=p, name=f"{load_id}-{nonce}-p{p.index:06d}", key_sample=per_task)
+        for p in inputs.parts
     )
     target = TableTarget(
         url=table_url,
@@ -322,11 +345,4 @@ def sample_split_keys(
                 break
     if not keys:
         return []
-    distinct = pc.unique(pa.concat_arrays(keys))
-    ordered = distinct.take(pc.sort_indices(distinct))
-    n = len(ordered)
-    if n < 2:
-        return []
-    idx = np.unique((np.arange(1, regions) * n) // regions)
-    out = [ordered[int(i)].as_py() for i in idx if 0 < i < n]
-    return sorted(set(out))
+    return quantile_split_keys(pa.concat_arrays(keys), regions)

@@ -21,6 +21,7 @@ from typing import Any
 import fsspec
 
 from cellstore.fs import join, makedirs_for
+from cellstore.loader.keycheck import KeyFinding
 
 __all__ = ["BadRecord", "LoadReport", "write_bad_records", "write_report"]
 
@@ -84,6 +85,10 @@ class LoadReport:
         bad_records_path: The bad-records file, if any records were skipped.
         report_path: Where this report was written as JSON, if it was.
         rerouted_files: Files re-routed (or split) because regions changed before commit.
+        merged_runs: Spill mode: sorted runs merged (per region and family) before commit
+            because they exceeded ``max_files_per_region`` (see ``LoadSettings``).
+        warnings: Key-design problems found in a sample of the load's row keys (hot
+            region, salt skew, monotonic or long keys; see ``cellstore advise``).
         seconds: Wall time of the load.
     """
 
@@ -106,6 +111,8 @@ class LoadReport:
     bad_records_path: str | None = None
     report_path: str | None = None
     rerouted_files: int = 0
+    merged_runs: int = 0
+    warnings: tuple[KeyFinding, ...] = ()
     seconds: float = 0.0
 
     @property
@@ -140,6 +147,8 @@ class LoadReport:
             "bad-records-path": self.bad_records_path,
             "report-path": self.report_path,
             "rerouted-files": self.rerouted_files,
+            "merged-runs": self.merged_runs,
+            "warnings": [w.to_dict() for w in self.warnings],
             "seconds": round(self.seconds, 3),
             "cells-per-second": round(self.cells_per_second, 1),
             "megabytes-per-second": round(self.megabytes_per_second, 3),

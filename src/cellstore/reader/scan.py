@@ -291,17 +291,7 @@ class Scan:
         if self.options.limit is not None:
             raise InvalidArgumentError("to_dask() does not take a limit; use .head(n)")
         tasks = self.plan()
-        wide = self.wide
-        if wide is not None and wide.columns is None:
-            if not self.options.column_types:
-                raise InvalidArgumentError(
-                    "to_dask() with the wide shape needs known columns: pass columns= as "
-                    "family:qualifier names or name them in column_types="
-                )
-            wide = replace(wide, columns=tuple(c for c, _ in wide.codecs))
-        reader = ScanPartitionReader(
-            self.fs, reverse=self.options.reversed, wide=wide, key_decoder=self.key_decoder
-        )
+        reader = self.partition_reader()
         meta = reader.empty()
         if not tasks:
             return dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
@@ -312,6 +302,29 @@ class Scan:
             divisions=self.divisions(tasks),
             label="cellstore-scan",
             enforce_metadata=False,
+        )
+
+    def partition_reader(self) -> ScanPartitionReader:
+        """The picklable reader that runs one planned task (Dask's and Spark's partitions).
+
+        Every partition it reads has the same schema (:meth:`ScanPartitionReader.schema`).
+
+        Raises:
+            InvalidArgumentError: the wide shape without known columns (neither
+                ``family:qualifier`` columns nor ``column_types``): the schema of a
+                partition would depend on its data.
+        """
+        wide = self.wide
+        if wide is not None and wide.columns is None:
+            if not self.options.column_types:
+                raise InvalidArgumentError(
+                    "reading the wide shape in partitions (to_dask(), Spark) needs known "
+                    "columns: pass columns= as family:qualifier names or name them in "
+                    "column_types="
+                )
+            wide = replace(wide, columns=tuple(c for c, _ in wide.codecs))
+        return ScanPartitionReader(
+            self.fs, reverse=self.options.reversed, wide=wide, key_decoder=self.key_decoder
         )
 
     def count_rows(self) -> int:
@@ -339,19 +352,31 @@ class ScanPartitionReader:
         self.wide = wide
         self.key_decoder = key_decoder
 
+    def empty_arrow(self) -> pa.Table:
+        """The partition schema as an empty Arrow table."""
+        if self.wide is not None:
+            return _with_key_columns(self.wide.empty(), self.key_decoder)
+        return _with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder)
+
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of every partition."""
+        return self.empty_arrow().schema
+
     def empty(self) -> pd.DataFrame:
         """The partition schema as an empty DataFrame (dask's ``meta``)."""
-        if self.wide is not None:
-            return _to_frame(_with_key_columns(self.wide.empty(), self.key_decoder))
-        return _to_frame(_with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder))
+        return _to_frame(self.empty_arrow())
 
-    def __call__(self, task: ScanTask) -> pd.DataFrame:
+    def read_arrow(self, task: ScanTask) -> pa.Table:
+        """One task's result as an Arrow table with :meth:`schema`'s columns."""
         cells = run_task(self.fs, task, reverse=self.reverse)
         if self.wide is not None:
             out = to_wide(cells, self.wide) if cells.num_rows else self.wide.empty()
         else:
             out = cells
-        return _to_frame(_with_key_columns(out, self.key_decoder))
+        return _with_key_columns(out, self.key_decoder)
+
+    def __call__(self, task: ScanTask) -> pd.DataFrame:
+        return _to_frame(self.read_arrow(task))
 
 
 def _with_key_columns(table: pa.Table, spec: RowKeySpec | None) -> pa.Table:

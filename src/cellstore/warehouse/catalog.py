@@ -210,14 +210,9 @@ class Warehouse:
         keys = salt_split_keys(salt_buckets) if salt_buckets is not None else list(splits or [])
         regions = regions_from_splits(keys)
         props = {str(k): str(v) for k, v in (properties or {}).items()}
-        if self.exists(str(tname)):
-            raise TableExistsError(f"table {tname} already exists in {self.url}")
-        ensure_exclusive_create(self.fs, self.root)
-        table_uuid = uuid.uuid4().hex
-        location = join(tname.namespace, tname.qualifier, table_uuid)
         now = now_ms()
         meta = TableMetadata(
-            table_uuid=table_uuid,
+            table_uuid="",
             name=tname.full,
             version=1,
             families=fams,
@@ -235,13 +230,67 @@ class Warehouse:
             properties=props,
             row_key=spec,
         )
+        return self._register(tname, meta)
+
+    def create_table_from(
+        self,
+        name: str,
+        *,
+        template: TableMetadata,
+        operation: str = "create",
+        summary: Mapping[str, Any] | None = None,
+    ) -> Table:
+        """Create a table whose version 1 has ``template``'s schema, regions and files.
+
+        The primitive behind ``jobs.clone``: families, regions (ids included), salt,
+        row-key spec, properties, files (paths as given, relative to the *new* table's
+        directory, so ``../../../<location>/...`` links into another table's directory),
+        the next sequence number and the next region id are taken from ``template``; the
+        new table gets a fresh uuid and directory, no load ids and no snapshots.
+
+        Args:
+            name: ``[namespace:]name`` of the new table.
+            template: The metadata to copy.
+            operation: History operation of version 1 (``create``, ``clone``...).
+            summary: History summary of version 1.
+
+        Returns:
+            The new table.
+
+        Raises:
+            InvalidNameError: bad table name.
+            TableExistsError: a table of that name exists.
+        """
+        tname = TableName.parse(name)
+        meta = template.evolve(
+            version=1,
+            last_history=HistoryEntry(
+                version=1, operation=operation, timestamp_ms=now_ms(), summary=dict(summary or {})
+            ),
+            load_ids=(),
+            snapshots={},
+        )
+        return self._register(tname, meta)
+
+    def _register(self, tname: TableName, meta: TableMetadata) -> Table:
+        """Write ``meta`` as version 1 of a new table directory, then add it to the catalog.
+
+        The table gets a fresh uuid (and so a new directory) and the name ``tname``.
+        """
+        if self.exists(str(tname)):
+            raise TableExistsError(f"table {tname} already exists in {self.url}")
+        ensure_exclusive_create(self.fs, self.root)
+        table_uuid = uuid.uuid4().hex
+        location = join(tname.namespace, tname.qualifier, table_uuid)
+        meta = meta.evolve(table_uuid=table_uuid, name=tname.full)
         log = TableLog(self.fs, join(self.root, location))
         log.create(1, meta.to_json())
+        created = meta.last_history.timestamp_ms
 
         def add(tables: dict[str, Any]) -> dict[str, Any]:
             if tname.full in tables:
                 raise TableExistsError(f"table {tname} already exists in {self.url}")
-            tables[tname.full] = {"location": location, "uuid": table_uuid, "created-ms": now}
+            tables[tname.full] = {"location": location, "uuid": table_uuid, "created-ms": created}
             return tables
 
         self._commit_catalog(add)
@@ -272,11 +321,26 @@ class Warehouse:
         The table's files stay until a vacuum (or are deleted now with ``purge=True``), so
         a reader that opened the table before the drop can finish.
 
+        ``purge=True`` is refused while another table still reads this table's files:
+        a clone (``jobs.clone``) whose latest version or one of whose snapshots links into
+        this table's directory. Drop without purge then (the files stay for the clone), or
+        major-compact the clone and delete its snapshots first.
+
         Raises:
             TableNotFoundError: no such table.
+            InvalidArgumentError: ``purge=True`` while clones still read the table's files
+                (the message names them); nothing was dropped.
         """
         tname = TableName.parse(name)
         entry = self._entry(tname)
+        if purge:
+            users = self.clones_of(str(tname))
+            if users:
+                raise InvalidArgumentError(
+                    f"cannot purge table {tname}: table(s) {', '.join(users)} still read its "
+                    "files (clones); drop it without purge (its files stay for them), or "
+                    "major-compact them and delete their snapshots first"
+                )
 
         def remove(tables: dict[str, Any]) -> dict[str, Any]:
             if tname.full not in tables:
@@ -289,6 +353,40 @@ class Warehouse:
             path = join(self.root, entry["location"])
             if self.fs.exists(path):
                 self.fs.rm(path, recursive=True)
+
+    def clones_of(self, name: str) -> list[str]:
+        """Other tables whose latest version or a snapshot reads files of table ``name``.
+
+        A clone's file entries link into its source's directory (``../../../<location>/``,
+        docs/format.md section 3.2). Only tables created by a clone can hold such entries,
+        so this reads every other table's version 1 and, for clones, their latest metadata
+        and their snapshots' versions (no listing), and names those with an entry
+        resolving into ``name``'s directory.
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        tname = TableName.parse(name)
+        target = join(self.root, self._entry(tname)["location"]) + "/"
+        users = []
+        for full, entry in sorted(self._tables().items()):
+            if full == tname.full:
+                continue
+            path = join(self.root, entry["location"])
+            log = TableLog(self.fs, path)
+            latest = log.latest_version()
+            if latest < 1 or log.read(1).last_history.operation != "clone":
+                continue
+            meta = log.read(latest)
+            versions = [meta, *(log.read(ref.version) for ref in meta.snapshots.values())]
+            if any(
+                join(path, f.path).startswith(target)
+                for m in versions
+                for f in m.files
+                if f.path.startswith("../")
+            ):
+                users.append(str(TableName.parse(full)))
+        return users
 
     def alter_table(
         self,

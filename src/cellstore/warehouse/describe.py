@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cellstore.core.family import Family
 from cellstore.core.metadata import (
     HistoryEntry,
 )
+
+if TYPE_CHECKING:
+    from cellstore.core.rowkey import RowKeySpec
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,11 @@ class RegionDescription:
 
 @dataclass(frozen=True)
 class TableDescription:
-    """What ``describe`` reports about one table version."""
+    """What ``describe`` reports about one table version.
+
+    ``row_key`` is the row-key spec stored with the table (fields, encodings, salt
+    buckets), or None for a table whose loads name their row-key column.
+    """
 
     name: str
     table_uuid: str
@@ -40,6 +47,7 @@ class TableDescription:
     next_seq: int
     last_commit: HistoryEntry
     properties: Mapping[str, str]
+    row_key: RowKeySpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (row keys as HBase-style escaped strings)."""
@@ -51,6 +59,7 @@ class TableDescription:
             "version": self.version,
             "families": [f.to_dict() for f in self.families],
             "salt-buckets": self.salt_buckets,
+            "row-key": None if self.row_key is None else self.row_key.to_dict(),
             "regions": [
                 {
                     "id": r.id,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import fsspec
 import pyarrow as pa
@@ -24,6 +25,7 @@ from cellstore.core.regions import (
 from cellstore.core.rowkey import salt_bytes
 from cellstore.errors import (
     InvalidArgumentError,
+    KeyDesignWarning,
 )
 from cellstore.fs import ensure_exclusive_create, join
 from cellstore.ingest import (
@@ -36,8 +38,19 @@ from cellstore.ingest import (
 )
 from cellstore.loader import LoadReport, LoadSettings, ProgressFn, TextOptions, run_load
 from cellstore.loader import Mapping as LoadMapping
+from cellstore.loader.advise import (
+    DEFAULT_SAMPLE_KEYS,
+    AdviceThresholds,
+    KeyAdvice,
+    advise_input,
+    advise_table,
+)
 from cellstore.loader.inputs import InputFormat
-from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET
+from cellstore.loader.plan import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES_PER_REGION,
+    DEFAULT_MEMORY_BUDGET,
+)
 from cellstore.manifest import TableLog
 from cellstore.reader import Scan, ScanOptions
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
@@ -210,11 +223,13 @@ class Table:
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+        max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION,
         client: Any = None,
         workers: int | None = None,
         progress: ProgressFn | None = None,
         report_dir: str | None = None,
         now_ms: int | None = None,
+        key_advice: Literal["warn", "report", "off"] = "warn",
     ) -> LoadReport:
         """Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
 
@@ -245,12 +260,21 @@ class Table:
             max_file_bytes: Roll store files at about this many uncompressed cell bytes,
                 on row boundaries.
             row_group_cells: Cells per Parquet row group.
+            max_files_per_region: Inputs loaded in sorted runs leave at most about this
+                many store files per region and family: more runs are merged (in bounded
+                memory) before the commit. Default 32, HBase's bulk-load limit.
             client: A ``distributed.Client`` to run on; default: local threads.
             workers: Tasks at once (default: the CPU count, or the cluster's threads).
             progress: Called with ``(done, total)`` tasks as tasks finish.
             report_dir: Directory (path or URL) for the report JSON and the bad-records
                 file; default ``<table dir>/_loads``.
             now_ms: The load time (timestamp of cells without one; default the clock).
+            key_advice: The loader samples the load's row keys and checks them for
+                hot-spotting (a region or salt bucket getting most keys), monotonic and
+                overlong keys (see :mod:`cellstore.loader.advise`). ``"warn"``: the
+                problems are in the report's ``warnings`` and each is also emitted as a
+                :class:`~cellstore.errors.KeyDesignWarning`; ``"report"``: only in the
+                report; ``"off"``: not checked.
 
         Returns:
             A :class:`~cellstore.loader.LoadReport`.
@@ -263,6 +287,10 @@ class Table:
             CommitConflictError: a concurrent change made the load impossible.
         """
         self._writable("load into")
+        if key_advice not in ("warn", "report", "off"):
+            raise InvalidArgumentError(
+                f"key_advice must be 'warn', 'report' or 'off', not {key_advice!r}"
+            )
         if isinstance(mapping, str | os.PathLike):
             mapping = LoadMapping.from_file(os.fspath(mapping))
         elif not isinstance(mapping, LoadMapping):
@@ -285,6 +313,8 @@ class Table:
             row_group_cells=row_group_cells,
             skip_bad_records=skip_bad_records,
             workers=workers,
+            max_files_per_region=max_files_per_region,
+            **({"key_sample": 0} if key_advice == "off" else {}),
         )
         report, meta = run_load(
             fs=self.fs,
@@ -305,7 +335,80 @@ class Table:
             report_dir=report_dir,
         )
         self._metadata = meta
+        if key_advice == "warn":
+            for finding in report.warnings:
+                warnings.warn(
+                    f"table {self.name}: {finding.message}. Fix: {finding.fix}",
+                    KeyDesignWarning,
+                    stacklevel=2,
+                )
         return report
+
+    def advise(
+        self,
+        source: Any = None,
+        *,
+        mapping: LoadMapping | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        sample_keys: int = DEFAULT_SAMPLE_KEYS,
+        format: InputFormat | None = None,
+        text: TextOptions | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        thresholds: AdviceThresholds | None = None,
+    ) -> KeyAdvice:
+        """Row-key design advice: hot-spotting, monotonic and long keys, long names.
+
+        Without ``source``, checks this table version: the distribution of cells over
+        regions (from the manifest) and a sample of row keys and qualifiers from its
+        store files. With ``source`` and ``mapping``, checks the keys a :meth:`load` of
+        it would build (the point: advice before loading), routed to this table's
+        regions. Nothing is written. See :mod:`cellstore.loader.advise` for the checks
+        and their thresholds.
+
+        Args:
+            source: Input to check, as :meth:`load` takes it (not a Dask DataFrame), or
+                None to check the table's own data.
+            mapping: The load mapping (with ``source``): object, dict or file path/URL.
+            sample_keys: Row keys (input records) to sample at most.
+            format: Input format (default: from the extension or the mapping).
+            text: Text-input options (default: the mapping's ``[input]``).
+            storage_options: fsspec options for the input URLs.
+            thresholds: When a sample is a problem.
+
+        Returns:
+            A :class:`~cellstore.loader.advise.KeyAdvice` (``to_dict()`` for JSON).
+
+        Raises:
+            InvalidArgumentError: ``source`` without a mapping, or an unusable input.
+            InvalidFamilyError: the mapping names a family the table lacks.
+        """
+        if source is None:
+            if mapping is not None:
+                raise InvalidArgumentError("a mapping needs an input to advise on")
+            return advise_table(
+                self.fs, self.path, self._metadata, sample_keys=sample_keys,
+                thresholds=thresholds,
+            )
+        if mapping is None:
+            raise InvalidArgumentError("advice on input needs the load's mapping")
+        if isinstance(mapping, str | os.PathLike):
+            mapping = LoadMapping.from_file(os.fspath(mapping), storage_options=storage_options)
+        elif not isinstance(mapping, LoadMapping):
+            mapping = LoadMapping.from_dict(mapping)
+        input_opts = dict(mapping.input_options)
+        if format is None and input_opts.get("format"):
+            format = input_opts["format"]
+        if text is None and input_opts:
+            text = TextOptions.from_options(input_opts)
+        return advise_input(
+            source,
+            mapping=mapping,
+            metadata=self._metadata,
+            sample_keys=sample_keys,
+            input_format=format,
+            text=text,
+            storage_options=storage_options,
+            thresholds=thresholds,
+        )
 
     # ----------------------------------------------------------------- reads
     def scan(
@@ -477,6 +580,7 @@ class Table:
             next_seq=meta.next_seq,
             last_commit=meta.last_history,
             properties=meta.properties,
+            row_key=meta.row_key,
         )
 
     def history(self, *, limit: int | None = None) -> list[HistoryEntry]:

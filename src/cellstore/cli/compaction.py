@@ -1,0 +1,211 @@
+"""Compaction commands: ``compact``, ``purge-ttl`` and ``maintain`` (the compaction policy).
+
+``cellstore compact TABLE [--major]`` is HBase shell's ``compact`` / ``major_compact``;
+``maintain`` runs the whole policy once (for cron or Airflow). Reports print as text lines
+or, with ``--output json``, one JSON document (the report's ``to_dict()``). The jobs are
+imported on first use; long runs show a progress bar on stderr (text output only).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.load import SIZE
+from cellstore.cli.output import JsonOutput, Output
+
+if TYPE_CHECKING:
+    from cellstore.jobs.compact import CompactionReport
+    from cellstore.jobs.maintain import MaintainReport
+
+__all__ = ["COMMANDS", "compact_cmd", "maintain_cmd", "purge_ttl_cmd"]
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def _progress(output: Output, label: str) -> tuple[Callable[[int, int], None] | None, Any]:
+    """A tqdm bar on stderr for text output (None for JSON output)."""
+    if isinstance(output, JsonOutput):
+        return None, None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, desc=label, unit="task", file=sys.stderr, leave=False)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return progress, bar
+
+
+def compaction_lines(name: str, report: CompactionReport, *, what: str) -> list[str]:
+    """Text lines of a compaction or purge report."""
+    lines = []
+    verb = "Would rewrite" if report.dry_run else "Rewrote"
+    for s in report.stores:
+        line = (
+            f"  {s['region']}/{s['family']}: {s['input-files']} files "
+            f"({s['input-cells']} cells, {_size(s['input-bytes'])})"
+        )
+        if "output-files" in s:
+            line += (
+                f" -> {s['output-files']} files ({s['output-cells']} cells, "
+                f"{_size(s['output-bytes'])})"
+            )
+        if s.get("expired-files"):
+            line += f"; {s['expired-files']} expired files dropped"
+        if s.get("drop-deletes"):
+            line += "; delete markers dropped"
+        lines.append(line)
+    for s in report.skipped:
+        lines.append(f"  {s['region']}/{s['family']}: skipped ({s['reason']})")
+    if not report.stores:
+        lines.insert(0, f"Nothing to {what} in table {name}")
+    else:
+        head = f"{verb} {len(report.stores)} stores of table {name} ({what})"
+        if report.version is not None:
+            head += f": version {report.version}, {report.seconds:.2f} s"
+        lines.insert(0, head)
+    return lines
+
+
+def _render(output: Output, lines: Sequence[str], doc: dict[str, Any]) -> None:
+    if isinstance(output, JsonOutput):
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo("\n".join(lines))
+
+
+@click.command("compact")
+@click.argument("table")
+@click.option("--major", is_flag=True, help="Major compaction: all files, markers dropped.")
+@click.option("--region", "regions", multiple=True, help="Only this region id (repeatable).")
+@click.option("--family", "families", multiple=True, help="Only this family (repeatable).")
+@click.option("--min-files", type=int, default=3, show_default=True,
+              help="Fewest files a minor compaction takes per store.")
+@click.option("--max-files", type=int, default=10, show_default=True,
+              help="Most files a minor compaction takes per store.")
+@click.option("--time-to-purge-deletes", "ttp", type=int, default=0, show_default=True,
+              metavar="MS", help="Keep markers younger than this in a major compaction.")
+@click.option("--memory-budget", type=SIZE, default="256MiB", show_default=True,
+              help="Cells held per task; larger stores are compacted in row ranges.")
+@click.option("--dry-run", is_flag=True, help="Show the plan; commit nothing.")
+@pass_cli_context
+def compact_cmd(
+    cli: CliContext,
+    *,
+    table: str,
+    major: bool,
+    regions: tuple[str, ...],
+    families: tuple[str, ...],
+    min_files: int,
+    max_files: int,
+    ttp: int,
+    memory_budget: int,
+    dry_run: bool,
+) -> None:
+    """Compact TABLE's stores (minor by default; --major drops delete markers)."""
+    from cellstore.jobs.compact import compact
+
+    handle = cli.warehouse().table(table)
+    progress, bar = _progress(cli.output, "compact")
+    try:
+        report = compact(
+            handle,
+            major=major,
+            regions=regions or None,
+            families=families or None,
+            min_files=min_files,
+            max_files=max_files,
+            time_to_purge_deletes_ms=ttp,
+            memory_budget=memory_budget,
+            dry_run=dry_run,
+            progress=progress,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    what = "major compaction" if major else "minor compaction"
+    _render(cli.output, compaction_lines(table, report, what=what), report.to_dict())
+
+
+@click.command("purge-ttl")
+@click.argument("table")
+@click.option("--dry-run", is_flag=True, help="Show the plan; commit nothing.")
+@pass_cli_context
+def purge_ttl_cmd(cli: CliContext, *, table: str, dry_run: bool) -> None:
+    """Remove TABLE's expired cells, rewriting only files that hold some."""
+    from cellstore.jobs.purge import purge_ttl
+
+    report = purge_ttl(cli.warehouse().table(table), dry_run=dry_run)
+    _render(cli.output, compaction_lines(table, report, what="TTL purge"), report.to_dict())
+
+
+def _maintain_lines(name: str, report: MaintainReport) -> list[str]:
+    if not report.actions:
+        return [f"Table {name} needs nothing (version {report.version})"]
+    verb = "Would run" if report.dry_run else "Ran"
+    lines = [f"{verb} {len(report.actions)} actions on table {name}:"]
+    for a in report.actions:
+        status = f"error: {a['error']}" if "error" in a else (
+            f"version {a['result'].get('version')}" if not report.dry_run else "planned"
+        )
+        lines.append(f"  {a['action']:<14} {a['reason']} ({status})")
+    lines.append(f"table {name} is at version {report.version}")
+    return lines
+
+
+@click.command("maintain")
+@click.argument("table")
+@click.option("--major-interval", type=float, default=7.0, show_default=True, metavar="DAYS",
+              help="Major-compact when the last major compaction is older (0 = every run).")
+@click.option("--no-major", is_flag=True, help="Never run scheduled major compactions.")
+@click.option("--max-store-files", type=int, default=3, show_default=True,
+              help="Minor-compact stores with more files than this.")
+@click.option("--split-over", type=SIZE, default="10GiB", show_default=True,
+              help="Split regions whose files total more than this.")
+@click.option("--merge-under", type=SIZE, default=None,
+              help="Merge runs of adjacent regions whose files together stay within this.")
+@click.option("--no-purge", is_flag=True, help="Do not purge expired cells.")
+@click.option("--dry-run", is_flag=True, help="Show the plan; commit nothing.")
+@pass_cli_context
+def maintain_cmd(
+    cli: CliContext,
+    *,
+    table: str,
+    major_interval: float,
+    no_major: bool,
+    max_store_files: int,
+    split_over: int,
+    merge_under: int | None,
+    no_purge: bool,
+    dry_run: bool,
+) -> None:
+    """Run TABLE's compaction policy once: purge TTL, compact, split, merge."""
+    from cellstore.jobs.maintain import maintain
+
+    report = maintain(
+        cli.warehouse().table(table),
+        purge=not no_purge,
+        major_interval_ms=None if no_major else int(major_interval * 24 * 3600 * 1000),
+        max_store_files=max_store_files,
+        split_over_bytes=split_over,
+        merge_under_bytes=merge_under,
+        dry_run=dry_run,
+    )
+    _render(cli.output, _maintain_lines(table, report), report.to_dict())
+
+
+COMMANDS = (compact_cmd, purge_ttl_cmd, maintain_cmd)

@@ -1,0 +1,791 @@
+"""Creating, building and dropping secondary indexes.
+
+A **full build** scans the data table once (task by task, or on Dask with a client),
+turns each batch into index cells, writes them as store files of the index table and
+commits them in one commit that also retires every file the index table had: readers see
+the old index or the new one, never a mix.
+
+An **incremental build** re-indexes the data rows that changed since the previous build
+(every file the data table gained since then: its sequence number is at least the one the
+previous build recorded) or in a time range:
+
+1. touched rows: rows with any cell of the watched columns (or, for a key-only index, any
+   cell) in those files or that time range, delete markers included (a raw read);
+2. their index rows now: a normal read of those rows, as a full build computes them;
+3. what the index holds for them: the index rows whose data row key is a touched row
+   (one read of the index table; its keys end with the data row key);
+4. writes: a DeleteFamily on every index row of a touched row whose key is no longer the
+   row's key, at that index row's newest timestamp; for every index row that is new or
+   differs, its cells at a timestamp above every cell that row key has in the index
+   (normally the data timestamp), with a DeleteColumn for covered columns the data row no
+   longer has. Unchanged rows are not written, so running it again writes nothing.
+
+Limits (docs/format.md, section 12; verify reports what they leave behind, a full build
+repairs it): TTL expiry of data cells is not seen (nothing is written); with a time range,
+cells loaded later with older timestamps are not seen; a value changed back to one whose
+index row was deleted at the same timestamp stays hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import CellType
+from cellstore.core.codecs import Codec
+from cellstore.core.family import Family
+from cellstore.core.keys import split_column
+from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.rowkey import RowKeySpec
+from cellstore.errors import (
+    InvalidArgumentError,
+    InvalidFamilyError,
+    JobConflictError,
+    RegionsChangedError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from cellstore.fs import ensure_exclusive_create
+from cellstore.ingest import WrittenFile, normalize_cells, now_ms, write_cells
+from cellstore.jobs.common import entry_key, file_entry, new_job_id
+from cellstore.jobs.index.definition import (
+    PROPERTY_BUILD,
+    PROPERTY_DEFINITION,
+    IndexDefinition,
+    IndexNotFoundError,
+    IndexPart,
+    definitions_of,
+)
+from cellstore.jobs.index.keys import IndexType
+from cellstore.jobs.index.rows import (
+    RowStats,
+    cells_of,
+    empty_rows,
+    index_rows,
+    marker_cells,
+    read_rows,
+    stored_rows,
+)
+from cellstore.reader import Scan, ScanOptions
+
+if TYPE_CHECKING:
+    import fsspec
+
+    from cellstore.warehouse import Table, Warehouse
+
+__all__ = [
+    "DEFAULT_BATCH_CELLS",
+    "IndexBuildReport",
+    "build_index",
+    "create_index",
+    "definition_of",
+    "drop_index",
+    "list_indexes",
+]
+
+#: A full build writes a store file each time it has gathered this many index cells.
+DEFAULT_BATCH_CELLS: Final = 1 << 20
+
+Mode = Literal["full", "incremental"]
+
+
+@dataclass(frozen=True)
+class IndexBuildReport:
+    """What one build did.
+
+    Attributes:
+        table: The data table.
+        index: The index name.
+        index_table: The index table.
+        mode: ``full`` or ``incremental``.
+        job_id: This run's id (recorded as the commit's load id).
+        data_version: The data table version read.
+        index_version: The index table version committed, None when nothing was.
+        rows_read: Data rows read (all rows for a full build, touched rows otherwise).
+        index_rows: Index rows written.
+        deleted_rows: Index rows deleted (DeleteFamily markers written; incremental).
+        missing: Rows read that have no value for a column part (not indexed).
+        unindexable: Rows whose value does not decode or whose index key is too long.
+        cells: Cells written (puts and delete markers).
+        files: Store files written.
+        bytes: Bytes written.
+        since_seq: Incremental builds: the data sequence number changes were read from.
+        time_range: Incremental builds: the ``[min, max)`` timestamp range read.
+        seconds: Wall-clock time of the run.
+    """
+
+    table: str
+    index: str
+    index_table: str
+    mode: Mode
+    job_id: str
+    data_version: int
+    index_version: int | None
+    rows_read: int
+    index_rows: int
+    deleted_rows: int
+    missing: int
+    unindexable: int
+    cells: int
+    files: int
+    bytes: int
+    since_seq: int | None = None
+    time_range: tuple[int, int] | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys)."""
+        return {
+            "table": self.table,
+            "index": self.index,
+            "index-table": self.index_table,
+            "mode": self.mode,
+            "job-id": self.job_id,
+            "data-version": self.data_version,
+            "index-version": self.index_version,
+            "rows-read": self.rows_read,
+            "index-rows": self.index_rows,
+            "deleted-rows": self.deleted_rows,
+            "missing": self.missing,
+            "unindexable": self.unindexable,
+            "cells": self.cells,
+            "files": self.files,
+            "bytes": self.bytes,
+            "since-seq": self.since_seq,
+            "time-range": list(self.time_range) if self.time_range is not None else None,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# ---------------------------------------------------------------------- definitions
+def _latest(table: Table) -> Table:
+    return table.warehouse.table(table.name.full)
+
+
+def list_indexes(table: Table) -> list[IndexDefinition]:
+    """The indexes defined on ``table`` (its newest version), by name."""
+    return [d for _, d in sorted(definitions_of(_latest(table).metadata).items())]
+
+
+def definition_of(table: Table, name: str) -> IndexDefinition:
+    """The definition of index ``name`` on ``table``.
+
+    Raises:
+        IndexNotFoundError: no such index.
+    """
+    found = definitions_of(_latest(table).metadata)
+    if name not in found:
+        have = ", ".join(sorted(found)) or "none"
+        raise IndexNotFoundError(f"table {table.name} has no index {name!r} (indexes: {have})")
+    return found[name]
+
+
+def _check_columns(definition: IndexDefinition, meta: TableMetadata) -> None:
+    families = set(meta.family_names)
+    for column in definition.watched_columns:
+        fam, _ = split_column(column)
+        if fam not in families:
+            raise InvalidFamilyError(
+                f"index {definition.name}: column {column!r} names no family of "
+                f"{definition.table} ({', '.join(meta.family_names)})"
+            )
+    definition.part_types(meta.row_key)
+
+
+def open_index_table(warehouse: Warehouse, definition: IndexDefinition) -> Table:
+    """The index table, created when absent; an existing table must hold this index."""
+    try:
+        table = warehouse.table(definition.index_table)
+    except TableNotFoundError:
+        try:
+            return warehouse.create_table(
+                definition.index_table,
+                families=[Family(name=definition.family, max_versions=1)],
+                properties={PROPERTY_DEFINITION: definition.to_json()},
+            )
+        except TableExistsError:  # created concurrently: check it below
+            table = warehouse.table(definition.index_table)
+    stored = table.metadata.properties.get(PROPERTY_DEFINITION)
+    if stored is None or IndexDefinition.from_json(stored) != definition:
+        raise TableExistsError(
+            f"table {definition.index_table} exists and is not index {definition.name} of "
+            f"{definition.table} as defined; drop it or choose another index_table"
+        )
+    return table
+
+
+def create_index(
+    table: Table,
+    *,
+    name: str,
+    column: str | None = None,
+    codec: Codec | str | None = None,
+    expression: Sequence[str | IndexPart] | None = None,
+    covered: Iterable[str] | str = (),
+    index_table: str | None = None,
+) -> IndexDefinition:
+    """Define an index on ``table`` and create its (empty) index table.
+
+    The definition is stored in the data table's properties (``index.<name>``) and in
+    the index table's (``index.definition``). Defining the same index again does nothing.
+
+    Args:
+        table: The data table.
+        name: The index name.
+        column: The indexed ``family:qualifier`` (its values decode with ``codec``).
+        codec: Value codec of ``column``: ``bytes`` (default), ``string``, ``long``,
+            ``int``, ``short``, ``double``, ``float``, ``boolean``.
+        expression: Instead of ``column``: the parts of a composite value, in order:
+            ``key(FIELD)`` (a field of the table's row-key spec), ``CODEC(family:qualifier)``
+            or a bare ``family:qualifier`` (bytes).
+        covered: Columns copied into the index rows (read without the data table).
+        index_table: The index table's name (default ``<namespace>:<table>_idx_<name>``).
+
+    Returns:
+        The definition.
+
+    Raises:
+        InvalidArgumentError: a bad name, part or column; an index of that name with a
+            different definition exists (drop it first).
+        InvalidFamilyError: a column of a family the table lacks.
+        TableExistsError: ``index_table`` exists and is not this index's table.
+    """
+    definition = IndexDefinition.build(
+        table.name.full,
+        name=name,
+        column=column,
+        codec=codec,
+        expression=expression,
+        covered=covered,
+        index_table=index_table,
+    )
+    latest = _latest(table)
+    _check_columns(definition, latest.metadata)
+    existing = definitions_of(latest.metadata).get(name)
+    if existing is not None:
+        if existing != definition:
+            raise InvalidArgumentError(
+                f"table {table.name} already has an index {name!r} defined differently "
+                f"({_describe(existing)}); drop it first"
+            )
+        return existing
+    open_index_table(table.warehouse, definition)
+    table.warehouse.alter_table(
+        table.name.full, properties={definition.property_key: definition.to_json()}
+    )
+    return definition
+
+
+def _describe(definition: IndexDefinition) -> str:
+    text = " + ".join(str(p) for p in definition.parts)
+    if definition.covered:
+        text += f" covering {', '.join(definition.covered)}"
+    return text
+
+
+def drop_index(table: Table, *, name: str, purge: bool = False) -> IndexDefinition:
+    """Remove index ``name``: its definition from the data table, and its index table.
+
+    Args:
+        table: The data table.
+        name: The index.
+        purge: Delete the index table's files now (else a vacuum does).
+
+    Returns:
+        The definition that was dropped.
+
+    Raises:
+        IndexNotFoundError: no such index.
+    """
+    definition = definition_of(table, name)
+    table.warehouse.alter_table(table.name.full, properties={definition.property_key: None})
+    if table.warehouse.exists(definition.index_table):
+        table.warehouse.drop_table(definition.index_table, purge=purge)
+    return definition
+
+
+# ---------------------------------------------------------------------------- writes
+@dataclass(frozen=True)
+class _Writer:
+    """Writes index cells as store files of the index table (picklable, for Dask)."""
+
+    fs: fsspec.AbstractFileSystem
+    path: str
+    metadata: TableMetadata
+    definition: IndexDefinition
+    types: tuple[IndexType, ...]
+    spec: RowKeySpec | None
+
+    def write(self, cells: pa.Table, load_id: str) -> list[WrittenFile]:
+        """Write index cells (uncommitted): one store file per region, named by ``load_id``."""
+        if cells.num_rows == 0:
+            return []
+        normalized = normalize_cells(cells, metadata=self.metadata, now=now_ms())
+        written, _ = write_cells(
+            self.fs,
+            self.path,
+            self.metadata,
+            normalized,
+            load_id=load_id,
+            seq=self.metadata.next_seq,
+        )
+        return written
+
+    def partition(self, frame: Any, load_id: str) -> tuple[list[WrittenFile], RowStats]:
+        """Index one Dask partition of the data scan and write its files."""
+        data = pa.Table.from_pandas(frame, preserve_index=False)
+        rows, stats = index_rows(data, self.definition, self.types, self.spec)
+        return self.write(cells_of(rows, self.definition), load_id), stats
+
+
+def _commit(
+    index: Table,
+    written: Sequence[WrittenFile],
+    *,
+    remove: Sequence[FileEntry],
+    job_id: str,
+    operation: str,
+    summary: dict[str, Any],
+    build: dict[str, Any],
+) -> TableMetadata:
+    """Commit a build: retire ``remove``, add ``written``, record the build.
+
+    ``remove`` must still be live (else :class:`JobConflictError`); the build document
+    goes into the index table's properties in the same commit.
+    """
+    base = index.metadata
+    wanted = {entry_key(e) for e in remove}
+
+    def change(meta: TableMetadata) -> TableMetadata:
+        live = {entry_key(e) for e in meta.files}
+        if wanted - live:
+            raise JobConflictError(
+                f"index table {meta.name} changed while {job_id} ran (another build or job "
+                "replaced its files); nothing was committed, run the build again"
+            )
+        regions = {r.id: r for r in meta.regions}
+        for w in written:
+            if regions.get(w.region) != base.region(w.region):
+                raise RegionsChangedError(
+                    f"index table {meta.name}: region {w.region} was split or merged while "
+                    f"{job_id} ran; nothing was committed, run the build again"
+                )
+        seq = meta.next_seq
+        entries = tuple(file_entry(w, seq=seq, load_id=job_id) for w in written)
+        properties = dict(meta.properties)
+        properties[PROPERTY_BUILD] = json.dumps(build, sort_keys=True, separators=(",", ":"))
+        files = tuple(e for e in meta.files if entry_key(e) not in wanted) + entries
+        return meta.next_version(
+            operation=operation,
+            timestamp_ms=now_ms(),
+            summary={**summary, "seq": seq},
+            files=files,
+            next_seq=seq + 1,
+            load_ids=(*meta.load_ids, job_id),
+            properties=properties,
+        )
+
+    ensure_exclusive_create(index.fs, index.warehouse.root)
+    new, _ = index.log.commit_table(change)
+    return new
+
+
+# ---------------------------------------------------------------------------- builds
+def data_scan(table: Table, definition: IndexDefinition) -> Scan:
+    """The scan an index is built from: the watched columns, or whole rows (key-only)."""
+    columns = None if definition.whole_row else list(definition.watched_columns)
+    return table.scan(columns=columns)
+
+
+def _full(
+    table: Table,
+    definition: IndexDefinition,
+    writer: _Writer,
+    *,
+    job_id: str,
+    client: Any,
+    batch_cells: int,
+) -> tuple[list[WrittenFile], RowStats]:
+    scan = data_scan(table, definition)
+    if client is not None:
+        from dask.delayed import delayed
+
+        frames = scan.to_dask().to_delayed()
+        tasks = [
+            delayed(writer.partition)(frame, f"{job_id}-{i:05d}")
+            for i, frame in enumerate(frames)
+        ]
+        results = client.compute(tasks, sync=True)
+        written = [w for files, _ in results for w in files]
+        stats = sum((s for _, s in results), RowStats())
+        return written, stats
+    written = []
+    stats = RowStats()
+    pending: list[pa.Table] = []
+    pending_cells = 0
+    writes = 0
+    for batch in scan.to_batches():
+        rows, batch_stats = index_rows(batch, definition, writer.types, writer.spec)
+        stats += batch_stats
+        cells = cells_of(rows, definition)
+        pending.append(cells)
+        pending_cells += cells.num_rows
+        if pending_cells >= batch_cells:
+            written += writer.write(pa.concat_tables(pending), f"{job_id}-{writes:05d}")
+            pending, pending_cells, writes = [], 0, writes + 1
+    if pending_cells:
+        written += writer.write(pa.concat_tables(pending), f"{job_id}-{writes:05d}")
+    return written, stats
+
+
+def _watched_filter(definition: IndexDefinition, cells: pa.Table) -> pa.Table:
+    """The raw cells that touch the index: watched columns and family-wide markers."""
+    if definition.whole_row:
+        return cells
+    columns = [split_column(c) for c in definition.watched_columns]
+    names = pa.array([f.encode("utf-8") + b"\x00" + q for f, q in columns], pa.binary())
+    keys = pc.binary_join_element_wise(
+        cells.column("family").cast(pa.binary()), cells.column("qualifier"), b"\x00"
+    )
+    family_markers = pc.and_(
+        pc.is_in(cells.column("family"), value_set=pa.array(sorted({f for f, _ in columns}))),
+        pc.is_in(
+            cells.column("type"),
+            value_set=pa.array(
+                [int(CellType.DELETE_FAMILY), int(CellType.DELETE_FAMILY_VERSION)], pa.int8()
+            ),
+        ),
+    )
+    return cells.filter(pc.or_(pc.is_in(keys, value_set=names), family_markers))
+
+
+def _touched_rows(
+    table: Table,
+    definition: IndexDefinition,
+    *,
+    since_seq: int | None,
+    time_range: tuple[int, int] | None,
+) -> pa.Array:
+    """Sorted distinct data rows with a watched cell in the new files / the time range."""
+    meta = table.metadata
+    if since_seq is not None:
+        meta = dataclasses.replace(meta, files=tuple(f for f in meta.files if f.seq >= since_seq))
+    families = None
+    if not definition.whole_row:
+        families = tuple(sorted({split_column(c)[0] for c in definition.watched_columns}))
+    options = ScanOptions(raw=True, families=families, time_range=time_range)
+    scan = Scan(table.fs, table.path, meta, options, now_ms=now_ms())
+    found: list[pa.Array] = []
+    for batch in scan.to_batches():
+        rows = _watched_filter(definition, batch).column("row")
+        if len(rows):
+            found.append(pc.unique(rows.combine_chunks()))
+    if not found:
+        return pa.array([], pa.binary())
+    rows = pc.unique(pa.concat_arrays(found))
+    return rows.take(pc.sort_indices(rows))
+
+
+def _join_old(new: pa.Table, old: pa.Table, definition: IndexDefinition) -> pa.Table:
+    """``new`` rows joined with the index's visible rows of the same key (``old.*``)."""
+    renamed = old.rename_columns([f"old.{c}" if c != "key" else "key" for c in old.column_names])
+    return new.join(renamed, keys="key", join_type="left outer")
+
+
+def _same_covered(joined: pa.Table, definition: IndexDefinition) -> pa.Array:
+    same = pc.is_valid(joined.column("old.ts"))
+    for c in definition.covered:
+        a, b = joined.column(c), joined.column(f"old.{c}")
+        equal = pc.fill_null(pc.equal(a, b), False)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        same = pc.and_(same, pc.or_(equal, both_null))
+    return same
+
+
+def _incremental(
+    table: Table,
+    index: Table,
+    definition: IndexDefinition,
+    writer: _Writer,
+    *,
+    since_seq: int | None,
+    time_range: tuple[int, int] | None,
+) -> tuple[pa.Table, RowStats, int, int, int]:
+    """The cells an incremental build writes, with counts.
+
+    Returns:
+        ``(cells, stats, touched, puts, deletes)``.
+    """
+    touched = _touched_rows(table, definition, since_seq=since_seq, time_range=time_range)
+    if len(touched) == 0:
+        return cells_of(empty_rows(definition), definition), RowStats(), 0, 0, 0
+    columns = None if definition.whole_row else list(definition.watched_columns)
+    data = read_rows(table, touched, columns=columns)
+    new, stats = index_rows(data, definition, writer.types, writer.spec)
+    # What the index holds for the touched rows (the data row key ends every index key).
+    held: list[pa.Table] = []
+    for batch in index.scan(families=[definition.family]).to_batches():
+        rows, newest, marked = stored_rows(batch, definition, writer.types)
+        keep = pc.fill_null(pc.is_in(rows.column("row"), value_set=touched), False)
+        rows = rows.append_column("newest", newest).append_column("marked", pa.array(marked))
+        held.append(rows.filter(keep))
+    old = pa.concat_tables(held) if held else empty_rows(definition).append_column(
+        "newest", pa.array([], pa.int64())
+    ).append_column("marked", pa.array([], pa.bool_()))
+    # Index rows of touched rows whose key is gone: hide the whole row.
+    stale = old.filter(pc.invert(pc.is_in(old.column("key"), value_set=new.column("key"))))
+    deletes = marker_cells(
+        stale.column("key").combine_chunks(),
+        definition.family,
+        b"",
+        stale.column("newest").combine_chunks(),
+        CellType.DELETE_FAMILY,
+    )
+    # New or changed index rows.
+    visible = old.filter(old.column("marked")).drop_columns(["row", "newest", "marked"])
+    joined = _join_old(new, visible, definition)
+    changed = joined.filter(pc.invert(_same_covered(joined, definition)))
+    changed = changed.select(new.column_names)
+    cells = [deletes]
+    if changed.num_rows:
+        order = pc.sort_indices(changed, sort_keys=[("key", "ascending")])
+        changed = changed.take(order)
+        keys = changed.column("key").combine_chunks()
+        raw = read_rows(index, keys, families=[definition.family], raw=True)
+        stamps = _above(keys, changed.column("ts").combine_chunks(), raw)
+        cells.append(cells_of(changed, definition, ts=stamps))
+        cells.append(_dropped_covered(changed, definition, stamps, raw))
+    out = pa.concat_tables([c.cast(cells[0].schema) for c in cells])
+    return out, stats, len(touched), changed.num_rows, stale.num_rows
+
+
+def _above(keys: pa.Array, stamps: pa.Array, raw: pa.Table) -> pa.Array:
+    """The timestamps to write the changed index rows at.
+
+    Per key, ``stamps``, or one more than the index row's newest cell when it already has
+    a cell at or above that stamp (so the new cells win and no old marker hides them).
+    """
+    if raw.num_rows == 0:
+        return stamps
+    newest = raw.group_by("row").aggregate([("ts", "max")])
+    at = pc.index_in(keys, value_set=newest.column("row"))
+    existing = pc.take(newest.column("ts_max"), at)
+    bumped = pc.if_else(
+        pc.fill_null(pc.greater_equal(existing, stamps), False), pc.add(existing, 1), stamps
+    )
+    out: pa.Array = bumped.cast(pa.int64())
+    return out
+
+
+def _dropped_covered(
+    changed: pa.Table, definition: IndexDefinition, stamps: pa.Array, raw: pa.Table
+) -> pa.Table:
+    """DeleteColumn markers for covered columns an index row has and the data lost."""
+    parts = []
+    for name in definition.covered:
+        fam, qual = split_column(name)
+        qualifier = fam.encode("utf-8") + b":" + qual
+        has = raw.filter(pc.equal(raw.column("qualifier"), pa.scalar(qualifier, pa.binary())))
+        lost = pc.and_(
+            pc.is_null(changed.column(name)),
+            pc.is_in(changed.column("key"), value_set=has.column("row").combine_chunks()),
+        )
+        parts.append(
+            marker_cells(
+                changed.column("key").combine_chunks().filter(lost),
+                definition.family,
+                qualifier,
+                stamps.filter(lost),
+                CellType.DELETE_COLUMN,
+            )
+        )
+    if not parts:
+        return marker_cells(
+            pa.array([], pa.binary()), definition.family, b"", pa.array([], pa.int64()),
+            CellType.DELETE_COLUMN,
+        )
+    return pa.concat_tables(parts)
+
+
+def _previous_build(index: Table) -> dict[str, Any] | None:
+    text = index.metadata.properties.get(PROPERTY_BUILD)
+    if text is None:
+        return None
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+def build_index(
+    table: Table,
+    *,
+    name: str,
+    column: str | None = None,
+    codec: Codec | str | None = None,
+    expression: Sequence[str | IndexPart] | None = None,
+    covered: Iterable[str] | str = (),
+    index_table: str | None = None,
+    mode: Mode = "full",
+    time_range: tuple[int, int] | None = None,
+    client: Any = None,
+    batch_cells: int = DEFAULT_BATCH_CELLS,
+) -> IndexBuildReport:
+    """Build (or bring up to date) the global secondary index ``name`` of ``table``.
+
+    With ``column`` or ``expression`` the index is defined first (see
+    :func:`create_index`; the same definition again is fine, a different one is an
+    error); without them it must already be defined. The data table is read at the
+    version ``table`` points at.
+
+    Args:
+        table: The data table.
+        name: The index name.
+        column: Define the index on this ``family:qualifier`` (with ``codec``).
+        codec: The column's value codec (default ``bytes``).
+        expression: Define the index on these parts (``key(FIELD)``,
+            ``CODEC(family:qualifier)``, ``family:qualifier``), in order.
+        covered: Columns copied into the index rows (when defining).
+        index_table: The index table's name (when defining).
+        mode: ``"full"``: rebuild the whole index in one commit that replaces its files;
+            ``"incremental"``: re-index the rows changed since the previous build (or in
+            ``time_range``), see the module docs.
+        time_range: Incremental builds: re-index rows with a watched cell (or delete
+            marker) whose timestamp is in ``[min, max)`` instead of the rows changed since
+            the previous build.
+        client: A ``distributed.Client``: a full build indexes the scan's partitions on
+            the cluster, each task writing its own store files (the filesystem must be
+            reachable from the workers); one commit adds them all.
+        batch_cells: A full build without a client writes a file per this many index cells.
+
+    Returns:
+        An :class:`IndexBuildReport`.
+
+    Raises:
+        IndexNotFoundError: the index is not defined and no ``column``/``expression`` was
+            given.
+        InvalidArgumentError: a bad option; an incremental build without a previous build
+            to continue from (or on a data table that was recreated or restored).
+        JobConflictError: another build replaced the index's files meanwhile; nothing was
+            committed.
+    """
+    started = time.perf_counter()
+    if mode not in ("full", "incremental"):
+        raise InvalidArgumentError(f"mode must be 'full' or 'incremental', not {mode!r}")
+    if time_range is not None:
+        if mode != "incremental":
+            raise InvalidArgumentError("time_range applies to incremental builds")
+        lo, hi = time_range
+        if not 0 <= lo < hi:
+            raise InvalidArgumentError(
+                f"time_range must be (min, max) with 0 <= min < max, got {time_range}"
+            )
+    if batch_cells < 1:
+        raise InvalidArgumentError(f"batch_cells must be >= 1, got {batch_cells}")
+    if column is not None or expression is not None:
+        definition = create_index(
+            table,
+            name=name,
+            column=column,
+            codec=codec,
+            expression=expression,
+            covered=covered,
+            index_table=index_table,
+        )
+    else:
+        if codec is not None or covered or index_table is not None:
+            raise InvalidArgumentError(
+                "codec, covered and index_table define an index: give column or expression too"
+            )
+        definition = definition_of(table, name)
+    meta = table.metadata
+    _check_columns(definition, meta)
+    spec = meta.row_key
+    types = definition.part_types(spec)
+    index = open_index_table(table.warehouse, definition)
+    job_id = new_job_id(f"index-{mode}")
+    writer = _Writer(index.fs, index.path, index.metadata, definition, types, spec)
+    build = {
+        "job-id": job_id,
+        "mode": mode,
+        "data-table-uuid": meta.table_uuid,
+        "data-version": meta.version,
+        "data-next-seq": meta.next_seq,
+        "time-range": list(time_range) if time_range is not None else None,
+    }
+    since_seq: int | None = None
+    if mode == "full":
+        written, stats = _full(
+            table, definition, writer, job_id=job_id, client=client, batch_cells=batch_cells
+        )
+        rows_read, puts, deletes = stats.rows, stats.indexed, 0
+        remove: Sequence[FileEntry] = index.metadata.files
+        commit = True
+    else:
+        if time_range is None:
+            since_seq = _since_seq(index, definition, meta)
+        cells, stats, rows_read, puts, deletes = _incremental(
+            table, index, definition, writer, since_seq=since_seq, time_range=time_range
+        )
+        written = writer.write(cells, job_id)
+        remove = ()
+        previous = _previous_build(index) or {}
+        commit = bool(written) or previous.get("data-next-seq") != meta.next_seq
+    version = None
+    if commit:
+        new = _commit(
+            index,
+            written,
+            remove=remove,
+            job_id=job_id,
+            operation=f"index-{mode}",
+            summary={"index-rows": puts, "deleted-rows": deletes, "files": len(written)},
+            build=build,
+        )
+        version = new.version
+    return IndexBuildReport(
+        table=str(table.name),
+        index=definition.name,
+        index_table=definition.index_table,
+        mode=mode,
+        job_id=job_id,
+        data_version=meta.version,
+        index_version=version,
+        rows_read=rows_read,
+        index_rows=puts,
+        deleted_rows=deletes,
+        missing=stats.missing,
+        unindexable=stats.unindexable,
+        cells=sum(w.info.cells for w in written),
+        files=len(written),
+        bytes=sum(w.info.size for w in written),
+        since_seq=since_seq,
+        time_range=time_range,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _since_seq(index: Table, definition: IndexDefinition, meta: TableMetadata) -> int:
+    previous = _previous_build(index)
+    if previous is None:
+        raise InvalidArgumentError(
+            f"index {definition.name} has not been built yet; run a full build first"
+        )
+    if previous.get("data-table-uuid") != meta.table_uuid:
+        raise InvalidArgumentError(
+            f"index {definition.name} was built from another table {definition.table} "
+            "(dropped and recreated); run a full build"
+        )
+    seq = int(previous["data-next-seq"])
+    if seq > meta.next_seq:
+        raise InvalidArgumentError(
+            f"index {definition.name} was built from a newer version of {definition.table} "
+            "than the one being read (restored or opened as-of?); run a full build"
+        )
+    return seq
+

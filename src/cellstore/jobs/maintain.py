@@ -1,0 +1,182 @@
+"""The compaction policy: one job a scheduler runs to keep a table healthy (``maintain``).
+
+Like a region server's background chores, in one pass over the table's newest version:
+
+1. **TTL purge** of the files that hold expired cells (:func:`~cellstore.jobs.purge.purge_ttl`);
+2. **major compaction** of the whole table when the last one is older than
+   ``major_interval_ms`` (HBase's ``hbase.hregion.majorcompaction``, 7 days), recorded in the
+   table property ``compaction.last-major-ms``;
+3. otherwise a **minor compaction** of every store holding more than ``max_store_files``
+   files (HBase's ``hbase.hstore.compactionThreshold`` = 3);
+4. **split** of every region whose files exceed ``split_over_bytes`` (HBase's
+   ``hbase.hregion.max.filesize``, 10 GiB), near the middle of its data;
+5. optionally **merge** of runs of adjacent small regions (``merge_under_bytes``).
+
+``dry_run`` plans the same actions and commits nothing. Each action is its own job and its
+own commit, so a conflict with a concurrent job skips only that action (it shows in the
+report; the next run picks it up).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cellstore.errors import CommitConflictError
+from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact, now_ms_clock
+from cellstore.jobs.purge import purge_ttl
+from cellstore.jobs.regions import merge_small, region_sizes, split
+from cellstore.warehouse import Table
+
+__all__ = ["MaintainReport", "maintain"]
+
+#: HBase's ``hbase.hregion.majorcompaction``: a week.
+DEFAULT_MAJOR_INTERVAL_MS: Final = 7 * 24 * 3600 * 1000
+#: Minor-compact a store with more files than this (HBase's compactionThreshold).
+DEFAULT_MAX_STORE_FILES: Final = 3
+#: HBase's ``hbase.hregion.max.filesize``.
+DEFAULT_SPLIT_BYTES: Final = 10 << 30
+
+
+@dataclass(frozen=True)
+class MaintainReport:
+    """What :func:`maintain` did (or would do).
+
+    Attributes:
+        actions: One dict per action: ``action`` (purge-ttl, major-compact, compact, split,
+            merge), ``reason``, and either the job's report (``result``) or ``error`` when a
+            concurrent job made it conflict.
+        dry_run: Whether only the plan was computed.
+        version: Table version after the run.
+        seconds: Wall time.
+    """
+
+    actions: tuple[dict[str, Any], ...]
+    dry_run: bool
+    version: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "dry-run": self.dry_run,
+            "version": self.version,
+            "actions": [dict(a) for a in self.actions],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def maintain(
+    table: Table,
+    *,
+    now_ms: int | None = None,
+    purge: bool = True,
+    major_interval_ms: int | None = DEFAULT_MAJOR_INTERVAL_MS,
+    max_store_files: int = DEFAULT_MAX_STORE_FILES,
+    split_over_bytes: int | None = DEFAULT_SPLIT_BYTES,
+    merge_under_bytes: int | None = None,
+    dry_run: bool = False,
+    client: Any = None,
+) -> MaintainReport:
+    """Run the compaction policy once (see the module docstring).
+
+    Args:
+        table: The table (a pinned handle is refused).
+        now_ms: "Now" (default: the clock).
+        purge: Purge expired cells first.
+        major_interval_ms: Major-compact when the last major compaction is older than this
+            (or never happened); None disables scheduled major compactions.
+        max_store_files: Minor-compact stores with more files than this.
+        split_over_bytes: Split regions whose files total more than this; None disables.
+        merge_under_bytes: Merge runs of adjacent regions whose files together stay within
+            this; None (default) disables.
+        dry_run: Plan only.
+        client: A ``distributed.Client`` for the compactions.
+
+    Returns:
+        A :class:`MaintainReport`.
+    """
+    started = time.perf_counter()
+    table._writable("maintain")
+    table.refresh()
+    now = now_ms if now_ms is not None else now_ms_clock()
+    actions: list[dict[str, Any]] = []
+
+    def run(action: str, reason: str, job: Any) -> None:
+        try:
+            report = job()
+        except CommitConflictError as e:
+            actions.append({"action": action, "reason": reason, "error": str(e)})
+            return
+        result = report.to_dict()
+        if dry_run or _did_something(result):
+            actions.append({"action": action, "reason": reason, "result": result})
+        table.refresh()
+
+    if purge and any(f.ttl is not None for f in table.families):
+        run(
+            "purge-ttl",
+            "families with a TTL",
+            lambda: purge_ttl(table, now_ms=now, dry_run=dry_run, client=client),
+        )
+
+    last_major = table.metadata.properties.get(LAST_MAJOR_PROPERTY)
+    due = major_interval_ms is not None and (
+        last_major is None or now - int(last_major) >= major_interval_ms
+    )
+    if due:
+        reason = (
+            "no major compaction recorded"
+            if last_major is None
+            else f"last major compaction {now - int(last_major)} ms ago"
+        )
+        run(
+            "major-compact",
+            reason,
+            lambda: compact(table, major=True, now_ms=now, dry_run=dry_run, client=client),
+        )
+    else:
+        run(
+            "compact",
+            f"stores with more than {max_store_files} files",
+            lambda: compact(
+                table,
+                now_ms=now,
+                min_files=max_store_files + 1,
+                dry_run=dry_run,
+                client=client,
+            ),
+        )
+
+    if split_over_bytes is not None:
+        sizes = region_sizes(table.metadata)
+        for region_id, size in sizes.items():
+            if size > split_over_bytes:
+                run(
+                    "split",
+                    f"region {region_id} holds {size} bytes > {split_over_bytes}",
+                    lambda rid=region_id: split(table, region=rid, dry_run=dry_run),
+                )
+
+    if merge_under_bytes is not None:
+        run(
+            "merge",
+            f"adjacent regions within {merge_under_bytes} bytes",
+            lambda: merge_small(table, max_bytes=merge_under_bytes, dry_run=dry_run),
+        )
+
+    table.refresh()
+    return MaintainReport(
+        actions=tuple(actions),
+        dry_run=dry_run,
+        version=table.version,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _did_something(result: dict[str, Any]) -> bool:
+    """Whether a job report describes work (a commit, or planned stores/regions)."""
+    if result.get("version") is not None:
+        return True
+    return bool(result.get("stores") or result.get("splits") or result.get("merges"))

@@ -1,0 +1,1035 @@
+"""Region split and merge: change how a table is cut into regions without losing a cell.
+
+Invariant kept by both jobs: every live file entry's rows lie inside its region (R2.3;
+``verify`` checks it), and cells keep the sequence number they were loaded with (R3.2).
+
+**Split** of a region ``R`` at keys ``k1 < ... < kn`` replaces ``R`` by ``n + 1`` child
+regions with fresh ids. Per family:
+
+- a file of ``R`` whose rows all fall into one child is *re-assigned* to it: same path,
+  same ``seq``, only the entry's region changes, nothing is rewritten;
+- a file spanning a key is *cut*: its cells are rewritten into one file per child it meets
+  (R14.4's bottom/top halves), each keeping the original's ``seq``, written with the
+  family's settings to ``data/<child id>/<family>/<job id>-f<k>.parquet``. Each piece is
+  read with row-group pruning (:meth:`~cellstore.storefiles.StoreFileReader.read`), so a
+  cut holds one piece (plus up to two row groups) in memory, never the whole file at once
+  (the storefiles writer takes a whole table, so a piece is not streamed further);
+- files of one load share a ``seq``; readers break exact key ties between them by path
+  (docs/format.md section 3.1), and a cut piece gets a new path. So when a group of
+  equal-``seq`` files of ``R`` overlap in rows and one of them must be cut, the whole group
+  is merged per child into one piece (exact duplicates resolved as the reader does: the
+  file whose path sorts last wins, R3.3); that piece is held in memory while written.
+  Results of every read are unchanged.
+
+Without explicit keys the split point is the row nearest the middle of the region's cells
+(all families counted): row-group statistics narrow the search to the few row groups that
+can hold the median cell, and only their ``row`` column is read, dictionary-encoded.
+
+**Merge** of adjacent regions replaces them by one region spanning them all; every file is
+re-assigned (no rewrite: a path belongs to exactly one region, so nothing is duplicated).
+
+Both commit once through :func:`~cellstore.jobs.common.replace_files`. The commit re-checks
+on the newest version that the regions still exist with the same bounds
+(:class:`~cellstore.errors.JobConflictError` otherwise) and moves files that a concurrent
+load added to a split or merged region after the job planned: into the merged region, or
+into the child that holds all their rows (a file spanning a new split key fails the commit
+with JobConflictError: run the split again). Loads that commit after the split get
+:class:`~cellstore.errors.RegionsChangedError` and the bulk loader re-routes them. New
+region ids are taken from the newest version's ``next-region-id`` (ids are never reused).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import dataclasses
+import functools
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import CELL_SCHEMA, MAX_ROW_LENGTH, run_starts, sort_indices
+from cellstore.core.keys import as_bytes, to_string_binary
+from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.regions import Region, check_regions, region_id
+from cellstore.errors import InvalidArgumentError, InvalidRowRangeError, JobConflictError
+from cellstore.fs import join
+from cellstore.ingest import WrittenFile, dedupe_sorted
+from cellstore.jobs.common import Replacement, file_entry, new_job_id, replace_files
+from cellstore.storefiles import (
+    DEFAULT_ROW_GROUP_CELLS,
+    RowGroupStats,
+    StoreFileReader,
+    write_store_file,
+)
+from cellstore.warehouse import Table
+
+__all__ = [
+    "MergeReport",
+    "RegionMerge",
+    "RegionSplit",
+    "SplitReport",
+    "merge",
+    "merge_small",
+    "region_sizes",
+    "split",
+    "split_point",
+]
+
+#: Store files a split rewrites concurrently (pyarrow releases the GIL).
+DEFAULT_MAX_WORKERS: Final = 4
+
+
+# ------------------------------------------------------------------------------- reports
+@dataclass(frozen=True)
+class RegionSplit:
+    """One region's split.
+
+    Attributes:
+        parent: Id of the region that was split.
+        start: Its first row (inclusive; ``b""`` = the first row of the table).
+        end: Its end row (exclusive; ``b""`` = after the last row).
+        keys: The split keys, in order.
+        children: Ids of the child regions, in key order (one more than ``keys``).
+        files_reassigned: Files moved to a child without rewriting.
+        files_cut: Files that spanned a split key and were rewritten.
+        files_written: Files the cut wrote.
+        cells_rewritten: Cells in the files written.
+        bytes_written: Bytes of the files written.
+    """
+
+    parent: str
+    start: bytes
+    end: bytes
+    keys: tuple[bytes, ...]
+    children: tuple[str, ...]
+    files_reassigned: int
+    files_cut: int
+    files_written: int
+    cells_rewritten: int
+    bytes_written: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (keys in HBase's printable form)."""
+        return {
+            "parent": self.parent,
+            "start": to_string_binary(self.start),
+            "end": to_string_binary(self.end),
+            "keys": [to_string_binary(k) for k in self.keys],
+            "children": list(self.children),
+            "files-reassigned": self.files_reassigned,
+            "files-cut": self.files_cut,
+            "files-written": self.files_written,
+            "cells-rewritten": self.cells_rewritten,
+            "bytes-written": self.bytes_written,
+        }
+
+
+@dataclass(frozen=True)
+class SplitReport:
+    """What :func:`split` did (or, with ``dry_run``, would do).
+
+    Attributes:
+        table: Full table name.
+        job_id: Id of this run (prefix of the files it wrote).
+        version: Table version the commit created; None when nothing was committed
+            (dry run, or every key was already a region boundary).
+        splits: The regions split, in key order. With ``dry_run`` the child ids are the
+            ones the split would take if nothing else committed first.
+        skipped_keys: Requested keys that already are region boundaries (no-op).
+        dry_run: Whether this was a dry run.
+        seconds: Wall time.
+    """
+
+    table: str
+    job_id: str
+    version: int | None
+    splits: tuple[RegionSplit, ...]
+    skipped_keys: tuple[bytes, ...]
+    dry_run: bool
+    seconds: float
+
+    @property
+    def files_reassigned(self) -> int:
+        """Files re-assigned without rewriting, over all splits."""
+        return sum(s.files_reassigned for s in self.splits)
+
+    @property
+    def files_cut(self) -> int:
+        """Files rewritten because they spanned a key, over all splits."""
+        return sum(s.files_cut for s in self.splits)
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes written, over all splits."""
+        return sum(s.bytes_written for s in self.splits)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "table": self.table,
+            "job-id": self.job_id,
+            "version": self.version,
+            "dry-run": self.dry_run,
+            "splits": [s.to_dict() for s in self.splits],
+            "skipped-keys": [to_string_binary(k) for k in self.skipped_keys],
+            "files-reassigned": self.files_reassigned,
+            "files-cut": self.files_cut,
+            "bytes-written": self.bytes_written,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class RegionMerge:
+    """One merge of adjacent regions.
+
+    Attributes:
+        merged: Ids of the regions merged, in key order.
+        region: Id of the new region.
+        start: Its first row (inclusive).
+        end: Its end row (exclusive; ``b""`` = after the last row).
+        files_reassigned: Files moved to the new region (none is rewritten).
+        bytes: Total size of those files.
+    """
+
+    merged: tuple[str, ...]
+    region: str
+    start: bytes
+    end: bytes
+    files_reassigned: int
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (keys in HBase's printable form)."""
+        return {
+            "merged": list(self.merged),
+            "region": self.region,
+            "start": to_string_binary(self.start),
+            "end": to_string_binary(self.end),
+            "files-reassigned": self.files_reassigned,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What :func:`merge` or :func:`merge_small` did (or would do).
+
+    Attributes:
+        table: Full table name.
+        job_id: Id of this run.
+        version: Table version the commit created; None when nothing was committed
+            (dry run, or no regions to merge).
+        merges: The merges, in key order. With ``dry_run`` the new ids are the ones the
+            merge would take if nothing else committed first.
+        dry_run: Whether this was a dry run.
+        seconds: Wall time.
+    """
+
+    table: str
+    job_id: str
+    version: int | None
+    merges: tuple[RegionMerge, ...]
+    dry_run: bool
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "table": self.table,
+            "job-id": self.job_id,
+            "version": self.version,
+            "dry-run": self.dry_run,
+            "merges": [m.to_dict() for m in self.merges],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# ------------------------------------------------------------------------------- helpers
+def region_sizes(metadata: TableMetadata) -> dict[str, int]:
+    """Bytes of live store files per region id (every region, 0 for an empty one)."""
+    sizes = {r.id: 0 for r in metadata.regions}
+    for f in metadata.files:
+        if f.region in sizes:
+            sizes[f.region] += f.size
+    return sizes
+
+
+def _latest(table: Table, what: str) -> TableMetadata:
+    if table.pinned:
+        raise InvalidArgumentError(
+            f"table {table.name} was opened at version {table.version}; cannot {what} it"
+        )
+    return table.refresh().metadata
+
+
+def _region(meta: TableMetadata, rid: str) -> Region:
+    try:
+        return meta.region(rid)
+    except KeyError:
+        known = ", ".join(r.id for r in meta.regions)
+        raise InvalidArgumentError(
+            f"table {meta.name}: no region {rid!r} (regions: {known})"
+        ) from None
+
+
+def _bounds(region: Region) -> str:
+    """A region's key range in HBase's printable form: ``['a', 'm')``."""
+    return f"['{to_string_binary(region.start)}', '{to_string_binary(region.end)}')"
+
+
+def _child_index(keys: Sequence[bytes], row: bytes) -> int:
+    """Which child (0-based) of a region split at sorted ``keys`` holds ``row``."""
+    return bisect.bisect_right(keys, row)
+
+
+def _children(parent: Region, keys: Sequence[bytes], first_id: int) -> tuple[Region, ...]:
+    bounds = [parent.start, *keys, parent.end]
+    return tuple(
+        Region(region_id(first_id + i), bounds[i], bounds[i + 1]) for i in range(len(keys) + 1)
+    )
+
+
+def _split_keys(at: bytes | str | Iterable[bytes | str]) -> list[bytes]:
+    values = [at] if isinstance(at, bytes | bytearray | str) else list(at)
+    keys = set()
+    for i, v in enumerate(values):
+        key = as_bytes(v, f"split key #{i}")
+        if not key:
+            raise InvalidRowRangeError(f"split key #{i} is empty (no region can start there)")
+        if len(key) > MAX_ROW_LENGTH:
+            raise InvalidRowRangeError(f"split key #{i} is longer than {MAX_ROW_LENGTH} bytes")
+        keys.add(key)
+    if not keys:
+        raise InvalidArgumentError("no split key given")
+    return sorted(keys)
+
+
+def _overlapping(entries: Sequence[FileEntry]) -> bool:
+    """Whether any two of ``entries`` share a row range (so they may hold equal keys)."""
+    ordered = sorted(entries, key=lambda e: e.first_row)
+    last = ordered[0].last_row
+    for e in ordered[1:]:
+        if e.first_row <= last:
+            return True
+        last = max(last, e.last_row)
+    return False
+
+
+# ---------------------------------------------------------------------------- split point
+def split_point(table: Table, *, region: str) -> bytes | None:
+    """The row nearest the middle of ``region``'s cells (all families), or None.
+
+    The key returned is a row of the region's data whose rows before it hold as close to
+    half of the region's cells as any row's; the rows below it are never empty, so it is
+    never the region's start. None when the region holds fewer than two distinct rows.
+    Reads the newest version's footers and the ``row`` column of only the row groups that
+    can hold the median cell (all row groups when statistics are missing).
+
+    Raises:
+        InvalidArgumentError: if there is no such region.
+    """
+    meta = table.log.read(table.log.latest_version())
+    r = _region(meta, region)
+    files = [f for f in meta.files if f.region == r.id]
+    return _split_point(table, files)
+
+
+def _split_point(table: Table, files: Sequence[FileEntry]) -> bytes | None:
+    if not files:
+        return None
+    readers = [StoreFileReader(table.fs, table.file_path(f)) for f in files]
+    try:
+        groups = [(i, g) for i, rd in enumerate(readers) for g in rd.row_groups()]
+        total = sum(g.num_cells for _, g in groups)
+        if total == 0:
+            return None
+        window = _median_window([g for _, g in groups], total // 2)
+        if window is not None:
+            key = _best_key(readers, groups, total, window)
+            if key is not None:
+                return key
+        return _best_key(readers, groups, total, None)
+    finally:
+        for rd in readers:
+            rd.close()
+
+
+def _median_window(groups: Sequence[RowGroupStats], p: int) -> tuple[bytes, bytes] | None:
+    """Rows ``[a, b]`` that surely hold both candidates for the best split key.
+
+    The candidates are the row ``m`` of cell number ``p`` (0-based, in row order) and the
+    data row after ``m``. From row-group statistics alone: ``a`` is the largest group
+    minimum with at most ``p`` cells in groups starting below it (so ``a <= m``); ``b`` is
+    the group maximum after the smallest one with more than ``p`` cells in groups ending at
+    or below it (that one is ``>= m``; the next larger is a data row above it). None when a
+    group has no statistics.
+    """
+    if any(g.min_row is None or g.max_row is None for g in groups):
+        return None
+    by_min = sorted(groups, key=lambda g: g.min_row or b"")
+    a = by_min[0].min_row or b""
+    below = 0  # cells in groups whose min is < the current candidate
+    i = 0
+    while i < len(by_min):
+        key = by_min[i].min_row or b""
+        if below > p:
+            break
+        a = key
+        while i < len(by_min) and by_min[i].min_row == key:
+            below += by_min[i].num_cells
+            i += 1
+    by_max = sorted(groups, key=lambda g: g.max_row or b"")
+    upto = 0  # cells in groups whose max is <= the current candidate
+    b = by_max[-1].max_row or b""
+    i = 0
+    while i < len(by_max):
+        key = by_max[i].max_row or b""
+        while i < len(by_max) and by_max[i].max_row == key:
+            upto += by_max[i].num_cells
+            i += 1
+        if upto > p:
+            following = by_max[i].max_row if i < len(by_max) else None
+            b = following if following is not None else key
+            break
+    return a, b
+
+
+def _best_key(
+    readers: Sequence[StoreFileReader],
+    groups: Sequence[tuple[int, RowGroupStats]],
+    total: int,
+    window: tuple[bytes, bytes] | None,
+) -> bytes | None:
+    """The data row in ``window`` (all rows when None) that best halves ``total`` cells.
+
+    Reads only the ``row`` column, dictionary-encoded, of the row groups meeting the
+    window; per row group, distinct rows are counted with ``bincount`` over the indices.
+    """
+    below = 0  # cells surely before the window
+    rows: list[pa.Array] = []
+    counts: list[np.ndarray] = []
+    for i, g in groups:
+        if window is not None:
+            a, b = window
+            assert g.min_row is not None and g.max_row is not None
+            if g.max_row < a:
+                below += g.num_cells
+                continue
+            if g.min_row > b:
+                continue
+        col = readers[i].read_row_groups([g.index], columns=["row"], encoded=True).column("row")
+        for chunk in col.chunks:
+            if not isinstance(chunk, pa.DictionaryArray):
+                chunk = chunk.dictionary_encode()
+            dictionary = chunk.dictionary.cast(pa.binary())
+            n = np.bincount(
+                chunk.indices.to_numpy(zero_copy_only=False), minlength=len(dictionary)
+            )
+            if window is not None:
+                lt = pc.less(dictionary, pa.scalar(window[0], pa.binary()))
+                le = pc.less_equal(dictionary, pa.scalar(window[1], pa.binary()))
+                lt_np = lt.to_numpy(zero_copy_only=False)
+                below += int(n[lt_np].sum())
+                keep = np.logical_and(~lt_np, le.to_numpy(zero_copy_only=False))
+                dictionary = dictionary.filter(pa.array(keep))
+                n = n[keep]
+            rows.append(dictionary)
+            counts.append(n)
+    all_rows = pa.concat_arrays(rows) if rows else pa.array([], pa.binary())
+    if len(all_rows) == 0:
+        return None
+    all_counts = np.concatenate(counts)
+    order = pc.sort_indices(all_rows).to_numpy()
+    sorted_rows = all_rows.take(pa.array(order))
+    sorted_counts = all_counts[order]
+    starts = run_starts(sorted_rows)
+    distinct = sorted_rows.take(pa.array(starts))
+    per_row = np.add.reduceat(sorted_counts, starts)
+    before = below + np.concatenate(([0], np.cumsum(per_row)[:-1]))
+    # A key needs cells below it (so it is above the region start) and a row at it.
+    valid = np.logical_and(before > 0, per_row > 0)
+    if not valid.any():
+        return None
+    cost = np.where(valid, np.abs(2 * before - total), np.iinfo(np.int64).max)
+    best = int(np.argmin(cost))
+    key: bytes = distinct[best].as_py()
+    return key
+
+
+# --------------------------------------------------------------------------- split plan
+@dataclass(frozen=True)
+class _Unit:
+    """Files of one region and family rewritten together into pieces per child."""
+
+    number: int
+    parent: str
+    family: str
+    seq: int
+    entries: tuple[FileEntry, ...]  # in path order: the last wins exact key ties
+
+
+@dataclass(frozen=True)
+class _RegionPlan:
+    parent: Region
+    keys: tuple[bytes, ...]
+    children: tuple[Region, ...]
+    reassigned: tuple[tuple[FileEntry, FileEntry], ...]  # (old entry, new entry)
+    units: tuple[_Unit, ...]
+
+
+def _plan_region(
+    meta: TableMetadata, parent: Region, keys: Sequence[bytes], *, first_id: int, first_unit: int
+) -> _RegionPlan:
+    """Plan one region's split: which files are re-assigned and which are cut.
+
+    Children take ids from ``first_id``; units are numbered from ``first_unit``.
+    """
+    children = _children(parent, keys, first_id)
+    numbers = itertools.count(first_unit)
+    reassigned: list[tuple[FileEntry, FileEntry]] = []
+    units: list[_Unit] = []
+    for family in meta.family_names:
+        by_seq: dict[int, list[FileEntry]] = {}
+        for f in meta.files_of(parent.id, family):
+            by_seq.setdefault(f.seq, []).append(f)
+        for seq, entries in by_seq.items():
+            spans = [
+                _child_index(keys, e.first_row) != _child_index(keys, e.last_row)
+                for e in entries
+            ]
+            group = any(spans) and len(entries) > 1 and _overlapping(entries)
+            if group:
+                ordered = tuple(sorted(entries, key=lambda e: e.path))
+                units.append(_Unit(next(numbers), parent.id, family, seq, ordered))
+                continue
+            for e, span in zip(entries, spans, strict=True):
+                if span:
+                    units.append(_Unit(next(numbers), parent.id, family, seq, (e,)))
+                else:
+                    child = children[_child_index(keys, e.first_row)]
+                    reassigned.append((e, dataclasses.replace(e, region=child.id)))
+    return _RegionPlan(parent, tuple(keys), children, tuple(reassigned), tuple(units))
+
+
+def _cut(
+    table: Table,
+    meta: TableMetadata,
+    unit: _Unit,
+    children: Sequence[Region],
+    *,
+    job_id: str,
+    row_group_cells: int,
+) -> list[WrittenFile]:
+    """Write ``unit``'s cells as one file per child region they meet."""
+    family = meta.family(unit.family)
+    first = min(e.first_row for e in unit.entries)
+    last = max(e.last_row for e in unit.entries)
+    readers = [StoreFileReader(table.fs, table.file_path(e)) for e in unit.entries]
+    out: list[WrittenFile] = []
+    try:
+        for child in children:
+            if not child.overlaps(first, last + b"\x00"):
+                continue
+            parts = [
+                rd.read(start=child.start, stop=child.end)
+                for rd, e in zip(readers, unit.entries, strict=True)
+                if child.overlaps(e.first_row, e.last_row + b"\x00")
+            ]
+            parts = [p for p in parts if p.num_rows]
+            if not parts:
+                continue
+            if len(parts) == 1:
+                cells = parts[0]
+            else:
+                # Path order, stable sort, keep the last of equal keys: what a read does.
+                merged = pa.concat_tables([p.select(CELL_SCHEMA.names) for p in parts])
+                cells, _ = dedupe_sorted(
+                    merged.take(sort_indices(merged)), with_family=False
+                )
+            rel = join(
+                "data",
+                child.id,
+                quote(family.name, safe=""),
+                f"{job_id}-f{unit.number:04d}.parquet",
+            )
+            info = write_store_file(
+                table.fs,
+                join(table.path, rel),
+                cells.select(CELL_SCHEMA.names),
+                family=family,
+                seq=unit.seq,
+                load_id=job_id,
+                row_group_cells=row_group_cells,
+            )
+            out.append(WrittenFile(child.id, rel, info))
+    finally:
+        for rd in readers:
+            rd.close()
+    return out
+
+
+def _remove_quietly(table: Table, written: Iterable[WrittenFile]) -> None:
+    """Best effort: delete files a failed job wrote (they are unreferenced anyway)."""
+    for w in written:
+        with contextlib.suppress(OSError):
+            table.fs.rm(join(table.path, w.relpath))
+
+
+def _run_parallel(
+    table: Table, tasks: Sequence[Callable[[], list[WrittenFile]]], *, max_workers: int
+) -> list[WrittenFile]:
+    """Run the rewrite tasks on threads; on failure remove what the others wrote, re-raise."""
+    if not tasks:
+        return []
+    written: list[WrittenFile] = []
+    error: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(tasks)))) as pool:
+        futures = [pool.submit(t) for t in tasks]
+        for fut in futures:
+            try:
+                written.extend(fut.result())
+            except BaseException as e:  # collect the others' files before raising
+                error = error or e
+    if error is not None:
+        _remove_quietly(table, written)
+        raise error
+    return written
+
+
+def _renumber(base_next: int, meta: TableMetadata, planned: Sequence[str]) -> dict[str, str]:
+    """Planned new region ids -> ids taken from ``meta`` (equal when nothing intervened)."""
+    if meta.next_region_id == base_next:
+        return {p: p for p in planned}
+    start = meta.next_region_id
+    return {p: region_id(start + i) for i, p in enumerate(planned)}
+
+
+# --------------------------------------------------------------------------------- split
+def split(
+    table: Table,
+    *,
+    region: str | None = None,
+    at: bytes | str | Iterable[bytes | str] | None = None,
+    dry_run: bool = False,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+) -> SplitReport:
+    """Split regions of ``table`` (its newest version) at given keys or near their middle.
+
+    Contract: after the commit every read (normal, raw, all versions; delete markers and
+    exact key ties between loads resolve as before) returns what it returned before; every
+    file entry's rows lie inside its region; files entirely on one side of a key are
+    re-assigned, files spanning one are rewritten keeping their sequence number (module
+    docstring). One commit; nothing is visible before it, and a failure leaves only
+    unreferenced files (removed on a best-effort basis, else by vacuum).
+
+    Args:
+        table: The table (a handle at the latest version; it is refreshed first and moved
+            to the committed version after).
+        region: Id of the region to split. Without ``at``: that region is split at
+            :func:`split_point`. With ``at``: every key must lie inside it.
+        at: Split key(s) (bytes, or str encoded as UTF-8). Several keys make several
+            children; keys in several regions split each of them (in one commit). A key
+            that already is a region boundary is skipped (so re-running a split is a
+            no-op). Without ``at`` and ``region``, the largest region (by bytes; the first
+            of equals) is split near its middle.
+        dry_run: Plan only: report the keys, children and files, write and commit nothing.
+        max_workers: Files rewritten concurrently.
+        row_group_cells: Cells per Parquet row group of rewritten files.
+
+    Returns:
+        A :class:`SplitReport`.
+
+    Raises:
+        InvalidArgumentError: unknown region; a pinned handle; nothing to split (without
+            ``at``: an empty table or region, or one holding a single row).
+        InvalidRowRangeError: a key that is empty, too long, or outside ``region``.
+        JobConflictError: a concurrent job changed the region or its files, or a
+            concurrent load added a file spanning a new key; nothing was committed.
+    """
+    started = time.perf_counter()
+    meta = _latest(table, "split")
+    job_id = new_job_id("split")
+    targets: dict[str, list[bytes]] = {}
+    skipped: list[bytes] = []
+    if at is not None:
+        keys = _split_keys(at)
+        boundaries = {r.start for r in meta.regions}
+        only = _region(meta, region) if region is not None else None
+        starts = [r.start for r in meta.regions]
+        for key in keys:
+            if key in boundaries:
+                skipped.append(key)
+                continue
+            owner = meta.regions[bisect.bisect_right(starts, key) - 1]
+            if only is not None and owner.id != only.id:
+                raise InvalidRowRangeError(
+                    f"table {meta.name}: split key '{to_string_binary(key)}' is outside "
+                    f"region {only.id} {_bounds(only)}"
+                )
+            targets.setdefault(owner.id, []).append(key)
+    else:
+        sizes = region_sizes(meta)
+        if region is not None:
+            chosen = _region(meta, region)
+        else:
+            if not any(sizes.values()):
+                raise InvalidArgumentError(f"table {meta.name} holds no data to split")
+            chosen = max(meta.regions, key=lambda r: sizes[r.id])  # first of equals
+        files = [f for f in meta.files if f.region == chosen.id]
+        if not files:
+            raise InvalidArgumentError(
+                f"table {meta.name}: region {chosen.id} {_bounds(chosen)} is empty; "
+                "give a split key to split it"
+            )
+        point = _split_point(table, files)
+        if point is None:
+            raise InvalidArgumentError(
+                f"table {meta.name}: region {chosen.id} {_bounds(chosen)} holds a single "
+                "row; it cannot be split"
+            )
+        targets[chosen.id] = [point]
+
+    plans: list[_RegionPlan] = []
+    next_id = meta.next_region_id
+    unit_no = 0
+    for r in meta.regions:  # key order: children ids ascend with keys
+        if r.id not in targets:
+            continue
+        p = _plan_region(meta, r, targets[r.id], first_id=next_id, first_unit=unit_no)
+        plans.append(p)
+        next_id += len(p.children)
+        unit_no += len(p.units)
+
+    def report(version: int | None, written: Sequence[WrittenFile]) -> SplitReport:
+        out = []
+        for p in plans:
+            ids = {c.id for c in p.children}
+            mine = [w for w in written if w.region in ids]
+            out.append(
+                RegionSplit(
+                    parent=p.parent.id,
+                    start=p.parent.start,
+                    end=p.parent.end,
+                    keys=p.keys,
+                    children=tuple(c.id for c in p.children),
+                    files_reassigned=len(p.reassigned),
+                    files_cut=sum(len(u.entries) for u in p.units),
+                    files_written=len(mine),
+                    cells_rewritten=sum(w.info.cells for w in mine),
+                    bytes_written=sum(w.info.size for w in mine),
+                )
+            )
+        return SplitReport(
+            table=meta.name,
+            job_id=job_id,
+            version=version,
+            splits=tuple(out),
+            skipped_keys=tuple(skipped),
+            dry_run=dry_run,
+            seconds=time.perf_counter() - started,
+        )
+
+    if dry_run or not plans:
+        return report(None, [])
+
+    tasks = [
+        functools.partial(
+            _cut, table, meta, u, p.children, job_id=job_id, row_group_cells=row_group_cells
+        )
+        for p in plans
+        for u in p.units
+    ]
+    written = _run_parallel(table, tasks, max_workers=max_workers)
+    # Every piece keeps its unit's seq (written into its footer too).
+    added = [file_entry(w, seq=w.info.seq, load_id=job_id) for w in written]
+    removed = [old for p in plans for old, _ in p.reassigned]
+    removed += [e for p in plans for u in p.units for e in u.entries]
+    moved = [new for p in plans for _, new in p.reassigned]
+    base_next = meta.next_region_id
+    planned_ids = [c.id for p in plans for c in p.children]
+    ours = {(e.path, e.family) for e in (*moved, *added)}
+
+    def change(staged: TableMetadata) -> dict[str, Any]:
+        current = {r.id: r for r in staged.regions}
+        for p in plans:
+            if current.get(p.parent.id) != p.parent:
+                raise JobConflictError(
+                    f"table {staged.name}: region {p.parent.id} {_bounds(p.parent)} was split "
+                    "or merged by another job while this split ran; nothing was committed, "
+                    "run the split again"
+                )
+        ids = _renumber(base_next, staged, planned_ids)
+        by_parent = {p.parent.id: p for p in plans}
+        files = []
+        for e in staged.files:
+            owner = by_parent.get(e.region)
+            if owner is not None:  # added to the parent by a concurrent load
+                lo = _child_index(owner.keys, e.first_row)
+                if lo != _child_index(owner.keys, e.last_row):
+                    raise JobConflictError(
+                        f"table {staged.name}: a concurrent commit added {e.path} to region "
+                        f"{owner.parent.id} across a split key while this split ran; nothing "
+                        "was committed, run the split again"
+                    )
+                e = dataclasses.replace(e, region=ids[owner.children[lo].id])
+            elif (e.path, e.family) in ours and ids[e.region] != e.region:
+                e = dataclasses.replace(e, region=ids[e.region])
+            files.append(e)
+        regions: list[Region] = []
+        for r in staged.regions:
+            owner = by_parent.get(r.id)
+            if owner is None:
+                regions.append(r)
+            else:
+                regions += [dataclasses.replace(c, id=ids[c.id]) for c in owner.children]
+        check_regions(regions)
+        return {
+            "regions": tuple(regions),
+            "next_region_id": staged.next_region_id + len(planned_ids),
+            "files": tuple(files),
+        }
+
+    summary: dict[str, Any] = {
+        "job-id": job_id,
+        "regions-split": len(plans),
+        "regions-created": len(planned_ids),
+        "files-reassigned": len(moved),
+        "files-cut": sum(len(u.entries) for p in plans for u in p.units),
+        "files-written": len(written),
+        "bytes-written": sum(w.info.size for w in written),
+    }
+    try:
+        committed = replace_files(
+            table.log,
+            Replacement(
+                remove=removed,
+                add=[*moved, *added],
+                operation="split",
+                summary=summary,
+                change=change,
+            ),
+        )
+    except BaseException:
+        _remove_quietly(table, written)
+        raise
+    table.refresh()
+    # Report the ids the commit actually used.
+    ids = _renumber(base_next, _before(committed, len(planned_ids)), planned_ids)
+    plans = [
+        dataclasses.replace(
+            p, children=tuple(dataclasses.replace(c, id=ids[c.id]) for c in p.children)
+        )
+        for p in plans
+    ]
+    written = [dataclasses.replace(w, region=ids[w.region]) for w in written]
+    return report(committed.version, written)
+
+
+def _before(committed: TableMetadata, created: int) -> TableMetadata:
+    """``committed`` with the ``next_region_id`` it had before creating ``created`` ids."""
+    return committed.evolve(next_region_id=committed.next_region_id - created)
+
+
+# --------------------------------------------------------------------------------- merge
+def merge(
+    table: Table,
+    *,
+    regions: Sequence[str],
+    dry_run: bool = False,
+) -> MergeReport:
+    """Merge adjacent regions of ``table`` (its newest version) into one.
+
+    Contract: the new region spans all of ``regions``; their files are re-assigned to it
+    (same paths and sequence numbers, nothing rewritten), so every read returns what it
+    returned before. One commit.
+
+    Args:
+        table: The table (refreshed first, moved to the committed version after).
+        regions: Ids of two or more regions that together form one contiguous key range,
+            in any order.
+        dry_run: Plan only: report the merge, commit nothing.
+
+    Returns:
+        A :class:`MergeReport` with one merge.
+
+    Raises:
+        InvalidArgumentError: fewer than two regions, an unknown or repeated id, regions
+            that are not adjacent, or a pinned handle.
+        JobConflictError: a concurrent job split or merged one of the regions; nothing
+            was committed.
+    """
+    started = time.perf_counter()
+    meta = _latest(table, "merge")
+    ids = list(regions) if not isinstance(regions, str) else [regions]
+    if len(ids) < 2:
+        raise InvalidArgumentError("merge needs at least two regions")
+    if len(set(ids)) != len(ids):
+        raise InvalidArgumentError(f"merge: a region is given twice ({', '.join(ids)})")
+    chosen = [_region(meta, rid) for rid in ids]
+    position = {r.id: i for i, r in enumerate(meta.regions)}
+    chosen.sort(key=lambda r: position[r.id])
+    idx = [position[r.id] for r in chosen]
+    if idx != list(range(idx[0], idx[0] + len(idx))):
+        raise InvalidArgumentError(
+            f"table {meta.name}: regions {', '.join(r.id for r in chosen)} are not adjacent "
+            "(only neighbouring regions can be merged)"
+        )
+    return _merge_groups(table, meta, [tuple(chosen)], dry_run=dry_run, started=started)
+
+
+def merge_small(
+    table: Table,
+    *,
+    max_bytes: int,
+    dry_run: bool = False,
+) -> MergeReport:
+    """Merge runs of adjacent regions whose files together stay within ``max_bytes``.
+
+    Walks the regions in key order and grows a run while the run's total size plus the
+    next region's stays ``<= max_bytes`` (HBase's normalizer merges small neighbours the
+    same way, two at a time); every run of two or more regions becomes one region, all in
+    one commit. A table whose neighbours are all too big commits nothing. Empty regions
+    count 0 bytes.
+
+    Args:
+        table: The table (refreshed first, moved to the committed version after).
+        max_bytes: Most bytes of store files a merged region may hold.
+        dry_run: Plan only.
+
+    Returns:
+        A :class:`MergeReport` (``version`` None when nothing was merged).
+
+    Raises:
+        InvalidArgumentError: ``max_bytes`` negative, or a pinned handle.
+        JobConflictError: a concurrent job split or merged one of the regions.
+    """
+    started = time.perf_counter()
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+        raise InvalidArgumentError(f"max_bytes must be a non-negative integer, not {max_bytes!r}")
+    meta = _latest(table, "merge")
+    sizes = region_sizes(meta)
+    runs: list[list[Region]] = []
+    run: list[Region] = []
+    run_bytes = 0
+    for r in meta.regions:
+        if run and run_bytes + sizes[r.id] <= max_bytes:
+            run.append(r)
+            run_bytes += sizes[r.id]
+            continue
+        if len(run) > 1:
+            runs.append(run)
+        run, run_bytes = [r], sizes[r.id]
+    if len(run) > 1:
+        runs.append(run)
+    return _merge_groups(
+        table, meta, [tuple(g) for g in runs], dry_run=dry_run, started=started
+    )
+
+
+def _merge_groups(
+    table: Table,
+    meta: TableMetadata,
+    groups: Sequence[tuple[Region, ...]],
+    *,
+    dry_run: bool,
+    started: float,
+) -> MergeReport:
+    job_id = new_job_id("merge")
+    base_next = meta.next_region_id
+    new_regions = [
+        Region(region_id(base_next + i), g[0].start, g[-1].end) for i, g in enumerate(groups)
+    ]
+    target = {r.id: new.id for g, new in zip(groups, new_regions, strict=True) for r in g}
+    removed = [f for f in meta.files if f.region in target]
+    moved = [dataclasses.replace(f, region=target[f.region]) for f in removed]
+
+    def report(version: int | None, ids: Mapping[str, str]) -> MergeReport:
+        merges = []
+        for g, new in zip(groups, new_regions, strict=True):
+            mine = [f for f in removed if target[f.region] == new.id]
+            merges.append(
+                RegionMerge(
+                    merged=tuple(r.id for r in g),
+                    region=ids.get(new.id, new.id),
+                    start=new.start,
+                    end=new.end,
+                    files_reassigned=len(mine),
+                    bytes=sum(f.size for f in mine),
+                )
+            )
+        return MergeReport(
+            table=meta.name,
+            job_id=job_id,
+            version=version,
+            merges=tuple(merges),
+            dry_run=dry_run,
+            seconds=time.perf_counter() - started,
+        )
+
+    if dry_run or not groups:
+        return report(None, {})
+    planned_ids = [r.id for r in new_regions]
+    ours = {(e.path, e.family) for e in moved}
+    merged_ids = {r.id: r for g in groups for r in g}
+    first_of = {g[0].id: (g, new) for g, new in zip(groups, new_regions, strict=True)}
+
+    def change(staged: TableMetadata) -> dict[str, Any]:
+        current = {r.id: r for r in staged.regions}
+        for rid, r in merged_ids.items():
+            if current.get(rid) != r:
+                raise JobConflictError(
+                    f"table {staged.name}: region {rid} {_bounds(r)} was split or merged by "
+                    "another job while this merge ran; nothing was committed, run the merge "
+                    "again"
+                )
+        ids = _renumber(base_next, staged, planned_ids)
+        files = []
+        for e in staged.files:
+            if e.region in target:  # added to a merged region by a concurrent load
+                e = dataclasses.replace(e, region=ids[target[e.region]])
+            elif (e.path, e.family) in ours and ids[e.region] != e.region:
+                e = dataclasses.replace(e, region=ids[e.region])
+            files.append(e)
+        regions: list[Region] = []
+        for r in staged.regions:
+            if r.id in first_of:
+                _, new = first_of[r.id]
+                regions.append(dataclasses.replace(new, id=ids[new.id]))
+            elif r.id not in merged_ids:
+                regions.append(r)
+        check_regions(regions)
+        return {
+            "regions": tuple(regions),
+            "next_region_id": staged.next_region_id + len(planned_ids),
+            "files": tuple(files),
+        }
+
+    committed = replace_files(
+        table.log,
+        Replacement(
+            remove=removed,
+            add=moved,
+            operation="merge",
+            summary={
+                "job-id": job_id,
+                "regions-merged": sum(len(g) for g in groups),
+                "regions-created": len(groups),
+                "files-reassigned": len(moved),
+            },
+            change=change,
+        ),
+    )
+    table.refresh()
+    ids = _renumber(base_next, _before(committed, len(planned_ids)), planned_ids)
+    return report(committed.version, ids)

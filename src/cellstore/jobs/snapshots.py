@@ -1,0 +1,440 @@
+"""Snapshots: name a table version, list and delete names, restore a table, clone a snapshot.
+
+Metadata versions are immutable and never deleted, so a snapshot is only a name for one of
+them: the table's metadata carries ``snapshots`` (name -> version and creation time,
+docs/format.md section 6), and taking, deleting or restoring a snapshot is one ordinary
+commit. Reading a snapshot is reading the table at that version. Vacuum keeps every file a
+snapshot's version references.
+
+A **clone** is a new table (through the catalog) whose version 1 has the snapshot's
+schema, regions and files, with no data copied: its file entries point into the source
+table's directory as ``../../../<source location>/<path>`` (table directories are always
+three levels below the root). Loads, compactions and splits of the clone write into its own
+directory; the source's vacuum and ``drop_table(purge=True)`` respect the links.
+
+Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_snapshot`` and
+``clone_snapshot``, but a snapshot belongs to its table (names are unique per table).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from cellstore.core.metadata import FileEntry, SnapshotRef, TableMetadata
+from cellstore.errors import (
+    InvalidArgumentError,
+    InvalidNameError,
+    SnapshotExistsError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+)
+from cellstore.fs import ensure_exclusive_create
+from cellstore.ingest import now_ms
+from cellstore.warehouse import Table
+
+__all__ = [
+    "CloneReport",
+    "RestoreReport",
+    "SnapshotInfo",
+    "clone",
+    "delete_snapshot",
+    "link_path",
+    "list_snapshots",
+    "restore",
+    "snapshot",
+]
+
+#: Snapshot names follow HBase's table-qualifier rules: letters, digits, '_', '-', '.',
+#: not starting with '.' or '-', at most 255 bytes.
+_NAME: Final = re.compile(r"[^\W][\w.-]*")
+_MAX_NAME_BYTES: Final = 255
+#: How many directory levels a table directory is below the root (``ns/qualifier/uuid``).
+_TABLE_DEPTH: Final = 3
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """One named snapshot of a table.
+
+    Attributes:
+        table: The table's name.
+        name: The snapshot's name.
+        version: The table version it names.
+        created_ms: When it was taken (ms since the epoch).
+        files: Live store files of that version.
+        cells: Cells in them.
+        bytes: Their total size.
+    """
+
+    table: str
+    name: str
+    version: int
+    created_ms: int
+    files: int
+    cells: int
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys)."""
+        return {
+            "table": self.table,
+            "name": self.name,
+            "version": self.version,
+            "created-ms": self.created_ms,
+            "files": self.files,
+            "cells": self.cells,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """What :func:`restore` committed.
+
+    Attributes:
+        table: The table's name.
+        snapshot: The snapshot restored.
+        snapshot_version: The version the snapshot names.
+        version: The new table version (its content is the snapshot's).
+        files: Live files after the restore.
+        cells: Cells in them.
+        files_removed: Entries of the previous version that are no longer live.
+        files_restored: Entries of the snapshot that were not live before.
+    """
+
+    table: str
+    snapshot: str
+    snapshot_version: int
+    version: int
+    files: int
+    cells: int
+    files_removed: int
+    files_restored: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys)."""
+        return {
+            "table": self.table,
+            "snapshot": self.snapshot,
+            "snapshot-version": self.snapshot_version,
+            "version": self.version,
+            "files": self.files,
+            "cells": self.cells,
+            "files-removed": self.files_removed,
+            "files-restored": self.files_restored,
+        }
+
+
+@dataclass(frozen=True)
+class CloneReport:
+    """What :func:`clone` created.
+
+    Attributes:
+        source: The source table's name.
+        snapshot: The snapshot cloned.
+        snapshot_version: The source version the snapshot names.
+        table: The new table's name.
+        files: Files the clone links to (none were copied).
+        cells: Cells in them.
+        bytes: Their total size.
+    """
+
+    source: str
+    snapshot: str
+    snapshot_version: int
+    table: str
+    files: int
+    cells: int
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys)."""
+        return {
+            "source": self.source,
+            "snapshot": self.snapshot,
+            "snapshot-version": self.snapshot_version,
+            "table": self.table,
+            "files": self.files,
+            "cells": self.cells,
+            "bytes": self.bytes,
+        }
+
+
+# --------------------------------------------------------------------------------- helpers
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise InvalidNameError(
+            f"snapshot name {name!r}: use letters, digits, '_', '-' and '.', not starting "
+            "with '.' or '-'"
+        )
+    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        raise InvalidNameError(f"snapshot name {name[:40]!r}...: longer than 255 bytes")
+    return name
+
+
+def _current(table: Table) -> TableMetadata:
+    """The version a job works on: the handle's if pinned, else the newest committed."""
+    if table.pinned:
+        return table.metadata
+    return table.log.read(table.log.latest_version())
+
+
+def _follow(table: Table) -> None:
+    """Move an unpinned handle to the newest version after a commit."""
+    if not table.pinned:
+        table.refresh()
+
+
+def _ref(meta: TableMetadata, name: str) -> SnapshotRef:
+    ref = meta.snapshots.get(name)
+    if ref is None:
+        known = ", ".join(sorted(meta.snapshots)) or "none"
+        raise SnapshotNotFoundError(
+            f"table {meta.name} has no snapshot {name!r} (snapshots: {known})"
+        )
+    return ref
+
+
+def _read_version(table: Table, version: int) -> TableMetadata:
+    try:
+        return table.log.read(version)
+    except FileNotFoundError:
+        raise TableNotFoundError(f"table {table.name} has no version {version}") from None
+
+
+def _info(table: Table, name: str, ref: SnapshotRef) -> SnapshotInfo:
+    meta = _read_version(table, ref.version)
+    return SnapshotInfo(
+        table=str(table.name),
+        name=name,
+        version=ref.version,
+        created_ms=ref.created_ms,
+        files=len(meta.files),
+        cells=sum(f.cells for f in meta.files),
+        bytes=sum(f.size for f in meta.files),
+    )
+
+
+def link_path(source_location: str, path: str) -> str:
+    """The entry path, relative to a clone's directory, of a source table's file.
+
+    Every table directory is ``<namespace>/<qualifier>/<uuid>`` below the root, so
+    ``../../..`` from any table directory is the root. A path that is itself a link (the
+    source is a clone) resolves to the same file, so clones of clones link to the owner.
+
+    >>> link_path("ns/src/u0", "data/r000001/cf/l1.parquet")
+    '../../../ns/src/u0/data/r000001/cf/l1.parquet'
+    >>> link_path("ns/src/u0", "../../../ns/orig/u9/data/r000001/cf/l1.parquet")
+    '../../../ns/orig/u9/data/r000001/cf/l1.parquet'
+
+    Raises:
+        InvalidArgumentError: if ``source_location`` is not three levels deep.
+    """
+    if len([p for p in source_location.split("/") if p]) != _TABLE_DEPTH:
+        raise InvalidArgumentError(
+            f"table location {source_location!r} is not <namespace>/<qualifier>/<uuid>"
+        )
+    return posixpath.normpath(posixpath.join("../../..", source_location, path))
+
+
+# ------------------------------------------------------------------------------------ jobs
+def snapshot(table: Table, name: str, *, version: int | None = None) -> SnapshotInfo:
+    """Take a named snapshot of a table version (HBase's ``snapshot``).
+
+    One commit (operation ``snapshot``) records ``name -> version`` in the table's
+    metadata; no data is copied or rewritten.
+
+    Args:
+        table: The table. A pinned handle (``warehouse.table(name, version=v)``) snapshots
+            its version ``v``.
+        name: Snapshot name: letters, digits, '_', '-', '.' (HBase's rules).
+        version: The version to name (default: the pinned version, else the newest at
+            commit time, which this commit does not change).
+
+    Returns:
+        The new snapshot.
+
+    Raises:
+        InvalidNameError: bad snapshot name.
+        SnapshotExistsError: the table has a snapshot of that name.
+        TableNotFoundError: ``version`` does not exist.
+    """
+    _check_name(name)
+    wanted = table.version if table.pinned and version is None else version
+    if wanted is not None:
+        _read_version(table, wanted)  # must exist (and it stays: versions are never deleted)
+    ensure_exclusive_create(table.fs, table.warehouse.root)
+    created = now_ms()
+
+    def change(meta: TableMetadata) -> TableMetadata:
+        if name in meta.snapshots:
+            raise SnapshotExistsError(f"table {meta.name} already has a snapshot {name!r}")
+        target = meta.version if wanted is None else wanted
+        if target > meta.version:
+            raise TableNotFoundError(f"table {meta.name} has no version {target}")
+        ref = SnapshotRef(version=target, created_ms=created)
+        return meta.next_version(
+            operation="snapshot",
+            timestamp_ms=created,
+            summary={"snapshot": name, "snapshot-version": target},
+            snapshots={**meta.snapshots, name: ref},
+        )
+
+    new, _ = table.log.commit_table(change)
+    _follow(table)
+    return _info(table, name, new.snapshots[name])
+
+
+def list_snapshots(table: Table) -> list[SnapshotInfo]:
+    """The table's snapshots, oldest first (HBase's ``list_snapshots``).
+
+    Reads the newest version (a pinned handle: its own version) and each snapshot's
+    version (for the file and cell counts).
+    """
+    meta = _current(table)
+    refs = sorted(meta.snapshots.items(), key=lambda kv: (kv[1].created_ms, kv[0]))
+    return [_info(table, name, ref) for name, ref in refs]
+
+
+def delete_snapshot(table: Table, name: str) -> SnapshotInfo:
+    """Delete a snapshot name (HBase's ``delete_snapshot``): one commit, no data deleted.
+
+    The files only the snapshot kept become eligible for :func:`~cellstore.jobs.vacuum`
+    once they are older than its retention period.
+
+    Returns:
+        The snapshot that was deleted.
+
+    Raises:
+        SnapshotNotFoundError: no snapshot of that name.
+    """
+    ensure_exclusive_create(table.fs, table.warehouse.root)
+    deleted: list[SnapshotRef] = []
+
+    def change(meta: TableMetadata) -> TableMetadata:
+        ref = _ref(meta, name)
+        deleted[:] = [ref]
+        return meta.next_version(
+            operation="delete-snapshot",
+            timestamp_ms=now_ms(),
+            summary={"snapshot": name, "snapshot-version": ref.version},
+            snapshots={k: v for k, v in meta.snapshots.items() if k != name},
+        )
+
+    table.log.commit_table(change)
+    _follow(table)
+    return _info(table, name, deleted[0])
+
+
+def restore(table: Table, snapshot: str) -> RestoreReport:
+    """Restore a table to a snapshot (HBase's ``restore_snapshot``), in one commit.
+
+    The new version takes the snapshot version's families, regions, files, salt, row-key
+    spec and properties; it keeps the table's snapshots and remembered load ids, and the
+    sequence number and region id counters never go back (``max`` of both versions), so
+    later loads still win ties and region ids are never reused. Data committed after the
+    snapshot leaves the table (it stays readable as-of the versions before the restore,
+    until vacuum). A load that commits concurrently either lands before the restore (and
+    is undone by it) or after it (and is kept).
+
+    Raises:
+        SnapshotNotFoundError: no snapshot of that name.
+        InvalidArgumentError: the handle is pinned to an old version.
+    """
+    if table.pinned:
+        raise InvalidArgumentError(
+            f"table {table.name} was opened at version {table.version}; cannot restore it"
+        )
+    ref = _ref(_current(table), snapshot)
+    snap = _read_version(table, ref.version)
+    ensure_exclusive_create(table.fs, table.warehouse.root)
+    before: list[tuple[FileEntry, ...]] = []
+
+    def change(meta: TableMetadata) -> TableMetadata:
+        _ref(meta, snapshot)  # still there (a concurrent delete_snapshot wins)
+        before[:] = [meta.files]
+        return meta.next_version(
+            operation="restore",
+            timestamp_ms=now_ms(),
+            summary={
+                "snapshot": snapshot,
+                "snapshot-version": ref.version,
+                "files": len(snap.files),
+            },
+            families=snap.families,
+            regions=snap.regions,
+            salt_buckets=snap.salt_buckets,
+            files=snap.files,
+            row_key=snap.row_key,
+            properties=dict(snap.properties),
+            next_seq=max(meta.next_seq, snap.next_seq),
+            next_region_id=max(meta.next_region_id, snap.next_region_id),
+        )
+
+    new, _ = table.log.commit_table(change)
+    _follow(table)
+    old_paths = {(f.path, f.region, f.family) for f in before[0]}
+    new_paths = {(f.path, f.region, f.family) for f in new.files}
+    return RestoreReport(
+        table=str(table.name),
+        snapshot=snapshot,
+        snapshot_version=ref.version,
+        version=new.version,
+        files=len(new.files),
+        cells=sum(f.cells for f in new.files),
+        files_removed=len(old_paths - new_paths),
+        files_restored=len(new_paths - old_paths),
+    )
+
+
+def clone(table: Table, snapshot: str, new_name: str) -> CloneReport:
+    """Create table ``new_name`` from a snapshot without copying data (``clone_snapshot``).
+
+    The clone's version 1 has the snapshot's families, regions, salt, row-key spec,
+    properties and files; its entries link to the source's files
+    (``../../../<source location>/<path>``, see :func:`link_path`), keeping their sequence
+    numbers. The clone is an ordinary table from then on: its loads, compactions and
+    splits write into its own directory and never touch the source. The source's vacuum
+    keeps files a clone still references, and purging the source is refused while a
+    clone reads its files.
+
+    Args:
+        table: The source table (its newest version's snapshots are looked up).
+        snapshot: The snapshot to clone.
+        new_name: ``[namespace:]name`` of the new table, in the same warehouse.
+
+    Returns:
+        What was created.
+
+    Raises:
+        SnapshotNotFoundError: no snapshot of that name.
+        TableExistsError: ``new_name`` exists.
+        InvalidNameError: bad table name.
+    """
+    ref = _ref(_current(table), snapshot)
+    snap = _read_version(table, ref.version)
+    files = tuple(replace(f, path=link_path(table.location, f.path)) for f in snap.files)
+    template = snap.evolve(files=files)
+    created = table.warehouse.create_table_from(
+        new_name,
+        template=template,
+        operation="clone",
+        summary={
+            "source": str(table.name),
+            "snapshot": snapshot,
+            "source-version": ref.version,
+            "files": len(files),
+        },
+    )
+    return CloneReport(
+        source=str(table.name),
+        snapshot=snapshot,
+        snapshot_version=ref.version,
+        table=str(created.name),
+        files=len(files),
+        cells=sum(f.cells for f in files),
+        bytes=sum(f.size for f in files),
+    )

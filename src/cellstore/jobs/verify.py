@@ -1,0 +1,273 @@
+"""Verify: check a table version's manifest and every live store file; report, never crash.
+
+Two kinds of checks (docs/format.md sections 6, 8 and 9):
+
+- **manifest**: regions sorted, contiguous and covering all keys with unique ids below
+  ``next-region-id``; families unique and in name order; every entry's region and family
+  exist; no entry given twice (same path, region and family); ``1 <= seq < next-seq``;
+  entry statistics consistent; paths relative (``..`` only as a clone's link); snapshot
+  versions exist.
+- **files**, for every entry (in parallel): the file exists and has the entry's size; it
+  opens and its footer parses; every Parquet page passes its checksum; cells are in cell
+  order with unique keys, with valid types, rows and timestamps; the footer's statistics
+  equal the data and the entry (:func:`cellstore.storefiles.check`); its rows lie inside
+  the entry's region (splits keep this invariant by re-assigning or cutting files).
+
+Problems are collected in a :class:`VerifyReport`; a corrupt or missing file is one more
+problem, never an exception. The CLI exits with code 9 when there are any.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import fsspec
+
+from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.regions import Region, check_regions
+from cellstore.errors import CellstoreError, VerifyError
+from cellstore.fs import join
+from cellstore.storefiles import check
+from cellstore.warehouse import Table
+
+__all__ = ["VerifyProblem", "VerifyReport", "check_entry", "manifest_problems", "verify"]
+
+#: Files checked at once by default (reading and decoding release the GIL).
+DEFAULT_WORKERS: Final = 4
+#: Problems the text of :class:`~cellstore.errors.VerifyError` lists before "... and N more".
+_MESSAGE_PROBLEMS: Final = 5
+
+
+@dataclass(frozen=True)
+class VerifyProblem:
+    """One broken invariant.
+
+    Attributes:
+        kind: ``manifest`` (the metadata document) or ``file`` (a store file).
+        message: What is wrong.
+        path: The entry's path (relative to the table directory), for file problems.
+        region: The entry's region id, if the problem concerns one.
+        family: The entry's family, if the problem concerns one.
+    """
+
+    kind: Literal["manifest", "file"]
+    message: str
+    path: str | None = None
+    region: str | None = None
+    family: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path} ({self.region}/{self.family}): " if self.path is not None else ""
+        return f"{self.kind}: {where}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "region": self.region,
+            "family": self.family,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Outcome of :func:`verify`.
+
+    Attributes:
+        table: The table's name.
+        version: The version verified.
+        files: Entries whose files were checked.
+        cells: Cells those entries hold (per the manifest).
+        bytes: Their total size (per the manifest).
+        problems: Every problem found, manifest problems first.
+    """
+
+    table: str
+    version: int
+    files: int
+    cells: int
+    bytes: int
+    problems: tuple[VerifyProblem, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether no problem was found."""
+        return not self.problems
+
+    def raise_for_problems(self) -> None:
+        """Raise :class:`~cellstore.errors.VerifyError` (CLI exit code 9) if not :attr:`ok`."""
+        if self.ok:
+            return
+        shown = "; ".join(str(p) for p in self.problems[:_MESSAGE_PROBLEMS])
+        more = len(self.problems) - _MESSAGE_PROBLEMS
+        tail = f"; ... and {more} more" if more > 0 else ""
+        raise VerifyError(
+            f"table {self.table} version {self.version}: {len(self.problems)} problem(s): "
+            f"{shown}{tail}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "table": self.table,
+            "version": self.version,
+            "ok": self.ok,
+            "files": self.files,
+            "cells": self.cells,
+            "bytes": self.bytes,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+# -------------------------------------------------------------------------------- manifest
+def _region_number(region_id: str) -> int | None:
+    digits = region_id.lstrip("r")
+    return int(digits) if digits.isdigit() else None
+
+
+def manifest_problems(meta: TableMetadata, *, table_path: str = "") -> list[VerifyProblem]:
+    """Inconsistencies inside one metadata version (pure; reads nothing).
+
+    Args:
+        meta: The version.
+        table_path: The table directory, to check that ``..`` paths stay below the root.
+    """
+    out: list[VerifyProblem] = []
+
+    def bad(message: str, entry: FileEntry | None = None) -> None:
+        if entry is None:
+            out.append(VerifyProblem("manifest", message))
+        else:
+            out.append(VerifyProblem("manifest", message, entry.path, entry.region, entry.family))
+
+    try:
+        check_regions(meta.regions)
+    except CellstoreError as e:
+        bad(f"regions: {e}")
+    for r in meta.regions:
+        number = _region_number(r.id)
+        if number is not None and number >= meta.next_region_id:
+            bad(f"region id {r.id} is not below next-region-id {meta.next_region_id}")
+    names = [f.name for f in meta.families]
+    if len(set(names)) != len(names):
+        bad(f"families are not unique: {names}")
+    elif names != sorted(names, key=lambda n: n.encode("utf-8")):
+        bad(f"families are not in name order: {names}")
+    regions = {r.id for r in meta.regions}
+    families = set(names)
+    seen: Counter[tuple[str, str, str]] = Counter()
+    for f in meta.files:
+        seen[(f.path, f.region, f.family)] += 1
+        if f.region not in regions:
+            bad(f"region {f.region} does not exist", f)
+        if f.family not in families:
+            bad(f"family {f.family!r} does not exist", f)
+        if not 1 <= f.seq < meta.next_seq:
+            bad(f"seq {f.seq} is not in 1..{meta.next_seq - 1} (next-sequence-number)", f)
+        if f.cells < 1 or not 0 <= f.delete_markers <= f.cells:
+            bad(f"cells {f.cells} / delete markers {f.delete_markers} are inconsistent", f)
+        if f.first_row > f.last_row or f.min_ts > f.max_ts or f.min_ts < 0:
+            bad("first/last row or min/max ts are inverted or negative", f)
+        if f.size <= 0:
+            bad(f"size {f.size} is not positive", f)
+        if f.path.startswith("/") or "://" in f.path:
+            bad("path is not relative to the table directory", f)
+        elif ".." in f.path.split("/"):
+            if not f.path.startswith("../../../"):
+                bad("a path with '..' must be a clone's link ../../../<location>/...", f)
+            elif table_path:
+                try:
+                    join(table_path, f.path)
+                except ValueError as e:
+                    bad(str(e), f)
+    for (path, region, family), n in sorted(seen.items()):
+        if n > 1:
+            out.append(VerifyProblem("manifest", f"entry listed {n} times", path, region, family))
+    for name, ref in sorted(meta.snapshots.items()):
+        if not 1 <= ref.version <= meta.version:
+            bad(f"snapshot {name!r} names version {ref.version}, not in 1..{meta.version}")
+    return out
+
+
+# ----------------------------------------------------------------------------------- files
+def check_entry(
+    fs: fsspec.AbstractFileSystem, table_path: str, entry: FileEntry, region: Region | None
+) -> list[VerifyProblem]:
+    """Problems of one live entry's file (never raises for a bad or missing file)."""
+    out: list[VerifyProblem] = []
+
+    def bad(message: str) -> None:
+        out.append(VerifyProblem("file", message, entry.path, entry.region, entry.family))
+
+    try:
+        path = join(table_path, entry.path)
+    except ValueError as e:
+        bad(str(e))
+        return out
+    try:
+        fs.invalidate_cache(path)
+        size = int(fs.info(path)["size"])
+    except FileNotFoundError:
+        bad("file is missing")
+        return out
+    except OSError as e:
+        bad(f"cannot stat: {e}")
+        return out
+    if size != entry.size:
+        bad(f"file size {size} != manifest size {entry.size}")
+    report = check(fs, path, region=region, entry=entry)
+    for message in report.problems:
+        if size != entry.size and message.startswith("manifest size"):
+            continue  # said above
+        bad(message)
+    return out
+
+
+def verify(
+    table: Table,
+    *,
+    workers: int = DEFAULT_WORKERS,
+    client: Any = None,
+) -> VerifyReport:
+    """Check the manifest and every live file of the version ``table`` points at.
+
+    Args:
+        table: The table (a handle pinned with ``version=`` verifies that version).
+        workers: Files checked at once on local threads.
+        client: A ``distributed.Client`` to check files on instead (the filesystem is
+            pickled to the workers, so it must be reachable from them).
+
+    Returns:
+        A :class:`VerifyReport`; call :meth:`VerifyReport.raise_for_problems` to turn
+        problems into a :class:`~cellstore.errors.VerifyError`.
+    """
+    meta = table.metadata
+    problems = manifest_problems(meta, table_path=table.path)
+    regions = {r.id: r for r in meta.regions}
+    entries: Sequence[FileEntry] = meta.files
+    args = [(table.fs, table.path, e, regions.get(e.region)) for e in entries]
+    results: list[list[VerifyProblem]]
+    if client is not None:
+        futures = client.map(check_entry, *zip(*args, strict=True), pure=False) if args else []
+        results = list(client.gather(futures))
+    elif len(args) <= 1 or workers <= 1:
+        results = [check_entry(*a) for a in args]
+    else:
+        with ThreadPoolExecutor(max_workers=min(workers, len(args))) as pool:
+            results = list(pool.map(lambda a: check_entry(*a), args))
+    for found in results:
+        problems.extend(found)
+    return VerifyReport(
+        table=str(table.name),
+        version=meta.version,
+        files=len(entries),
+        cells=sum(e.cells for e in entries),
+        bytes=sum(e.size for e in entries),
+        problems=tuple(problems),
+    )

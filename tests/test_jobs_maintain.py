@@ -1,0 +1,109 @@
+"""The compaction policy (``maintain``) and the compaction CLI commands."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+import cellstore
+from cellstore.cli import cli
+from cellstore.core.family import Family
+from cellstore.jobs.compact import LAST_MAJOR_PROPERTY
+from cellstore.jobs.maintain import maintain
+
+NOW = 10_000_000
+DAY = 24 * 3600 * 1000
+
+
+def load(t: Any, row: bytes, ts: int, qual: bytes = b"q") -> None:
+    t.load_cells(
+        pa.table({"row": [row], "family": ["f"], "qualifier": [qual], "ts": [ts],
+                  "value": [b"v%d" % ts]})
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> str:
+    return str(tmp_path / "wh")
+
+
+def make(root: str, **family: Any) -> Any:
+    return cellstore.connect(root).create_table("t", families=[Family(name="f", **family)])
+
+
+def test_maintain_major_compacts_when_due_then_minor_by_file_count(root: str) -> None:
+    t = make(root)
+    for ts in range(3):
+        load(t, b"a", ts)
+    report = maintain(t, now_ms=NOW)
+    assert [a["action"] for a in report.actions] == ["major-compact"]
+    assert len(t.files) == 1
+    assert t.metadata.properties[LAST_MAJOR_PROPERTY] == str(NOW)
+    # Not due again a day later; four new files exceed the threshold of 3: minor compaction.
+    for ts in range(10, 14):
+        load(t, b"b", ts)
+    report = maintain(t, now_ms=NOW + DAY)
+    assert [a["action"] for a in report.actions] == ["compact"]
+    # The ratio policy takes the small old file too: all files, so deletes drop (R13.3).
+    assert len(t.files) == 1 and report.actions[0]["result"]["stores"][0]["input-files"] == 5
+    # Nothing left to do: the run is a no-op.
+    again = maintain(t, now_ms=NOW + DAY)
+    assert again.actions == () and again.version == t.version
+
+
+def test_maintain_dry_run_plans_without_committing(root: str) -> None:
+    t = make(root, ttl=1)
+    load(t, b"a", NOW - 5000)
+    load(t, b"b", NOW - 10)
+    version = t.version
+    report = maintain(t, now_ms=NOW, dry_run=True)
+    assert {a["action"] for a in report.actions} == {"purge-ttl", "major-compact"}
+    assert t.refresh().version == version
+    report = maintain(t, now_ms=NOW)
+    assert t.version > version
+    assert [r["row"] for r in t.scan(now_ms=NOW).to_arrow().to_pylist()] == [b"b"]
+
+
+def test_maintain_splits_large_regions(root: str) -> None:
+    t = make(root)
+    t.load_cells(
+        pa.table({"row": [b"r%03d" % i for i in range(200)], "family": ["f"] * 200,
+                  "qualifier": [b"q"] * 200, "ts": [1] * 200, "value": [b"x" * 100] * 200}),
+        row_group_cells=20,
+    )
+    before = t.scan().to_arrow()
+    report = maintain(t, now_ms=NOW, major_interval_ms=None, split_over_bytes=1000)
+    assert "split" in [a["action"] for a in report.actions]
+    assert len(t.regions) >= 2
+    assert t.scan().to_arrow().equals(before)
+
+
+def run_cli(root: str, *args: str) -> Any:
+    result = CliRunner().invoke(cli, ["--root", root, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_cli_compact_purge_and_maintain(root: str) -> None:
+    t = make(root, ttl=3600)
+    now = time.time_ns() // 1_000_000
+    for ts in range(3):
+        load(t, b"a", now - 1000 + ts)
+    load(t, b"b", now)
+    text = run_cli(root, "compact", "t", "--dry-run").output
+    assert "Would rewrite 1 stores of table t" in text
+    doc = json.loads(run_cli(root, "--output", "json", "compact", "t", "--major").output)
+    assert doc["major"] is True and doc["version"] is not None
+    assert doc["stores"][0]["input-files"] == 4
+    text = run_cli(root, "purge-ttl", "t").output
+    assert "Nothing to TTL purge in table t" in text
+    doc = json.loads(run_cli(root, "--output", "json", "maintain", "t", "--dry-run").output)
+    assert doc["dry-run"] is True
+    text = run_cli(root, "maintain", "t", "--no-major").output
+    assert "needs nothing" in text
