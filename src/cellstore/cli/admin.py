@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.output import JsonOutput, Output, format_ts, grid
+from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
 from cellstore.cli.params import STORAGE_OPTION
 from cellstore.cli.reads import (
     _COLUMN,
@@ -86,13 +86,6 @@ def _human_ms(ms: int) -> str:
     return f"{ms}ms"
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
 
 
 def _emit(output: Output, doc: Any, lines: Callable[[], Sequence[str]]) -> None:
@@ -172,7 +165,7 @@ def snapshot_create_cmd(cli_ctx: CliContext, *, table: str, name: str, version: 
         info.to_dict(),
         lambda: [
             f"Snapshot {info.name} of table {info.table}: version {info.version} "
-            f"({info.files} files, {info.cells} cells, {_size(info.bytes)})"
+            f"({info.files} files, {info.cells} cells, {human_bytes(info.bytes)})"
         ],
     )
 
@@ -235,7 +228,7 @@ def clone_cmd(cli_ctx: CliContext, *, table: str, snapshot: str, new_table: str)
         lambda: [
             f"Cloned snapshot {r.snapshot} of table {r.source} (version {r.snapshot_version}) "
             f"into table {r.table}: {r.files} files linked ({r.cells} cells, "
-            f"{_size(r.bytes)}), no data copied"
+            f"{human_bytes(r.bytes)}), no data copied"
         ],
     )
 
@@ -405,7 +398,7 @@ def export_cmd(
         r.to_dict(),
         lambda: [
             f"Exported {r.rows} row(s) ({r.cells} cells) of table {r.table} version "
-            f"{r.version} to {r.url}: {len(r.files)} {r.format} file(s), {_size(r.bytes)}"
+            f"{r.version} to {r.url}: {len(r.files)} {r.format} file(s), {human_bytes(r.bytes)}"
         ],
     )
 
@@ -493,7 +486,7 @@ def copy_cmd(
         return [
             f"Copied {r.cells} cells of table {r.source} version {r.source_version} into "
             f"table {r.dest}{made} at {r.dest_root}: {r.files_written} files, "
-            f"{_size(r.bytes)}; version {r.version}, job id {r.job_id}"
+            f"{human_bytes(r.bytes)}; version {r.version}, job id {r.job_id}"
         ]
 
     _emit(cli_ctx.output, r.to_dict(), lines)
@@ -561,7 +554,7 @@ def vacuum_cmd(
         verb = "Would delete" if r.dry_run else "Deleted"
         kept = ", ".join(f"{n} {reason}" for reason, n in r.kept.items() if n) or "none"
         out = [
-            f"{verb} {r.files_deleted} of {r.files} data files ({_size(r.bytes_deleted)}) of "
+            f"{verb} {r.files_deleted} of {r.files} data files ({human_bytes(r.bytes_deleted)}) of "
             f"table {r.table}, unreferenced and older than {_human_ms(r.retention_ms)}",
             *(f"  {p}" for p in r.deleted),
             f"Kept: {kept}",
@@ -606,7 +599,7 @@ def verify_cmd(cli_ctx: CliContext, *, table: str, version: int | None, workers:
     def lines() -> list[str]:
         head = (
             f"Verified table {r.table} version {r.version}: {r.files} files, {r.cells} "
-            f"cells, {_size(r.bytes)}"
+            f"cells, {human_bytes(r.bytes)}"
         )
         if r.ok:
             return [f"{head}: OK"]

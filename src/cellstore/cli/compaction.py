@@ -17,7 +17,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.load import SIZE
-from cellstore.cli.output import JsonOutput, Output
+from cellstore.cli.output import JsonOutput, Output, human_bytes
 
 if TYPE_CHECKING:
     from cellstore.jobs.compact import CompactionReport
@@ -26,12 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "compact_cmd", "maintain_cmd", "purge_ttl_cmd"]
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"  # pragma: no cover
 
 
 def _progress(output: Output, label: str) -> tuple[Callable[[int, int], None] | None, Any]:
@@ -57,17 +51,20 @@ def compaction_lines(name: str, report: CompactionReport, *, what: str) -> list[
     for s in report.stores:
         line = (
             f"  {s['region']}/{s['family']}: {s['input-files']} files "
-            f"({s['input-cells']} cells, {_size(s['input-bytes'])})"
+            f"({s['input-cells']} cells, {human_bytes(s['input-bytes'])})"
         )
         if "output-files" in s:
             line += (
                 f" -> {s['output-files']} files ({s['output-cells']} cells, "
-                f"{_size(s['output-bytes'])})"
+                f"{human_bytes(s['output-bytes'])})"
             )
         if s.get("expired-files"):
             line += f"; {s['expired-files']} expired files dropped"
-        if s.get("drop-deletes"):
-            line += "; delete markers dropped"
+        dropped = int(s.get("input-markers", 0)) - int(s.get("output-markers", 0))
+        if "output-files" in s and dropped > 0:
+            line += f"; {dropped} delete markers dropped"
+        elif s.get("drop-deletes") and "output-files" not in s:
+            line += "; drops delete markers"
         lines.append(line)
     for s in report.skipped:
         lines.append(f"  {s['region']}/{s['family']}: skipped ({s['reason']})")

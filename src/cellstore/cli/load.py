@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.output import JsonOutput, Output
+from cellstore.cli.output import JsonOutput, Output, human_bytes
 from cellstore.cli.params import FAMILY, STORAGE_OPTION, _ParamType
 from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
@@ -84,12 +84,6 @@ class LoadOutcome:
         return {**self.report.to_dict(), "created": self.created, "split-keys": self.splits}
 
 
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"  # pragma: no cover
 
 
 def render_load_report(output: Output, outcome: LoadOutcome) -> None:
@@ -112,7 +106,7 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     else:
         lines.append(
             f"Loaded {r.rows} rows, {r.cells} cells into table {r.table}: {r.files} files, "
-            f"{_human_bytes(r.bytes)} (version {r.version}, sequence number {r.seq})"
+            f"{human_bytes(r.bytes)} (version {r.version}, sequence number {r.seq})"
         )
     lines.append(
         f"load id {r.load_id}; {r.records} records read from {r.inputs} input parts "

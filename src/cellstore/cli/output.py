@@ -121,6 +121,16 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
 
 
+def human_bytes(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KiB`` ... ``3.2 GiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
 def human_ttl(seconds: int | None) -> str:
     """A TTL as HBase's ``PrettyPrinter`` shows it.
 

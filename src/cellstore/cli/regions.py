@@ -14,7 +14,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.load import SIZE
-from cellstore.cli.output import JsonOutput, Output
+from cellstore.cli.output import JsonOutput, Output, human_bytes
 from cellstore.cli.params import PRINTABLE_KEY
 from cellstore.core.keys import to_string_binary
 from cellstore.errors import InvalidArgumentError
@@ -33,13 +33,6 @@ def _keys(keys: tuple[bytes, ...]) -> str:
     return ", ".join(f"'{to_string_binary(k)}'" for k in keys)
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
 
 
 def render_split_report(output: Output, report: SplitReport) -> None:
@@ -58,7 +51,7 @@ def render_split_report(output: Output, report: SplitReport) -> None:
         if not report.dry_run:
             moved += (
                 f" into {s.files_written} files ({s.cells_rewritten} cells, "
-                f"{_size(s.bytes_written)})"
+                f"{human_bytes(s.bytes_written)})"
             )
         lines.append(moved)
     if report.skipped_keys:
@@ -80,7 +73,7 @@ def render_merge_report(output: Output, report: MergeReport) -> None:
     for m in report.merges:
         lines.append(
             f"{verb} regions {', '.join(m.merged)} into {m.region} {_bounds(m.start, m.end)}: "
-            f"{m.files_reassigned} files re-assigned ({_size(m.bytes)}), none rewritten"
+            f"{m.files_reassigned} files re-assigned ({human_bytes(m.bytes)}), none rewritten"
         )
     if report.version is not None:
         lines.append(f"table {report.table} is at version {report.version}")

@@ -119,6 +119,7 @@ class StoreCompaction:
             "input-files": len(self.inputs),
             "input-cells": sum(e.cells for e in self.inputs),
             "input-bytes": sum(e.size for e in self.inputs),
+            "input-markers": sum(e.delete_markers for e in self.inputs),
             "expired-files": len(self.expired),
             "drop-deletes": self.drop_deletes,
         }
@@ -468,6 +469,7 @@ class _StoreResult:
             "output-files": len(written),
             "output-cells": sum(w.info.cells for w in written),
             "output-bytes": sum(w.info.size for w in written),
+            "output-markers": sum(w.info.delete_markers for w in written),
         }
 
 

@@ -110,7 +110,7 @@ def maintain(
             actions.append({"action": action, "reason": reason, "error": str(e)})
             return
         result = report.to_dict()
-        if dry_run or _did_something(result):
+        if _did_something(result):
             actions.append({"action": action, "reason": reason, "result": result})
         table.refresh()
 
@@ -176,7 +176,7 @@ def maintain(
 
 
 def _did_something(result: dict[str, Any]) -> bool:
-    """Whether a job report describes work (a commit, or planned stores/regions)."""
+    """Whether a job report describes work (a commit, or planned stores/regions/merges)."""
     if result.get("version") is not None:
         return True
     return bool(result.get("stores") or result.get("splits") or result.get("merges"))
