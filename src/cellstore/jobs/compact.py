@@ -272,6 +272,7 @@ def plan_compaction(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     job_id: str | None = None,
+    skip_compacted: bool = False,
 ) -> list[StoreCompaction]:
     """The stores to compact and their tasks (see :func:`compact` for the options).
 
@@ -298,7 +299,8 @@ def plan_compaction(
             gone = {entry_key(e) for e in expired}
             live = [f for f in files if entry_key(f) not in gone]
             if major:
-                inputs = [] if _already_compact(live, fam, now) else live
+                skip = skip_compacted and _already_compact(live, fam, now)
+                inputs = [] if skip else live
             else:
                 inputs = select_minor(live, min_files=min_files, max_files=max_files, ratio=ratio)
             if not inputs and not expired:
@@ -538,6 +540,7 @@ def compact(
     dry_run: bool = False,
     client: Any = None,
     progress: Any = None,
+    skip_compacted: bool = False,
 ) -> CompactionReport:
     """Compact the table's stores (hbase-semantics R13).
 
@@ -560,12 +563,14 @@ def compact(
         dry_run: Only plan; commit nothing.
         client: A ``distributed.Client`` to run tasks on (default: this process).
         progress: Called with ``(done, total)`` tasks.
+        skip_compacted: Leave out of a major compaction every store that is one file
+            written by a compaction, without markers or expired cells (HBase does so for
+            periodic major compactions; ``maintain`` sets it). By default a requested major
+            compaction rewrites such a store too, as HBase's user-requested one does, so
+            changed family settings (e.g. fewer VERSIONS) take effect.
 
     Returns:
-        A :class:`CompactionReport`. Re-running on a compacted table is a no-op for major
-        compactions of single-file stores without dead cells only in the sense that the
-        data is unchanged; a store with one file is still rewritten by a major compaction
-        (HBase does the same).
+        A :class:`CompactionReport`. Compacting again gives the same cells.
 
     Raises:
         InvalidArgumentError: unknown region or family, or a pinned table handle.
@@ -588,6 +593,7 @@ def compact(
         max_file_bytes=max_file_bytes,
         row_group_cells=row_group_cells,
         job_id=job_id,
+        skip_compacted=skip_compacted,
     )
     if dry_run or not plans:
         return CompactionReport(

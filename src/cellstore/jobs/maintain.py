@@ -134,7 +134,14 @@ def maintain(
         run(
             "major-compact",
             reason,
-            lambda: compact(table, major=True, now_ms=now, dry_run=dry_run, client=client),
+            lambda: compact(
+                table,
+                major=True,
+                now_ms=now,
+                dry_run=dry_run,
+                client=client,
+                skip_compacted=True,
+            ),
         )
     else:
         run(
