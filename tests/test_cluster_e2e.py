@@ -33,6 +33,10 @@ def frame(n: int, offset: int = 0) -> pd.DataFrame:
     )
 
 
+def expected_cells(df: pd.DataFrame) -> int:
+    return 2 * len(df) + int(df.b.notna().sum())
+
+
 def rows(table: pa.Table) -> list[tuple]:
     return [tuple(r.values()) for r in table.to_pylist()]
 
@@ -55,9 +59,9 @@ def cluster_client():
             dashboard_address=":0",
             host="127.0.0.1",
         ) as cluster,
-        Client(cluster) as client,
+        Client(cluster, set_as_default=False) as client,
     ):
-        yield client
+        yield client  # not the default client: everything must use the one it is given
 
 
 def test_load_and_scan_on_a_cluster_against_s3(cluster_client, s3_root, s3_options):
@@ -128,3 +132,29 @@ def test_salted_table_on_a_cluster_against_s3(cluster_client, s3_root, s3_option
     assert got.num_rows == 100 * 2 + sum(
         1 for i in range(2000) if i % 3 and 100 <= (i * 7) % 2000 < 200
     )
+
+
+def test_cluster_load_sends_counts_not_records_to_the_client(cluster_client, tmp_path):
+    """Merge-mode map outputs carry each region's records to the region tasks on the
+    workers; only their counts come back to the client (the data never passes through it).
+    """
+    from cellstore.loader import LoadSettings, plan_load
+    from cellstore.loader.execute import execute_plan
+
+    t = connect(tmp_path / "wh").create_table("t", families=["f", "g"], splits=[b"key000500"])
+    plan, _ = plan_load(
+        t.metadata,
+        table_url=str(t.path),
+        storage_options={},
+        source=frame(1000),
+        mapping=MAPPING,
+        load_id="l1",
+        now_ms=1,
+        settings=LoadSettings(workers=3),
+    )
+    assert plan.mode == "merge" and len(plan.tasks) >= 1
+    outputs = execute_plan(plan, client=cluster_client)
+    assert len(outputs) == len(plan.tasks) + len(t.regions)
+    assert all(o.regions == () for o in outputs)
+    assert sum(o.rows for o in outputs) == 1000
+    assert sum(w.info.cells for o in outputs for w in o.written) == expected_cells(frame(1000))

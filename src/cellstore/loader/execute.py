@@ -308,6 +308,10 @@ def _region_records_of(output: TaskOutput, region: int) -> pa.Table | None:
     return output.region_records(region)
 
 
+def _without_records(output: TaskOutput) -> TaskOutput:
+    return dataclasses.replace(output, regions=())
+
+
 def execute_plan(
     plan: LoadPlan,
     *,
@@ -316,6 +320,9 @@ def execute_plan(
     progress: ProgressFn | None = None,
 ) -> list[TaskOutput]:
     """Run a plan's tasks (and merge-mode region tasks) on Dask; returns every output.
+
+    On a ``distributed`` client, merge-mode input tasks hand their records to the region
+    tasks on the workers and come back to the client without them (counts only).
 
     Args:
         plan: The plan.
@@ -373,6 +380,8 @@ def execute_plan(
         return list(results)
     from distributed import as_completed
 
+    if reduces:  # the client needs the map tasks' counts, not their records
+        graph = [*(delayed(_without_records, pure=True)(m) for m in maps), *reduces]
     futures = client.compute(graph)
     # loop=: the given client need not be the default one (Client(set_as_default=False)).
     completed = as_completed(futures, loop=client.loop)  # type: ignore[no-untyped-call]

@@ -1,0 +1,439 @@
+"""Spark data source options: strings in, typed scan and load settings out (no pyspark).
+
+Spark hands a data source its options as a case-insensitive ``str -> str`` mapping. This
+module turns them into the keyword arguments of ``Table.scan`` and into load settings, and
+computes what a pushed-down row-key filter does to the scan's row range. It imports no
+pyspark, so it is tested without a JVM.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from cellstore.errors import InvalidArgumentError
+from cellstore.loader import DEFAULT_MAX_FILE_BYTES
+from cellstore.loader import Mapping as LoadMapping
+from cellstore.loader.mapping import TimeUnit
+from cellstore.reader.plan import row_range
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
+
+__all__ = [
+    "DEFAULT_WRITE_MEMORY",
+    "READ_OPTIONS",
+    "WRITE_OPTIONS",
+    "ReadOptions",
+    "RowBounds",
+    "WriteOptions",
+    "missing_columns",
+    "parse_bool",
+    "parse_mapping",
+]
+
+#: Default memory budget of one Spark write task (bytes of input records held at once).
+DEFAULT_WRITE_MEMORY: Final = 256 << 20
+
+_COMMON: Final = frozenset({"root", "table", "storage_options", "path"})
+#: Options a read understands (Spark lower-cases option names).
+READ_OPTIONS: Final = _COMMON | frozenset(
+    {
+        "version",
+        "start_row",
+        "stop_row",
+        "row_prefix",
+        "columns",
+        "families",
+        "time_range",
+        "timestamp",
+        "max_versions",
+        "raw",
+        "filter",
+        "max_results_per_family",
+        "row_offset_per_family",
+        "shape",
+        "column_types",
+        "decode_errors",
+        "memory_budget",
+        "key",
+        "key_columns",
+        "now_ms",
+        "pushdown",
+    }
+)
+#: Options a write understands.
+WRITE_OPTIONS: Final = _COMMON | frozenset(
+    {
+        "mapping",
+        "row_key",
+        "columns",
+        "timestamp",
+        "timestamp_unit",
+        "operation",
+        "load_id",
+        "skip_bad_records",
+        "memory_budget",
+        "max_file_bytes",
+        "row_group_cells",
+        "now_ms",
+    }
+)
+
+
+def parse_bool(text: str, *, name: str) -> bool:
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``), any case.
+
+    Raises:
+        InvalidArgumentError: anything else, naming the option.
+    """
+    value = text.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise InvalidArgumentError(f"option {name!r} must be true or false, got {text!r}")
+
+
+def _int(text: str, *, name: str) -> int:
+    try:
+        return int(text.strip().replace("_", ""))
+    except ValueError as e:
+        raise InvalidArgumentError(f"option {name!r} must be an integer, got {text!r}") from e
+
+
+def _json(text: str, *, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise InvalidArgumentError(f"option {name!r} is not valid JSON: {e}") from e
+
+
+def _names(text: str, *, name: str) -> tuple[str, ...]:
+    """A JSON list of strings, or comma-separated names."""
+    if text.lstrip().startswith("["):
+        doc = _json(text, name=name)
+        if not isinstance(doc, list) or not all(isinstance(v, str) for v in doc):
+            raise InvalidArgumentError(f"option {name!r} must be a JSON list of strings")
+        return tuple(doc)
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def _pairs(text: str, *, name: str) -> dict[str, str]:
+    """A JSON object of strings, or ``a=x,b=y``."""
+    if text.lstrip().startswith("{"):
+        doc = _json(text, name=name)
+        if not isinstance(doc, dict) or not all(isinstance(v, str) for v in doc.values()):
+            raise InvalidArgumentError(f"option {name!r} must be a JSON object of strings")
+        return {str(k): v for k, v in doc.items()}
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.rpartition("=")
+        if not sep or not key:
+            raise InvalidArgumentError(
+                f"option {name!r}: expected name=value items separated by commas, got {item!r}"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _storage_options(options: Mapping[str, str]) -> dict[str, Any]:
+    text = options.get("storage_options")
+    if not text:
+        return {}
+    doc = _json(text, name="storage_options")
+    if not isinstance(doc, dict):
+        raise InvalidArgumentError("option 'storage_options' must be a JSON object")
+    return doc
+
+
+def _location(options: Mapping[str, str], known: frozenset[str]) -> tuple[str, str]:
+    unknown = sorted(k for k in options if k.lower() not in known)
+    if unknown:
+        raise InvalidArgumentError(f"unknown cellstore option(s) {unknown}; known: {sorted(known)}")
+    root = options.get("root")
+    table = options.get("table") or options.get("path")
+    if not root:
+        raise InvalidArgumentError("option 'root' (the warehouse root URL) is required")
+    if not table:
+        raise InvalidArgumentError("option 'table' (the table name) is required")
+    return root, table
+
+
+@dataclass(frozen=True)
+class RowBounds:
+    """A row range ``[lo, hi)`` in key order (salt-free); ``hi == b""`` is unbounded.
+
+    Attributes:
+        lo: First row, inclusive (``b""``: from the first row).
+        hi: Row after the last, exclusive (``b""``: to the end).
+        empty: No row can match.
+    """
+
+    lo: bytes = b""
+    hi: bytes = b""
+    empty: bool = False
+
+    def intersect(self, lo: bytes = b"", hi: bytes = b"") -> RowBounds:
+        """This range narrowed by ``[lo, hi)``."""
+        if self.empty:
+            return self
+        new_lo = max(self.lo, lo)
+        new_hi = min(h for h in (self.hi, hi) if h) if (self.hi or hi) else b""
+        return RowBounds(new_lo, new_hi, bool(new_hi) and new_lo >= new_hi)
+
+    def at_least(self, row: bytes) -> RowBounds:
+        """Rows ``>= row``."""
+        return self.intersect(lo=row)
+
+    def above(self, row: bytes) -> RowBounds:
+        """Rows ``> row`` (the next key after ``row`` is ``row + 0x00``)."""
+        return self.intersect(lo=row + b"\x00")
+
+    def below(self, row: bytes) -> RowBounds:
+        """Rows ``< row``."""
+        if not row:  # nothing sorts before the empty key
+            return RowBounds(self.lo, self.hi, True)
+        return self.intersect(hi=row)
+
+    def at_most(self, row: bytes) -> RowBounds:
+        """Rows ``<= row``."""
+        return self.intersect(hi=row + b"\x00")
+
+    def equal(self, row: bytes) -> RowBounds:
+        """Only ``row``."""
+        return self.intersect(lo=row, hi=row + b"\x00")
+
+    def prefix(self, prefix: bytes) -> RowBounds:
+        """Rows starting with ``prefix``."""
+        from cellstore.reader.plan import prefix_stop_row
+
+        return self.intersect(lo=prefix, hi=prefix_stop_row(prefix))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadOptions:
+    """A Spark read's options, parsed (see :data:`READ_OPTIONS` and the README).
+
+    Attributes:
+        root: Warehouse root URL.
+        table: Table name.
+        storage_options: fsspec options for the root.
+        version: Table version to read (as-of read), or None for the latest.
+        scan: Keyword arguments of ``Table.scan`` other than the row range.
+        bounds: The row range from ``start_row``/``stop_row``/``row_prefix``.
+        pushdown: Whether the reader takes Spark's filters on ``row`` and ``family``
+            (opt-in; needs ``spark.sql.python.filterPushdown.enabled``). Off by default:
+            Spark (4.1-4.3) keeps the partitions of a DataFrame's last pushed-down query
+            and reuses them for a later query on the same DataFrame that has no filters
+            it can push, which would then miss rows.
+    """
+
+    root: str
+    table: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    version: int | None = None
+    scan: Mapping[str, Any] = field(default_factory=dict)
+    bounds: RowBounds = RowBounds()
+    pushdown: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
+        """Parse Spark's option strings.
+
+        Raises:
+            InvalidArgumentError: a missing, unknown or malformed option, naming it.
+        """
+        opts = {k.lower(): v for k, v in options.items()}
+        root, table = _location(opts, READ_OPTIONS)
+        scan: dict[str, Any] = {}
+        for name in ("columns", "families"):
+            if opts.get(name):
+                scan[name] = _names(opts[name], name=name)
+        if opts.get("time_range"):
+            text = opts["time_range"]
+            parts = (
+                _json(text, name="time_range")
+                if text.lstrip().startswith("[")
+                else (text.split(","))
+            )
+            if len(parts) != 2:
+                raise InvalidArgumentError("option 'time_range' must be 'min,max' (ms)")
+            scan["time_range"] = (
+                _int(str(parts[0]), name="time_range"),
+                _int(str(parts[1]), name="time_range"),
+            )
+        for name in (
+            "timestamp",
+            "max_versions",
+            "max_results_per_family",
+            "row_offset_per_family",
+            "memory_budget",
+            "now_ms",
+        ):
+            if opts.get(name):
+                scan[name] = _int(opts[name], name=name)
+        for name in ("raw", "key_columns"):
+            if opts.get(name):
+                scan[name] = parse_bool(opts[name], name=name)
+        for name in ("shape", "decode_errors"):
+            if opts.get(name):
+                scan[name] = opts[name].strip().lower()
+        if opts.get("column_types"):
+            scan["column_types"] = _pairs(opts["column_types"], name="column_types")
+        if opts.get("filter"):
+            from cellstore.core.filterparse import parse_filter
+
+            scan["filter"] = parse_filter(opts["filter"])
+        if opts.get("key"):
+            doc = _json(opts["key"], name="key")
+            if not isinstance(doc, dict):
+                raise InvalidArgumentError("option 'key' must be a JSON object")
+            scan["key"] = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
+        rng = row_range(
+            start_row=opts.get("start_row") or None,
+            stop_row=opts.get("stop_row") or None,
+            row_prefix=opts.get("row_prefix") or None,
+        )
+        bounds = RowBounds(*rng) if rng is not None else RowBounds(empty=True)
+        return cls(
+            root=root,
+            table=table,
+            storage_options=_storage_options(opts),
+            version=_int(opts["version"], name="version") if opts.get("version") else None,
+            scan=scan,
+            bounds=bounds,
+            pushdown=parse_bool(opts.get("pushdown", "false"), name="pushdown"),
+        )
+
+    @property
+    def shape(self) -> str:
+        """``cells`` or ``wide``."""
+        return str(self.scan.get("shape", "cells"))
+
+    def scan_kwargs(self, bounds: RowBounds | None = None) -> dict[str, Any]:
+        """Keyword arguments of ``Table.scan`` for the row range ``bounds`` (default: own)."""
+        b = self.bounds if bounds is None else bounds
+        kwargs = dict(self.scan)
+        if b.lo:
+            kwargs["start_row"] = b.lo
+        if b.hi:
+            kwargs["stop_row"] = b.hi
+        return kwargs
+
+    @property
+    def families_pushable(self) -> bool:
+        """Whether a filter on ``family`` may narrow the scan's families.
+
+        Families are read independently, so reading fewer equals filtering the result,
+        unless value filters look across families or the scan names columns itself.
+        """
+        return (
+            self.shape == "cells"
+            and "filter" not in self.scan
+            and "columns" not in self.scan
+            and "families" not in self.scan
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteOptions:
+    """A Spark write's options, parsed (see :data:`WRITE_OPTIONS` and the README).
+
+    Attributes:
+        root: Warehouse root URL.
+        table: Table name.
+        storage_options: fsspec options for the root.
+        mapping: The load mapping.
+        load_id: Idempotency key, or None for a fresh one.
+        skip_bad_records: Skip bad records into the bad-records file instead of failing.
+        memory_budget: Bytes of input one write task holds before writing a sorted run.
+        max_file_bytes: Roll store files at about this many cell bytes.
+        row_group_cells: Cells per Parquet row group.
+        now_ms: The load time (timestamp of cells without one), or None for the clock.
+    """
+
+    root: str
+    table: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    mapping: LoadMapping
+    load_id: str | None = None
+    skip_bad_records: bool = False
+    memory_budget: int = DEFAULT_WRITE_MEMORY
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
+    now_ms: int | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+        """Parse Spark's option strings.
+
+        Raises:
+            InvalidArgumentError: a missing, unknown or malformed option, naming it.
+        """
+        opts = {k.lower(): v for k, v in options.items()}
+        root, table = _location(opts, WRITE_OPTIONS)
+        storage = _storage_options(opts)
+        ints = {
+            name: _int(opts[name], name=name)
+            for name in ("memory_budget", "max_file_bytes", "row_group_cells", "now_ms")
+            if opts.get(name)
+        }
+        return cls(
+            root=root,
+            table=table,
+            storage_options=storage,
+            mapping=parse_mapping(opts, storage_options=storage),
+            load_id=opts.get("load_id") or None,
+            skip_bad_records=parse_bool(
+                opts.get("skip_bad_records", "false"), name="skip_bad_records"
+            ),
+            **ints,
+        )
+
+
+def parse_mapping(
+    options: Mapping[str, str], *, storage_options: Mapping[str, Any] | None = None
+) -> LoadMapping:
+    """The load mapping of a write's options.
+
+    Either ``mapping`` (inline JSON, or a TOML/JSON file path or URL) or the inline
+    ``row_key``/``columns``/``timestamp``/``timestamp_unit``/``operation`` options.
+
+    Raises:
+        InvalidArgumentError: neither or both forms given, or a mapping that does not parse.
+    """
+    text = options.get("mapping")
+    inline = [k for k in ("row_key", "columns", "timestamp", "operation") if options.get(k)]
+    if text and inline:
+        raise InvalidArgumentError(f"give either option 'mapping' or {inline}, not both")
+    if text:
+        if text.lstrip().startswith("{"):
+            doc = _json(text, name="mapping")
+            if not isinstance(doc, dict):
+                raise InvalidArgumentError("option 'mapping' must be a JSON object")
+            return LoadMapping.from_dict(doc)
+        return LoadMapping.from_file(text, storage_options=storage_options)
+    if not options.get("columns"):
+        raise InvalidArgumentError(
+            "a write needs option 'mapping' (JSON, or a TOML/JSON mapping file) or "
+            "'columns' (FAMILY:QUALIFIER=COLUMN[:CODEC], comma-separated) with 'row_key'"
+        )
+    unit = options.get("timestamp_unit", "ms").strip()
+    if unit not in ("s", "ms", "us", "ns"):
+        raise InvalidArgumentError(f"option 'timestamp_unit' must be s, ms, us or ns: {unit!r}")
+    return LoadMapping.simple(
+        row_key=options.get("row_key") or None,
+        columns=list(_names(options["columns"], name="columns")),
+        timestamp=options.get("timestamp") or None,
+        timestamp_unit=cast(TimeUnit, unit),
+        operation=options.get("operation") or None,
+    )
+
+
+def missing_columns(mapping: LoadMapping, available: Iterable[str], spec: Any) -> list[str]:
+    """Input columns ``mapping`` needs that ``available`` lacks."""
+    have = set(available)
+    return [c for c in mapping.input_columns(spec) if c not in have]
