@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-import cellstore.jobs.regions as regions_mod
+import cellstore.jobs.regions.merging as merge_mod
+import cellstore.jobs.regions.splitting as split_mod
 from cellstore.cli import cli
 from cellstore.core.cells import CellType
 from cellstore.core.family import Family
@@ -464,7 +465,7 @@ def test_table_load_with_a_split_in_between(tmp_path, monkeypatch):
 
 def with_concurrent(monkeypatch, action):
     """Run ``action()`` right before the job's commit (after it planned and wrote)."""
-    real = regions_mod.replace_files
+    real = split_mod.replace_files
     done = []
 
     def wrapper(log, replacement):
@@ -473,7 +474,8 @@ def with_concurrent(monkeypatch, action):
             action()
         return real(log, replacement)
 
-    monkeypatch.setattr(regions_mod, "replace_files", wrapper)
+    for module in (split_mod, merge_mod):  # the job's own commit, whichever job it is
+        monkeypatch.setattr(module, "replace_files", wrapper)
 
 
 def test_concurrent_load_into_the_split_region_is_moved(tmp_path, monkeypatch):

@@ -1,42 +1,4 @@
-"""Region split and merge: change how a table is cut into regions without losing a cell.
-
-Invariant kept by both jobs: every live file entry's rows lie inside its region (R2.3;
-``verify`` checks it), and cells keep the sequence number they were loaded with (R3.2).
-
-**Split** of a region ``R`` at keys ``k1 < ... < kn`` replaces ``R`` by ``n + 1`` child
-regions with fresh ids. Per family:
-
-- a file of ``R`` whose rows all fall into one child is *re-assigned* to it: same path,
-  same ``seq``, only the entry's region changes, nothing is rewritten;
-- a file spanning a key is *cut*: its cells are rewritten into one file per child it meets
-  (R14.4's bottom/top halves), each keeping the original's ``seq``, written with the
-  family's settings to ``data/<child id>/<family>/<job id>-f<k>.parquet``. Each piece is
-  read with row-group pruning (:meth:`~cellstore.storefiles.StoreFileReader.read`), so a
-  cut holds one piece (plus up to two row groups) in memory, never the whole file at once
-  (the storefiles writer takes a whole table, so a piece is not streamed further);
-- files of one load share a ``seq``; readers break exact key ties between them by path
-  (docs/format.md section 3.1), and a cut piece gets a new path. So when a group of
-  equal-``seq`` files of ``R`` overlap in rows and one of them must be cut, the whole group
-  is merged per child into one piece (exact duplicates resolved as the reader does: the
-  file whose path sorts last wins, R3.3); that piece is held in memory while written.
-  Results of every read are unchanged.
-
-Without explicit keys the split point is the row nearest the middle of the region's cells
-(all families counted): row-group statistics narrow the search to the few row groups that
-can hold the median cell, and only their ``row`` column is read, dictionary-encoded.
-
-**Merge** of adjacent regions replaces them by one region spanning them all; every file is
-re-assigned (no rewrite: a path belongs to exactly one region, so nothing is duplicated).
-
-Both commit once through :func:`~cellstore.jobs.common.replace_files`. The commit re-checks
-on the newest version that the regions still exist with the same bounds
-(:class:`~cellstore.errors.JobConflictError` otherwise) and moves files that a concurrent
-load added to a split or merged region after the job planned: into the merged region, or
-into the child that holds all their rows (a file spanning a new split key fails the commit
-with JobConflictError: run the split again). Loads that commit after the split get
-:class:`~cellstore.errors.RegionsChangedError` and the bulk loader re-routes them. New
-region ids are taken from the newest version's ``next-region-id`` (ids are never reused).
-"""
+"""Region split (see :mod:`cellstore.jobs.regions`)."""
 
 from __future__ import annotations
 
@@ -46,18 +8,18 @@ import dataclasses
 import functools
 import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA, MAX_ROW_LENGTH, run_starts, sort_indices
-from cellstore.core.keys import as_bytes, to_string_binary
+from cellstore.core.cells import CELL_SCHEMA, run_starts, sort_indices
+from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region, check_regions, region_id
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError, JobConflictError
@@ -72,260 +34,24 @@ from cellstore.storefiles import (
 )
 from cellstore.warehouse import Table
 
-__all__ = [
-    "MergeReport",
-    "RegionMerge",
-    "RegionSplit",
-    "SplitReport",
-    "merge",
-    "merge_small",
-    "region_sizes",
-    "split",
-    "split_point",
-]
+__all__ = ["split", "split_point"]
 
 #: Store files a split rewrites concurrently (pyarrow releases the GIL).
-DEFAULT_MAX_WORKERS: Final = 4
+from cellstore.jobs.regions._common import (
+    DEFAULT_MAX_WORKERS,
+    RegionSplit,
+    SplitReport,
+    _bounds,
+    _child_index,
+    _children,
+    _latest,
+    _overlapping,
+    _region,
+    _split_keys,
+    region_sizes,
+)
 
 
-# ------------------------------------------------------------------------------- reports
-@dataclass(frozen=True)
-class RegionSplit:
-    """One region's split.
-
-    Attributes:
-        parent: Id of the region that was split.
-        start: Its first row (inclusive; ``b""`` = the first row of the table).
-        end: Its end row (exclusive; ``b""`` = after the last row).
-        keys: The split keys, in order.
-        children: Ids of the child regions, in key order (one more than ``keys``).
-        files_reassigned: Files moved to a child without rewriting.
-        files_cut: Files that spanned a split key and were rewritten.
-        files_written: Files the cut wrote.
-        cells_rewritten: Cells in the files written.
-        bytes_written: Bytes of the files written.
-    """
-
-    parent: str
-    start: bytes
-    end: bytes
-    keys: tuple[bytes, ...]
-    children: tuple[str, ...]
-    files_reassigned: int
-    files_cut: int
-    files_written: int
-    cells_rewritten: int
-    bytes_written: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys in HBase's printable form)."""
-        return {
-            "parent": self.parent,
-            "start": to_string_binary(self.start),
-            "end": to_string_binary(self.end),
-            "keys": [to_string_binary(k) for k in self.keys],
-            "children": list(self.children),
-            "files-reassigned": self.files_reassigned,
-            "files-cut": self.files_cut,
-            "files-written": self.files_written,
-            "cells-rewritten": self.cells_rewritten,
-            "bytes-written": self.bytes_written,
-        }
-
-
-@dataclass(frozen=True)
-class SplitReport:
-    """What :func:`split` did (or, with ``dry_run``, would do).
-
-    Attributes:
-        table: Full table name.
-        job_id: Id of this run (prefix of the files it wrote).
-        version: Table version the commit created; None when nothing was committed
-            (dry run, or every key was already a region boundary).
-        splits: The regions split, in key order. With ``dry_run`` the child ids are the
-            ones the split would take if nothing else committed first.
-        skipped_keys: Requested keys that already are region boundaries (no-op).
-        dry_run: Whether this was a dry run.
-        seconds: Wall time.
-    """
-
-    table: str
-    job_id: str
-    version: int | None
-    splits: tuple[RegionSplit, ...]
-    skipped_keys: tuple[bytes, ...]
-    dry_run: bool
-    seconds: float
-
-    @property
-    def files_reassigned(self) -> int:
-        """Files re-assigned without rewriting, over all splits."""
-        return sum(s.files_reassigned for s in self.splits)
-
-    @property
-    def files_cut(self) -> int:
-        """Files rewritten because they spanned a key, over all splits."""
-        return sum(s.files_cut for s in self.splits)
-
-    @property
-    def bytes_written(self) -> int:
-        """Bytes written, over all splits."""
-        return sum(s.bytes_written for s in self.splits)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table,
-            "job-id": self.job_id,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "splits": [s.to_dict() for s in self.splits],
-            "skipped-keys": [to_string_binary(k) for k in self.skipped_keys],
-            "files-reassigned": self.files_reassigned,
-            "files-cut": self.files_cut,
-            "bytes-written": self.bytes_written,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-@dataclass(frozen=True)
-class RegionMerge:
-    """One merge of adjacent regions.
-
-    Attributes:
-        merged: Ids of the regions merged, in key order.
-        region: Id of the new region.
-        start: Its first row (inclusive).
-        end: Its end row (exclusive; ``b""`` = after the last row).
-        files_reassigned: Files moved to the new region (none is rewritten).
-        bytes: Total size of those files.
-    """
-
-    merged: tuple[str, ...]
-    region: str
-    start: bytes
-    end: bytes
-    files_reassigned: int
-    bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys in HBase's printable form)."""
-        return {
-            "merged": list(self.merged),
-            "region": self.region,
-            "start": to_string_binary(self.start),
-            "end": to_string_binary(self.end),
-            "files-reassigned": self.files_reassigned,
-            "bytes": self.bytes,
-        }
-
-
-@dataclass(frozen=True)
-class MergeReport:
-    """What :func:`merge` or :func:`merge_small` did (or would do).
-
-    Attributes:
-        table: Full table name.
-        job_id: Id of this run.
-        version: Table version the commit created; None when nothing was committed
-            (dry run, or no regions to merge).
-        merges: The merges, in key order. With ``dry_run`` the new ids are the ones the
-            merge would take if nothing else committed first.
-        dry_run: Whether this was a dry run.
-        seconds: Wall time.
-    """
-
-    table: str
-    job_id: str
-    version: int | None
-    merges: tuple[RegionMerge, ...]
-    dry_run: bool
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table,
-            "job-id": self.job_id,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "merges": [m.to_dict() for m in self.merges],
-            "seconds": round(self.seconds, 3),
-        }
-
-
-# ------------------------------------------------------------------------------- helpers
-def region_sizes(metadata: TableMetadata) -> dict[str, int]:
-    """Bytes of live store files per region id (every region, 0 for an empty one)."""
-    sizes = {r.id: 0 for r in metadata.regions}
-    for f in metadata.files:
-        if f.region in sizes:
-            sizes[f.region] += f.size
-    return sizes
-
-
-def _latest(table: Table, what: str) -> TableMetadata:
-    if table.pinned:
-        raise InvalidArgumentError(
-            f"table {table.name} was opened at version {table.version}; cannot {what} it"
-        )
-    return table.refresh().metadata
-
-
-def _region(meta: TableMetadata, rid: str) -> Region:
-    try:
-        return meta.region(rid)
-    except KeyError:
-        known = ", ".join(r.id for r in meta.regions)
-        raise InvalidArgumentError(
-            f"table {meta.name}: no region {rid!r} (regions: {known})"
-        ) from None
-
-
-def _bounds(region: Region) -> str:
-    """A region's key range in HBase's printable form: ``['a', 'm')``."""
-    return f"['{to_string_binary(region.start)}', '{to_string_binary(region.end)}')"
-
-
-def _child_index(keys: Sequence[bytes], row: bytes) -> int:
-    """Which child (0-based) of a region split at sorted ``keys`` holds ``row``."""
-    return bisect.bisect_right(keys, row)
-
-
-def _children(parent: Region, keys: Sequence[bytes], first_id: int) -> tuple[Region, ...]:
-    bounds = [parent.start, *keys, parent.end]
-    return tuple(
-        Region(region_id(first_id + i), bounds[i], bounds[i + 1]) for i in range(len(keys) + 1)
-    )
-
-
-def _split_keys(at: bytes | str | Iterable[bytes | str]) -> list[bytes]:
-    values = [at] if isinstance(at, bytes | bytearray | str) else list(at)
-    keys = set()
-    for i, v in enumerate(values):
-        key = as_bytes(v, f"split key #{i}")
-        if not key:
-            raise InvalidRowRangeError(f"split key #{i} is empty (no region can start there)")
-        if len(key) > MAX_ROW_LENGTH:
-            raise InvalidRowRangeError(f"split key #{i} is longer than {MAX_ROW_LENGTH} bytes")
-        keys.add(key)
-    if not keys:
-        raise InvalidArgumentError("no split key given")
-    return sorted(keys)
-
-
-def _overlapping(entries: Sequence[FileEntry]) -> bool:
-    """Whether any two of ``entries`` share a row range (so they may hold equal keys)."""
-    ordered = sorted(entries, key=lambda e: e.first_row)
-    last = ordered[0].last_row
-    for e in ordered[1:]:
-        if e.first_row <= last:
-            return True
-        last = max(last, e.last_row)
-    return False
-
-
-# ---------------------------------------------------------------------------- split point
 def split_point(table: Table, *, region: str) -> bytes | None:
     """The row nearest the middle of ``region``'s cells (all families), or None.
 
@@ -432,9 +158,7 @@ def _best_key(
             if not isinstance(chunk, pa.DictionaryArray):
                 chunk = chunk.dictionary_encode()
             dictionary = chunk.dictionary.cast(pa.binary())
-            n = np.bincount(
-                chunk.indices.to_numpy(zero_copy_only=False), minlength=len(dictionary)
-            )
+            n = np.bincount(chunk.indices.to_numpy(zero_copy_only=False), minlength=len(dictionary))
             if window is not None:
                 lt = pc.less(dictionary, pa.scalar(window[0], pa.binary()))
                 le = pc.less_equal(dictionary, pa.scalar(window[1], pa.binary()))
@@ -504,8 +228,7 @@ def _plan_region(
             by_seq.setdefault(f.seq, []).append(f)
         for seq, entries in by_seq.items():
             spans = [
-                _child_index(keys, e.first_row) != _child_index(keys, e.last_row)
-                for e in entries
+                _child_index(keys, e.first_row) != _child_index(keys, e.last_row) for e in entries
             ]
             group = any(spans) and len(entries) > 1 and _overlapping(entries)
             if group:
@@ -553,9 +276,7 @@ def _cut(
             else:
                 # Path order, stable sort, keep the last of equal keys: what a read does.
                 merged = pa.concat_tables([p.select(CELL_SCHEMA.names) for p in parts])
-                cells, _ = dedupe_sorted(
-                    merged.take(sort_indices(merged)), with_family=False
-                )
+                cells, _ = dedupe_sorted(merged.take(sort_indices(merged)), with_family=False)
             rel = join(
                 "data",
                 child.id,
@@ -842,194 +563,3 @@ def _before(committed: TableMetadata, created: int) -> TableMetadata:
 
 
 # --------------------------------------------------------------------------------- merge
-def merge(
-    table: Table,
-    *,
-    regions: Sequence[str],
-    dry_run: bool = False,
-) -> MergeReport:
-    """Merge adjacent regions of ``table`` (its newest version) into one.
-
-    Contract: the new region spans all of ``regions``; their files are re-assigned to it
-    (same paths and sequence numbers, nothing rewritten), so every read returns what it
-    returned before. One commit.
-
-    Args:
-        table: The table (refreshed first, moved to the committed version after).
-        regions: Ids of two or more regions that together form one contiguous key range,
-            in any order.
-        dry_run: Plan only: report the merge, commit nothing.
-
-    Returns:
-        A :class:`MergeReport` with one merge.
-
-    Raises:
-        InvalidArgumentError: fewer than two regions, an unknown or repeated id, regions
-            that are not adjacent, or a pinned handle.
-        JobConflictError: a concurrent job split or merged one of the regions; nothing
-            was committed.
-    """
-    started = time.perf_counter()
-    meta = _latest(table, "merge")
-    ids = list(regions) if not isinstance(regions, str) else [regions]
-    if len(ids) < 2:
-        raise InvalidArgumentError("merge needs at least two regions")
-    if len(set(ids)) != len(ids):
-        raise InvalidArgumentError(f"merge: a region is given twice ({', '.join(ids)})")
-    chosen = [_region(meta, rid) for rid in ids]
-    position = {r.id: i for i, r in enumerate(meta.regions)}
-    chosen.sort(key=lambda r: position[r.id])
-    idx = [position[r.id] for r in chosen]
-    if idx != list(range(idx[0], idx[0] + len(idx))):
-        raise InvalidArgumentError(
-            f"table {meta.name}: regions {', '.join(r.id for r in chosen)} are not adjacent "
-            "(only neighbouring regions can be merged)"
-        )
-    return _merge_groups(table, meta, [tuple(chosen)], dry_run=dry_run, started=started)
-
-
-def merge_small(
-    table: Table,
-    *,
-    max_bytes: int,
-    dry_run: bool = False,
-) -> MergeReport:
-    """Merge runs of adjacent regions whose files together stay within ``max_bytes``.
-
-    Walks the regions in key order and grows a run while the run's total size plus the
-    next region's stays ``<= max_bytes`` (HBase's normalizer merges small neighbours the
-    same way, two at a time); every run of two or more regions becomes one region, all in
-    one commit. A table whose neighbours are all too big commits nothing. Empty regions
-    count 0 bytes.
-
-    Args:
-        table: The table (refreshed first, moved to the committed version after).
-        max_bytes: Most bytes of store files a merged region may hold.
-        dry_run: Plan only.
-
-    Returns:
-        A :class:`MergeReport` (``version`` None when nothing was merged).
-
-    Raises:
-        InvalidArgumentError: ``max_bytes`` negative, or a pinned handle.
-        JobConflictError: a concurrent job split or merged one of the regions.
-    """
-    started = time.perf_counter()
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-        raise InvalidArgumentError(f"max_bytes must be a non-negative integer, not {max_bytes!r}")
-    meta = _latest(table, "merge")
-    sizes = region_sizes(meta)
-    runs: list[list[Region]] = []
-    run: list[Region] = []
-    run_bytes = 0
-    for r in meta.regions:
-        if run and run_bytes + sizes[r.id] <= max_bytes:
-            run.append(r)
-            run_bytes += sizes[r.id]
-            continue
-        if len(run) > 1:
-            runs.append(run)
-        run, run_bytes = [r], sizes[r.id]
-    if len(run) > 1:
-        runs.append(run)
-    return _merge_groups(
-        table, meta, [tuple(g) for g in runs], dry_run=dry_run, started=started
-    )
-
-
-def _merge_groups(
-    table: Table,
-    meta: TableMetadata,
-    groups: Sequence[tuple[Region, ...]],
-    *,
-    dry_run: bool,
-    started: float,
-) -> MergeReport:
-    job_id = new_job_id("merge")
-    base_next = meta.next_region_id
-    new_regions = [
-        Region(region_id(base_next + i), g[0].start, g[-1].end) for i, g in enumerate(groups)
-    ]
-    target = {r.id: new.id for g, new in zip(groups, new_regions, strict=True) for r in g}
-    removed = [f for f in meta.files if f.region in target]
-    moved = [dataclasses.replace(f, region=target[f.region]) for f in removed]
-
-    def report(version: int | None, ids: Mapping[str, str]) -> MergeReport:
-        merges = []
-        for g, new in zip(groups, new_regions, strict=True):
-            mine = [f for f in removed if target[f.region] == new.id]
-            merges.append(
-                RegionMerge(
-                    merged=tuple(r.id for r in g),
-                    region=ids.get(new.id, new.id),
-                    start=new.start,
-                    end=new.end,
-                    files_reassigned=len(mine),
-                    bytes=sum(f.size for f in mine),
-                )
-            )
-        return MergeReport(
-            table=meta.name,
-            job_id=job_id,
-            version=version,
-            merges=tuple(merges),
-            dry_run=dry_run,
-            seconds=time.perf_counter() - started,
-        )
-
-    if dry_run or not groups:
-        return report(None, {})
-    planned_ids = [r.id for r in new_regions]
-    ours = {(e.path, e.family) for e in moved}
-    merged_ids = {r.id: r for g in groups for r in g}
-    first_of = {g[0].id: (g, new) for g, new in zip(groups, new_regions, strict=True)}
-
-    def change(staged: TableMetadata) -> dict[str, Any]:
-        current = {r.id: r for r in staged.regions}
-        for rid, r in merged_ids.items():
-            if current.get(rid) != r:
-                raise JobConflictError(
-                    f"table {staged.name}: region {rid} {_bounds(r)} was split or merged by "
-                    "another job while this merge ran; nothing was committed, run the merge "
-                    "again"
-                )
-        ids = _renumber(base_next, staged, planned_ids)
-        files = []
-        for e in staged.files:
-            if e.region in target:  # added to a merged region by a concurrent load
-                e = dataclasses.replace(e, region=ids[target[e.region]])
-            elif (e.path, e.family) in ours and ids[e.region] != e.region:
-                e = dataclasses.replace(e, region=ids[e.region])
-            files.append(e)
-        regions: list[Region] = []
-        for r in staged.regions:
-            if r.id in first_of:
-                _, new = first_of[r.id]
-                regions.append(dataclasses.replace(new, id=ids[new.id]))
-            elif r.id not in merged_ids:
-                regions.append(r)
-        check_regions(regions)
-        return {
-            "regions": tuple(regions),
-            "next_region_id": staged.next_region_id + len(planned_ids),
-            "files": tuple(files),
-        }
-
-    committed = replace_files(
-        table.log,
-        Replacement(
-            remove=removed,
-            add=moved,
-            operation="merge",
-            summary={
-                "job-id": job_id,
-                "regions-merged": sum(len(g) for g in groups),
-                "regions-created": len(groups),
-                "files-reassigned": len(moved),
-            },
-            change=change,
-        ),
-    )
-    table.refresh()
-    ids = _renumber(base_next, _before(committed, len(planned_ids)), planned_ids)
-    return report(committed.version, ids)
