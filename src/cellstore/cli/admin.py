@@ -24,7 +24,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
-from cellstore.cli.params import STORAGE_OPTION
+from cellstore.cli.params import STORAGE_OPTION, parse_column_types
 from cellstore.cli.reads import (
     _COLUMN,
     _FAMILY,
@@ -360,16 +360,7 @@ def export_cmd(
     """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
     from cellstore.jobs import export
 
-    if column_types and shape != "wide":
-        raise click.BadParameter("needs --shape wide", param_hint="'--column-type'")
-    types = {}
-    for item in column_types:
-        name, sep, codec = item.rpartition("=")
-        if not sep or not name:
-            raise click.BadParameter(
-                f"{item!r} is not FAMILY:QUALIFIER=CODEC", param_hint="'--column-type'"
-            )
-        types[name] = codec
+    types = parse_column_types(column_types, shape=shape)
     handle = cli_ctx.warehouse().table(table)
     with _progress(cli_ctx.output, label=f"export {handle.name}") as progress:
         r = export(

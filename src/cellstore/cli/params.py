@@ -13,7 +13,7 @@ Keys are case-insensitive. Row and split keys are typed in HBase's printable for
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -291,3 +291,23 @@ FAMILY_CHANGE: Final = FamilyChangeType()
 PRINTABLE_KEY: Final = PrintableKeyType()
 KEY_VALUE: Final = KeyValueType()
 STORAGE_OPTION: Final = StorageOptionType()
+
+
+def parse_column_types(column_types: Sequence[str], *, shape: str) -> dict[str, str]:
+    """``--column-type FAMILY:QUALIFIER=CODEC`` options as a name -> codec mapping.
+
+    Raises:
+        click.BadParameter: without ``--shape wide``, or for an item without ``=``.
+    """
+    if column_types and shape != "wide":
+        raise click.BadParameter("needs --shape wide", param_hint="'--column-type'")
+    types = {}
+    for item in column_types:
+        name, sep, codec = item.rpartition("=")
+        if not sep or not name:
+            raise click.BadParameter(
+                f"{item!r} is not FAMILY:QUALIFIER=CODEC", param_hint="'--column-type'"
+            )
+        types[name] = codec
+    return types
+

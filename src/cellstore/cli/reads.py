@@ -31,7 +31,7 @@ import click
 from cellstore.cli.cells import read_cells_file
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import PrintableCell, printable_cells
-from cellstore.cli.params import PRINTABLE_KEY
+from cellstore.cli.params import PRINTABLE_KEY, parse_column_types
 from cellstore.core.family import Family
 from cellstore.defaults import DEFAULT_ROOT
 
@@ -466,16 +466,7 @@ def scan_cmd(
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
     if shape == "wide" and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--shape wide'")
-    if column_types and shape != "wide":
-        raise click.BadParameter("needs --shape wide", param_hint="'--column-type'")
-    types = {}
-    for item in column_types:
-        name, sep, codec = item.rpartition("=")
-        if not sep or not name:
-            raise click.BadParameter(
-                f"{item!r} is not FAMILY:QUALIFIER=CODEC", param_hint="'--column-type'"
-            )
-        types[name] = codec
+    types = parse_column_types(column_types, shape=shape)
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)

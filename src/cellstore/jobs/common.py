@@ -12,7 +12,7 @@ removes. Jobs are idempotent: re-running one on an already-healthy table commits
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,6 @@ __all__ = [
     "Replacement",
     "entry_key",
     "file_entry",
-    "live_stores",
     "new_job_id",
     "replace_files",
 ]
@@ -123,26 +122,3 @@ def replace_files(log: TableLog, replacement: Replacement) -> TableMetadata:
     new, _ = log.commit_table(change)
     return new
 
-
-def live_stores(
-    meta: TableMetadata,
-    *,
-    regions: Iterable[str] | None = None,
-    families: Iterable[str] | None = None,
-) -> list[tuple[str, str]]:
-    """(region id, family) pairs of ``meta`` that hold files, in region then family order.
-
-    Restricted to ``regions``/``families`` when given.
-    """
-    want_r = set(regions) if regions is not None else None
-    want_f = set(families) if families is not None else None
-    out = []
-    for r in meta.regions:
-        if want_r is not None and r.id not in want_r:
-            continue
-        for f in meta.family_names:
-            if want_f is not None and f not in want_f:
-                continue
-            if meta.files_of(r.id, f):
-                out.append((r.id, f))
-    return out

@@ -39,7 +39,8 @@ from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.fs import join
-from cellstore.ingest import WrittenFile, now_ms
+from cellstore.ingest import WrittenFile
+from cellstore.ingest import now_ms as clock
 from cellstore.jobs.common import entry_key, file_entry, new_job_id
 from cellstore.loader.cells import roll_points
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
@@ -281,7 +282,7 @@ def plan_compaction(
     or some file is entirely expired.
     """
     meta = table.metadata
-    now = now_ms if now_ms is not None else now_ms_clock()
+    now = now_ms if now_ms is not None else clock()
     job_id = job_id or new_job_id("compact")
     want_regions = _check_names("region", regions, {r.id for r in meta.regions})
     want_families = _check_names("family", families, set(meta.family_names))
@@ -382,11 +383,6 @@ def _store_tasks(
         )
         for i, piece in enumerate(pieces)
     )
-
-
-def now_ms_clock() -> int:
-    """The current time in epoch milliseconds."""
-    return now_ms()
 
 
 # ------------------------------------------------------------------------------ execution
@@ -506,7 +502,7 @@ def _commit(
             props.update(properties)
         return meta.next_version(
             operation=operation,
-            timestamp_ms=now_ms(),
+            timestamp_ms=clock(),
             summary={**summary, "stores": len(results) - len(skipped)},
             files=files,
             properties=props,
@@ -579,12 +575,13 @@ def compact(
     table._writable("compact")
     table.refresh()
     job_id = new_job_id("major-compact" if major else "compact")
+    now = now_ms if now_ms is not None else clock()
     plans = plan_compaction(
         table,
         major=major,
         regions=regions,
         families=families,
-        now_ms=now_ms,
+        now_ms=now,
         min_files=min_files,
         max_files=max_files,
         ratio=ratio,
@@ -616,7 +613,7 @@ def compact(
         results,
         operation="compact",
         summary={"job-id": job_id, "major": major},
-        properties={LAST_MAJOR_PROPERTY: str(now_ms if now_ms is not None else now_ms_clock())}
+        properties={LAST_MAJOR_PROPERTY: str(now)}
         if whole_table
         else None,
     )

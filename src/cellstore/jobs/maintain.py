@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cellstore.errors import CommitConflictError
-from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact, now_ms_clock
+from cellstore.ingest import now_ms as clock
+from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact
 from cellstore.jobs.purge import purge_ttl
 from cellstore.jobs.regions import merge_small, region_sizes, split
 from cellstore.warehouse import Table
@@ -100,7 +101,7 @@ def maintain(
     started = time.perf_counter()
     table._writable("maintain")
     table.refresh()
-    now = now_ms if now_ms is not None else now_ms_clock()
+    now = now_ms if now_ms is not None else clock()
     actions: list[dict[str, Any]] = []
 
     def run(action: str, reason: str, job: Any) -> None:

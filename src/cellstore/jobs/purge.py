@@ -15,6 +15,7 @@ from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.semantics import ReadSpec
 from cellstore.fs import join
 from cellstore.ingest import WrittenFile
+from cellstore.ingest import now_ms as clock
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import (
     CompactionReport,
@@ -24,7 +25,6 @@ from cellstore.jobs.compact import (
     _commit,
     _StoreResult,
     compact,
-    now_ms_clock,
 )
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_store_file
@@ -59,7 +59,7 @@ def purge_ttl(
     table._writable("purge")
     table.refresh()
     meta = table.metadata
-    now = now_ms if now_ms is not None else now_ms_clock()
+    now = now_ms if now_ms is not None else clock()
     job_id = new_job_id("purge-ttl")
     want_regions = _check_names("region", regions, {r.id for r in meta.regions})
     want_families = _check_names("family", families, set(meta.family_names))
