@@ -1,6 +1,6 @@
 """A literal, cell-by-cell reference model of HBase's read path (the oracle for core.semantics).
 
-Written from /work/shared/hbase-semantics.md and the shape of HBase's classes, NOT from the
+Written from docs/hbase-semantics.md and the shape of HBase's classes, NOT from the
 vectorized engine: a scanner walks the merged cells of one row in order and asks a matcher
 (NormalUserScanQueryMatcher / RawScanQueryMatcher) what to do with each cell; the matcher
 consults a delete tracker (ScanDeleteTracker) and a column tracker (ScanWildcardColumnTracker

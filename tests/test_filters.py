@@ -1,6 +1,6 @@
 """Scan filters (HBase's SingleColumnValueFilter, ValueFilter, ColumnPrefixFilter,
 TimestampsFilter, KeyOnlyFilter), their interplay with versions (R12.8) and the per-family
-limit/offset (R12.7). Rule numbers refer to ../shared/hbase-semantics.md."""
+limit/offset (R12.7). Rule numbers refer to docs/hbase-semantics.md."""
 
 from __future__ import annotations
 

@@ -20,14 +20,20 @@ LAYERS = {
     "fs": 1,
     "storefiles": 1,
     "manifest": 1,
+    "commit": 1,
     "ingest": 2,
     "reader": 3,
     "loader": 3,
+    "hbase": 3,
     "warehouse": 4,
     "jobs": 5,
     "spark": 5,
     "cli": 6,
 }
+#: ``from cellstore import X`` of a name that is not a submodule goes through the package
+#: root, which re-exports the API (``connect`` from warehouse): that is an import of this layer.
+ROOT_PACKAGE = "<cellstore package root>"
+LAYERS[ROOT_PACKAGE] = LAYERS["warehouse"]
 
 
 def _module_of(path: Path) -> str:
@@ -41,10 +47,15 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cellstore."):
             out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.ImportFrom) and node.module == "cellstore" and not node.level:
+            for alias in node.names:
+                out.add(alias.name if alias.name in LAYERS else ROOT_PACKAGE)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("cellstore."):
                     out.add(alias.name.split(".")[1])
+                elif alias.name == "cellstore":
+                    out.add(ROOT_PACKAGE)
     return out
 
 
@@ -62,6 +73,13 @@ def test_imports_run_one_way(path):
             f"{path.relative_to(SRC)} (layer {LAYERS[me]}) imports cellstore.{dep} "
             f"(layer {LAYERS[dep]})"
         )
+
+
+def test_root_package_imports_are_checked(tmp_path):
+    """``from cellstore import __version__`` in a lower layer is an upward arrow."""
+    path = tmp_path / "probe.py"
+    path.write_text("from cellstore import __version__\nfrom cellstore import fs\nimport cellstore\n")
+    assert _imports(path) == {ROOT_PACKAGE, "fs"}
 
 
 def test_core_does_no_io():

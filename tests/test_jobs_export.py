@@ -270,3 +270,46 @@ def test_cli_export_and_copy(run: Any, tmp_path: Path) -> None:
     assert json.loads(r.stdout)["version"] is None
     r = run("copy", "ns:src", "bk:none", "--no-create")
     assert r.exit_code == 3
+
+
+# ------------------------------------------------------------------------ one-file export
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_export_file_writes_one_file_on_any_filesystem(memory_root: str, fmt: str) -> None:
+    """export_file (what `scan --output-file` runs) writes the scan's cells to one file."""
+    from cellstore.jobs.export import export_file
+
+    t = make(cellstore.connect(memory_root))
+    scan = t.scan(raw=True, max_versions=100)
+    url = f"{memory_root}/out/cells.{fmt}"
+    report = export_file(scan, url, format=fmt)
+    fs = fsspec.filesystem("memory")
+    assert report.cells == len(raw(t)) and report.bytes == fs.size(report.path)
+    assert [p.rsplit("/", 1)[-1] for p in fs.ls(f"{memory_root}/out", detail=False)] == [
+        f"cells.{fmt}"
+    ]  # no partial file left
+    with fs.open(report.path, "rb") as f:
+        data = f.read()
+    if fmt == "parquet":
+        back = pq.read_table(pa.BufferReader(data))
+        assert back.num_rows == report.cells
+    elif fmt == "json":
+        lines = [json.loads(x) for x in data.decode().splitlines()]
+        assert len(lines) == report.cells
+        assert {"row": "a\\x5Cb", "family": "f", "qualifier": "\\x00q", "ts": 1,
+                "type": "Put", "value": "a\\x5Cb/\\x00q/1"} in lines
+    else:
+        assert data.decode().splitlines()[0] == '"row","family","qualifier","ts","type","value"'
+        assert len(data.decode().splitlines()) == report.cells + 1
+
+
+def test_export_file_of_an_empty_scan_and_a_failure(tmp_path: Path) -> None:
+    from cellstore.jobs.export import export_file
+
+    t = make(cellstore.connect(str(tmp_path / "wh")))
+    out = tmp_path / "empty.csv"
+    report = export_file(t.scan(row_prefix=b"nothing"), str(out), format="csv")
+    assert report.rows == report.cells == 0
+    assert out.read_text().splitlines() == ['"row","family","qualifier","ts","type","value"']
+    with pytest.raises(InvalidArgumentError):
+        export_file(t.scan(), str(tmp_path / "x.txt"), format="text")  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "wh"]

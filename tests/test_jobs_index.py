@@ -268,7 +268,7 @@ def test_expression_over_key_fields_and_columns(any_root):
     salt_free = pc.binary_slice(keys, 1, 1 << 20)
     t.load_cells(put(salt_free.to_pylist(), "d", b"kind", [k.encode() for k in
                                                             records.column("kind").to_pylist()], 5)
-                 .set_column(0, "row", keys))
+                 .set_column(0, "row", keys), keys="physical")
     t = wh.table("ev")
     with pytest.raises(InvalidArgumentError, match="cannot also be covered"):
         create_index(t, name="x", column="d:kind", covered=["d:kind"])
@@ -283,7 +283,7 @@ def test_expression_over_key_fields_and_columns(any_root):
     entries = index.scan(("buy",))
     assert entries.column("user").to_pylist() == ["ann", "ann", "bob", "bob"]
     # Incremental on a salted table: rows are salt-free in the index and in lookups.
-    t.load_cells(put([keys[0].as_py()], "d", b"kind", [b"view"], 9))
+    t.load_cells(put([keys[0].as_py()], "d", b"kind", [b"view"], 9), keys="physical")
     t = wh.table("ev")
     assert build_index(t, name="by_kind_user", mode="incremental").deleted_rows == 1
     assert verify_index(t, name="by_kind_user").ok

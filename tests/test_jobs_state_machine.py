@@ -12,6 +12,7 @@ over the model's files region by region, and ``verify`` finds no problem.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from typing import Any
 
@@ -69,6 +70,10 @@ class TableMachine(RuleBasedStateMachine):
         self.files: dict[Key, tuple[int, list[model.Cell]]] = {}
         self.snapshots: dict[str, dict[Key, tuple[int, list[model.Cell]]]] = {}
         self.loads = 0
+
+    def teardown(self) -> None:
+        """Each run's warehouse is removed (tests clean their temp dirs)."""
+        shutil.rmtree(self.root, ignore_errors=True)
 
     @initialize(
         versions=st.integers(1, 3),

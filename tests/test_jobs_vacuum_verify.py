@@ -16,21 +16,19 @@ from click.testing import CliRunner, Result
 import cellstore
 from cellstore.cli import cli
 from cellstore.cli.admin import parse_duration
+from cellstore.commit import Commit, FileChange, commit, file_entry
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region
 from cellstore.errors import CorruptFileError, InvalidArgumentError, VerifyError
 from cellstore.ingest import WrittenFile
 from cellstore.jobs import (
-    Replacement,
     clone,
     delete_snapshot,
-    replace_files,
     snapshot,
     vacuum,
     verify,
 )
-from cellstore.jobs.common import file_entry
 from cellstore.jobs.compact import compact
 from cellstore.jobs.regions import split
 from cellstore.jobs.vacuum import DEFAULT_RETENTION_MS
@@ -271,7 +269,7 @@ def test_verify_finds_cells_out_of_order(table: Any) -> None:
     rel = "data/r000001/f/unsorted.parquet"
     info = write_store_file(table.fs, f"{table.path}/{rel}", cells, family=fam, seq=1, load_id="x")
     entry = file_entry(WrittenFile("r000001", rel, info), seq=1, load_id="x")
-    replace_files(table.log, Replacement(remove=(), add=[entry], operation="test"))
+    commit(table.log, Commit(operation="test", changes=[FileChange(add=[entry])]))
     found = problems_of(table)
     assert any("cell 1 is not after cell 0 in cell order" in p for p in found), found
 

@@ -1,4 +1,8 @@
-"""Bad-record line numbers in CSV files whose quoted values span lines (and blank lines)."""
+"""Bad-record line numbers in CSV files whose quoted values span lines (and blank lines).
+
+Quoted values may span lines only with ``multiline`` (off by default), so these loads
+turn it on.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from cellstore.errors import BadRecordError
 from cellstore.loader import Mapping, TextOptions
 
 MAPPING = Mapping.simple(row_key="k", columns=["f:n=n:long", "f:t=t"])
+MULTILINE = TextOptions(multiline=True)
 
 
 def build(rows: list[tuple[str, str, str]], *, eol: str = "\n", seed: int = 0,
@@ -46,7 +51,7 @@ def load_bad_lines(tmp_path: Path, text: str, *, block_size: int = 1 << 20,
     path.write_bytes(text.encode())
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
     report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
-                    text=TextOptions(block_size=block_size))
+                    text=TextOptions(block_size=block_size, multiline=True))
     assert report.bad_records_path is not None
     lines = Path(report.bad_records_path).read_text().splitlines()
     return [json.loads(x)["line"] for x in lines]
@@ -70,7 +75,7 @@ def test_first_bad_record_error_names_its_line(tmp_path):
     path.write_text(text)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
     with pytest.raises(BadRecordError) as e:
-        t.load(str(path), mapping=MAPPING, key_advice="off")
+        t.load(str(path), mapping=MAPPING, key_advice="off", text=MULTILINE)
     assert e.value.line == starts[2] == 6
     assert f"{path}, line 6, field 'n'" in str(e.value)
 
@@ -80,7 +85,8 @@ def test_malformed_rows_after_multiline_values(tmp_path):
     path = tmp_path / "in.csv"
     path.write_text(text)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
-    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off")
+    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
+                    text=MULTILINE)
     bad = [json.loads(x) for x in Path(report.bad_records_path).read_text().splitlines()]
     assert [(b["line"], b["field"]) for b in bad] == [(5, "<line>"), (7, "<line>")]
     assert report.rows == 2
@@ -103,7 +109,8 @@ def test_quote_inside_an_unquoted_value_is_a_plain_character(tmp_path):
     path = tmp_path / "in.csv"
     path.write_text(text)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
-    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off")
+    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
+                    text=MULTILINE)
     bad = [json.loads(x) for x in Path(report.bad_records_path).read_text().splitlines()]
     assert [b["line"] for b in bad] == [3, 5]
     assert t.get("a").column("value").to_pylist()[1] == b'5" tall'

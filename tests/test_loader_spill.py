@@ -16,7 +16,7 @@ from cellstore import connect
 from cellstore.core.family import Family
 from cellstore.loader import Mapping
 from cellstore.storefiles import check, write_store_file
-from cellstore.storefiles.stream import StoreFileStreamWriter
+from cellstore.storefiles.writer import StoreFileWriter
 
 MAPPING = Mapping.simple(row_key="k", columns=["f:a=a", "f:b=b:long", "g:c=a"])
 
@@ -124,7 +124,7 @@ def test_stream_writer_matches_write_store_file(tmp_path: Path):
     n = 5000
     cells = cells_of([f"r{i // 3:05d}".encode() for i in range(n)],
                      [f"q{i % 3}".encode() for i in range(n)])
-    with StoreFileStreamWriter(fs, str(tmp_path / "s.parquet"), family=fam, seq=3,
+    with StoreFileWriter(fs, str(tmp_path / "s.parquet"), family=fam, seq=3,
                                load_id="l", row_group_cells=700) as w:
         for start in range(0, n, 401):  # chunks cut rows in the middle
             w.write(cells.slice(start, 401))
@@ -140,13 +140,13 @@ def test_stream_writer_matches_write_store_file(tmp_path: Path):
 def test_stream_writer_abort_and_empty(tmp_path: Path):
     fs = fsspec.filesystem("file")
     path = str(tmp_path / "x.parquet")
-    with pytest.raises(RuntimeError), StoreFileStreamWriter(
+    with pytest.raises(RuntimeError), StoreFileWriter(
         fs, path, family=Family(name="d"), seq=1, load_id="l"
     ) as w:
         w.write(cells_of([b"a"], [b"q"]))
         raise RuntimeError("boom")
     assert not Path(path).exists()
-    w = StoreFileStreamWriter(fs, path, family=Family(name="d"), seq=1, load_id="l")
+    w = StoreFileWriter(fs, path, family=Family(name="d"), seq=1, load_id="l")
     with pytest.raises(ValueError):
         w.close()
     assert not Path(path).exists()

@@ -1,6 +1,6 @@
 """The read path through the Table API: merging store files of several loads and regions,
 row ranges, columns, reversed scans, gets, planning, Dask and S3. Rule numbers refer to
-../shared/hbase-semantics.md; the semantics engine itself is covered rule by rule in
+docs/hbase-semantics.md; the semantics engine itself is covered rule by rule in
 test_semantics_*.py."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The PySpark data source: reads equal the Dask reader's, pushdown narrows the plan,
 writes are one-commit bulk loads through the loader's mapping, failed writes leave nothing.
 
-PySpark runs in local mode (``local[2]``) with this interpreter as its Python, one session
-for the module. Tables live on local disk (Spark's Python workers are other processes, so
+PySpark runs in local mode (``local[2]``), one session for the module, started without
+``PYSPARK_PYTHON`` (``register`` points the format's workers at this interpreter). Tables live on local disk (Spark's Python workers are other processes, so
 ``memory://`` is not shared with them) or on S3 (moto's server on 127.0.0.1).
 """
 
@@ -17,16 +17,34 @@ import sys
 
 import pandas as pd
 import pyarrow as pa
+import pyspark
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.datasource import (
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+)
 
 from cellstore.core.filterparse import parse_filter
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.loader import Mapping
-from cellstore.spark import CellstoreReader, ScanPartition, register
+from cellstore.spark import (
+    CellstoreReader,
+    ScanPartition,
+    arrow_schema,
+    register,
+    spark_plans_each_query,
+    spark_schema,
+)
 from cellstore.spark.options import ReadOptions, RowBounds, WriteOptions
+from cellstore.spark.source import CellstoreDataSource, pushdown_enabled
 from cellstore.storefiles import check
 from cellstore.warehouse import connect
 from strategies import cells_table
@@ -39,6 +57,14 @@ pytestmark = [
     # PySpark 4.x warns about pandas 3 when it converts pandas frames; not ours.
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
 ]
+if tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 2):
+    # PySpark 4.1's driver leaves the sockets it reads results from to the GC; not ours.
+    pytestmark += [
+        pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
+        pytest.mark.filterwarnings(
+            "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
+        ),
+    ]
 
 PUT, DELETE, DELETE_COLUMN = 4, 8, 12
 NOW = 1_700_000_000_000
@@ -46,9 +72,13 @@ NOW = 1_700_000_000_000
 
 @pytest.fixture(scope="module")
 def spark():
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    """A local session started without ``PYSPARK_PYTHON``, as a user would start one.
+
+    Spark would run its Python workers as ``python3`` from ``PATH``; ``register`` makes the
+    ``cellstore`` format run on this interpreter instead, so every test here shows that
+    the source works without the variable.
+    """
+    saved = {k: os.environ.pop(k, None) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     session = (
         SparkSession.builder.master("local[2]")
         .appName("cellstore-tests")
@@ -58,6 +88,7 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.default.parallelism", "2")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -65,9 +96,7 @@ def spark():
     yield session
     session.stop()
     for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
+        if v is not None:
             os.environ[k] = v
 
 
@@ -110,6 +139,11 @@ def salted(root):
     df = pd.DataFrame({"k": [f"k{i:03d}" for i in range(40)], "v": [f"v{i}" for i in range(40)]})
     t.load(df, mapping=Mapping.simple(row_key="k", columns=["f:v=v"]), now_ms=1)
     return t
+
+
+def frame(spark, data: pd.DataFrame):
+    """A Spark DataFrame of ``data``, through Arrow (PySpark 4.1.0 turns pandas' None to 'nan')."""
+    return spark.createDataFrame(pa.Table.from_pandas(data, preserve_index=False))
 
 
 def read(spark, root, table, **options):
@@ -294,63 +328,228 @@ def test_row_key_spec_columns_and_key_predicates(spark, root, events):
 
 
 # --------------------------------------------------------------------------- pushdown
-def pushed(spark, root, table, condition, **options):
-    """A fresh DataFrame per query (Spark reuses a DataFrame's last pushed-down plan)."""
-    return read(spark, root, table, pushdown="true", **options).filter(condition)
+PLANS_EACH_QUERY = spark_plans_each_query()
+ROW = ("row",)
 
 
-def test_row_filters_are_pushed_into_the_plan(spark, root, web):
-    assert read(spark, root, "ns:web", pushdown="true").rdd.getNumPartitions() == 3
+def pushed_read(root, table, filters: list[Filter], **options):
+    """Plan and run a read the way Spark's Python workers do, with ``filters`` pushed.
+
+    Returns:
+        The filters left for Spark, the number of partitions, and the rows read.
+    """
+    opts = ReadOptions.parse({"root": root, "table": table, **options})
+    scan = connect(root).table(table).scan(**opts.scan_kwargs())
+    schema = spark_schema(scan.partition_reader().schema())
+    reader = CellstoreReader(opts, schema)
+    keep = reader.pushFilters(filters)
+    parts = reader.partitions()
+    batches = [b for p in parts for b in reader.read(p)]
+    return keep, len(parts), pa.Table.from_batches(batches, schema=arrow_schema(schema))
+
+
+def test_row_filters_narrow_the_plan(root, web):
+    keep, n, got = pushed_read(root, "ns:web", [])
+    assert (keep, n) == ([], 3)
+    assert rows(got) == rows(web.scan().to_arrow())
+    cases = [
+        ([GreaterThanOrEqual(ROW, b"r012"), LessThan(ROW, b"r018")], 1, {"stop_row": "r018"}),
+        ([GreaterThan(ROW, b"r008"), LessThanOrEqual(ROW, b"r011")], 2, {}),
+        ([EqualTo(ROW, b"r025")], 1, {}),
+        ([GreaterThanOrEqual(ROW, "r027")], 1, {}),  # a string compares as its UTF-8 bytes
+    ]
+    wants = [
+        web.scan(start_row="r012", stop_row="r018"),
+        web.scan(start_row="r008\x00", stop_row="r011\x00"),
+        web.scan(start_row="r025", stop_row="r025\x00"),
+        web.scan(start_row="r027"),
+    ]
+    for (filters, parts, _), want in zip(cases, wants, strict=True):
+        keep, n, got = pushed_read(root, "ns:web", filters)
+        assert keep == [] and n == parts  # exact: Spark need not filter again
+        assert rows(got) == rows(want.to_arrow())
+    keep, n, got = pushed_read(root, "ns:web", [GreaterThan(ROW, b"r020"), LessThan(ROW, b"r010")])
+    assert (keep, n, got.num_rows) == ([], 0, 0)
+    keep, _, got = pushed_read(root, "ns:web", [LessThan(ROW, b"r015")], start_row="r005")
+    assert rows(got) == rows(web.scan(start_row="r005", stop_row="r015").to_arrow())
+
+
+def test_in_family_and_unpushable_filters(root, web):
+    isin = In(ROW, (b"r003", b"r004"))
+    keep, n, got = pushed_read(root, "ns:web", [isin])
+    assert keep == [isin] and n == 1  # the least..greatest range; Spark checks the list
+    assert rows(got) == rows(web.scan(start_row="r003", stop_row="r005").to_arrow())
+    fam = EqualTo(("family",), "g")
+    keep, _, got = pushed_read(root, "ns:web", [fam, LessThan(ROW, b"r010")])
+    assert keep == []
+    assert rows(got) == rows(web.scan(families=["g"], stop_row="r010").to_arrow())
+    ts = GreaterThanOrEqual(("ts",), 3)  # a time range is not "filter the newest version"
+    keep, _, got = pushed_read(root, "ns:web", [ts])
+    assert keep == [ts] and rows(got) == rows(web.scan().to_arrow())
+    keep, _, _ = pushed_read(root, "ns:web", [fam], columns="f:a")
+    assert keep == [fam]  # the scan names its columns: families are not narrowed
+
+
+def test_pushed_filters_on_a_salted_table(root, salted):
+    keep, n, got = pushed_read(root, "salted", [EqualTo(ROW, b"k017")])
+    assert keep == [] and n == 4  # the salt of a bare key range is unknown
+    assert got.column("value").to_pylist() == [b"v17"]
+    _, _, got = pushed_read(root, "salted", [GreaterThanOrEqual(ROW, b"k030")])
+    assert rows(got) == rows(salted.scan(start_row="k030").to_arrow())
+
+
+def test_reader_state_is_a_function_of_the_last_push(root, web):
+    options = {"root": root, "table": "ns:web", "start_row": "r005", "now_ms": str(NOW)}
+    opts = ReadOptions.parse(options)
+    schema = spark_schema(web.scan().partition_reader().schema())
+    reader = CellstoreReader(opts, schema)
+    assert len(reader.partitions()) == 3
+    reader.pushFilters([GreaterThanOrEqual(ROW, b"r025"), EqualTo(("family",), "g")])
+    assert len(reader.partitions()) == 1
+    assert len(reader.partitions()) == 1  # planned again, same answer
+    reader.pushFilters([])  # a new query with no filters: back to the options' scan
+    assert [p.task for p in reader.partitions()] == web.scan(start_row="r005", now_ms=NOW).plan()
+    reader.pushFilters([LessThan(ROW, b"r008")])
+    want = web.scan(start_row="r005", stop_row="r008", now_ms=NOW).plan()
+    assert [p.task for p in reader.partitions()] == want
+
+
+def test_pushdown_option_follows_spark():
+    def opts(value: str | None) -> ReadOptions:
+        extra = {} if value is None else {"pushdown": value}
+        return ReadOptions.parse({"root": "memory://x", "table": "t", **extra})
+
+    assert opts(None).pushdown is None and opts("AUTO").pushdown is None
+    assert spark_plans_each_query("4.1.0") is False
+    assert spark_plans_each_query("4.3.0") is False
+    assert spark_plans_each_query("5.0.0.dev0") is True
+    assert spark_plans_each_query("5.1.2") is True
+    for version in ("4.1.0", "4.3.0"):
+        assert pushdown_enabled(opts(None), version=version) is False
+        assert pushdown_enabled(opts("false"), version=version) is False
+        with pytest.raises(InvalidArgumentError, match="reuses a DataFrame's pushed-down plan"):
+            pushdown_enabled(opts("true"), version=version)
+    assert pushdown_enabled(opts(None), version="5.0.0") is True
+    assert pushdown_enabled(opts("false"), version="5.0.0") is False
+    with pytest.raises(InvalidArgumentError, match="auto, true or false"):
+        opts("sometimes")
+
+
+def count(df) -> int:
+    return df.count()
+
+
+def collect(df) -> list[tuple]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_each_query_on_one_dataframe_is_planned_for_its_own_filters(spark, root, web):
+    """Issue 18: count, filtered count, count again on one DataFrame (then more mixes)."""
+    df = read(spark, root, "ns:web")  # pushdown: auto
+    full = web.scan().to_arrow()
     row = F.col("row")
-    narrowed = pushed(spark, root, "ns:web", (row >= F.lit(b"r012")) & (row < F.lit(b"r018")))
-    assert narrowed.rdd.getNumPartitions() == 1  # one region left
-    plan = narrowed._jdf.queryExecution().executedPlan().toString()
-    assert "Filter " not in plan.replace("RuntimeFilters", "")  # exact: no filter again
-    same(narrowed, web.scan(start_row="r012", stop_row="r018").to_arrow())
-    le = pushed(spark, root, "ns:web", (row > F.lit(b"r008")) & (row <= F.lit(b"r011")))
-    assert le.rdd.getNumPartitions() == 2
-    same(le, web.scan(start_row="r008\x00", stop_row="r011\x00").to_arrow())
-    eq = pushed(spark, root, "ns:web", row == F.lit(b"r025"))
-    same(eq, web.scan(start_row="r025", stop_row="r025\x00").to_arrow())
-    none = pushed(spark, root, "ns:web", (row > F.lit(b"r020")) & (row < F.lit(b"r010")))
-    assert none.count() == 0
-    sql = pushed(spark, root, "ns:web", "row >= CAST('r027' AS BINARY)")
-    same(sql, web.scan(start_row="r027").to_arrow())
-    text = pushed(spark, root, "ns:web", row >= "r027")  # a string literal compares as bytes
-    assert text.rdd.getNumPartitions() == 1
-    same(text, web.scan(start_row="r027").to_arrow())
-    ranged = pushed(spark, root, "ns:web", row < F.lit(b"r015"), start_row="r005")
-    same(ranged, web.scan(start_row="r005", stop_row="r015").to_arrow())
+
+    def want(**kwargs) -> list[tuple]:
+        return sorted(rows(web.scan(**kwargs).to_arrow()))
+
+    assert df.count() == full.num_rows
+    assert df.filter(row >= F.lit(b"r012")).count() == len(want(start_row="r012"))
+    assert df.count() == full.num_rows  # was the filtered count: a stale plan
+    steps = [
+        (collect, row < F.lit(b"r005"), want(stop_row="r005")),
+        (collect, None, sorted(rows(full))),
+        (count, row >= F.lit(b"r020"), len(want(start_row="r020"))),
+        (count, row >= F.lit(b"r025"), len(want(start_row="r025"))),  # a different filter
+        (collect, F.col("family") == "g", want(families=["g"])),
+        (count, F.length(row) > 0, full.num_rows),  # a filter Spark cannot push
+        (collect, (row >= F.lit(b"r010")) & (row < F.lit(b"r011")), want(row_prefix="r010")),
+        (count, None, full.num_rows),
+    ]
+    for action, condition, expected in steps:
+        target = df if condition is None else df.filter(condition)
+        assert action(target) == expected, (action.__name__, condition)
 
 
-def test_in_and_family_filters(spark, root, web):
-    row, family = F.col("row"), F.col("family")
-    got = pushed(spark, root, "ns:web", row.isin([b"r003", b"r004"]))
-    assert got.rdd.getNumPartitions() == 1
-    same(got, web.scan(start_row="r003", stop_row="r005").to_arrow())
-    fam = pushed(spark, root, "ns:web", family == "g")
-    same(fam, web.scan(families=["g"]).to_arrow())
-    both = pushed(spark, root, "ns:web", (family == "g") & (row < F.lit(b"r010")))
-    same(both, web.scan(families=["g"], stop_row="r010").to_arrow())
-    # a filter on ts is evaluated by Spark on the result, never as a time range
-    ts = pushed(spark, root, "ns:web", F.col("ts") >= 3)
-    assert rows(ts.toArrow()) == [r for r in rows(web.scan().to_arrow()) if r[3] >= 3]
+def test_explicit_pushdown_where_spark_reuses_plans_is_refused(spark, root, web):
+    if PLANS_EACH_QUERY:
+        df = read(spark, root, "ns:web", pushdown="true")
+        narrowed = df.filter(F.col("row") >= F.lit(b"r027"))
+        assert narrowed.rdd.getNumPartitions() == 1
+        same(narrowed, web.scan(start_row="r027").to_arrow())
+        assert df.count() == web.scan().to_arrow().num_rows
+    else:
+        with pytest.raises(Exception, match="reuses a DataFrame's pushed-down plan"):
+            read(spark, root, "ns:web", pushdown="true").count()
+        df = read(spark, root, "ns:web", pushdown="false")
+        assert df.filter(F.col("row") >= F.lit(b"r027")).rdd.getNumPartitions() == 3
 
 
-def test_pushed_filters_on_a_salted_table(spark, root, salted):
-    eq = pushed(spark, root, "salted", F.col("row") == F.lit(b"k017"))
-    assert eq.toArrow().column("value").to_pylist() == [b"v17"]
-    assert eq.rdd.getNumPartitions() == 4  # the salt of a bare key range is unknown
-    rng = pushed(spark, root, "salted", F.col("row") >= F.lit(b"k030"))
-    same(rng, salted.scan(start_row="k030").to_arrow())
+class ForcedPushdown(CellstoreDataSource):
+    """The source with pushdown forced on, whatever the Spark (to check the version gate)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "cellstore_forced_pushdown"
+
+    def reader(self, schema):
+        return CellstoreReader(ReadOptions.parse(self.options), schema)
+
+
+def test_the_version_gate_matches_what_spark_does(spark, root, web):
+    """Spark before 5.0 reuses a pushed-down plan for a later unfiltered query; later not."""
+    from pyspark import cloudpickle
+
+    module, context = sys.modules[__name__], spark.sparkContext
+    cloudpickle.register_pickle_by_value(module)  # workers cannot import this test module
+    context.pythonExec = sys.executable  # as ``register`` does for the cellstore format
+    try:
+        spark.dataSource.register(ForcedPushdown)
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
+        context.pythonExec = "python3"
+    df = (
+        spark.read.format("cellstore_forced_pushdown")
+        .option("root", root)
+        .option("table", "ns:web")
+        .load()
+    )
+    full = web.scan().to_arrow().num_rows
+    assert df.count() == full
+    ranged = df.filter(F.col("row") >= F.lit(b"r027")).count()
+    assert ranged == web.scan(start_row="r027").to_arrow().num_rows
+    assert (df.count() == full) is PLANS_EACH_QUERY  # False: Spark's stale plan (ranged rows)
+
+
+def test_workers_run_without_pyspark_python(spark, root, web):
+    assert "PYSPARK_PYTHON" not in os.environ
+    assert spark.sparkContext.pythonExec == "python3"  # Spark's default for other code
+    assert read(spark, root, "ns:web").count() == web.scan().to_arrow().num_rows
 
 
 def test_without_pushdown_spark_filters_a_reused_dataframe(spark, root, web):
-    df = read(spark, root, "ns:web")  # pushdown off: the default
+    df = read(spark, root, "ns:web", pushdown="false")
     narrowed = df.filter(F.col("row") >= F.lit(b"r015"))
     assert narrowed.rdd.getNumPartitions() == 3  # Spark filters after reading everything
     same(narrowed, web.scan(start_row="r015").to_arrow())
     assert df.count() == web.scan().to_arrow().num_rows  # the same DataFrame, unfiltered
+
+
+def test_arrow_schema_round_trips_the_scan_schemas(web, events):
+    """Batches are built in the Arrow schema Spark checks them against (no private API)."""
+    scans = [
+        web.scan(),
+        web.scan(shape="wide", column_types={"f:a": "string", "f:n": "long"}),
+        events.scan(shape="wide", column_types={"d:n": "long"}),
+        events.scan(key={"user": "u1"}, key_columns=True),
+    ]
+    for scan in scans:
+        schema = scan.partition_reader().schema()
+        assert arrow_schema(spark_schema(schema)).equals(schema)
+    from pyspark.sql.types import MapType, StringType, StructField, StructType
+
+    odd = StructType([StructField("m", MapType(StringType(), StringType()))])
+    with pytest.raises(InvalidArgumentError, match="cannot read into Spark type map"):
+        arrow_schema(odd)
 
 
 def test_partitions_are_picklable_and_match_the_plan(root, web):
@@ -397,7 +596,7 @@ def test_write_equals_the_loader_and_commits_once(spark, root):
     data = users(300)
     dask_t.load(data, mapping=USERS)
     before = spark_t.version
-    sdf = spark.createDataFrame(data).repartition(3)
+    sdf = frame(spark, data).repartition(3)
     write(sdf, root, "users_spark", mapping=json.dumps(USERS.to_dict()), memory_budget=str(1 << 20))
     after = wh.table("users_spark")
     assert after.version == before + 1  # one commit for every task's files
@@ -416,8 +615,8 @@ def test_write_equals_the_loader_and_commits_once(spark, root):
 
 def test_write_with_inline_options_and_a_row_key_spec(spark, root, events):
     before = events.refresh().version
-    sdf = spark.createDataFrame(
-        pd.DataFrame({"user": ["w1", "w2", "w1"], "ts": [100, 100, 101], "n": [1, 2, 3]})
+    sdf = frame(
+        spark, pd.DataFrame({"user": ["w1", "w2", "w1"], "ts": [100, 100, 101], "n": [1, 2, 3]})
     )
     write(sdf, root, "events", columns="d:n=n:long", now_ms=str(NOW))
     t = connect(root).table("events")
@@ -430,7 +629,7 @@ def test_write_with_inline_options_and_a_row_key_spec(spark, root, events):
 def test_write_reads_back_through_spark(spark, root):
     connect(root).create_table("roundtrip", families=["p", "s"])
     data = users(50, offset=5000)
-    write(spark.createDataFrame(data), root, "roundtrip", mapping=json.dumps(USERS.to_dict()))
+    write(frame(spark, data), root, "roundtrip", mapping=json.dumps(USERS.to_dict()))
     back = read(
         spark,
         root,
@@ -454,7 +653,7 @@ def test_failed_write_leaves_the_table_unchanged(spark, root):
     version, before = t.version, t.scan().to_arrow()
     data = users(40).astype({"age": str})
     data.loc[33, "age"] = "not a number"
-    sdf = spark.createDataFrame(data).repartition(4)
+    sdf = frame(spark, data).repartition(4)
     with pytest.raises(Exception, match="age") as err:
         write(sdf, root, "failing", mapping=json.dumps(USERS.to_dict()), load_id="failed")
     assert "spark partition" in str(err.value)
@@ -475,7 +674,7 @@ def test_skip_bad_records_commits_the_good_ones(spark, root):
     data = users(20).astype({"age": str})
     data.loc[[3, 7], "age"] = "x"
     write(
-        spark.createDataFrame(data).repartition(2),
+        frame(spark, data).repartition(2),
         root,
         "skipping",
         mapping=json.dumps(USERS.to_dict()),
@@ -492,7 +691,7 @@ def test_skip_bad_records_commits_the_good_ones(spark, root):
 
 def test_load_id_is_idempotent_and_overwrite_is_refused(spark, root):
     t = connect(root).create_table("idem", families=["p", "s"])
-    sdf = spark.createDataFrame(users(10))
+    sdf = frame(spark, users(10))
     write(sdf, root, "idem", mapping=json.dumps(USERS.to_dict()), load_id="once")
     version = t.refresh().version
     write(sdf, root, "idem", mapping=json.dumps(USERS.to_dict()), load_id="once")
@@ -517,7 +716,7 @@ def test_read_and_write_on_s3(spark, s3_root, s3_options):
     t = wh.create_table("ns:s3", families=["p", "s"], splits=[b"u0010"])
     opts = json.dumps(s3_options)
     write(
-        spark.createDataFrame(users(20)).repartition(2),
+        frame(spark, users(20)).repartition(2),
         s3_root,
         "ns:s3",
         storage_options=opts,

@@ -11,13 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from cellstore.core.family import Family, KeepDeletedCells
+from cellstore.defaults import CELLSTORE_VERSION
 from cellstore.errors import CellstoreError
 
 if TYPE_CHECKING:
     from cellstore.core.cells import CellType
     from cellstore.warehouse import connect
 
-__version__ = "0.1.0"
+__version__ = CELLSTORE_VERSION
 
 __all__ = ["CellType", "CellstoreError", "Family", "KeepDeletedCells", "__version__", "connect"]
 

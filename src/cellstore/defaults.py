@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["DEFAULT_ROOT", "ROOT_ENV_VAR"]
+__all__ = ["CELLSTORE_VERSION", "DEFAULT_ROOT", "ROOT_ENV_VAR"]
+
+#: The release version (``cellstore.__version__``); store files record it as their writer.
+CELLSTORE_VERSION: Final = "0.1.0"
 
 #: The embedded default warehouse root: a local directory, no server.
 DEFAULT_ROOT: Final = "./cellstore-data"

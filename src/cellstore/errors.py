@@ -86,6 +86,22 @@ class CorruptFileError(CellstoreError, ValueError):
     exit_code = 6
 
 
+class MissingFileError(CorruptFileError, FileNotFoundError):
+    """A store file the manifest lists is gone (deleted, or never fully copied).
+
+    The message names the file, the table version and how to repair: ``cellstore verify``
+    lists every damaged file; ``cellstore restore`` brings back a snapshot.
+    """
+
+
+class UnsupportedFormatError(FormatVersionError):
+    """A file is of a kind or version cellstore recognises but cannot read.
+
+    For example an HBase HFile v1, an encrypted HFile, or a codec without a maintained
+    Python library (LZO). The message names the file and what it is.
+    """
+
+
 class UnsupportedFilesystemError(CellstoreError, OSError):
     """The filesystem cannot honour exclusive create, so commits would not be safe."""
 

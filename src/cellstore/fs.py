@@ -87,9 +87,14 @@ def join(*parts: str) -> str:
     >>> join("bucket/wh/ns/t/u1", "data/r1")
     'bucket/wh/ns/t/u1/data/r1'
 
+    Which files a table may name is decided by :mod:`cellstore.storefiles.layout`; this
+    function only keeps a path on its filesystem root.
+
     Raises:
-        ValueError: if ``..`` climbs above the root of an absolute path or URL (a relative
-            path keeps its leading ``..``, as ``posixpath.normpath`` does).
+        ValueError: if ``..`` climbs above the root of an absolute path or URL, or out of
+            the first segment of a path without leading slash (an object store's bucket:
+            ``bucket/a`` + ``../../other`` would be another bucket). A relative path that
+            starts with ``..`` keeps its leading ``..``, as ``posixpath.normpath`` does.
     """
     path = posixpath.join(*parts)
     if ".." not in path.split("/"):
@@ -98,8 +103,12 @@ def join(*parts: str) -> str:
     body = rest.lstrip("/")
     lead = rest[: len(rest) - len(body)]
     norm = posixpath.normpath(body)
-    if (lead or sep) and (norm == ".." or norm.startswith("../")):
+    climbs = norm == ".." or norm.startswith("../")
+    if (lead or sep) and climbs:
         raise ValueError(f"path {path!r} climbs above its root")
+    top = body.split("/", 1)[0]
+    if not lead and top not in ("", ".", "..") and norm != top and not norm.startswith(top + "/"):
+        raise ValueError(f"path {path!r} climbs out of {top!r}")
     return f"{protocol}{sep}{lead}{'' if norm == '.' else norm}"
 
 

@@ -11,59 +11,48 @@ files, which vacuum removes.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Literal
 
 import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.commit import Commit, FileChange, commit, now_ms
 from cellstore.core.cells import (
     CELL_SCHEMA,
     LATEST_TIMESTAMP,
     MAX_ROW_LENGTH,
-    TYPE_NAMES,
     CellType,
     equal_key_runs,
+    parse_type_names,
     run_starts,
     sort_indices,
 )
-from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.codecs import binary_from_parts, binary_parts
+from cellstore.core.metadata import TableMetadata
 from cellstore.core.regions import sorted_region_bounds
-from cellstore.errors import BadCellError, CommitConflictError, RegionsChangedError
-from cellstore.fs import join
+from cellstore.core.rowkey import salt_bytes
+from cellstore.errors import BadCellError, InvalidArgumentError
 from cellstore.manifest import TableLog
-from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileInfo, write_store_file
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL, write_rolled
+from cellstore.storefiles.writer import WrittenFile
 
 __all__ = [
+    "KeyKind",
     "LoadResult",
     "WrittenFile",
     "commit_files",
     "normalize_cells",
     "now_ms",
+    "salt_rows",
     "write_cells",
 ]
 
-
-
-def now_ms() -> int:
-    """The current time in milliseconds since the epoch."""
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class WrittenFile:
-    """A store file written for a region, not yet committed."""
-
-    region: str
-    relpath: str
-    info: StoreFileInfo
 
 
 @dataclass(frozen=True)
@@ -144,11 +133,7 @@ def _to_types(col: pa.ChunkedArray) -> pa.Array:
     if pa.types.is_integer(arr.type):
         codes = arr.cast(pa.int64())
     elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        # The vectorized twin of core.cells.normalize_type_name, looked up in TYPE_NAMES.
-        names = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
-        names = pc.replace_substring(pc.replace_substring(names, "-", ""), "_", "")
-        idx = pc.index_in(names, value_set=pa.array(list(TYPE_NAMES), pa.string()))
-        codes = pc.take(pa.array([int(t) for t in TYPE_NAMES.values()], pa.int64()), idx)
+        codes = parse_type_names(arr).cast(pa.int64())
         unknown = pc.and_(pc.is_null(codes), pc.is_valid(arr))
         if _any(unknown):
             i = int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
@@ -333,6 +318,79 @@ def normalize_cells(
     )
 
 
+#: How ``load_cells`` reads the row keys of a salted table: ``logical`` keys (as ``get`` and
+#: ``scan`` take them) get their salt byte; ``physical`` keys carry it and are verified.
+KeyKind = Literal["logical", "physical"]
+
+
+def salt_rows(cells: pa.Table, buckets: int | None, *, keys: KeyKind = "logical") -> pa.Table:
+    """Normalized cells with row keys as a salted table stores them (vectorized).
+
+    On a salted table (``buckets`` set) every stored row key starts with its Phoenix salt
+    byte, a hash of the rest of the key (Apache Phoenix ``SaltingUtil``): ``get`` and
+    ``scan`` compute it from the logical key, so a cell stored under any other first byte
+    could never be read back.
+
+    Args:
+        cells: Output of :func:`normalize_cells` (a binary ``row`` column).
+        buckets: The table's salt bucket count, or None (unsalted: the cells are returned
+            unchanged, and ``keys`` must be ``logical``).
+        keys: ``logical``: keys without the salt byte, which is computed and prefixed.
+            ``physical``: keys that already start with their salt byte; each is verified.
+
+    Raises:
+        BadCellError: naming the first record whose physical key has a wrong salt byte
+            or nothing after it, or whose logical key is too long once salted.
+        InvalidArgumentError: ``keys`` is not ``logical``/``physical``, or ``physical`` on
+            an unsalted table.
+    """
+    if keys not in ("logical", "physical"):
+        raise InvalidArgumentError(f"keys must be 'logical' or 'physical', not {keys!r}")
+    if buckets is None:
+        if keys == "physical":
+            raise InvalidArgumentError("keys='physical' is for salted tables; this one is not")
+        return cells
+    rows = cells.column("row").combine_chunks()
+    offsets, data = binary_parts(rows)
+    data = data[: offsets[-1]]
+    if keys == "logical":
+        too_long = pc.greater_equal(pc.binary_length(rows), MAX_ROW_LENGTH)
+        if _any(too_long):
+            raise _bad(
+                f"row key is longer than {MAX_ROW_LENGTH - 1} bytes (on a salted table the "
+                "salt byte takes one of HBase's 32767)",
+                too_long,
+                "row",
+            )
+        new_data = np.insert(data, offsets[:-1], salt_bytes(rows, buckets))
+        new_offsets = offsets + np.arange(len(offsets), dtype=np.int64)
+        salted = binary_from_parts(new_offsets, new_data).cast(pa.binary())
+        return cells.set_column(cells.schema.get_field_index("row"), "row", salted)
+    lengths = np.diff(offsets)
+    if (lengths < 2).any():
+        raise _bad(
+            "a physical row key of a salted table is the salt byte followed by a non-empty key",
+            lengths < 2,
+            "row",
+        )
+    stored = data[offsets[:-1]]
+    keep = np.ones(len(data), dtype=bool)
+    keep[offsets[:-1]] = False
+    rest = binary_from_parts(offsets - np.arange(len(offsets), dtype=np.int64), data[keep])
+    expected = salt_bytes(rest, buckets)
+    wrong = stored != expected
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        raise BadCellError(
+            f"record {i}, field 'row': salt byte {int(stored[i])} is wrong for this key "
+            f"(its salt is {int(expected[i])} of {buckets} buckets); pass logical keys "
+            "(keys='logical', the default) to have the salt computed",
+            record=i,
+            field="row",
+        )
+    return cells
+
+
 def dedupe_sorted(cells: pa.Table, *, with_family: bool) -> tuple[pa.Table, int]:
     """Drop all but the last of each run of equal keys in stably sorted cells.
 
@@ -391,17 +449,19 @@ def write_cells(
 
     def write_one(job: tuple[str, str, pa.Table]) -> WrittenFile:
         region_id, family, part = job
-        relpath = join("data", region_id, quote(family, safe=""), f"{load_id}.parquet")
-        info = write_store_file(
+        (written,) = write_rolled(
             fs,
-            join(table_path, relpath),
+            table_path,
             part.select(CELL_SCHEMA.names),
+            region=region_id,
             family=metadata.family(family),
+            stem=load_id,
             seq=seq,
             load_id=load_id,
+            max_file_bytes=NO_ROLL,
             row_group_cells=row_group_cells,
         )
-        return WrittenFile(region_id, relpath, info)
+        return written
 
     if len(jobs) <= 1:
         written = [write_one(j) for j in jobs]
@@ -440,65 +500,19 @@ def commit_files(
         RegionsChangedError: if a file's region was split or merged since ``base``.
         CommitConflictError: if a family was dropped underneath the load.
     """
-    applied_before = False
-
-    def change(meta: TableMetadata) -> TableMetadata:
-        nonlocal applied_before
-        if load_id in meta.load_ids:
-            applied_before = True
-            raise _AlreadyApplied(meta)
-        regions = {r.id: r for r in meta.regions}
-        for w in written:
-            r = regions.get(w.region)
-            old = base.region(w.region)
-            if r is None or r != old:
-                raise RegionsChangedError(
-                    f"table {meta.name}: region {w.region} changed (split or merged) while "
-                    f"load {load_id} was running; nothing was committed, run the load again"
-                )
-            if w.info.family not in meta.family_names:
-                raise CommitConflictError(
-                    f"table {meta.name}: family {w.info.family!r} was dropped while load "
-                    f"{load_id} was running; nothing was committed"
-                )
-        seq = meta.next_seq
-        entries = tuple(
-            FileEntry(
-                path=w.relpath,
-                region=w.region,
-                family=w.info.family,
-                seq=seq,
-                cells=w.info.cells,
-                delete_markers=w.info.delete_markers,
-                size=w.info.size,
-                first_row=w.info.first_row,
-                last_row=w.info.last_row,
-                min_ts=w.info.min_ts,
-                max_ts=w.info.max_ts,
-                load_id=load_id,
-            )
-            for w in written
-        )
-        return meta.next_version(
+    result = commit(
+        log,
+        Commit(
             operation=operation,
-            timestamp_ms=timestamp_ms if timestamp_ms is not None else now_ms(),
-            summary={"load-id": load_id, "seq": seq, **(summary or {})},
-            files=meta.files + entries,
-            next_seq=seq + 1,
-            load_ids=(*meta.load_ids, load_id),
-        )
-
-    try:
-        new, _ = log.commit_table(change)
-    except _AlreadyApplied as done:
-        return done.meta, True
-    return new, applied_before
-
-
-class _AlreadyApplied(Exception):
-    def __init__(self, meta: TableMetadata) -> None:
-        super().__init__("load already applied")
-        self.meta = meta
+            changes=[FileChange(add=written)],
+            load_id=load_id,
+            new_seq=True,
+            base=base,
+            summary={"load-id": load_id, **(summary or {})},
+            timestamp_ms=timestamp_ms,
+        ),
+    )
+    return result.metadata, result.applied_before
 
 
 def new_load_id() -> str:

@@ -24,7 +24,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
-from cellstore.cli.params import STORAGE_OPTION, parse_column_types
+from cellstore.cli.params import LOAD_ID, STORAGE_OPTION, parse_column_types
 from cellstore.cli.reads import (
     _COLUMN,
     _FAMILY,
@@ -425,6 +425,7 @@ def export_cmd(
 )
 @click.option(
     "--job-id",
+    type=LOAD_ID,
     default=None,
     help="Idempotency key: a copy with an id DEST_TABLE has committed is not applied again.",
 )

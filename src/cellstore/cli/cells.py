@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Final, Literal, get_args
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.params import LOAD_ID
 from cellstore.core.keys import from_string_binary
 from cellstore.errors import BadCellError
 
@@ -116,6 +117,7 @@ def _format_for(path: str) -> CellFileFormat:
 )
 @click.option(
     "--load-id",
+    type=LOAD_ID,
     default=None,
     help="Idempotency key: a load id the table already committed is not applied again.",
 )

@@ -7,59 +7,197 @@ scan/get/count/quickstart) as ``@click.command`` functions taking
 and add the module to :data:`COMMAND_MODULES` below. Import
 pyarrow, dask, pandas, fsspec and :mod:`cellstore.warehouse` inside command bodies only,
 so ``--help`` stays fast (a test checks it).
+
+Errors: every failure of every command is one line on stderr (``error: ...``) and an exit
+code (:func:`describe_error`); ``--debug`` prints the traceback first. Storage-option
+values never appear in either (they may be credentials).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, NoReturn
 
 import click
 
-from cellstore.cli import admin, advise, cells, compaction, index, load, reads, regions, tables
+from cellstore.cli import (
+    admin,
+    advise,
+    cells,
+    compaction,
+    hfile,
+    index,
+    load,
+    reads,
+    regions,
+    tables,
+)
 from cellstore.cli.context import CliContext
 from cellstore.cli.output import OUTPUT_FORMATS, OutputFormat, make_output
-from cellstore.cli.params import STORAGE_OPTION
+from cellstore.cli.params import SECRETS_META_KEY, STORAGE_OPTION, redact
 from cellstore.defaults import DEFAULT_ROOT
 from cellstore.errors import CellstoreError
 
-__all__ = ["COMMAND_MODULES", "DEFAULT_ROOT", "CellstoreGroup", "cli", "main"]
+__all__ = [
+    "COMMAND_MODULES",
+    "DEFAULT_ROOT",
+    "EXIT_STORAGE",
+    "EXIT_UNEXPECTED",
+    "CellstoreGroup",
+    "cli",
+    "describe_error",
+    "main",
+]
 
 
 #: Modules whose ``COMMANDS`` are registered on the root group.
-COMMAND_MODULES: Final = (tables, cells, load, advise, reads, regions, admin, compaction, index)
+COMMAND_MODULES: Final = (
+    tables,
+    cells,
+    load,
+    advise,
+    reads,
+    regions,
+    admin,
+    compaction,
+    index,
+    hfile,
+)
 
 
-def exit_with_error(ctx: click.Context, error: BaseException, *, exit_code: int) -> NoReturn:
-    """Print ``error: <message>`` as one line on stderr and exit with ``exit_code``."""
-    message = " ".join(str(error).split()) or type(error).__name__
-    click.echo(f"error: {message}", err=True)
-    ctx.exit(exit_code)
+#: Exit code of storage failures: ``OSError`` (permissions, missing paths, unreachable
+#: storage) and the errors of storage clients that are not ``OSError`` (botocore's
+#: ``EndpointConnectionError``, ``NoCredentialsError``, ...).
+EXIT_STORAGE: Final = 1
+#: Exit code of any other error: a bug (``--debug`` shows where).
+EXIT_UNEXPECTED: Final = 1
+#: Modules whose exceptions are storage-client failures (matched by name, so the CLI
+#: imports none of them).
+_STORAGE_MODULES: Final = (
+    "botocore",
+    "aiobotocore",
+    "s3transfer",
+    "boto3",
+    "aiohttp",
+    "requests",
+    "urllib3",
+    "google.auth",
+    "google.api_core",
+    "gcsfs",
+    "azure",
+    "adlfs",
+    "fsspec",
+    "s3fs",
+)
+
+
+def _in_storage_module(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in _STORAGE_MODULES)
+
+
+def _is_storage_error(error: BaseException) -> bool:
+    """An error of a storage client: its class, or the code that raised it, is theirs.
+
+    The second case covers builtin errors a client raises for its configuration
+    (``TypeError`` for an unknown storage option, ``ImportError`` for a missing s3fs or
+    gcsfs, ``ValueError`` for an unknown protocol).
+    """
+    if any(_in_storage_module(getattr(c, "__module__", "") or "") for c in type(error).__mro__):
+        return True
+    tb = error.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return _in_storage_module(str(tb.tb_frame.f_globals.get("__name__", "")))
+
+
+def describe_error(error: BaseException) -> tuple[str, int]:
+    """The one-line message and the exit code the CLI gives ``error``.
+
+    - :class:`~cellstore.errors.CellstoreError`: its message and its ``exit_code``;
+    - ``OSError``: its message, :data:`EXIT_STORAGE`;
+    - errors of storage clients (botocore and friends, recognised by the module of the
+      class or of the code that raised it, so none is imported here):
+      ``storage error (<class>): <message>``, :data:`EXIT_STORAGE`;
+    - anything else: ``unexpected <class>: <message>`` plus a hint to rerun with
+      ``--debug``, :data:`EXIT_UNEXPECTED`.
+
+    >>> describe_error(FileNotFoundError("no such file: x"))
+    ('no such file: x', 1)
+    """
+    text = " ".join(str(error).split())
+    name = type(error).__name__
+    if isinstance(error, CellstoreError):
+        return text or name, error.exit_code
+    storage = _is_storage_error(error)
+    if isinstance(error, OSError) and not storage:
+        return text or name, EXIT_STORAGE
+    if storage:
+        label = f"storage error ({name})"
+        return (f"{label}: {text}" if text else label), EXIT_STORAGE
+    detail = f"{name}: {text}" if text else name
+    return f"unexpected {detail} (run with --debug for the traceback)", EXIT_UNEXPECTED
+
+
+def exit_with_error(
+    ctx: click.Context,
+    error: BaseException,
+    *,
+    exit_code: int | None = None,
+    debug: bool = False,
+    hidden: Iterable[str] = (),
+) -> NoReturn:
+    """Print ``error: <message>`` as one line on stderr and exit with its exit code.
+
+    Args:
+        ctx: The click context (to exit through).
+        error: The exception.
+        exit_code: Overrides :func:`describe_error`'s code.
+        debug: Print the traceback first.
+        hidden: Texts (storage-option values) to replace with ``***`` in both.
+    """
+    message, code = describe_error(error)
+    if debug:
+        trace = "".join(traceback.format_exception(error))
+        click.echo(redact(trace, hidden).rstrip("\n"), err=True)
+    click.echo(f"error: {redact(message, hidden)}", err=True)
+    ctx.exit(code if exit_code is None else exit_code)
 
 
 class CellstoreGroup(click.Group):
-    """A group that turns expected errors into one line on stderr and an exit code.
+    """A group that turns every error into one line on stderr and an exit code.
 
     :class:`~cellstore.errors.CellstoreError` exits with the error's ``exit_code``;
-    ``OSError`` from the filesystem (permissions, unreachable storage) exits with 1.
-    Anything else is a bug and keeps its traceback.
+    storage failures (``OSError``, and storage clients' own errors such as botocore's
+    ``EndpointConnectionError``) with :data:`EXIT_STORAGE`; anything else (a bug) with
+    :data:`EXIT_UNEXPECTED`, see :func:`describe_error`. ``--debug`` prints the traceback
+    as well. Values given with ``--storage-option`` (or any option of that type) are
+    replaced by ``***`` in both. click's own exceptions (usage errors, ``--help``,
+    ``ctx.exit``) pass through unchanged.
     """
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the subcommand, mapping expected errors to exit codes."""
+        """Run the subcommand, mapping every error to an exit code."""
         try:
             return super().invoke(ctx)
-        except CellstoreError as e:
-            exit_with_error(ctx, e, exit_code=e.exit_code)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except BrokenPipeError:
             # The reader went away (``cellstore scan ... | head``): stop quietly, as cat does.
             import os
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(0)
-        except OSError as e:
-            exit_with_error(ctx, e, exit_code=1)
+        except Exception as e:
+            exit_with_error(
+                ctx,
+                e,
+                debug=bool(ctx.params.get("debug")),
+                hidden=ctx.meta.get(SECRETS_META_KEY, ()),
+            )
 
 
 @click.group(cls=CellstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,6 +226,13 @@ class CellstoreGroup(click.Group):
     show_default=True,
     help="text (HBase-shell style) or one JSON document.",
 )
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="CELLSTORE_DEBUG",
+    show_envvar=True,
+    help="On an error, print its traceback too (storage-option values stay hidden).",
+)
 @click.version_option(package_name="cellstore")
 @click.pass_context
 def cli(
@@ -96,12 +241,14 @@ def cli(
     root: str,
     storage_options: Sequence[tuple[str, Any]],
     output_format: OutputFormat,
+    debug: bool,
 ) -> None:
     """cellstore: HBase tables as Parquet store files on any fsspec filesystem."""
     ctx.obj = CliContext(
         root=root,
         storage_options=dict(storage_options),
         output=make_output(output_format),
+        debug=debug,
     )
 
 

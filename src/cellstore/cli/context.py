@@ -26,13 +26,16 @@ class CliContext:
 
     Attributes:
         root: Warehouse root: a local path or an fsspec URL.
-        storage_options: fsspec options for the root's filesystem.
+        storage_options: fsspec options for the root's filesystem (may hold secrets, so
+            left out of the ``repr``).
         output: The renderer chosen by ``--output``.
+        debug: ``--debug``: errors print their traceback too.
     """
 
     root: str
-    storage_options: dict[str, Any]
+    storage_options: dict[str, Any] = field(repr=False)
     output: Output
+    debug: bool = False
     _warehouse: Warehouse | None = field(default=None, init=False, repr=False)
 
     def warehouse(self) -> Warehouse:

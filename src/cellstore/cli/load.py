@@ -22,7 +22,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, human_bytes
-from cellstore.cli.params import FAMILY, STORAGE_OPTION, _ParamType
+from cellstore.cli.params import FAMILY, LOAD_ID, STORAGE_OPTION, _ParamType
 from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
 
@@ -138,13 +138,20 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
 
 
 def text_options(
-    mapping: Mapping, *, delimiter: str | None, no_header: bool, column_names: str | None
+    mapping: Mapping,
+    *,
+    delimiter: str | None,
+    no_header: bool,
+    column_names: str | None,
+    multiline: bool = False,
 ) -> TextOptions:
     """Text-input options: the mapping's ``[input]`` overridden by the command-line flags."""
     from cellstore.loader import TextOptions
 
     text_opts = dict(mapping.input_options)
     text_opts.pop("format", None)
+    if multiline:
+        text_opts["multiline"] = True
     if delimiter is not None:
         text_opts["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
     if no_header:
@@ -228,6 +235,9 @@ def _inline_mapping(
 @click.option("--no-header", is_flag=True, help="Text files have no header line.")
 @click.option("--column-names", metavar="A,B,...",
               help="Input column names (required with --no-header).")
+@click.option("--multiline", is_flag=True,
+              help="CSV/TSV: quoted values may span lines (default: one record per line; a "
+              "quote left open at the end of its line makes the record bad).")
 @click.option("--create", is_flag=True,
               help="Create the table if it does not exist (families: --family, or the "
               "mapping's families with default settings).")
@@ -239,7 +249,7 @@ def _inline_mapping(
               help="With --create: Phoenix-style salting, one region per bucket.")
 @click.option("--skip-bad-records", is_flag=True,
               help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.")
-@click.option("--load-id", default=None,
+@click.option("--load-id", type=LOAD_ID, default=None,
               help="Idempotency key: a load id the table already committed is not applied again.")
 @click.option("--memory-budget", type=SIZE, default=None, metavar="SIZE",
               help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).")
@@ -272,6 +282,7 @@ def load_cmd(
     delimiter: str | None,
     no_header: bool,
     column_names: str | None,
+    multiline: bool,
     create: bool,
     families: tuple[Family, ...],
     regions: int | None,
@@ -311,7 +322,7 @@ def load_cmd(
     mapping = read_mapping(mapping_path=mapping_path, row_key=row_key, columns=columns,
                            timestamp=timestamp, operation=operation, storage_options=in_opts)
     text = text_options(mapping, delimiter=delimiter, no_header=no_header,
-                        column_names=column_names)
+                        column_names=column_names, multiline=multiline)
     fmt: Any = input_format or mapping.input_options.get("format")
     warehouse = cli_ctx.warehouse()
     created = False
@@ -320,7 +331,8 @@ def load_cmd(
     if create and not warehouse.exists(table):
         # Resolve globs and check the inputs exist before creating anything.
         discover_inputs(sources, columns=mapping.input_columns(), format=fmt, text=text,
-                        storage_options=in_opts, target_part_bytes=64 << 20)
+                        storage_options=in_opts, target_part_bytes=64 << 20,
+                        column_uses=mapping.column_uses())
         fams = list(families) or [Family(name=f) for f in mapping.families]
         spec = None if mapping.row_key is None or hasattr(mapping.row_key, "column") else (
             mapping.row_key

@@ -13,7 +13,7 @@ Keys are case-insensitive. Row and split keys are typed in HBase's printable for
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -21,22 +21,28 @@ import click
 
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.keys import from_string_binary
+from cellstore.core.names import validate_load_id
 from cellstore.errors import InvalidArgumentError
 
 __all__ = [
     "FAMILY",
     "FAMILY_CHANGE",
     "KEY_VALUE",
+    "LOAD_ID",
     "PRINTABLE_KEY",
+    "SECRETS_META_KEY",
     "STORAGE_OPTION",
     "FamilyChange",
     "FamilyChangeType",
     "FamilyType",
     "KeyValueType",
+    "LoadIdType",
     "PrintableKeyType",
     "SpecError",
     "StorageOptionType",
+    "option_values",
     "parse_family_spec",
+    "redact",
 ]
 
 if TYPE_CHECKING:
@@ -257,11 +263,51 @@ class KeyValueType(_ParamType[tuple[str, str]]):
         return pair
 
 
+#: ``click.Context.meta`` key (shared by every context of one invocation) holding the
+#: storage-option values given on the command line, so error messages can hide them.
+SECRETS_META_KEY: Final = "cellstore.option_values"
+#: Values shorter than this are not hidden (``true``, ``1``; no secret is that short).
+_MIN_HIDDEN: Final = 4
+
+
+def option_values(value: Any) -> set[str]:
+    """The text of every string (and the JSON form of every container) inside ``value``.
+
+    >>> sorted(option_values({"key": "AKIAX", "n": 1, "kw": {"token": "s3cr3t"}}))
+    ['AKIAX', 's3cr3t']
+    """
+    out: set[str] = set()
+    if isinstance(value, str):
+        if len(value) >= _MIN_HIDDEN:
+            out.add(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            out |= option_values(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            out |= option_values(v)
+    return out
+
+
+def redact(text: str, values: Iterable[str]) -> str:
+    """``text`` with every occurrence of ``values`` replaced by ``***`` (longest first).
+
+    >>> redact("bad token 's3cr3t'", {"s3cr3t"})
+    "bad token '***'"
+    """
+    for value in sorted(set(values), key=len, reverse=True):
+        if value:
+            text = text.replace(value, "***")
+    return text
+
+
 class StorageOptionType(_ParamType[tuple[str, Any]]):
     """``KEY=VALUE`` -> ``(key, value)`` with the value parsed as JSON when it parses.
 
     ``anon=true`` gives ``True``, ``client_kwargs={"endpoint_url": "http://..."}`` a dict;
-    anything that is not JSON stays a string (``profile=dev``).
+    anything that is not JSON stays a string (``profile=dev``). Values may be secrets:
+    they never appear in an error message (a malformed option is not echoed, and the
+    root group hides every value given, see :data:`SECRETS_META_KEY`).
     """
 
     name = "storage option"
@@ -278,18 +324,37 @@ class StorageOptionType(_ParamType[tuple[str, Any]]):
             return value
         pair = _split_pair(value)
         if pair is None:
-            self.fail(f"expected KEY=VALUE, got {value!r}", param, ctx)
+            # Not echoed: a mistyped option (``secretVALUE``) is probably a secret.
+            self.fail("expected KEY=VALUE (the value given is not shown)", param, ctx)
         key, raw = pair
         try:
-            return key, json.loads(raw)
+            parsed: Any = json.loads(raw)
         except ValueError:
-            return key, raw
+            parsed = raw
+        if ctx is not None:
+            hidden = ctx.meta.setdefault(SECRETS_META_KEY, set())
+            hidden |= option_values(raw) | option_values(parsed)
+        return key, parsed
+
+
+class LoadIdType(_ParamType[str]):
+    """A load id (or job id): ASCII letters, digits, '_', '-', '.'; it names files."""
+
+    name = "load id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """Validate with :func:`~cellstore.core.names.validate_load_id`."""
+        try:
+            return validate_load_id(str(value))
+        except InvalidArgumentError as e:
+            self.fail(str(e), param, ctx)
 
 
 FAMILY: Final = FamilyType()
 FAMILY_CHANGE: Final = FamilyChangeType()
 PRINTABLE_KEY: Final = PrintableKeyType()
 KEY_VALUE: Final = KeyValueType()
+LOAD_ID: Final = LoadIdType()
 STORAGE_OPTION: Final = StorageOptionType()
 
 
@@ -310,4 +375,3 @@ def parse_column_types(column_types: Sequence[str], *, shape: str) -> dict[str, 
             )
         types[name] = codec
     return types
-

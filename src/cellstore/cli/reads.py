@@ -15,22 +15,17 @@ pyarrow, tqdm and the warehouse are imported inside command bodies only, so
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import json
-import os
 import shlex
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TextIO, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import click
 
 from cellstore.cli.cells import read_cells_file
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.output import PrintableCell, printable_cells
 from cellstore.cli.params import PRINTABLE_KEY, parse_column_types
 from cellstore.core.family import Family
 from cellstore.defaults import DEFAULT_ROOT
@@ -229,143 +224,37 @@ def _stderr_is_tty() -> bool:
 
 
 # ---------------------------------------------------------------------------------- scan
-class _CellWriter(Protocol):
-    def write(self, cells: pa.Table) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class _TextCellWriter:
-    """CSV or JSON lines: one cell a line, the columns ``load-cells`` reads."""
-
-    def __init__(self, path: Path, *, fmt: Literal["csv", "json"]) -> None:
-        self._file: TextIO = path.open("w", encoding="utf-8", newline="")
-        self._csv = csv.writer(self._file, lineterminator="\n") if fmt == "csv" else None
-        if self._csv is not None:
-            self._csv.writerow(PrintableCell._fields)
-
-    def write(self, cells: pa.Table) -> None:
-        found = printable_cells(cells)
-        if self._csv is not None:
-            self._csv.writerows(found)
-        else:
-            self._file.writelines(json.dumps(c._asdict()) + "\n" for c in found)
-
-    def close(self) -> None:
-        self._file.close()
-
-
-class _ParquetCellWriter:
-    """Parquet with the scan result schema as it is (binary row, qualifier and value)."""
-
-    def __init__(self, path: Path) -> None:
-        import pyarrow.parquet as pq
-
-        from cellstore.reader import RESULT_SCHEMA
-
-        self._writer = pq.ParquetWriter(str(path), RESULT_SCHEMA)
-
-    def write(self, cells: pa.Table) -> None:
-        self._writer.write_table(cells)
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-def _open_writer(path: Path, fmt: ExportFormat) -> _CellWriter:
-    if fmt == "parquet":
-        return _ParquetCellWriter(path)
-    return _TextCellWriter(path, fmt=fmt)
-
-
 def export_scan(
     scan: Scan, *, path: str, fmt: ExportFormat, progress: bool, label: str = "scan"
 ) -> ExportReport:
-    """Run ``scan`` task by task into a file; the file appears only when complete.
+    """Write ``scan`` to one file through :func:`cellstore.jobs.export.export_file`.
 
-    Cells go to a hidden file next to ``path`` that replaces ``path`` at the end, so a
-    failed or interrupted scan leaves no partial file behind.
+    The file appears only when complete (a failed or interrupted scan leaves nothing).
 
     Args:
-        scan: The planned scan.
+        scan: The planned scan (cells or wide shape).
         path: Local file to write (replaced if it exists).
-        fmt: ``csv`` or ``json`` (JSON lines; both with the columns ``row, family,
-            qualifier, ts, type, value``, bytes in printable form and types by HBase name,
-            as ``load-cells`` reads them), or ``parquet`` (the scan's Arrow schema).
+        fmt: ``csv`` or ``json`` (JSON lines; bytes in printable form and types by HBase
+            name, as ``load-cells`` reads them), or ``parquet`` (the scan's Arrow schema).
         progress: Draw a progress bar over the scan's tasks on stderr.
         label: The progress bar's description.
 
     Returns:
         The rows, cells and bytes written.
     """
-    import pyarrow.compute as pc
     from tqdm import tqdm
 
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    rows = cells = 0
-    writer = _open_writer(partial, fmt)
-    try:
-        total = len(scan.plan())
-        with tqdm(
-            total=total, desc=label, unit="task", file=sys.stderr, disable=not progress
-        ) as bar:
-            for batch in scan.to_batches():
-                writer.write(batch)
-                # Batches are whole regions, so no row spans two of them.
-                rows += pc.count_distinct(batch.column("row")).as_py()
-                cells += batch.num_rows
-                bar.update(1)
-            # Tasks with no result yield no batch; the scan is done, so is the bar.
-            bar.update(max(total - bar.n, 0))
-        writer.close()
-        partial.replace(target)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            writer.close()
-        partial.unlink(missing_ok=True)
-        raise
-    return ExportReport(str(target), fmt, rows, cells, target.stat().st_size)
+    from cellstore.jobs.export import export_file
 
+    target = str(Path(path).absolute())
+    with tqdm(desc=label, unit="task", file=sys.stderr, disable=not progress) as bar:
 
-def export_wide(scan: Scan, *, path: str, fmt: ExportFormat) -> ExportReport:
-    """Write a wide-shape scan to a file (csv, JSON lines or Parquet), all at once.
+        def tick(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
 
-    The columns are known only once every row is read, so the result is collected first.
-    Binary columns are written in HBase's printable form to csv and JSON.
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-
-    from cellstore.core.keys import to_string_binary
-
-    table = scan.to_arrow()
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    try:
-        if fmt == "parquet":
-            pq.write_table(table, str(partial))
-        else:
-            cols = {}
-            for name in table.column_names:
-                col = table.column(name)
-                if pa.types.is_binary(col.type):
-                    values = [None if v is None else to_string_binary(v) for v in col.to_pylist()]
-                    col = pa.chunked_array([pa.array(values, pa.string())])
-                cols[name] = col
-            printable = pa.table(cols)
-            if fmt == "csv":
-                pacsv.write_csv(printable, str(partial))
-            else:
-                with partial.open("w", encoding="utf-8") as f:
-                    f.writelines(json.dumps(r) + "\n" for r in printable.to_pylist())
-        partial.replace(target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    cells = sum(table.num_rows - table.column(n).null_count for n in table.column_names[1:])
-    return ExportReport(str(target), fmt, table.num_rows, cells, target.stat().st_size)
+        report = export_file(scan, target, format=fmt, progress=tick)
+    return ExportReport(path, fmt, report.rows, report.cells, report.bytes)
 
 
 def _export_format_for(path: str) -> ExportFormat:
@@ -488,13 +377,6 @@ def scan_cmd(
         now_ms=now_ms,
     )
     name = str(handle.name)
-    if shape == "wide":
-        assert output_file is not None
-        report = export_wide(
-            scan, path=output_file, fmt=file_format or _export_format_for(output_file)
-        )
-        cli_ctx.output.scan_exported(name, report, started=started)
-        return
     if output_file is None:
         cli_ctx.output.scan_cells(name, scan.to_batches(), started=started)
         return

@@ -29,6 +29,7 @@ __all__ = [
     "SORT_KEYS",
     "SORT_KEYS_WITH_FAMILY",
     "TYPE_NAMES",
+    "parse_type_names",
     "CellType",
     "count_in_segments",
     "equal_key_runs",
@@ -97,6 +98,27 @@ TYPE_NAMES: Final[dict[str, CellType]] = {
     **{normalize_type_name(t.name): t for t in CellType},
     **{str(int(t)): t for t in CellType},
 }
+
+def parse_type_names(text: pa.Array) -> pa.Array:
+    """Vectorized :meth:`CellType.parse` of strings: every accepted spelling to its code.
+
+    Args:
+        text: Strings (names like ``Put``, ``DELETE_COLUMN``, ``delete-family`` or codes
+            like ``"12"``).
+
+    Returns:
+        ``int8`` codes; null where ``text`` is null or empty, or names no cell type (a
+        caller tells the two apart with ``text.is_valid()``).
+    """
+    norm = pc.utf8_lower(pc.utf8_trim_whitespace(text.cast(pa.string())))
+    norm = pc.replace_substring(pc.replace_substring(norm, "-", ""), "_", "")
+    norm = pc.if_else(pc.equal(norm, ""), None, norm)
+    idx = pc.index_in(norm, value_set=_TYPE_NAME_KEYS)
+    return pc.take(_TYPE_NAME_CODES, idx)
+
+
+_TYPE_NAME_KEYS: Final = pa.array(list(TYPE_NAMES), pa.string())
+_TYPE_NAME_CODES: Final = pa.array([int(t) for t in TYPE_NAMES.values()], pa.int8())
 
 #: The delete-marker type codes.
 DELETE_TYPES: Final = frozenset(t for t in CellType if t.is_delete)

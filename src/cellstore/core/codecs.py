@@ -79,10 +79,15 @@ class Codec(StrEnum):
         """
         if isinstance(name, Codec):
             return name
-        codec = _CODEC_ALIASES.get(str(name).strip().lower())
+        codec = _CODEC_ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
         if codec is None:
+            import difflib
+
+            close = difflib.get_close_matches(str(name).strip().lower(), list(_CODEC_ALIASES), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise InvalidArgumentError(
-                f"unknown value codec {name!r}; valid names: {', '.join(sorted(_CODEC_ALIASES))}"
+                f"unknown value codec {name!r}{hint}; valid names: "
+                f"{', '.join(sorted(_CODEC_ALIASES))}"
             )
         return codec
 

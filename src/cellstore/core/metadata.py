@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cellstore.core.family import Family
-from cellstore.core.regions import Region, check_regions
+from cellstore.core.regions import MAX_SALT_BUCKETS, Region, check_regions
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError, InvalidFamilyError
 
@@ -317,22 +317,29 @@ class TableMetadata:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False).encode("utf-8")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TableMetadata:
-        """Parse the JSON form, checking the format version.
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> TableMetadata:
+        """Parse the JSON form, checking the format version and every field's type.
+
+        Args:
+            d: The parsed JSON document.
+            source: Where the document came from (its path), for error messages.
 
         Raises:
             FormatVersionError: if the format version is newer than this release reads.
-            CorruptFileError: if a required field is missing or malformed.
+            CorruptFileError: if a required field is missing or malformed (the message
+                names ``source``).
         """
+        where = source or "table metadata"
         version = d.get("format-version")
-        if not isinstance(version, int):
-            raise CorruptFileError("table metadata has no integer format-version")
+        if type(version) is not int:
+            raise CorruptFileError(f"{where}: table metadata has no integer format-version")
         if version > METADATA_FORMAT_VERSION or version < 1:
             raise FormatVersionError(
-                f"table metadata format version {version} is not supported "
+                f"{where}: table metadata format version {version} is not supported "
                 f"(this release reads 1..{METADATA_FORMAT_VERSION})"
             )
         try:
+            _check_types(d)
             regions = tuple(
                 Region(r["id"], _unhex(r["start"]), _unhex(r["end"])) for r in d["regions"]
             )
@@ -357,10 +364,18 @@ class TableMetadata:
                 },
                 format_version=version,
             )
-        except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, FormatVersionError):
-                raise
-            raise CorruptFileError(f"table metadata is malformed: {e!r}") from e
+        except FormatVersionError:
+            raise
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            IndexError,
+            OverflowError,
+            RecursionError,
+        ) as e:  # InvalidArgumentError (a bad family, region...) is a ValueError too
+            raise CorruptFileError(f"{where}: table metadata is malformed: {e!r}") from e
 
     @classmethod
     def from_json(cls, data: bytes, *, source: str = "") -> TableMetadata:
@@ -372,11 +387,76 @@ class TableMetadata:
         """
         try:
             doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
             raise CorruptFileError(f"{source or 'table metadata'}: not valid JSON ({e})") from e
         if not isinstance(doc, dict):
             raise CorruptFileError(f"{source or 'table metadata'}: not a JSON object")
-        return cls.from_dict(doc)
+        return cls.from_dict(doc, source=source)
+
+
+#: JSON types of the metadata fields whose consumers need them exact (None: may be null).
+_FIELD_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "table-uuid": (str,),
+    "name": (str,),
+    "version": (int,),
+    "families": (list,),
+    "regions": (list,),
+    "files": (list,),
+    "next-sequence-number": (int,),
+    "next-region-id": (int,),
+    "history": (dict,),
+}
+_ENTRY_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "path": (str,),
+    "region": (str,),
+    "family": (str,),
+    "seq": (int,),
+    "cells": (int,),
+    "delete-markers": (int,),
+    "size": (int,),
+    "first-row": (str,),
+    "last-row": (str,),
+    "min-ts": (int,),
+    "max-ts": (int,),
+    "load-id": (str,),
+}
+
+
+def _check_types(d: Mapping[str, Any]) -> None:
+    """Raise TypeError/ValueError for a field of the wrong JSON type or out of range.
+
+    ``int(...)`` would otherwise accept floats and strings, and a wrong type would only
+    fail later, far from the file, with an exception that is not a cellstore error.
+    """
+    for key, types in _FIELD_TYPES.items():
+        if not _is(d[key], types):
+            raise TypeError(f"{key} is {type(d[key]).__name__}, not {types[0].__name__}")
+    buckets = d["salt-buckets"]
+    if buckets is not None and (not _is(buckets, (int,)) or not 1 <= buckets <= MAX_SALT_BUCKETS):
+        raise ValueError(f"salt-buckets {buckets!r} is not null or 1..{MAX_SALT_BUCKETS}")
+    for r in d["regions"]:
+        if not isinstance(r, dict) or not all(_is(r[k], (str,)) for k in ("id", "start", "end")):
+            raise TypeError(f"region {r!r} is not an object of id, start and end strings")
+    for f in d["files"]:
+        if not isinstance(f, dict):
+            raise TypeError(f"file entry {f!r} is not an object")
+        for key, types in _ENTRY_TYPES.items():
+            if not _is(f[key], types):
+                raise TypeError(f"file entry {key} is {type(f[key]).__name__}")
+        if f["size"] < 0 or f["cells"] < 0 or f["delete-markers"] < 0:
+            raise ValueError(f"file entry {f['path']!r} has a negative size or count")
+    for key, types in (("load-ids", (list,)), ("properties", (dict,)), ("snapshots", (dict,))):
+        if d.get(key) is not None and not _is(d[key], types):
+            raise TypeError(f"{key} is {type(d[key]).__name__}")
+    if not all(isinstance(v, str) for v in (d.get("properties") or {}).values()):
+        raise TypeError("properties are not all strings")
+    if not all(isinstance(v, str) for v in d.get("load-ids") or ()):
+        raise TypeError("load-ids are not all strings")
+
+
+def _is(value: Any, types: tuple[type, ...]) -> bool:
+    """``isinstance`` where a JSON ``true`` is not an integer."""
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
 
 
 def sorted_families(families: Iterable[Family]) -> tuple[Family, ...]:

@@ -1,11 +1,15 @@
-"""Table and family names, validated by HBase's rules (hbase-semantics R15.3, R16.3).
+"""Names, validated by HBase's rules (hbase-semantics R15.3, R16.3) or a safe character set.
 
-Names also become path segments under the warehouse root, so anything that could escape
-the root (``..``, ``/``, NUL) is refused by the same rules.
+Table and family names follow HBase's rules; load ids, snapshot names and index names have
+their own rules below. Names also become path segments under the warehouse root (table
+names, families, load ids in file names), so anything that could escape the root
+(``..``, ``/``, NUL) is refused by the same rules, and
+:mod:`cellstore.storefiles.layout` refuses it once more where paths are built.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Final
@@ -14,9 +18,13 @@ from cellstore.errors import InvalidNameError
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "MAX_LOAD_ID_LENGTH",
     "SYSTEM_NAMESPACE",
     "TableName",
     "validate_family_name",
+    "validate_index_name",
+    "validate_load_id",
+    "validate_snapshot_name",
 ]
 
 #: The namespace of a table name given without ``namespace:``.
@@ -25,6 +33,16 @@ DEFAULT_NAMESPACE: Final = "default"
 SYSTEM_NAMESPACE: Final = "hbase"
 _MAX_NAME_BYTES: Final = 255
 _MAX_FAMILY_BYTES: Final = 127
+#: Longest load id: file names add a nonce and counters to it (and ``.report.json``),
+#: and must stay below the 255-byte name limit of common filesystems.
+MAX_LOAD_ID_LENGTH: Final = 128
+#: Load ids (and job ids): ASCII letters, digits, '_', '-', '.', not starting with '.'.
+_LOAD_ID: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+#: Snapshot names: HBase's table-qualifier rules (letters of any alphabet, digits, '_',
+#: '-', '.'), not starting with '.' or '-'.
+_SNAPSHOT_NAME: Final = re.compile(r"[^\W][\w.-]*")
+#: Index names: ASCII letters, digits, '_', '-', '.', not starting with '.' or '-'.
+_INDEX_NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def _is_word_char(ch: str) -> bool:
@@ -129,4 +147,79 @@ def validate_family_name(name: str) -> str:
         raise InvalidNameError("family name 'recovered.edits' is reserved")
     if len(name.encode("utf-8")) > _MAX_FAMILY_BYTES:
         raise InvalidNameError(f"family name {name[:40]!r}: longer than 127 bytes")
+    return name
+
+
+def _shown(name: str) -> str:
+    """A name for an error message, cut short when it is long."""
+    return repr(name) if len(name) <= 60 else f"{name[:40]!r}..."
+
+
+def validate_load_id(load_id: str) -> str:
+    """Validate a load id (or job id) and return it.
+
+    Load ids name files (``data/.../<load-id>-....parquet``,
+    ``_loads/<load-id>.report.json``), so they are restricted to a safe character set.
+
+    >>> validate_load_id("users-2024-06-01")
+    'users-2024-06-01'
+
+    Raises:
+        InvalidNameError: if the id is not a string, is empty, longer than 128
+            characters, starts with '.', or has a character other than ASCII letters,
+            digits, '_', '-' and '.'.
+    """
+    if not isinstance(load_id, str):
+        raise InvalidNameError(f"load id must be a string, not {type(load_id).__name__}")
+    if not load_id:
+        raise InvalidNameError("load id is empty")
+    if len(load_id) > MAX_LOAD_ID_LENGTH:
+        raise InvalidNameError(
+            f"load id {_shown(load_id)}: longer than {MAX_LOAD_ID_LENGTH} characters"
+        )
+    if not _LOAD_ID.fullmatch(load_id):
+        raise InvalidNameError(
+            f"load id {_shown(load_id)}: use ASCII letters, digits, '_', '-' and '.', "
+            "not starting with '.'"
+        )
+    return load_id
+
+
+def validate_snapshot_name(name: str) -> str:
+    """Validate a snapshot name (HBase's table-qualifier rules) and return it.
+
+    Raises:
+        InvalidNameError: if the name is not a string, is empty, starts with '.' or '-',
+            has a character other than letters, digits, '_', '-' and '.', or exceeds 255
+            UTF-8 bytes.
+    """
+    if not isinstance(name, str):
+        raise InvalidNameError(f"snapshot name must be a string, not {type(name).__name__}")
+    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        raise InvalidNameError(f"snapshot name {_shown(name)}: longer than 255 bytes")
+    if not _SNAPSHOT_NAME.fullmatch(name):
+        raise InvalidNameError(
+            f"snapshot name {_shown(name)}: use letters, digits, '_', '-' and '.', not "
+            "starting with '-' or '.'"
+        )
+    return name
+
+
+def validate_index_name(name: str) -> str:
+    """Validate a secondary-index name and return it.
+
+    Raises:
+        InvalidNameError: if the name is not a string, is empty, starts with '.' or '-',
+            has a character other than ASCII letters, digits, '_', '-' and '.', or exceeds
+            255 characters.
+    """
+    if not isinstance(name, str):
+        raise InvalidNameError(f"index name must be a string, not {type(name).__name__}")
+    if len(name) > _MAX_NAME_BYTES:
+        raise InvalidNameError(f"index name {_shown(name)}: longer than 255 characters")
+    if not _INDEX_NAME.fullmatch(name):
+        raise InvalidNameError(
+            f"index name {_shown(name)}: use letters, digits, '_', '-' and '.', not "
+            "starting with '-' or '.'"
+        )
     return name

@@ -7,6 +7,7 @@ stable strings that survive other regions' splits and merges.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ __all__ = [
     "Region",
     "check_regions",
     "region_index",
+    "region_of",
     "regions_from_splits",
     "salt_split_keys",
     "sorted_region_bounds",
@@ -139,6 +141,17 @@ def check_regions(regions: Sequence[Region]) -> None:
         if r.id in seen:
             raise InvalidRowRangeError(f"duplicate region id {r.id}")
         seen.add(r.id)
+
+
+def region_of(split_keys: Sequence[bytes], row: bytes) -> int:
+    """Index of the region holding ``row`` among regions cut at sorted ``split_keys``.
+
+    The scalar twin of :func:`region_index` (a region's start key belongs to it).
+
+    >>> region_of([b"m"], b"a"), region_of([b"m"], b"m"), region_of([b"m"], b"z")
+    (0, 1, 1)
+    """
+    return bisect.bisect_right(split_keys, row)
 
 
 def region_index(rows: pa.Array | pa.ChunkedArray, split_keys: Sequence[bytes]) -> np.ndarray:

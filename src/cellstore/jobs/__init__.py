@@ -5,12 +5,13 @@ and secondary indexes.
 
 Each job is a plain function taking a :class:`~cellstore.warehouse.Table` (and keyword-only
 options) and returning a typed report; each commits at most once, only if its inputs are
-still live (:mod:`cellstore.jobs.common`), so it is safe to run while loads are happening.
+still live (through :func:`cellstore.commit.commit`, the one commit path), so it is safe to
+run while loads are happening.
 """
 
 from __future__ import annotations
 
-from cellstore.jobs.common import Replacement, new_job_id, replace_files
+from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import CompactionReport, compact
 from cellstore.jobs.export import CopyReport, ExportReport, copy_table, export
 from cellstore.jobs.index import (
@@ -77,13 +78,11 @@ __all__ = [
     "MergeReport",
     "RegionMerge",
     "RegionSplit",
-    "Replacement",
     "SplitReport",
     "merge",
     "merge_small",
     "new_job_id",
     "region_sizes",
-    "replace_files",
     "split",
     "split_point",
     "Index",

@@ -29,24 +29,25 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import quote
 
 import fsspec
+import pyarrow as pa
 
+from cellstore.commit import Commit, FileChange, Staged, commit, entry_key, file_entry
+from cellstore.commit import now_ms as clock
 from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.names import validate_load_id
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
-from cellstore.fs import join
 from cellstore.ingest import WrittenFile
-from cellstore.ingest import now_ms as clock
-from cellstore.jobs.common import entry_key, file_entry, new_job_id
-from cellstore.loader.cells import roll_points
+from cellstore.jobs.common import new_job_id
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
-from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_store_file
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
+from cellstore.storefiles.layout import entry_path
 from cellstore.warehouse import Table
 
 __all__ = [
@@ -250,7 +251,7 @@ def _earliest_put_ts(
         if f.delete_markers == 0:  # every cell is a Put
             earliest = min(earliest, f.min_ts)
             continue
-        with StoreFileReader(fs, join(table_path, f.path)) as reader:
+        with StoreFileReader(fs, entry_path(table_path, f.path), entry=f) as reader:
             put_ts = reader.info.earliest_put_ts
         if put_ts is not None:
             earliest = min(earliest, put_ts)
@@ -283,7 +284,7 @@ def plan_compaction(
     """
     meta = table.metadata
     now = now_ms if now_ms is not None else clock()
-    job_id = job_id or new_job_id("compact")
+    job_id = validate_load_id(job_id or new_job_id("compact"))
     want_regions = _check_names("region", regions, {r.id for r in meta.regions})
     want_families = _check_names("family", families, set(meta.family_names))
     plans: list[StoreCompaction] = []
@@ -367,8 +368,12 @@ def _store_tasks(
         family,
         tuple((f.path, f.seq) for f in inputs),
         ReadSpec(now_ms=spec.now_ms, compaction=spec),
+        tuple(inputs),
     )
-    whole = ScanTask(table.path, region_id, region.start, region.end, (read,))
+    whole = ScanTask(
+        table.path, region_id, region.start, region.end, (read,),
+        table=meta.name, version=meta.version,
+    )
     pieces = split_tasks(table.fs, [whole], budget=memory_budget, metadata=meta)
     out_seq = max(f.seq for f in inputs)
     return tuple(
@@ -392,32 +397,27 @@ def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> 
     Returns:
         The written files (none when every cell was dropped). Nothing is committed.
     """
-    cells = read_task(fs, task.scan)
+    return write_task_output(fs, task, read_task(fs, task.scan))
+
+
+def write_task_output(
+    fs: fsspec.AbstractFileSystem, task: CompactionTask, cells: pa.Table
+) -> list[WrittenFile]:
+    """Write a compaction or purge task's output cells (rolled, named by job and piece)."""
     if cells.num_rows == 0:
         return []
-    cells = cells.select(CELL_SCHEMA.names)
-    cuts = roll_points(cells, task.max_file_bytes)
-    region = task.scan.region
-    written = []
-    for k in range(len(cuts) - 1):
-        piece = cells.slice(cuts[k], cuts[k + 1] - cuts[k])
-        relpath = join(
-            "data",
-            region,
-            quote(task.family.name, safe=""),
-            f"{task.job_id}-{task.piece:03d}-{k:03d}.parquet",
-        )
-        info = write_store_file(
-            fs,
-            join(task.scan.table_path, relpath),
-            piece,
-            family=task.family,
-            seq=task.out_seq,
-            load_id=task.job_id,
-            row_group_cells=task.row_group_cells,
-        )
-        written.append(WrittenFile(region, relpath, info))
-    return written
+    return write_rolled(
+        fs,
+        task.scan.table_path,
+        cells.select(CELL_SCHEMA.names),
+        region=task.scan.region,
+        family=task.family,
+        stem=f"{task.job_id}-{task.piece:03d}",
+        seq=task.out_seq,
+        load_id=task.job_id,
+        max_file_bytes=task.max_file_bytes,
+        row_group_cells=task.row_group_cells,
+    )
 
 
 def _execute(
@@ -480,43 +480,26 @@ def _commit(
     properties: dict[str, str] | None = None,
 ) -> tuple[int | None, list[_StoreResult]]:
     """One commit for every store whose inputs are still live; returns (version, skipped)."""
-    skipped: list[_StoreResult] = []
 
-    def change(meta: TableMetadata) -> TableMetadata:
-        skipped.clear()
-        live = {entry_key(e) for e in meta.files}
-        remove: set[tuple[str, str, str]] = set()
-        add: list[FileEntry] = []
-        for res in results:
-            keys = {entry_key(e) for e in res.removed()}
-            if not keys <= live:
-                skipped.append(res)
-                continue
-            remove |= keys
-            add.extend(res.added())
-        if not remove and not add:
-            raise _NothingToCommit
-        files = tuple(e for e in meta.files if entry_key(e) not in remove) + tuple(add)
-        props = dict(meta.properties)
-        if properties and not skipped:
-            props.update(properties)
-        return meta.next_version(
+    def update(staged: Staged) -> dict[str, Any]:
+        fields: dict[str, Any] = {"summary": {"stores": len(results) - len(staged.skipped)}}
+        if properties and not staged.skipped:
+            fields["properties"] = {**staged.meta.properties, **properties}
+        return fields
+
+    result = commit(
+        table.log,
+        Commit(
             operation=operation,
+            changes=[FileChange(remove=res.removed(), add=res.added()) for res in results],
+            stale="skip",
+            summary=summary,
+            update=update,
             timestamp_ms=clock(),
-            summary={**summary, "stores": len(results) - len(skipped)},
-            files=files,
-            properties=props,
-        )
-
-    try:
-        new, _ = table.log.commit_table(change)
-    except _NothingToCommit:
-        return None, list(skipped)
-    return new.version, list(skipped)
-
-
-class _NothingToCommit(Exception):
-    pass
+        ),
+    )
+    skipped = [results[i] for i in result.skipped]
+    return (result.metadata.version if result.committed else None), skipped
 
 
 def compact(

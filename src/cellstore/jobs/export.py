@@ -32,18 +32,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.cells import CellType, run_starts
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.names import validate_load_id
 from cellstore.errors import (
     InvalidArgumentError,
     InvalidFamilyError,
-    RegionsChangedError,
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_filesystem
-from cellstore.ingest import WrittenFile, now_ms, write_cells
-from cellstore.jobs.common import file_entry, new_job_id
+from cellstore.ingest import WrittenFile, write_cells
+from cellstore.jobs.common import new_job_id
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.warehouse import Table, Warehouse, connect
 
@@ -52,8 +53,11 @@ __all__ = [
     "ExportFormat",
     "ExportReport",
     "ExportShape",
+    "FileExportReport",
+    "FileFormat",
     "copy_table",
     "export",
+    "export_file",
     "printable_array",
 ]
 
@@ -77,6 +81,139 @@ _TYPE_NAMES: Final = pa.array(
 
 #: ``Table.scan`` keyword options :func:`export` passes through (the shape is its own).
 _SCAN_OPTIONS: Final = frozenset(inspect.signature(Table.scan).parameters) - {"self", "shape"}
+
+
+# ------------------------------------------------------------------------- one-file export
+FileFormat = Literal["parquet", "csv", "json"]
+
+
+@dataclass(frozen=True)
+class FileExportReport:
+    """What :func:`export_file` wrote.
+
+    Attributes:
+        path: The file written (on its filesystem).
+        format: ``parquet``, ``csv`` or ``json`` (JSON lines).
+        rows: Rows written.
+        cells: Cells written (wide shape: non-null column values).
+        bytes: The file's size.
+    """
+
+    path: str
+    format: FileFormat
+    rows: int
+    cells: int
+    bytes: int
+
+
+class _FileSink:
+    """One output file fed result batches: Parquet, CSV or JSON lines."""
+
+    def __init__(self, f: Any, fmt: FileFormat, shape: ExportShape) -> None:
+        self.f = f
+        self.fmt = fmt
+        self.shape = shape
+        self._writer: Any = None
+        self._schema: pa.Schema | None = None
+        self._wrote_json = False
+
+    @property
+    def started(self) -> bool:
+        """Whether anything (a schema or header at least) was written."""
+        return self._schema is not None or self._wrote_json
+
+    def write(self, batch: pa.Table) -> None:
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        if self.fmt == "parquet":
+            if self._writer is None:
+                self._schema = batch.schema
+                self._writer = pq.ParquetWriter(self.f, batch.schema)
+            self._writer.write_table(batch.cast(self._schema))
+            return
+        text = _csv_table(batch, self.shape)
+        if self.fmt == "csv":
+            if self._writer is None:
+                self._schema = text.schema
+                self._writer = pacsv.CSVWriter(self.f, text.schema)
+            self._writer.write_table(text.cast(self._schema))
+            return
+        import json
+
+        self._wrote_json = True
+        self.f.write(
+            "".join(json.dumps(r) + "\n" for r in text.to_pylist()).encode("utf-8")
+        )
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+def export_file(
+    scan: Any,
+    url: str,
+    *,
+    format: FileFormat,
+    storage_options: Mapping[str, Any] | None = None,
+    progress: ProgressFn | None = None,
+) -> FileExportReport:
+    r"""Write a planned scan to one file (Parquet, CSV or JSON lines), whole or not at all.
+
+    The one-file sibling of :func:`export` (``cellstore scan --output-file`` uses it).
+    A cells-shape scan is written task by task (one task's result in memory at a time); a
+    wide-shape scan whose columns are not named up front is collected first (its columns
+    are known only once every row is read). Cells go to a hidden ``.<name>.<pid>.partial``
+    file next to ``url`` that replaces it at the end, so a failed or interrupted export
+    leaves nothing behind.
+
+    Args:
+        scan: A :class:`~cellstore.reader.Scan` (any shape and options).
+        url: The file: a local path or any fsspec URL (replaced if it exists).
+        format: ``parquet`` (the scan's Arrow schema), ``csv`` or ``json`` (JSON lines);
+            csv and json write bytes in HBase's printable form and cell types by name, the
+            columns ``load-cells`` reads.
+        storage_options: fsspec options for ``url``.
+        progress: Called with ``(done, total)`` scan tasks.
+
+    Returns:
+        A :class:`FileExportReport`.
+    """
+    if format not in ("parquet", "csv", "json"):
+        raise InvalidArgumentError(f"format must be parquet, csv or json, not {format!r}")
+    shape: ExportShape = scan.options.shape
+    fs, path = resolve_filesystem(url, storage_options=storage_options)
+    head, _, name = path.rpartition("/")
+    partial = f"{head}/.{name}.{os.getpid()}.partial" if head else f".{name}.partial"
+    tasks = len(scan.plan())
+    batches = scan.to_batches() if shape == "cells" else iter([scan.to_arrow()])
+    rows = cells = done = 0
+    makedirs_for(fs, path)
+    try:
+        with fs.open(partial, "wb") as f:
+            sink = _FileSink(f, format, shape)
+            for batch in batches:
+                if batch.num_rows == 0 and sink.started:
+                    continue
+                sink.write(batch)
+                r, c = _stats(batch, shape)
+                rows += r
+                cells += c
+                done += 1
+                if progress is not None:
+                    progress(min(done, tasks), tasks)
+            if not sink.started:  # no result: the file still has its header or schema
+                sink.write(scan.to_arrow())  # empty: the scan had no result
+            sink.close()
+        fs.mv(partial, path)
+    except BaseException:
+        if fs.exists(partial):
+            fs.rm(partial)
+        raise
+    if progress is not None:
+        progress(tasks, tasks)
+    return FileExportReport(path, format, rows, cells, int(fs.size(path)))
 
 
 # ---------------------------------------------------------------------------------- export
@@ -373,7 +510,10 @@ def _create_like(wh: Warehouse, name: str, meta: TableMetadata, families: Sequen
 
 def _read_entry(source: Table, entry: FileEntry, start: bytes, stop: bytes) -> pa.Table:
     """The stored cells of one entry (only its region's rows), with a ``family`` column."""
-    with StoreFileReader(source.fs, source.file_path(entry)) as reader:
+    with StoreFileReader(
+        source.fs, source.file_path(entry), entry=entry, table=source.name,
+        version=source.version,
+    ) as reader:
         cells = reader.read(start=start, stop=stop)
     family = pc.fill_null(pa.nulls(cells.num_rows, pa.string()), entry.family)
     return cells.add_column(0, "family", family)
@@ -426,7 +566,9 @@ def copy_table(
         RegionsChangedError: the destination's regions changed while copying; nothing was
             committed, run the copy again.
         InvalidArgumentError: copying a table onto itself.
+        InvalidNameError: a ``job_id`` that cannot name files (``validate_load_id``).
     """
+    job = validate_load_id(job_id or new_job_id("copy"))
     src = table.metadata
     wanted = list(src.family_names if families is None else families)
     for name in wanted:
@@ -449,7 +591,6 @@ def copy_table(
                 f"table {target.name} has no family {name!r} to copy into (families: "
                 f"{', '.join(base.family_names)})"
             )
-    job = job_id or new_job_id("copy")
     entries = sorted(
         (f for f in src.files if f.family in wanted), key=lambda f: (f.seq, f.path, f.region)
     )
@@ -506,51 +647,33 @@ def copy_table(
             results = list(pool.map(copy_one, items))
     written = [w for part in results for w in part]
 
-    def change(meta: TableMetadata) -> TableMetadata:
-        if job in meta.load_ids:
-            raise _AlreadyCopied(meta)
-        if meta.regions != base.regions:
-            raise RegionsChangedError(
-                f"table {meta.name}: regions changed while copy {job} was running; nothing "
-                "was committed, run the copy again"
-            )
-        missing = {w.info.family for w, _ in written} - set(meta.family_names)
-        if missing:
-            raise InvalidFamilyError(
-                f"table {meta.name}: family {sorted(missing)[0]!r} was dropped while copy "
-                f"{job} was running; nothing was committed"
-            )
-        added = tuple(file_entry(w, seq=meta.next_seq + rank, load_id=job) for w, rank in written)
-        return meta.next_version(
+    by_rank: dict[int, list[WrittenFile]] = {}
+    for w, rank in written:
+        by_rank.setdefault(rank, []).append(w)
+    result = commit(
+        target.log,
+        Commit(
             operation="copy",
-            timestamp_ms=now_ms(),
+            changes=[FileChange(add=ws, seq_rank=rank) for rank, ws in sorted(by_rank.items())],
+            load_id=job,
+            new_seq=True,
+            base=base,
             summary={
                 "source": str(table.name),
                 "source-version": src.version,
                 "job-id": job,
-                "files": len(added),
-                "cells": sum(e.cells for e in added),
+                "files": len(written),
+                "cells": sum(w.info.cells for w, _ in written),
             },
-            files=meta.files + added,
-            next_seq=meta.next_seq + len(ranks),
-            load_ids=(*meta.load_ids, job),
-        )
-
-    try:
-        new, _ = target.log.commit_table(change)
-    except _AlreadyCopied:
+        ),
+    )
+    if not result.committed:
         return nothing
     return dataclasses.replace(
         nothing,
-        version=new.version,
+        version=result.metadata.version,
         files_read=len(entries),
         cells=sum(w.info.cells for w, _ in written),
         files_written=len(written),
         bytes=sum(w.info.size for w, _ in written),
     )
-
-
-class _AlreadyCopied(Exception):
-    def __init__(self, meta: TableMetadata) -> None:
-        super().__init__("copy already applied")
-        self.meta = meta

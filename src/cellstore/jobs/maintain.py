@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cellstore.commit import now_ms as clock
 from cellstore.errors import CommitConflictError
-from cellstore.ingest import now_ms as clock
 from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact
 from cellstore.jobs.purge import purge_ttl
 from cellstore.jobs.regions import merge_small, region_sizes, split

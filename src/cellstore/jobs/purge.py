@@ -5,17 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote
 
 import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA
+from cellstore.commit import now_ms as clock
 from cellstore.core.semantics import ReadSpec
-from cellstore.fs import join
 from cellstore.ingest import WrittenFile
-from cellstore.ingest import now_ms as clock
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import (
     CompactionReport,
@@ -25,9 +22,11 @@ from cellstore.jobs.compact import (
     _commit,
     _StoreResult,
     compact,
+    write_task_output,
 )
 from cellstore.reader.plan import FamilyRead, ScanTask
-from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_store_file
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
+from cellstore.storefiles.layout import entry_path
 from cellstore.warehouse import Table
 
 __all__ = ["purge_ttl"]
@@ -88,7 +87,7 @@ def purge_ttl(
                         region.id,
                         region.start,
                         region.end,
-                        (FamilyRead(fam, ((f.path, f.seq),), ReadSpec(now_ms=now)),),
+                        (FamilyRead(fam, ((f.path, f.seq),), ReadSpec(now_ms=now), (f,)),),
                     ),
                     family=fam,
                     out_seq=f.seq,
@@ -163,24 +162,9 @@ def _purge_file(fs: fsspec.AbstractFileSystem, task: CompactionTask, now: int) -
     ((path, _),) = fam_read.files
     ttl = task.family.ttl_ms
     assert ttl is not None
-    with StoreFileReader(fs, join(task.scan.table_path, path)) as reader:
+    with StoreFileReader(
+        fs, entry_path(task.scan.table_path, path), entry=fam_read.entry(path)
+    ) as reader:
         cells = reader.read()
     kept = cells.filter(pc.greater_equal(cells.column("ts"), pa.scalar(now - ttl, pa.int64())))
-    if kept.num_rows == 0:
-        return []
-    relpath = join(
-        "data",
-        task.scan.region,
-        quote(task.family.name, safe=""),
-        f"{task.job_id}-{task.piece:03d}.parquet",
-    )
-    info = write_store_file(
-        fs,
-        join(task.scan.table_path, relpath),
-        kept.select(CELL_SCHEMA.names),
-        family=task.family,
-        seq=task.out_seq,
-        load_id=task.job_id,
-        row_group_cells=task.row_group_cells,
-    )
-    return [WrittenFile(task.scan.region, relpath, info)]
+    return write_task_output(fs, task, kept)

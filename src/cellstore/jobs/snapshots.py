@@ -19,20 +19,20 @@ Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_sn
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from cellstore.commit import Commit, Staged, commit, now_ms
 from cellstore.core.metadata import FileEntry, SnapshotRef, TableMetadata
+from cellstore.core.names import validate_snapshot_name
 from cellstore.errors import (
     InvalidArgumentError,
-    InvalidNameError,
     SnapshotExistsError,
     SnapshotNotFoundError,
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create
-from cellstore.ingest import now_ms
+from cellstore.storefiles.layout import entry_path
 from cellstore.warehouse import Table
 
 __all__ = [
@@ -47,10 +47,6 @@ __all__ = [
     "snapshot",
 ]
 
-#: Snapshot names follow HBase's table-qualifier rules: letters, digits, '_', '-', '.',
-#: not starting with '.' or '-', at most 255 bytes.
-_NAME: Final = re.compile(r"[^\W][\w.-]*")
-_MAX_NAME_BYTES: Final = 255
 #: How many directory levels a table directory is below the root (``ns/qualifier/uuid``).
 _TABLE_DEPTH: Final = 3
 
@@ -165,14 +161,7 @@ class CloneReport:
 
 # --------------------------------------------------------------------------------- helpers
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise InvalidNameError(
-            f"snapshot name {name!r}: use letters, digits, '_', '-' and '.', not starting "
-            "with '.' or '-'"
-        )
-    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
-        raise InvalidNameError(f"snapshot name {name[:40]!r}...: longer than 255 bytes")
-    return name
+    return validate_snapshot_name(name)
 
 
 def _current(table: Table) -> TableMetadata:
@@ -269,21 +258,22 @@ def snapshot(table: Table, name: str, *, version: int | None = None) -> Snapshot
     ensure_exclusive_create(table.fs, table.warehouse.root)
     created = now_ms()
 
-    def change(meta: TableMetadata) -> TableMetadata:
+    def update(staged: Staged) -> dict[str, Any]:
+        meta = staged.meta
         if name in meta.snapshots:
             raise SnapshotExistsError(f"table {meta.name} already has a snapshot {name!r}")
         target = meta.version if wanted is None else wanted
         if target > meta.version:
             raise TableNotFoundError(f"table {meta.name} has no version {target}")
         ref = SnapshotRef(version=target, created_ms=created)
-        return meta.next_version(
-            operation="snapshot",
-            timestamp_ms=created,
-            summary={"snapshot": name, "snapshot-version": target},
-            snapshots={**meta.snapshots, name: ref},
-        )
+        return {
+            "summary": {"snapshot": name, "snapshot-version": target},
+            "snapshots": {**meta.snapshots, name: ref},
+        }
 
-    new, _ = table.log.commit_table(change)
+    new = commit(
+        table.log, Commit(operation="snapshot", update=update, timestamp_ms=created)
+    ).metadata
     _follow(table)
     return _info(table, name, new.snapshots[name])
 
@@ -314,17 +304,15 @@ def delete_snapshot(table: Table, name: str) -> SnapshotInfo:
     ensure_exclusive_create(table.fs, table.warehouse.root)
     deleted: list[SnapshotRef] = []
 
-    def change(meta: TableMetadata) -> TableMetadata:
-        ref = _ref(meta, name)
+    def update(staged: Staged) -> dict[str, Any]:
+        ref = _ref(staged.meta, name)
         deleted[:] = [ref]
-        return meta.next_version(
-            operation="delete-snapshot",
-            timestamp_ms=now_ms(),
-            summary={"snapshot": name, "snapshot-version": ref.version},
-            snapshots={k: v for k, v in meta.snapshots.items() if k != name},
-        )
+        return {
+            "summary": {"snapshot": name, "snapshot-version": ref.version},
+            "snapshots": {k: v for k, v in staged.meta.snapshots.items() if k != name},
+        }
 
-    table.log.commit_table(change)
+    commit(table.log, Commit(operation="delete-snapshot", update=update))
     _follow(table)
     return _info(table, name, deleted[0])
 
@@ -353,28 +341,27 @@ def restore(table: Table, snapshot: str) -> RestoreReport:
     ensure_exclusive_create(table.fs, table.warehouse.root)
     before: list[tuple[FileEntry, ...]] = []
 
-    def change(meta: TableMetadata) -> TableMetadata:
+    def update(staged: Staged) -> dict[str, Any]:
+        meta = staged.meta
         _ref(meta, snapshot)  # still there (a concurrent delete_snapshot wins)
         before[:] = [meta.files]
-        return meta.next_version(
-            operation="restore",
-            timestamp_ms=now_ms(),
-            summary={
+        return {
+            "summary": {
                 "snapshot": snapshot,
                 "snapshot-version": ref.version,
                 "files": len(snap.files),
             },
-            families=snap.families,
-            regions=snap.regions,
-            salt_buckets=snap.salt_buckets,
-            files=snap.files,
-            row_key=snap.row_key,
-            properties=dict(snap.properties),
-            next_seq=max(meta.next_seq, snap.next_seq),
-            next_region_id=max(meta.next_region_id, snap.next_region_id),
-        )
+            "families": snap.families,
+            "regions": snap.regions,
+            "salt_buckets": snap.salt_buckets,
+            "files": snap.files,
+            "row_key": snap.row_key,
+            "properties": dict(snap.properties),
+            "next_seq": max(meta.next_seq, snap.next_seq),
+            "next_region_id": max(meta.next_region_id, snap.next_region_id),
+        }
 
-    new, _ = table.log.commit_table(change)
+    new = commit(table.log, Commit(operation="restore", update=update)).metadata
     _follow(table)
     old_paths = {(f.path, f.region, f.family) for f in before[0]}
     new_paths = {(f.path, f.region, f.family) for f in new.files}
@@ -413,9 +400,12 @@ def clone(table: Table, snapshot: str, new_name: str) -> CloneReport:
         SnapshotNotFoundError: no snapshot of that name.
         TableExistsError: ``new_name`` exists.
         InvalidNameError: bad table name.
+        CorruptFileError: a file path of the snapshot's version leaves the warehouse.
     """
     ref = _ref(_current(table), snapshot)
     snap = _read_version(table, ref.version)
+    for f in snap.files:  # never turn a path that leaves the warehouse into a link
+        entry_path(table.path, f.path, table=table.name, version=snap.version)
     files = tuple(replace(f, path=link_path(table.location, f.path)) for f in snap.files)
     template = snap.evolve(files=files)
     created = table.warehouse.create_table_from(

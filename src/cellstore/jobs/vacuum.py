@@ -32,11 +32,12 @@ from typing import Any, Final
 
 import fsspec
 
+from cellstore.commit import now_ms as clock
 from cellstore.core.metadata import TableMetadata
 from cellstore.errors import InvalidArgumentError, TableNotFoundError
 from cellstore.fs import is_local, join
-from cellstore.ingest import now_ms as clock
 from cellstore.manifest import TableLog
+from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, entry_path_problem
 from cellstore.warehouse import Table
 
 __all__ = [
@@ -182,7 +183,8 @@ def _links_into(table: Table, target: str, cutoff_ms: int) -> set[str]:
             continue
         for _, meta in retained_versions(other.log, cutoff_ms=cutoff_ms, latest=other.metadata):
             for f in meta.files:
-                if f.path.startswith("../"):
+                # A link that leaves the warehouse protects nothing (verify reports it).
+                if f.path.startswith("../") and entry_path_problem(f.path) is None:
                     path = join(other.path, f.path)
                     if path.startswith(target):
                         out.add(path)
@@ -246,8 +248,9 @@ def vacuum(
     for reason, meta in retained_versions(log, cutoff_ms=cutoff, latest=latest):
         retained += reason == "as-of"
         for f in meta.files:
-            reason_of.setdefault(join(table.path, f.path), reason)
-    data_dir = join(table.path, "data")
+            path = entry_path(table.path, f.path, table=table.name, version=meta.version)
+            reason_of.setdefault(path, reason)
+    data_dir = join(table.path, DATA_DIR)
     for path in _links_into(table, data_dir + "/", cutoff):
         reason_of.setdefault(path, "clone")
 
@@ -266,7 +269,7 @@ def vacuum(
         size += int(info.get("size") or 0)
 
     others: list[str] = []
-    for sub, suffix in (("_loads", ""), ("_meta", ".tmp")):
+    for sub, suffix in ((LOADS_DIR, ""), ("_meta", ".tmp")):
         for path, info in sorted(_listing(fs, join(table.path, sub)).items()):
             if path.endswith(suffix) and _mtime_ms(fs, path, info) < cutoff:
                 others.append(path)

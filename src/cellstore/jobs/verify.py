@@ -5,8 +5,10 @@ Two kinds of checks (docs/format.md sections 6, 8 and 9):
 - **manifest**: regions sorted, contiguous and covering all keys with unique ids below
   ``next-region-id``; families unique and in name order; every entry's region and family
   exist; no entry given twice (same path, region and family); ``1 <= seq < next-seq``;
-  entry statistics consistent; paths relative (``..`` only as a clone's link); snapshot
-  versions exist.
+  entry statistics consistent; paths relative and inside the table directory (``..`` only
+  as a clone's link ``../../../<namespace>/<qualifier>/<uuid>/...``, which stays inside
+  the warehouse root; :func:`cellstore.storefiles.layout.entry_path_problem`); snapshot
+  versions exist. A file whose path is refused is not opened.
 - **files**, for every entry (in parallel): the file exists and has the entry's size; it
   opens and its footer parses; every Parquet page passes its checksum; cells are in cell
   order with unique keys, with valid types, rows and timestamps; the footer's statistics
@@ -30,8 +32,8 @@ import fsspec
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region, check_regions
 from cellstore.errors import CellstoreError, VerifyError
-from cellstore.fs import join
 from cellstore.storefiles import check
+from cellstore.storefiles.layout import entry_path, entry_path_problem
 from cellstore.warehouse import Table
 
 __all__ = ["VerifyProblem", "VerifyReport", "check_entry", "manifest_problems", "verify"]
@@ -136,7 +138,8 @@ def manifest_problems(meta: TableMetadata, *, table_path: str = "") -> list[Veri
 
     Args:
         meta: The version.
-        table_path: The table directory, to check that ``..`` paths stay below the root.
+        table_path: The table directory (not needed any more: a table directory is always
+            three levels below the root, so the path checks are lexical).
     """
     out: list[VerifyProblem] = []
 
@@ -176,16 +179,9 @@ def manifest_problems(meta: TableMetadata, *, table_path: str = "") -> list[Veri
             bad("first/last row or min/max ts are inverted or negative", f)
         if f.size <= 0:
             bad(f"size {f.size} is not positive", f)
-        if f.path.startswith("/") or "://" in f.path:
-            bad("path is not relative to the table directory", f)
-        elif ".." in f.path.split("/"):
-            if not f.path.startswith("../../../"):
-                bad("a path with '..' must be a clone's link ../../../<location>/...", f)
-            elif table_path:
-                try:
-                    join(table_path, f.path)
-                except ValueError as e:
-                    bad(str(e), f)
+        problem = entry_path_problem(f.path)
+        if problem is not None:
+            bad(f"path {problem}", f)
     for (path, region, family), n in sorted(seen.items()):
         if n > 1:
             out.append(VerifyProblem("manifest", f"entry listed {n} times", path, region, family))
@@ -205,11 +201,9 @@ def check_entry(
     def bad(message: str) -> None:
         out.append(VerifyProblem("file", message, entry.path, entry.region, entry.family))
 
-    try:
-        path = join(table_path, entry.path)
-    except ValueError as e:
-        bad(str(e))
-        return out
+    if entry_path_problem(entry.path) is not None:
+        return out  # a manifest problem (manifest_problems); the file is not opened
+    path = entry_path(table_path, entry.path)
     try:
         fs.invalidate_cache(path)
         size = int(fs.info(path)["size"])

@@ -242,8 +242,8 @@ def advise_table(
     Returns:
         The advice (``source="table"``; store files are sorted, so no order check).
     """
-    from cellstore.fs import join
     from cellstore.storefiles import StoreFileReader
+    from cellstore.storefiles.layout import entry_path
 
     if sample_keys < 1:
         raise InvalidArgumentError(f"sample_keys must be positive, got {sample_keys}")
@@ -255,7 +255,7 @@ def advise_table(
     rows: list[pa.Array] = []
     quals: list[pa.Array] = []
     for entry in files:
-        with StoreFileReader(fs, join(table_path, entry.path)) as reader:
+        with StoreFileReader(fs, entry_path(table_path, entry.path), entry=entry) as reader:
             groups = reader.row_groups()
             if not groups:
                 continue

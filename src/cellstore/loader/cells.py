@@ -21,21 +21,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
 
 import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, MAX_ROW_LENGTH, CellType, run_starts
-from cellstore.core.codecs import binary_from_parts, binary_parts, encode_values
+from cellstore.core.cells import (
+    CELL_SCHEMA,
+    LATEST_TIMESTAMP,
+    MAX_ROW_LENGTH,
+    CellType,
+    parse_type_names,
+)
+from cellstore.core.codecs import (
+    Problems,
+    binary_from_parts,
+    binary_parts,
+    encode_values,
+    to_integers,
+)
 from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
-from cellstore.fs import join
 from cellstore.ingest import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, Mapping
-from cellstore.storefiles import write_store_file
+from cellstore.storefiles import write_rolled
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
@@ -53,14 +63,6 @@ __all__ = [
 _UNIT_MS: Final = {"s": 1000, "ms": 1}
 _UNIT_DIV: Final = {"us": 1000, "ns": 1_000_000}
 _TS_FORMATS: Final = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
-_TYPE_LOOKUP: Final = {
-    "put": CellType.PUT,
-    "delete": CellType.DELETE,
-    "deletecolumn": CellType.DELETE_COLUMN,
-    "deletefamily": CellType.DELETE_FAMILY,
-    "deletefamilyversion": CellType.DELETE_FAMILY_VERSION,
-    **{str(int(t)): t for t in CellType},
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,10 +193,12 @@ def _timestamps(batch: pa.Table, mapping: Mapping, now: int) -> tuple[pa.Array, 
     unit = mapping.timestamp_unit
     t = col.type
     reasons: list[pa.Array] = []
-    if pa.types.is_timestamp(t) or pa.types.is_date(t):
-        ms = col.cast(pa.timestamp("ms")).cast(pa.int64()) if pa.types.is_timestamp(t) else (
-            col.cast(pa.date64()).cast(pa.int64())
-        )
+    if pa.types.is_timestamp(t):
+        # In the column's own unit, then scaled with overflow checks: a safe cast to ms
+        # fails on sub-millisecond values, and an unsafe one wraps around.
+        ms = _scale(col.cast(pa.int64()), t.unit, name, reasons)
+    elif pa.types.is_date(t):
+        ms = col.cast(pa.date64()).cast(pa.int64())
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t) or (
         pa.types.is_large_string(t) or pa.types.is_null(t)
     ):
@@ -222,7 +226,7 @@ def _numeric_or_text_ts(col: pa.Array, unit: str, name: str, reasons: list[pa.Ar
         text = pc.utf8_trim_whitespace(col)
         digits = _np_bool(pc.match_substring_regex(text, r"^[+-]?[0-9]+$"))
         numeric = pc.if_else(pa.array(digits), text, None)
-        ints = pc.cast(numeric, pa.int64(), safe=False) if digits.any() else pa.nulls(n, pa.int64())
+        ints = _int64s(numeric, name, reasons) if digits.any() else pa.nulls(n, pa.int64())
         out = _scale(ints, unit, name, reasons)
         other = ~digits & _np_bool(text.is_valid())
         if other.any():
@@ -240,12 +244,22 @@ def _numeric_or_text_ts(col: pa.Array, unit: str, name: str, reasons: list[pa.Ar
         valid = _np_bool(col.is_valid())
         reasons.append(_reason(valid & ~ok, f"{name}: timestamp is not a finite number"))
         return pa.array(np.where(ok, scaled, 0).astype(np.int64), mask=~(valid & ok))
-    return _scale(col.cast(pa.int64(), safe=False), unit, name, reasons)
+    return _scale(_int64s(col, name, reasons), unit, name, reasons)
+
+
+def _int64s(col: pa.Array, name: str, reasons: list[pa.Array]) -> pa.Array:
+    """Integers or digit strings as int64; values beyond int64 are bad ("out of range")."""
+    problems = Problems(len(col))
+    ints = to_integers(col, bits=64, signed=True, field=name, problems=problems)
+    over = problems.bad
+    reasons.append(_reason(over, f"{name}: timestamp out of range"))
+    return pa.array(ints, pa.int64(), mask=~_np_bool(col.is_valid()) | over)
 
 
 def _scale(ints: pa.Array, unit: str, name: str, reasons: list[pa.Array]) -> pa.Array:
     if unit in _UNIT_DIV:
-        return pc.floor_divide(ints, _UNIT_DIV[unit]) if len(ints) else ints
+        x = np.asarray(ints.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return pa.array(np.floor_divide(x, _UNIT_DIV[unit]), mask=~_np_bool(ints.is_valid()))
     factor = _UNIT_MS[unit]
     if factor == 1:
         return ints
@@ -281,13 +295,9 @@ def _operations(batch: pa.Table, mapping: Mapping) -> tuple[pa.Array, list[pa.Ar
         text = pa.nulls(n, pa.string())
     else:
         raise InvalidArgumentError(f"operation column {name!r} has type {col.type}")
-    norm = pc.utf8_lower(pc.utf8_trim_whitespace(text))
-    norm = pc.replace_substring(pc.replace_substring(norm, "-", ""), "_", "")
-    norm = pc.if_else(pc.equal(norm, ""), None, norm)
-    keys = list(_TYPE_LOOKUP)
-    idx = pc.index_in(norm, value_set=pa.array(keys, pa.string()))
-    codes = pc.take(pa.array([int(_TYPE_LOOKUP[k]) for k in keys], pa.int8()), idx)
-    unknown = _np_bool(norm.is_valid()) & ~_np_bool(codes.is_valid())
+    codes = parse_type_names(text)
+    present = pc.and_(text.is_valid(), pc.not_equal(pc.utf8_trim_whitespace(text), ""))
+    unknown = _np_bool(present.fill_null(False)) & ~_np_bool(codes.is_valid())
     reason = _reason(
         unknown,
         f"{name}: unknown operation (expected Put, Delete, DeleteColumn, DeleteFamily or "
@@ -504,42 +514,6 @@ def explode_family(
 
 
 # ------------------------------------------------------------------------------- write
-def _cell_sizes(cells: pa.Table) -> np.ndarray:
-    """Approximate uncompressed bytes of every cell (key, qualifier, value, ts, type)."""
-    total = np.full(cells.num_rows, 13, dtype=np.int64)
-    for name in ("row", "qualifier", "value"):
-        offsets, _ = binary_parts(cells.column(name).combine_chunks())
-        total += np.diff(offsets)
-    return total
-
-
-def roll_points(cells: pa.Table, max_bytes: int) -> list[int]:
-    """Cut points of sorted cells into files of about ``max_bytes``, on row boundaries.
-
-    Returns:
-        Offsets ``[0, c1, ..., n]``; file ``i`` holds cells ``[c_i, c_{i+1})``.
-    """
-    n = cells.num_rows
-    if n == 0:
-        return [0, 0]
-    sizes = _cell_sizes(cells)
-    cum = np.concatenate([[0], np.cumsum(sizes)])
-    if cum[-1] <= max_bytes:
-        return [0, n]
-    starts = run_starts(cells.column("row"))  # row boundaries
-    cuts = [0]
-    while True:
-        target = cum[cuts[-1]] + max_bytes
-        # The first row boundary at or after the point where the file would exceed.
-        pos = int(np.searchsorted(starts, int(np.searchsorted(cum, target, side="left")) - 1))
-        pos = max(pos, int(np.searchsorted(starts, cuts[-1], side="right")))
-        if pos >= len(starts):
-            break
-        cuts.append(int(starts[pos]))
-    cuts.append(n)
-    return cuts
-
-
 def write_region(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
@@ -572,20 +546,18 @@ def write_region(
         dropped += d
         if cells.num_rows == 0:
             continue
-        cuts = roll_points(cells, max_file_bytes)
-        for k in range(len(cuts) - 1):
-            piece = cells.slice(cuts[k], cuts[k + 1] - cuts[k])
-            relpath = join("data", region_id, quote(fam.name, safe=""), f"{name}-{k:03d}.parquet")
-            info = write_store_file(
-                fs,
-                join(table_path, relpath),
-                piece,
-                family=fam,
-                seq=seq,
-                load_id=load_id,
-                row_group_cells=row_group_cells,
-            )
-            written.append(WrittenFile(region_id, relpath, info))
+        written += write_rolled(
+            fs,
+            table_path,
+            cells,
+            region=region_id,
+            family=fam,
+            stem=name,
+            seq=seq,
+            load_id=load_id,
+            max_file_bytes=max_file_bytes,
+            row_group_cells=row_group_cells,
+        )
     return written, dropped
 
 

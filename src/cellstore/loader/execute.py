@@ -19,7 +19,6 @@ execute the tasks on Dask — the local threaded scheduler by default, or a
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import os
@@ -29,14 +28,14 @@ from collections.abc import Callable, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import quote
 
 import fsspec
 import numpy as np
 import pyarrow as pa
 
 from cellstore.core.metadata import TableMetadata
-from cellstore.core.regions import sorted_region_bounds
+from cellstore.core.names import validate_load_id
+from cellstore.core.regions import region_of, sorted_region_bounds
 from cellstore.errors import BadRecordError, RegionsChangedError
 from cellstore.fs import join
 from cellstore.ingest import WrittenFile, commit_files
@@ -48,7 +47,8 @@ from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
 from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
 from cellstore.loader.spill import consolidate_runs
 from cellstore.manifest import TableLog
-from cellstore.storefiles import read_store_file, write_store_file
+from cellstore.storefiles import NO_ROLL, read_store_file, write_rolled
+from cellstore.storefiles.layout import loads_dir, store_dir_relpath
 
 __all__ = [
     "ProgressFn",
@@ -124,23 +124,28 @@ def _bad_records(plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarr
     """Raise for the first bad record, or (skipping) describe every bad record."""
     part = task.part
     out: list[BadRecord] = []
-    for ln, text in batch.malformed_lines():
+    for ln, text, bad_field, bad_reason in batch.malformed_details():
         where = f"{part.source}, line {ln}" if ln is not None else part.source
         if not plan.settings.skip_bad_records:
+            detail = (
+                f": malformed record, cannot be parsed ({text[:80]!r})"
+                if bad_field == "<line>"
+                else f", field {bad_field!r}: {bad_reason.partition(': ')[2]}"
+            )
             raise BadRecordError(
-                f"{where}: malformed record, cannot be parsed ({text[:80]!r})",
+                f"{where}{detail}",
                 source=part.source,
                 line=ln,
-                field="<line>",
-                reason="malformed record",
+                field=bad_field,
+                reason="malformed record" if bad_field == "<line>" else bad_reason,
             )
         out.append(
             BadRecord(
                 source=part.source,
                 line=ln,
                 record=None,
-                field="<line>",
-                reason="<line>: malformed record",
+                field=bad_field,
+                reason=bad_reason,
                 values={"text": text},
             )
         )
@@ -394,10 +399,6 @@ def execute_plan(
 
 
 # ------------------------------------------------------------------------------ commit
-def _region_of(split_keys: list[bytes], row: bytes) -> int:
-    return bisect.bisect_right(split_keys, row)
-
-
 def reroute_files(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
@@ -421,8 +422,8 @@ def reroute_files(
     out: list[WrittenFile] = []
     changed = 0
     for w in written:
-        first = _region_of(splits, w.info.first_row)
-        last = _region_of(splits, w.info.last_row)
+        first = region_of(splits, w.info.first_row)
+        last = region_of(splits, w.info.last_row)
         if first == last:
             region = metadata.regions[first]
             if region.id != w.region:
@@ -439,17 +440,18 @@ def reroute_files(
             lo, hi = bounds[i], bounds[i + 1]
             if hi <= lo:
                 continue
-            rel = join("data", region.id, quote(family.name, safe=""), f"{stem}-s{i:05d}.parquet")
-            info = write_store_file(
+            out += write_rolled(
                 fs,
-                join(table_path, rel),
+                table_path,
                 cells.slice(lo, hi - lo),
+                region=region.id,
                 family=family,
+                stem=f"{stem}-s{i:05d}",
                 seq=w.info.seq,
                 load_id=load_id,
+                max_file_bytes=NO_ROLL,
                 row_group_cells=row_group_cells,
             )
-            out.append(WrittenFile(region.id, rel, info))
         with contextlib.suppress(OSError):
             fs.rm(join(table_path, w.relpath))
         assert by_id  # regions exist
@@ -500,7 +502,7 @@ def _cleanup(fs: fsspec.AbstractFileSystem, table_path: str, plan: LoadPlan) -> 
     prefix = f"{plan.load_id}-{plan.nonce}-"
     for region in plan.target.regions:
         for fam in plan.target.families:
-            d = join(table_path, "data", region.id, quote(fam.name, safe=""))
+            d = join(table_path, store_dir_relpath(region.id, fam.name))
             with contextlib.suppress(OSError, ValueError):
                 if not fs.exists(d):
                     continue
@@ -516,7 +518,7 @@ def _report_location(
     storage_options: MappingABC[str, Any],
 ) -> tuple[fsspec.AbstractFileSystem, str]:
     if report_dir is None:
-        return fs, join(table_path, "_loads")
+        return fs, loads_dir(table_path)
     rfs, rpath = fsspec.core.url_to_fs(report_dir)
     if type(rfs) is type(fs):
         rfs, rpath = fsspec.core.url_to_fs(report_dir, **dict(storage_options))
@@ -568,10 +570,12 @@ def run_load(
 
     Raises:
         BadRecordError: a bad record (not skipping); nothing is committed.
+        InvalidNameError: a load id that cannot name files (``validate_load_id``).
         InvalidFamilyError, InvalidArgumentError: mapping or options that do not fit.
         CommitConflictError: the table changed so that the load cannot apply.
     """
     started = time.perf_counter()
+    validate_load_id(load_id)
     base = log.read(log.latest_version())
     name = base.name
     if load_id in base.load_ids:

@@ -15,6 +15,8 @@ cell.
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -38,7 +40,10 @@ __all__ = [
     "TextOptions",
     "discover_inputs",
     "format_for",
+    "missing_columns_error",
+    "pandas_to_arrow",
     "read_part",
+    "text_columns",
 ]
 
 InputFormat = Literal["csv", "tsv", "jsonl", "parquet"]
@@ -60,6 +65,8 @@ _COMPRESSIONS: Final = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd
 _COMPRESSED_EXPANSION: Final = 5
 #: Bytes read per block from text files.
 DEFAULT_BLOCK_SIZE: Final = 4 << 20
+#: Field and reason of a record that does not parse.
+_MALFORMED_WHY: Final = ("<line>", "<line>: malformed record")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +82,10 @@ class TextOptions:
         null_values: Field texts that mean null (no cell). Default: the empty field.
         compression: ``"infer"`` (from the extension), a codec name, or None.
         block_size: Bytes per read block (bounds memory per batch).
+        multiline: Whether a quoted CSV/TSV value may hold line breaks (like Spark's
+            ``multiLine``). Off by default: every line is one record, and a line whose
+            quote is not closed on it is a bad record (named by file, line and field)
+            instead of swallowing the lines after it.
     """
 
     delimiter: str | None = None
@@ -84,27 +95,75 @@ class TextOptions:
     null_values: tuple[str, ...] = ("",)
     compression: str | None = "infer"
     block_size: int = DEFAULT_BLOCK_SIZE
+    multiline: bool = False
 
     def __post_init__(self) -> None:
         if self.column_names is not None:
+            if isinstance(self.column_names, str | bytes) or not all(
+                isinstance(c, str) for c in self.column_names
+            ):
+                raise InvalidArgumentError("column_names must be a list of strings")
             object.__setattr__(self, "column_names", tuple(self.column_names))
+        if isinstance(self.null_values, str | bytes) or not all(
+            isinstance(v, str) for v in self.null_values
+        ):
+            raise InvalidArgumentError("null_values must be a list of strings")
         object.__setattr__(self, "null_values", tuple(self.null_values))
-        if self.delimiter is not None and len(self.delimiter) != 1:
-            raise InvalidArgumentError(f"delimiter must be one character, got {self.delimiter!r}")
+        for name in ("delimiter", "quote_char"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgumentError(f"{name} must be a string")
+        for name in ("header", "multiline"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgumentError(f"{name} must be true or false")
+        if self.compression is not None and (
+            not isinstance(self.compression, str)
+            or (
+                self.compression != "infer"
+                and self.compression not in fsspec.available_compressions()
+            )
+        ):
+            raise InvalidArgumentError(
+                "compression must be 'infer', null or one of "
+                f"{', '.join(str(c) for c in fsspec.available_compressions() if c)}"
+            )
+        if self.delimiter is not None and (
+            len(self.delimiter) != 1 or self.delimiter in "\r\n" or not self.delimiter.isascii()
+        ):
+            raise InvalidArgumentError(
+                "delimiter must be one ASCII character other than a line break"
+            )
+        if self.quote_char and (
+            len(self.quote_char) != 1 or self.quote_char in "\r\n" or not self.quote_char.isascii()
+        ):
+            raise InvalidArgumentError(
+                "quote_char must be one ASCII character other than a line break (or empty)"
+            )
+        if self.quote_char and self.quote_char == self.delimiter:
+            raise InvalidArgumentError("quote_char and delimiter must differ")
         if not self.header and not self.column_names:
             raise InvalidArgumentError("without a header line, give column_names")
-        if self.block_size < 1024:
+        if not isinstance(self.block_size, int) or self.block_size < 1024:
             raise InvalidArgumentError("block_size must be at least 1024 bytes")
 
     @classmethod
     def from_options(cls, options: MappingABC[str, Any]) -> TextOptions:
-        """Build from a mapping file's ``[input]`` table (unknown keys are ignored)."""
-        keys = {"delimiter", "header", "column_names", "quote_char", "null_values", "compression"}
+        """Build from a mapping file's ``[input]`` table (unknown keys are ignored).
+
+        Raises:
+            InvalidArgumentError: an option of the wrong type or value.
+        """
+        keys = {
+            "delimiter", "header", "column_names", "quote_char", "null_values", "compression",
+            "multiline",
+        }  # fmt: skip
         kwargs = {k: v for k, v in options.items() if k in keys}
-        if "column_names" in kwargs and kwargs["column_names"] is not None:
-            kwargs["column_names"] = tuple(kwargs["column_names"])
-        if "null_values" in kwargs:
-            kwargs["null_values"] = tuple(kwargs["null_values"])
+        for name in ("column_names", "null_values"):
+            value = kwargs.get(name)
+            if value is not None:
+                if not isinstance(value, list | tuple):
+                    raise InvalidArgumentError(f"{name} must be a list of strings")
+                kwargs[name] = tuple(value)
         return cls(**kwargs)
 
 
@@ -133,7 +192,7 @@ class InputPart:
     index: int
     kind: PartKind
     source: str
-    storage_options: MappingABC[str, Any] = field(default_factory=dict)
+    storage_options: MappingABC[str, Any] = field(default_factory=dict, repr=False)
     row_groups: tuple[int, ...] = ()
     first_record: int = 0
     table: pa.Table | None = None
@@ -185,13 +244,16 @@ class Batch:
         table: The records (only the requested columns).
         records: Zero-based record number within the source of every record.
         lines: One-based line number of every record (text files), or None. For CSV/TSV
-            these are *record* numbers (the header counts, blank lines do not) until
-            ``line_map`` turns them into the file's line numbers.
-        malformed: ``(line, text)`` of lines in this batch that could not be parsed
+            read with ``multiline`` these are *record* numbers (the header counts, blank
+            lines do not) until ``line_map`` turns them into the file's line numbers.
+        malformed: ``(line, text)`` of records in this batch that could not be parsed
             (``line`` as in ``lines``).
+        malformed_why: ``(field, reason)`` of each ``malformed`` entry, in the same order
+            (``reason`` reads ``"<field>: <why>"``); entries past its end (or all, when it is
+            empty) are ``("<line>", "<line>: malformed record")``.
         line_map: Turns ``lines`` values into the lines where those records start in the
-            file (CSV/TSV, whose quoted values may hold line breaks). It scans the file
-            and is only called for bad records.
+            file (CSV/TSV with ``multiline``, whose quoted values may hold line breaks). It
+            scans the file and is only called for bad records.
     """
 
     table: pa.Table
@@ -199,6 +261,7 @@ class Batch:
     lines: np.ndarray | None = None
     malformed: tuple[tuple[int | None, str], ...] = ()
     line_map: Callable[[np.ndarray], np.ndarray] | None = None
+    malformed_why: tuple[tuple[str, str], ...] = ()
 
     def lines_of(self, idx: np.ndarray) -> np.ndarray | None:
         """File line numbers of the records at positions ``idx`` (None without lines)."""
@@ -214,6 +277,16 @@ class Batch:
         known = np.array([ln for ln, _ in self.malformed if ln is not None], dtype=np.int64)
         mapped = iter(self.line_map(known).tolist()) if len(known) else iter(())
         return [(None if ln is None else int(next(mapped)), text) for ln, text in self.malformed]
+
+    def malformed_details(self) -> list[tuple[int | None, str, str, str]]:
+        """``(line, text, field, reason)`` of every malformed record, lines as in the file."""
+        out = []
+        for i, (ln, text) in enumerate(self.malformed_lines()):
+            field, reason = (
+                self.malformed_why[i] if i < len(self.malformed_why) else _MALFORMED_WHY
+            )
+            out.append((ln, text, field, reason))
+        return out
 
 
 def format_for(path: str) -> tuple[InputFormat, str | None]:
@@ -266,6 +339,46 @@ def _expand(url: str, storage_options: MappingABC[str, Any]) -> list[str]:
     return [unstrip(path)]
 
 
+def missing_columns_error(
+    source: str,
+    missing: Sequence[str],
+    available: Sequence[str],
+    uses: MappingABC[str, str] | None = None,
+) -> InvalidArgumentError:
+    """The error for mapped columns an input lacks.
+
+    The message names each missing column, the mapping entry that reads it, the input's
+    columns and the closest of them (``difflib``).
+    """
+    import difflib
+
+    parts = []
+    for col in missing:
+        text = repr(col)
+        if uses and col in uses:
+            text += f" (mapping {uses[col]})"
+        close = difflib.get_close_matches(col, [str(a) for a in available], n=1, cutoff=0.5)
+        if close:
+            text += f"; did you mean {close[0]!r}?"
+        parts.append(text)
+    shown = ", ".join(repr(str(a)) for a in list(available)[:50])
+    if len(available) > 50:
+        shown += f", ... ({len(available)} in all)"
+    noun = "column" if len(missing) == 1 else "columns"
+    return InvalidArgumentError(
+        f"input {source} has no {noun} {'; no '.join(parts)}. Its columns: {shown or '(none)'}"
+    )
+
+
+def _check_columns(
+    part: InputPart, available: Sequence[str], uses: MappingABC[str, str] | None = None
+) -> None:
+    have = set(available)
+    missing = [c for c in part.columns if c not in have]
+    if missing:
+        raise missing_columns_error(part.source, missing, available, uses)
+
+
 def discover_inputs(
     sources: Any,
     *,
@@ -274,8 +387,13 @@ def discover_inputs(
     text: TextOptions | None = None,
     storage_options: MappingABC[str, Any] | None = None,
     target_part_bytes: int,
+    column_uses: MappingABC[str, str] | None = None,
 ) -> DiscoveredInputs:
-    """Turn load sources into :class:`InputPart` objects (reads only Parquet footers).
+    """Turn load sources into :class:`InputPart` objects (reads footers and header lines).
+
+    The mapped ``columns`` are checked against every input's schema before any data is
+    read: Parquet footers, CSV/TSV header lines (or ``column_names``), frame columns.
+    JSON lines have no schema; a key missing from a record is a null there.
 
     Args:
         sources: One URL or glob (str or path), a list of them, a pandas DataFrame, a
@@ -286,17 +404,26 @@ def discover_inputs(
         storage_options: fsspec options for the input URLs.
         target_part_bytes: Aim for parts of about this many Arrow bytes (Parquet row groups
             and in-memory tables are cut to it; a text file is one part, read in blocks).
+        column_uses: For error messages: the mapping entry reading each column
+            (:meth:`~cellstore.loader.Mapping.column_uses`).
 
     Returns:
         The parts.
 
     Raises:
-        InvalidArgumentError: no input, an unknown format, or a URL that matches nothing.
+        InvalidArgumentError: no input, an unknown format, a URL that matches nothing, or
+            an input without a mapped column (naming it, the mapping entry, the input's
+            columns and the closest one).
+        BadRecordError: a CSV/TSV header line that does not parse.
     """
     opts = dict(storage_options or {})
     cols = tuple(columns)
     frame_kind = _frame_kind(sources)
     if frame_kind == "dask":
+        dask_names = [str(c) for c in sources.columns]
+        missing = [c for c in cols if c not in dask_names]
+        if missing:
+            raise missing_columns_error("<dask>", missing, dask_names, column_uses)
         n = int(sources.npartitions)
         parts = tuple(
             InputPart(
@@ -311,7 +438,9 @@ def discover_inputs(
         )
         return DiscoveredInputs(parts, sources)
     if frame_kind is not None:
-        return DiscoveredInputs(_frame_parts(sources, frame_kind, cols, target_part_bytes))
+        return DiscoveredInputs(
+            _frame_parts(sources, frame_kind, cols, target_part_bytes, column_uses)
+        )
     urls = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
     if not urls:
         raise InvalidArgumentError("no input given")
@@ -325,22 +454,36 @@ def discover_inputs(
             except InvalidArgumentError:
                 compression = None
         if fmt == "parquet":
-            found.extend(_parquet_parts(url, opts, cols, target_part_bytes, start=len(found)))
+            found.extend(
+                _parquet_parts(url, opts, cols, target_part_bytes, start=len(found),
+                               uses=column_uses)
+            )
             continue
         topts = text or TextOptions()
         fs, fpath = fsspec.core.url_to_fs(url, **opts)
         size = int(fs.size(fpath))
-        found.append(
-            InputPart(
-                index=len(found),
-                kind=fmt,
-                source=url,
-                storage_options=opts,
-                estimated_bytes=size * (_COMPRESSED_EXPANSION if compression else 1),
-                text=topts,
-                columns=cols,
-            )
+        part = InputPart(
+            index=len(found),
+            kind=fmt,
+            source=url,
+            storage_options=opts,
+            estimated_bytes=size * (_COMPRESSED_EXPANSION if compression else 1),
+            text=topts,
+            columns=cols,
         )
+        if fmt in ("csv", "tsv") and cols:
+            try:
+                names = text_columns(part)
+            except (OSError, EOFError, pa.ArrowException, UnicodeDecodeError) as e:
+                if isinstance(e, FileNotFoundError):
+                    raise
+                message = " ".join(str(e).split())
+                raise BadRecordError(
+                    f"{url}: cannot read as {fmt}: {message}", source=url
+                ) from e
+            if names is not None:
+                _check_columns(part, names, column_uses)
+        found.append(part)
     return DiscoveredInputs(tuple(found))
 
 
@@ -355,20 +498,67 @@ def _frame_kind(sources: Any) -> Literal["pandas", "arrow", "dask"] | None:
     return None
 
 
+def pandas_to_arrow(frame: Any, cols: Sequence[str], *, source: str) -> pa.Table:
+    """The columns ``cols`` of a pandas DataFrame as an Arrow table.
+
+    Object columns Arrow cannot type on its own (Python integers beyond 64 bits, mixed
+    kinds) are converted value by value to text (error path only), so the value codecs
+    judge each record: ``2**70`` for a ``long`` is a bad record, not a crash.
+
+    Raises:
+        InvalidArgumentError: a column that cannot be converted at all.
+    """
+    try:
+        return pa.Table.from_pandas(frame[list(cols)], preserve_index=False)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        pass
+    arrays = []
+    for c in cols:
+        series = frame[c]
+        try:
+            arrays.append(pa.Array.from_pandas(series))
+            continue
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            pass
+        values = [_as_text(v) for v in series.tolist()]
+        try:
+            arrays.append(pa.array(values, pa.string()))
+        except (pa.ArrowException, UnicodeError) as e:
+            raise InvalidArgumentError(
+                f"input {source}: column {c!r} cannot be converted to Arrow ({e})"
+            ) from e
+    return pa.table(arrays, names=list(cols))
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
 def _frame_parts(
-    frame: Any, kind: str, cols: tuple[str, ...], target: int
+    frame: Any,
+    kind: str,
+    cols: tuple[str, ...],
+    target: int,
+    uses: MappingABC[str, str] | None = None,
 ) -> tuple[InputPart, ...]:
     if kind == "pandas":
+        names = [str(c) for c in frame.columns]
         missing = [c for c in cols if c not in frame.columns]
         if missing:
-            raise InvalidArgumentError(f"input <pandas> has no column(s) {missing}")
-        table = pa.Table.from_pandas(frame[list(cols)], preserve_index=False)
+            raise missing_columns_error("<pandas>", missing, names, uses)
+        table = pandas_to_arrow(frame, cols, source="<pandas>")
         label = "<pandas>"
     else:
         table = pa.Table.from_batches([frame]) if isinstance(frame, pa.RecordBatch) else frame
         missing = [c for c in cols if c not in table.column_names]
         if missing:
-            raise InvalidArgumentError(f"input <arrow> has no column(s) {missing}")
+            raise missing_columns_error("<arrow>", missing, table.column_names, uses)
         table = table.select(list(cols))
         label = "<arrow>"
     n = table.num_rows
@@ -395,16 +585,28 @@ def _frame_parts(
 
 
 def _parquet_parts(
-    url: str, opts: dict[str, Any], cols: tuple[str, ...], target: int, *, start: int
+    url: str,
+    opts: dict[str, Any],
+    cols: tuple[str, ...],
+    target: int,
+    *,
+    start: int,
+    uses: MappingABC[str, str] | None = None,
 ) -> list[InputPart]:
     import pyarrow.parquet as pq
 
-    with fsspec.open(url, "rb", **opts) as f:
-        meta = pq.ParquetFile(f).metadata
-    names = set(meta.schema.to_arrow_schema().names)
-    missing = [c for c in cols if c not in names]
+    try:
+        with fsspec.open(url, "rb", **opts) as f:
+            meta = pq.ParquetFile(f).metadata
+        names = list(meta.schema.to_arrow_schema().names)
+    except (pa.ArrowException, OSError, EOFError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        message = " ".join(str(e).split())
+        raise BadRecordError(f"{url}: cannot read as parquet: {message}", source=url) from e
+    missing = [c for c in cols if c not in set(names)]
     if missing:
-        raise InvalidArgumentError(f"input {url} has no column(s) {missing}")
+        raise missing_columns_error(url, missing, names, uses)
     parts: list[InputPart] = []
     groups: list[int] = []
     size = 0
@@ -473,7 +675,9 @@ def read_part(part: InputPart, data: Any = None, *, batch_rows: int = 262_144) -
                     source=part.source,
                     field=missing[0],
                 )
-            table = pa.Table.from_pandas(data[list(part.columns)], preserve_index=False)
+            table = pandas_to_arrow(
+                data, part.columns, source=f"<dask> partition {part.partition}"
+            )
         else:
             assert part.table is not None
             table = part.table
@@ -489,7 +693,9 @@ def read_part(part: InputPart, data: Any = None, *, batch_rows: int = 262_144) -
             yield from _read_csv(part)
         else:
             yield from _read_jsonl(part)
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as e:
+    except (pa.ArrowException, OSError, EOFError, UnicodeDecodeError) as e:
+        # pyarrow and codec errors on bad bytes (ArrowKeyError is a KeyError, and
+        # compressed streams raise EOFError on truncation) become one cellstore error.
         if isinstance(e, FileNotFoundError):
             raise
         message = " ".join(str(e).split())
@@ -628,11 +834,25 @@ class _CsvLines:
         self._record_empty = False
 
 
+def _delimiter(part: InputPart) -> str:
+    topts = part.text or TextOptions()
+    return topts.delimiter or ("\t" if part.kind == "tsv" else ",")
+
+
 def _read_csv(part: InputPart) -> Iterator[Batch]:
+    topts = part.text or TextOptions()
+    if topts.multiline:
+        yield from _read_csv_multiline(part)
+    else:
+        yield from _read_csv_lines(part)
+
+
+def _read_csv_multiline(part: InputPart) -> Iterator[Batch]:
+    """CSV/TSV whose quoted values may span lines: pyarrow's streaming reader."""
     import pyarrow.csv as pv
 
     topts = part.text or TextOptions()
-    delimiter = topts.delimiter or ("\t" if part.kind == "tsv" else ",")
+    delimiter = _delimiter(part)
     names = list(topts.column_names) if topts.column_names else None
     read_options = pv.ReadOptions(
         use_threads=False,  # line numbers of malformed rows are only known single-threaded
@@ -649,7 +869,7 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
     parse_options = pv.ParseOptions(
         delimiter=delimiter,
         quote_char=topts.quote_char if topts.quote_char else False,
-        newlines_in_values=bool(topts.quote_char),  # quoted values may span lines
+        newlines_in_values=bool(topts.quote_char),  # quoted values may span lines (opted in)
         invalid_row_handler=on_invalid,
     )
     line_map = _CsvLines(part, delimiter=delimiter, quote=topts.quote_char or None)
@@ -665,7 +885,7 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
         part.source, "rb", compression=_compression(part), **dict(part.storage_options)
     ) as f:
         reader = pv.open_csv(
-            f,
+            io.BufferedReader(_Utf8Checked(f, part.source), buffer_size=1 << 16),
             read_options=read_options,
             parse_options=parse_options,
             convert_options=convert_options,
@@ -695,6 +915,389 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
                 tuple(malformed[seen_invalid:]),
                 line_map.lines,
             )
+
+
+# ------------------------------------------------------------------- CSV, one record a line
+def _split_first_line(f: Any, block_size: int) -> tuple[bytes | None, bytes, int]:
+    r"""Read up to the end of the first non-empty line of a text file.
+
+    Returns:
+        The line (None for a file without one), the bytes read after its line break, and
+        the number of lines it and the empty lines before it take.
+    """
+    data = b""
+    while True:
+        block = f.read(block_size)
+        eof = not block
+        data += block
+        body = data.lstrip(b"\r\n")
+        lead = data[: len(data) - len(body)]
+        ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
+        end = min(ends) if ends else -1
+        # A \r at the very end of what was read may be the first byte of \r\n.
+        if end >= 0 and (body[end] == 10 or end + 1 < len(body) or eof):
+            width = 2 if body[end : end + 2] == b"\r\n" else 1
+            line, rest = body[:end], body[end + width :]
+        elif eof:
+            line, rest = body, b""
+        else:
+            continue
+        skipped = lead.count(b"\n") + lead.count(b"\r") - lead.count(b"\r\n")
+        return (line or None), rest, skipped + (1 if line else 0)
+
+
+def _header_names(part: InputPart, line: bytes) -> list[str]:
+    """Column names of a CSV header line (parsed by pyarrow, with the part's quoting)."""
+    import pyarrow.csv as pv
+
+    topts = part.text or TextOptions()
+    try:
+        table = pv.read_csv(
+            pa.py_buffer(line + b"\n"),
+            read_options=pv.ReadOptions(use_threads=False),
+            parse_options=pv.ParseOptions(
+                delimiter=_delimiter(part),
+                quote_char=topts.quote_char if topts.quote_char else False,
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError) as e:
+        message = " ".join(str(e).split())
+        raise BadRecordError(
+            f"{part.source}: cannot read the header line: {message}",
+            source=part.source,
+            line=1,
+            field="<header>",
+            reason="<header>: header line does not parse",
+        ) from e
+    return list(table.column_names)
+
+
+def text_columns(part: InputPart) -> list[str] | None:
+    """The column names of a CSV/TSV part: ``column_names``, or its header (one line read).
+
+    Returns:
+        The names, or None for an empty file (no header, no records).
+    """
+    topts = part.text or TextOptions()
+    if topts.column_names:
+        return list(topts.column_names)
+    with fsspec.open(
+        part.source, "rb", compression=_compression(part), **dict(part.storage_options)
+    ) as f:
+        line, _, _ = _split_first_line(f, min(topts.block_size, 1 << 16))
+    return None if line is None else _header_names(part, line)
+
+
+def _last_break(data: bytes) -> int:
+    r"""Offset just past the last complete line break of ``data`` (0: none).
+
+    A ``\r`` that ends ``data`` does not count: it may be the first byte of ``\r\n``.
+    """
+    return max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The lines of a chunk of text: starts, ends (before the line break), first line."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    first: int
+
+    @classmethod
+    def of(cls, data: bytes, first: int) -> _Lines:
+        r"""Lines of ``data`` by pyarrow's rules (``\n``, ``\r\n`` or a lone ``\r``)."""
+        buf = np.frombuffer(data, dtype=np.uint8)
+        n = len(buf)
+        if b"\r" not in data:
+            ends = np.flatnonzero(buf == 10)
+            starts = np.concatenate([[0], ends + 1])
+        else:
+            nl = buf == 10
+            cr = buf == 13
+            nl_after_cr = np.zeros(n, dtype=bool)
+            nl_after_cr[1:] = nl[1:] & cr[:-1]
+            ends = np.flatnonzero(cr | (nl & ~nl_after_cr))
+            followed_by_nl = np.zeros(n, dtype=bool)
+            followed_by_nl[:-1] = nl[1:]
+            starts = np.concatenate([[0], ends + 1 + followed_by_nl[ends]])
+        if starts[-1] < n:  # a last line without a line break (end of file)
+            ends = np.append(ends, n)
+        else:
+            starts = starts[:-1]
+        return cls(starts.astype(np.int64), ends.astype(np.int64), first)
+
+    @property
+    def breaks(self) -> int:
+        """Lines of the chunk that end with a line break (where the next chunk's start)."""
+        return len(self.ends)
+
+    @property
+    def records(self) -> np.ndarray:
+        """Indices of the non-empty lines (pyarrow skips empty ones)."""
+        return np.flatnonzero(self.ends > self.starts)
+
+
+def _open_quote_field(line: bytes, *, delimiter: int, quote: int) -> int | None:
+    """Field number where a quote opens and is not closed on ``line``, or None.
+
+    pyarrow's rules: a quote opens a quoted value only at the start of a field (elsewhere
+    it is a plain character); inside, a doubled quote is a literal quote and a single one
+    closes. Only quote and delimiter bytes are visited (error path, and one line a chunk).
+    """
+    buf = np.frombuffer(line, dtype=np.uint8)
+    marks = np.flatnonzero((buf == quote) | (buf == delimiter)).tolist()
+    field = opened = 0
+    field_start = 0
+    in_quotes = False
+    skip = -1
+    for p in marks:
+        if p == skip:
+            continue
+        b = line[p]
+        if in_quotes:
+            if b == quote:
+                if p + 1 < len(line) and line[p + 1] == quote:
+                    skip = p + 1
+                else:
+                    in_quotes = False
+        elif b == delimiter:
+            field += 1
+            field_start = p + 1
+        elif p == field_start:
+            in_quotes, opened = True, field
+    return opened if in_quotes else None
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class _Utf8Checked(io.RawIOBase):
+    """A binary stream raising :class:`BadRecordError` at the first byte that is not UTF-8.
+
+    pyarrow's CSV reader cannot hand a row that is not UTF-8 to its invalid-row handler.
+    """
+
+    def __init__(self, f: Any, source: str) -> None:
+        super().__init__()
+        self._f = f
+        self._source = source
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._line = 1
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._f.read(len(view))
+        try:
+            self._decoder.decode(data, final=not data)
+        except UnicodeDecodeError as e:
+            line = self._line + data[: max(e.start, 0)].count(b"\n")
+            raise BadRecordError(
+                f"{self._source}, line {line}: not valid UTF-8 text",
+                source=self._source,
+                line=line,
+                field="<line>",
+                reason="<line>: not valid UTF-8 text",
+            ) from None
+        self._line += data.count(b"\n")
+        view[: len(data)] = data
+        return len(data)
+
+
+def _read_csv_lines(part: InputPart) -> Iterator[Batch]:
+    """CSV/TSV where every line is one record (``multiline`` off).
+
+    The file is cut into chunks at line breaks and each chunk parsed by pyarrow. A chunk
+    parsed into as many records as it has non-empty lines, whose last line closes its
+    quotes, is good (the common case: one count and one line looked at). Otherwise some
+    quoted value ran past its line; those lines are found, reported as bad records and
+    blanked, and the chunk is parsed again.
+    """
+    topts = part.text or TextOptions()
+    with fsspec.open(
+        part.source, "rb", compression=_compression(part), **dict(part.storage_options)
+    ) as f:
+        rest = b""
+        line = 1  # file line of the first byte of the next chunk
+        names = list(topts.column_names) if topts.column_names else None
+        if topts.header:
+            header, rest, taken = _split_first_line(f, topts.block_size)
+            if header is None:
+                return
+            line += taken
+            if names is None:
+                names = _header_names(part, header)
+        assert names is not None
+        _check_columns(part, names)
+        record = 0
+        while True:
+            block = f.read(topts.block_size)
+            data = rest + block
+            if block:
+                cut = _last_break(data)
+                if cut == 0:
+                    rest = data
+                    continue
+                data, rest = data[:cut], data[cut:]
+            else:
+                rest = b""
+            if data:
+                batch, breaks = _csv_chunk(part, data, line, record, names)
+                line += breaks
+                if batch is not None:
+                    record += batch.table.num_rows
+                    yield batch
+            if not block:
+                break
+
+
+def _parse_chunk(
+    part: InputPart, data: bytes, names: list[str]
+) -> tuple[pa.Table, list[tuple[int, str]]]:
+    import pyarrow.csv as pv
+
+    topts = part.text or TextOptions()
+    invalid: list[tuple[int, str]] = []
+
+    def on_invalid(row: Any) -> str:
+        invalid.append((int(row.number), str(row.text)))
+        return "skip"
+
+    table = pv.read_csv(
+        pa.py_buffer(data),
+        read_options=pv.ReadOptions(
+            use_threads=False, block_size=max(topts.block_size, len(data) + 1),
+            column_names=names,
+        ),
+        parse_options=pv.ParseOptions(
+            delimiter=_delimiter(part),
+            quote_char=topts.quote_char if topts.quote_char else False,
+            newlines_in_values=False,
+            invalid_row_handler=on_invalid,
+        ),
+        convert_options=pv.ConvertOptions(
+            column_types={c: pa.string() for c in part.columns},
+            include_columns=list(part.columns),
+            strings_can_be_null=True,
+            null_values=list(topts.null_values),
+        ),
+    )
+    return table, invalid
+
+
+def _csv_chunk(
+    part: InputPart, data: bytes, first_line: int, record: int, names: list[str]
+) -> tuple[Batch | None, int]:
+    """Parse one chunk of whole lines; returns its batch and how many lines it ends."""
+    topts = part.text or TextOptions()
+    quote = topts.quote_char.encode("utf-8")[0] if topts.quote_char else None
+    delimiter = _delimiter(part).encode("utf-8")[0]
+    lines = _Lines.of(data, first_line)
+    recs = lines.records
+    if not recs.size:
+        return None, lines.breaks
+    opened: list[tuple[int, int]] = []  # (line index, field) of quotes not closed
+    table: pa.Table | None = None
+    invalid: list[tuple[int, str]] = []
+
+    def check_last() -> bool:
+        last = int(recs[-1])
+        text = data[int(lines.starts[last]) : int(lines.ends[last])]
+        if quote is None or quote not in text:
+            return True
+        return _open_quote_field(text, delimiter=delimiter, quote=quote) is None
+
+    utf8 = _is_utf8(data)  # pyarrow cannot report a bad row that is not UTF-8
+    ok = False
+    if utf8:
+        try:
+            table, invalid = _parse_chunk(part, data, names)
+            ok = table.num_rows + len(invalid) == recs.size and check_last()
+        except pa.ArrowInvalid:
+            ok = False
+    if not ok:
+        # Error path: find the lines that are not UTF-8 or whose quote is not closed,
+        # blank them, parse again.
+        for i in recs.tolist():
+            start, end = int(lines.starts[i]), int(lines.ends[i])
+            raw = data[start:end]
+            if not utf8 and not _is_utf8(raw):
+                opened.append((i, -1))
+            elif quote is not None and quote in raw:
+                field = _open_quote_field(raw, delimiter=delimiter, quote=quote)
+                if field is not None:
+                    opened.append((i, field))
+        if opened:  # the same bytes without those lines' text (their line breaks stay)
+            pieces = []
+            pos = 0
+            for i, _ in opened:
+                pieces.append(data[pos : int(lines.starts[i])])
+                pos = int(lines.ends[i])
+            pieces.append(data[pos:])
+            fixed = b"".join(pieces)
+            # Line breaks stay, so the lines keep their numbers (an emptied last line
+            # without a break just ends the chunk).
+            recs = _Lines.of(fixed, first_line).records
+            table, invalid = None, []
+            try:
+                if recs.size:
+                    table, invalid = _parse_chunk(part, fixed, names)
+                ok = table is None or table.num_rows + len(invalid) == recs.size
+            except pa.ArrowInvalid:
+                ok = False
+    if not ok:
+        first = int(first_line + recs[0]) if recs.size else first_line
+        raise BadRecordError(
+            f"{part.source}, lines {first}-{first_line + lines.breaks}: cannot be parsed as "
+            f"{part.kind}",
+            source=part.source,
+            line=first,
+            field="<line>",
+            reason="<line>: malformed record",
+        )
+    file_lines = recs.astype(np.int64) + first_line
+    bad: list[tuple[int, str, tuple[str, str]]] = []
+    for i, field in opened:
+        text = data[int(lines.starts[i]) : int(lines.ends[i])].decode("utf-8", "replace")
+        if field < 0:
+            bad.append((first_line + i, text, ("<line>", "<line>: not valid UTF-8 text")))
+            continue
+        name = names[field] if field < len(names) else f"#{field + 1}"
+        why = (
+            f"{name}: unterminated quote (a quoted value may not span lines; set multiline "
+            "to allow it)"
+        )
+        bad.append((first_line + i, text, (name, why)))
+    valid = np.ones(recs.size, dtype=bool)
+    for number, text in invalid:
+        idx = number - 1
+        if 0 <= idx < recs.size:
+            valid[idx] = False
+            bad.append((int(file_lines[idx]), text, _MALFORMED_WHY))
+    bad.sort(key=lambda b: b[0])
+    n = 0 if table is None else table.num_rows
+    out = (
+        table
+        if table is not None
+        else pa.table({c: pa.array([], pa.string()) for c in part.columns})
+    )
+    batch = Batch(
+        out,
+        np.arange(record, record + n, dtype=np.int64),
+        file_lines[valid],
+        tuple((ln, text) for ln, text, _ in bad),
+        None,
+        tuple(why for _, _, why in bad),
+    )
+    return batch, lines.breaks
 
 
 def _read_jsonl(part: InputPart) -> Iterator[Batch]:
@@ -741,32 +1344,106 @@ def _line_numbers(data: bytes, first_line: int) -> np.ndarray:
 
 
 def _json_block(part: InputPart, data: bytes, first_line: int, record: int) -> Batch:
+    """Parse one block of whole JSON lines (pyarrow; per line only on the error path).
+
+    Every non-blank line must be one JSON object. A line that is not JSON, not an object,
+    or has anything after its object is a malformed record; a mapped value that is an
+    object or an array is a bad record naming its field.
+    """
     import pyarrow.json as pj
 
     lines = _line_numbers(data, first_line)
+    table: pa.Table | None
     try:
         table = pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(use_threads=False))
-        malformed: tuple[tuple[int | None, str], ...] = ()
     except pa.ArrowInvalid:
-        # Error path only: find the lines that are not JSON objects, parse the rest.
-        good: list[tuple[int, bytes]] = []
-        bad: list[tuple[int, bytes]] = []
-        texts = [t for t in data.split(b"\n") if t.strip()]
-        for ln, text in zip(lines.tolist(), texts, strict=True):
-            try:
-                ok = isinstance(json.loads(text), dict)
-            except ValueError:
-                ok = False
-            (good if ok else bad).append((ln, text))
-        malformed = tuple((ln, t.decode("utf-8", "replace")) for ln, t in bad)
-        lines = np.array([ln for ln, _ in good], dtype=np.int64)
-        if good:
-            table = pj.read_json(pa.py_buffer(b"\n".join(t for _, t in good) + b"\n"))
-        else:
-            table = pa.table({})
+        table = None
+    if table is not None and (
+        table.num_rows != len(lines)
+        or any(
+            _is_nested(table.schema.field(c).type)
+            for c in part.columns
+            if c in table.column_names
+        )
+    ):
+        table = None  # objects sharing a line, or nested values: look line by line
+    if table is None:
+        return _json_lines_slowly(part, data, lines, record)
     n = len(lines)
     cols = {}
     for c in part.columns:
         cols[c] = table.column(c) if c in table.column_names else pa.nulls(n)
     out = pa.table(cols) if cols else pa.table({"_": pa.nulls(n)})
-    return Batch(out, np.arange(record, record + n, dtype=np.int64), lines, malformed)
+    return Batch(out, np.arange(record, record + n, dtype=np.int64), lines)
+
+
+def _is_nested(t: pa.DataType) -> bool:
+    return bool(pa.types.is_nested(t))
+
+
+def _json_lines_slowly(part: InputPart, data: bytes, lines: np.ndarray, record: int) -> Batch:
+    """Error path of :func:`_json_block`: decode each line with :mod:`json`."""
+    texts = [t for t in data.split(b"\n") if t.strip()]
+    good_lines: list[int] = []
+    values: dict[str, list[Any]] = {c: [] for c in part.columns}
+    malformed: list[tuple[int | None, str]] = []
+    why: list[tuple[str, str]] = []
+    for ln, text in zip(lines.tolist(), texts, strict=True):
+        shown = text.decode("utf-8", "replace")
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict):
+            malformed.append((ln, shown))
+            why.append(_MALFORMED_WHY)
+            continue
+        problem = None
+        for c in part.columns:
+            v = obj.get(c)
+            if isinstance(v, dict | list):
+                problem = (c, f"{c}: a JSON object or array is not a value")
+            elif isinstance(v, str) and not _encodes(v):
+                problem = (c, f"{c}: not valid Unicode text")
+            if problem is not None:
+                break
+        if problem is not None:
+            malformed.append((ln, shown))
+            why.append(problem)
+            continue
+        good_lines.append(ln)
+        for c in part.columns:
+            values[c].append(obj.get(c))
+    n = len(good_lines)
+    cols = {c: _json_column(v) for c, v in values.items()}
+    out = pa.table(cols) if cols else pa.table({"_": pa.nulls(n)})
+    return Batch(
+        out,
+        np.arange(record, record + n, dtype=np.int64),
+        np.asarray(good_lines, dtype=np.int64),
+        tuple(malformed),
+        None,
+        tuple(why),
+    )
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a \ud800 escape
+        return False
+    return True
+
+
+def _json_column(values: list[Any]) -> pa.Array:
+    """Arrow array of decoded JSON scalars: typed as Arrow infers it, else as text."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return pa.array([_json_text(v) for v in values], pa.string())
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)

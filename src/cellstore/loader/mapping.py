@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 from cellstore.core.codecs import Codec
 from cellstore.core.names import validate_family_name
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
+from cellstore.loader.inputs import INPUT_FORMATS, TextOptions
 
 if TYPE_CHECKING:
     from cellstore.core.metadata import TableMetadata
@@ -65,12 +66,63 @@ TimeUnit = Literal["s", "ms", "us", "ns"]
 TIME_UNITS: Final[tuple[TimeUnit, ...]] = get_args(TimeUnit)
 
 _INPUT_KEYS: Final = frozenset(
-    {"format", "delimiter", "header", "column_names", "quote_char", "null_values", "compression"}
-)
+    {
+        "format", "delimiter", "header", "column_names", "quote_char", "null_values",
+        "compression", "multiline",
+    }
+)  # fmt: skip
+_TOP_KEYS: Final = frozenset({"row_key", "timestamp", "operation", "input", "cells", "columns"})
+_CELL_KEYS: Final = frozenset(
+    {
+        "family", "qualifier", "qualifier_hex", "qualifier_column", "qualifier_codec",
+        "value", "column", "codec",
+    }
+)  # fmt: skip
 
 
 def _as_bytes(value: bytes | str) -> bytes:
-    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidArgumentError(f"qualifier {value!r} is not valid Unicode") from e
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise InvalidArgumentError(f"qualifier must be text or bytes, not {type(value).__name__}")
+
+
+def unknown_keys_message(where: str, unknown: Sequence[Any], known: Sequence[str]) -> str:
+    """``"<where>: unknown key 'x' (did you mean 'y'?); known keys: ..."`` (``difflib``)."""
+    import difflib
+
+    parts = []
+    for key in unknown:
+        text = repr(key)
+        close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+        if close:
+            text += f" (did you mean {close[0]!r}?)"
+        parts.append(text)
+    noun = "key" if len(parts) == 1 else "keys"
+    return f"{where}: unknown {noun} {', '.join(parts)}; known keys: {', '.join(sorted(known))}"
+
+
+def _check_keys(where: str, d: MappingABC[Any, Any], known: frozenset[str]) -> None:
+    unknown = sorted((k for k in d if k not in known), key=str)
+    if unknown:
+        raise InvalidArgumentError(unknown_keys_message(where, unknown, sorted(known)))
+
+
+def _text(value: Any, where: str) -> str:
+    """``value`` if it is a non-empty string, else an :class:`InvalidArgumentError`."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"{where} must be a non-empty string, not {value!r}")
+    return value
+
+
+def _table(value: Any, where: str) -> MappingABC[str, Any]:
+    if not isinstance(value, MappingABC):
+        raise InvalidArgumentError(f"{where} must be a table/object, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,8 +142,8 @@ class KeyColumn:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "codec", Codec.parse(self.codec))
-        if not self.column:
-            raise InvalidArgumentError("row key column name is empty")
+        if not isinstance(self.column, str) or not self.column:
+            raise InvalidArgumentError("row key column name must be a non-empty string")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{"column": ..., "codec": ...}``."""
@@ -122,7 +174,16 @@ class CellMapping:
     codec: Codec = Codec.STRING
 
     def __post_init__(self) -> None:
+        if not isinstance(self.family, str):
+            raise InvalidArgumentError(f"cell mapping: family must be a string: {self.family!r}")
         validate_family_name(self.family)
+        for name in ("qualifier_column", "value"):
+            column = getattr(self, name)
+            if column is not None and (not isinstance(column, str) or not column):
+                raise InvalidArgumentError(
+                    f"cell mapping for family {self.family!r}: {name} must be a non-empty "
+                    f"column name, not {column!r}"
+                )
         if (self.qualifier is None) == (self.qualifier_column is None):
             raise InvalidArgumentError(
                 f"cell mapping for family {self.family!r}: give exactly one of qualifier "
@@ -173,27 +234,33 @@ class CellMapping:
         Raises:
             InvalidArgumentError: on unknown keys or missing parts.
         """
-        known = {
-            "family", "qualifier", "qualifier_hex", "qualifier_column", "qualifier_codec",
-            "value", "column", "codec",
-        }  # fmt: skip
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise InvalidArgumentError(f"cell mapping: unknown key(s) {unknown} in {dict(d)}")
+        d = _table(d, "a [[cells]] entry")
+        _check_keys("cell mapping", d, _CELL_KEYS)
         if "family" not in d:
             raise InvalidArgumentError(f"cell mapping needs a family: {dict(d)}")
+        family = _text(d["family"], "cell mapping family")
         qualifier: bytes | None = None
         if "qualifier_hex" in d:
-            qualifier = bytes.fromhex(str(d["qualifier_hex"]))
+            try:
+                qualifier = bytes.fromhex(_text(d["qualifier_hex"], "qualifier_hex"))
+            except ValueError as e:
+                raise InvalidArgumentError(
+                    f"cell mapping for family {family!r}: qualifier_hex is not hex"
+                ) from e
         elif "qualifier" in d:
+            if not isinstance(d["qualifier"], str):
+                raise InvalidArgumentError(
+                    f"cell mapping for family {family!r}: qualifier must be a string"
+                )
             qualifier = _as_bytes(d["qualifier"])
         value = d.get("value", d.get("column"))
+        qcol = d.get("qualifier_column")
         return cls(
-            family=str(d["family"]),
+            family=family,
             qualifier=qualifier,
-            qualifier_column=d.get("qualifier_column"),
+            qualifier_column=None if qcol is None else _text(qcol, "qualifier_column"),
             qualifier_codec=Codec.parse(d.get("qualifier_codec", "string")),
-            value=None if value is None else str(value),
+            value=None if value is None else _text(value, "cell mapping value column"),
             codec=Codec.parse(d.get("codec", "string")),
         )
 
@@ -248,8 +315,8 @@ class Mapping:
             ``DeleteFamily`` and ``DeleteFamilyVersion`` records give one marker per mapped
             family.
         input_options: Defaults for reading text inputs (``format``, ``delimiter``,
-            ``header``, ``column_names``, ``quote_char``, ``null_values``, ``compression``),
-            from a mapping file's ``[input]`` table.
+            ``header``, ``column_names``, ``quote_char``, ``null_values``, ``compression``,
+            ``multiline``), from a mapping file's ``[input]`` table.
     """
 
     cells: tuple[CellMapping, ...]
@@ -270,11 +337,23 @@ class Mapping:
                 f"timestamp unit must be one of {', '.join(TIME_UNITS)}, "
                 f"not {self.timestamp_unit!r}"
             )
-        unknown = sorted(set(self.input_options) - _INPUT_KEYS)
-        if unknown:
+        for name in ("timestamp_column", "operation_column"):
+            column = getattr(self, name)
+            if column is not None and (not isinstance(column, str) or not column):
+                raise InvalidArgumentError(f"mapping {name} must be a non-empty column name")
+        options = _table(self.input_options, "mapping [input]")
+        _check_keys("mapping [input]", options, _INPUT_KEYS)
+        fmt = options.get("format")
+        if fmt is not None and fmt not in INPUT_FORMATS:
             raise InvalidArgumentError(
-                f"mapping [input]: unknown option(s) {unknown}; known: {sorted(_INPUT_KEYS)}"
+                f"mapping [input] format must be one of {', '.join(INPUT_FORMATS)}, not {fmt!r}"
             )
+        # Options of the wrong type or value fail here; a missing column_names (no header)
+        # may still come from the command line, so header is checked for its type only.
+        checked = dict(options)
+        if not isinstance(checked.pop("header", True), bool):
+            raise InvalidArgumentError("mapping [input] header must be true or false")
+        TextOptions.from_options(checked)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -300,6 +379,30 @@ class Mapping:
             if extra is not None:
                 cols.append(extra)
         return tuple(dict.fromkeys(cols))
+
+    def column_uses(self, spec: RowKeySpec | None = None) -> dict[str, str]:
+        """Which mapping entry reads each input column (first use), for error messages.
+
+        For example ``{"id": "row_key", "v": "cells[0] (f:v) value",
+        "ts": "timestamp"}``.
+        """
+        uses: dict[str, str] = {}
+        key = self.row_key if self.row_key is not None else spec
+        if isinstance(key, KeyColumn):
+            uses.setdefault(key.column, "row_key")
+        elif key is not None:
+            for i, f in enumerate(key.fields):
+                uses.setdefault(f.name, f"row_key.fields[{i}]")
+        for j, c in enumerate(self.cells):
+            if c.qualifier_column is not None:
+                uses.setdefault(c.qualifier_column, f"cells[{j}] ({c.name}) qualifier_column")
+            if c.value is not None:
+                uses.setdefault(c.value, f"cells[{j}] ({c.name}) value")
+        if self.timestamp_column is not None:
+            uses.setdefault(self.timestamp_column, "timestamp")
+        if self.operation_column is not None:
+            uses.setdefault(self.operation_column, "operation")
+        return uses
 
     def validate(self, metadata: TableMetadata) -> None:
         """Check the mapping against a table: families exist, a row key is defined.
@@ -362,10 +465,8 @@ class Mapping:
         Raises:
             InvalidArgumentError: on unknown keys or malformed entries.
         """
-        keys = {"row_key", "timestamp", "operation", "input", "cells", "columns"}
-        unknown = sorted(set(d) - keys)
-        if unknown:
-            raise InvalidArgumentError(f"mapping: unknown key(s) {unknown}")
+        d = _table(d, "a mapping")
+        _check_keys("mapping", d, _TOP_KEYS)
         row_key: KeyColumn | RowKeySpec | None = None
         rk = d.get("row_key")
         if isinstance(rk, str):
@@ -377,15 +478,25 @@ class Mapping:
                 doc = dict(rk)
                 if "salt_buckets" in doc:
                     doc["salt-buckets"] = doc.pop("salt_buckets")
-                row_key = RowKeySpec.from_dict(doc)
+                try:
+                    row_key = RowKeySpec.from_dict(doc)
+                except InvalidArgumentError as e:
+                    raise InvalidArgumentError(f"mapping row_key: {e}") from e
+                except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as e:
+                    raise InvalidArgumentError(
+                        f"mapping row_key: not a valid row-key spec ({type(e).__name__}: {e})"
+                    ) from e
             else:
-                extra = sorted(set(rk) - {"column", "codec"})
-                if extra or "column" not in rk:
+                _check_keys("mapping row_key", rk, frozenset({"column", "codec"}))
+                if "column" not in rk:
                     raise InvalidArgumentError(
                         f"mapping row_key: expected a column name, {{column, codec}} or a "
                         f"row-key spec with fields, got {dict(rk)}"
                     )
-                row_key = KeyColumn(column=str(rk["column"]), codec=rk.get("codec", "string"))
+                row_key = KeyColumn(
+                    column=_text(rk["column"], "mapping row_key column"),
+                    codec=Codec.parse(rk.get("codec", "string")),
+                )
         elif rk is not None:
             raise InvalidArgumentError(f"mapping row_key: unexpected value {rk!r}")
         ts = d.get("timestamp")
@@ -394,14 +505,18 @@ class Mapping:
         if isinstance(ts, str):
             ts_column = ts
         elif isinstance(ts, MappingABC):
-            extra = sorted(set(ts) - {"column", "unit"})
-            if extra or "column" not in ts:
+            _check_keys("mapping timestamp", ts, frozenset({"column", "unit"}))
+            if "column" not in ts:
                 raise InvalidArgumentError(f"mapping timestamp: expected {{column, unit}}: {ts}")
-            ts_column, unit = str(ts["column"]), str(ts.get("unit", "ms"))
+            ts_column = _text(ts["column"], "mapping timestamp column")
+            unit = ts.get("unit", "ms")
         elif ts is not None:
             raise InvalidArgumentError(f"mapping timestamp: unexpected value {ts!r}")
-        cells = [CellMapping.from_dict(c) for c in d.get("cells", ())]
-        for name, source in dict(d.get("columns", {})).items():
+        raw_cells = d.get("cells", ())
+        if not isinstance(raw_cells, list | tuple):
+            raise InvalidArgumentError("mapping cells must be a list of [[cells]] entries")
+        cells = [CellMapping.from_dict(c) for c in raw_cells]
+        for name, source in _table(d.get("columns", {}), "mapping columns").items():
             family, colon, qualifier = str(name).partition(":")
             if not colon:
                 raise InvalidArgumentError(f"mapping columns: {name!r} is not family:qualifier")
@@ -413,8 +528,8 @@ class Mapping:
             row_key=row_key,
             timestamp_column=ts_column,
             timestamp_unit=unit,
-            operation_column=None if op is None else str(op),
-            input_options=dict(d.get("input", {})),
+            operation_column=None if op is None else _text(op, "mapping operation"),
+            input_options=dict(_table(d.get("input", {}), "mapping [input]")),
         )
 
     @classmethod
@@ -437,7 +552,7 @@ class Mapping:
                 doc: Any = tomllib.loads(data.decode("utf-8"))
             else:
                 doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
             raise InvalidArgumentError(f"mapping file {path}: {e}") from e
         if not isinstance(doc, dict):
             raise InvalidArgumentError(f"mapping file {path}: not a table/object")

@@ -126,7 +126,7 @@ class TableTarget:
 
     Attributes:
         url: The filesystem's protocol-qualified URL of the table directory.
-        storage_options: fsspec options for it.
+        storage_options: fsspec options for it (may hold secrets: not in the ``repr``).
         name: Table name.
         families: The table's families.
         regions: The regions the load routes to (the base version's).
@@ -134,7 +134,7 @@ class TableTarget:
     """
 
     url: str
-    storage_options: MappingABC[str, Any] = field(default_factory=dict)
+    storage_options: MappingABC[str, Any] = field(default_factory=dict, repr=False)
     name: str
     families: tuple[Family, ...]
     regions: tuple[Region, ...]
@@ -243,10 +243,12 @@ def plan_load(
 
     Raises:
         InvalidFamilyError, InvalidArgumentError: a mapping that does not fit the table,
-            an input that does not exist or has an unknown format.
+            an input that does not exist, has an unknown format, or lacks a mapped column
+            (checked against its schema or header before any data is read).
     """
     bound = bind_mapping(mapping, metadata)
-    columns = mapping.input_columns(getattr(metadata, "row_key", None))
+    spec = getattr(metadata, "row_key", None)
+    columns = mapping.input_columns(spec)
     target_part = max(1 << 16, settings.run_bytes)
     inputs = discover_inputs(
         source,
@@ -255,6 +257,7 @@ def plan_load(
         text=text,
         storage_options=input_storage_options,
         target_part_bytes=target_part,
+        column_uses=mapping.column_uses(spec),
     )
     estimated = inputs.estimated_bytes
     mode: LoadMode = "merge" if estimated * MEMORY_FACTOR <= settings.memory_budget else "spill"
@@ -323,6 +326,7 @@ def sample_split_keys(
         text=text,
         storage_options=input_storage_options,
         target_part_bytes=64 << 20,
+        column_uses=mapping.column_uses(),
     )
     if inputs.dask_frame is not None:
         raise InvalidArgumentError("pre-splitting by sampled keys is not supported for Dask input")

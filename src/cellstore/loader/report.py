@@ -22,6 +22,7 @@ import fsspec
 
 from cellstore.fs import join, makedirs_for
 from cellstore.loader.keycheck import KeyFinding
+from cellstore.storefiles.layout import bad_records_file_name, report_file_name
 
 __all__ = ["BadRecord", "LoadReport", "write_bad_records", "write_report"]
 
@@ -159,7 +160,7 @@ def write_bad_records(
     fs: fsspec.AbstractFileSystem, directory: str, load_id: str, records: Sequence[BadRecord]
 ) -> str:
     """Write ``<directory>/<load_id>.bad.jsonl`` and return its path."""
-    path = join(directory, f"{load_id}.bad.jsonl")
+    path = join(directory, bad_records_file_name(load_id))
     makedirs_for(fs, path)
     text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in records)
     with fs.open(path, "wb") as f:
@@ -171,7 +172,7 @@ def write_report(
     fs: fsspec.AbstractFileSystem, directory: str, report: LoadReport
 ) -> str:
     """Write ``<directory>/<load_id>.report.json`` and return its path."""
-    path = join(directory, f"{report.load_id}.report.json")
+    path = join(directory, report_file_name(report.load_id))
     makedirs_for(fs, path)
     doc = {**report.to_dict(), "report-path": path}
     with fs.open(path, "wb") as f:

@@ -12,7 +12,7 @@ merged, ``MERGE_FAN_IN`` at a time, by a k-way merge that streams every run in c
   smallest "last row read" of the runs that are not exhausted are complete in memory, so
   they are merged (:func:`~cellstore.core.semantics.merge_runs`: later runs win exact key
   ties, as readers would resolve them) and streamed into the output file
-  (:class:`~cellstore.storefiles.stream.StoreFileStreamWriter`), rolled at
+  (:class:`~cellstore.storefiles.writer.RollingWriter`), rolled at
   ``max_file_bytes`` between chunks;
 * memory per merge task stays about ``fan-in x chunk`` cells: the chunk size is derived
   from the memory budget per worker and the runs' cell size.
@@ -29,7 +29,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import quote
 
 import fsspec
 import pyarrow as pa
@@ -41,7 +40,7 @@ from cellstore.fs import join
 from cellstore.ingest import WrittenFile
 from cellstore.loader.plan import MEMORY_FACTOR, LoadPlan
 from cellstore.storefiles import StoreFileReader
-from cellstore.storefiles.stream import StoreFileStreamWriter
+from cellstore.storefiles.writer import RollingWriter
 
 __all__ = ["MERGE_FAN_IN", "MergeTask", "consolidate_runs", "merge_run_group"]
 
@@ -173,27 +172,20 @@ def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile],
                    for w in task.files]
         total_in = sum(r.info.cells for r in readers)
         chunk = _chunk_cells(plan, readers)
-        writer: StoreFileStreamWriter | None = None
-        rel = ""
-        try:
+        with RollingWriter(
+            fs,
+            path,
+            region=task.region,
+            family=family,
+            stem=task.stem,
+            seq=plan.seq,
+            load_id=plan.load_id,
+            max_file_bytes=plan.settings.max_file_bytes,
+            row_group_cells=plan.settings.row_group_cells,
+        ) as writer:
             for cells in _merged_chunks(readers, chunk):
-                if writer is not None and writer.bytes >= plan.settings.max_file_bytes:
-                    out.append(WrittenFile(task.region, rel, writer.close()))
-                    writer = None
-                if writer is None:
-                    rel = join("data", task.region, quote(family.name, safe=""),
-                               f"{task.stem}-{len(out):03d}.parquet")
-                    writer = StoreFileStreamWriter(
-                        fs, join(path, rel), family=family, seq=plan.seq,
-                        load_id=plan.load_id, row_group_cells=plan.settings.row_group_cells,
-                    )
                 writer.write(cells)
-            if writer is not None:
-                out.append(WrittenFile(task.region, rel, writer.close()))
-                writer = None
-        finally:
-            if writer is not None:
-                writer.abort()
+            out = writer.close()
     for w in task.files:
         with contextlib.suppress(OSError):
             fs.rm(join(path, w.relpath))

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.semantics import merge_resolve
-from cellstore.fs import join
+from cellstore.errors import CellstoreError, CorruptFileError
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import RowGroupStats, StoreFileReader
 from cellstore.storefiles.reader import slice_rows
@@ -72,10 +72,28 @@ def read_task(
         point_row: When the task is a single-row read, the row; files whose Bloom filter
             rules the row out are not read.
         reverse: Rows in descending order (cells inside a row keep their order).
+
+    Raises:
+        MissingFileError: a store file of the task is gone.
+        CorruptFileError: a store file does not match its manifest entry, fails a page
+            checksum, or its cells do not decode; the message names the file(s).
     """
     parts = []
     for fam in task.families:
-        visible = _read_family(fs, task, fam, point_row)
+        try:
+            visible = _read_family(fs, task, fam, point_row)
+        except CellstoreError:
+            raise
+        except (pa.ArrowException, ValueError, IndexError, KeyError, OverflowError) as e:
+            # Cells that passed their page checksums but do not decode consistently (a
+            # damaged page header or footer): the files are corrupt, say which.
+            where = f"table {task.table} version {task.version}: " if task.table else ""
+            names = ", ".join(path for path, _ in fam.files)
+            raise CorruptFileError(
+                f"{where}store files of region {task.region}, family {fam.family.name} "
+                f"({names}) cannot be decoded ({type(e).__name__}: {e}); run `cellstore "
+                "verify`, then restore from a snapshot (`cellstore restore`)"
+            ) from e
         if visible.num_rows:
             fam_col = pc.fill_null(pa.nulls(visible.num_rows, pa.string()), fam.family.name)
             parts.append(visible.add_column(1, pa.field("family", pa.string(), False), fam_col))
@@ -107,7 +125,7 @@ def _read_family(
     try:
         sources = []
         for relpath, seq in fam.files:
-            reader = StoreFileReader(fs, join(task.table_path, relpath))
+            reader = task.open_file(fs, fam, relpath)
             readers.append(reader)
             if point_row is not None and not reader.might_contain_row(point_row):
                 continue

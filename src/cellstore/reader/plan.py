@@ -20,8 +20,8 @@ from cellstore.core.keys import as_bytes
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidRowRangeError
-from cellstore.fs import join
 from cellstore.storefiles import StoreFileReader
+from cellstore.storefiles.layout import entry_path
 
 __all__ = [
     "DEFAULT_TASK_MEMORY",
@@ -50,11 +50,22 @@ class FamilyRead:
         family: The family's settings.
         files: ``(path relative to the table, sequence number)`` of each file, oldest first.
         spec: The semantics to apply (versions, time range, raw, columns, now).
+        entries: The manifest entries of ``files``: a file is checked against its entry
+            when opened (size and footer, see :class:`~cellstore.storefiles.StoreFileReader`).
+            Every task the planner makes carries them.
     """
 
     family: Family
     files: tuple[tuple[str, int], ...]
     spec: ReadSpec
+    entries: tuple[FileEntry, ...] = ()
+
+    def entry(self, path: str) -> FileEntry | None:
+        """The manifest entry of file ``path``, or None if the task carries none."""
+        for e in self.entries:
+            if e.path == path:
+                return e
+        return None
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,8 @@ class ScanTask:
         families: What to read for each requested family, in family order.
         filters: The scan's filters and the per-family limits applied after them, or None.
         strip_salt: Drop the first byte (the salt) of every returned row key.
+        table: The table's name (for error messages), or None.
+        version: The table version planned (for error messages), or None.
     """
 
     table_path: str
@@ -78,6 +91,25 @@ class ScanTask:
     families: tuple[FamilyRead, ...]
     filters: FilterPlan | None = None
     strip_salt: bool = False
+    table: str | None = None
+    version: int | None = None
+
+    def open_file(
+        self, fs: fsspec.AbstractFileSystem, fam: FamilyRead, path: str
+    ) -> StoreFileReader:
+        """Open store file ``path`` of ``fam``, checked against its manifest entry.
+
+        Raises:
+            MissingFileError: the file is gone.
+            CorruptFileError: the file does not match its entry or cannot be read.
+        """
+        return StoreFileReader(
+            fs,
+            entry_path(self.table_path, path, table=self.table, version=self.version),
+            entry=fam.entry(path),
+            table=self.table,
+            version=self.version,
+        )
 
 
 def prefix_stop_row(prefix: bytes) -> bytes:
@@ -165,6 +197,8 @@ def plan_tasks(
         filters: The scan's filters, carried by every task.
         strip_salt: Tasks drop the salt byte from returned rows.
     """
+    for f in metadata.files:  # refuse a path leaving the table's warehouse before reading
+        entry_path(table_path, f.path, table=metadata.name, version=metadata.version)
     tasks: list[ScanTask] = []
     for start, stop in ranges:
         for region in metadata.regions:
@@ -176,12 +210,13 @@ def plan_tasks(
             reads = []
             for fname, spec in specs.items():
                 lo_ts = spec.time_range[0] if spec.time_range is not None else 0
-                files = tuple(
-                    (f.path, f.seq)
+                entries = tuple(
+                    f
                     for f in metadata.files_of(region.id, fname)
                     if _overlaps(f, t_start, t_stop) and f.max_ts >= lo_ts
                 )
-                reads.append(FamilyRead(metadata.family(fname), files, spec))
+                files = tuple((f.path, f.seq) for f in entries)
+                reads.append(FamilyRead(metadata.family(fname), files, spec, entries))
             if any(r.files for r in reads):
                 tasks.append(
                     ScanTask(
@@ -192,6 +227,8 @@ def plan_tasks(
                         tuple(reads),
                         filters=filters,
                         strip_salt=strip_salt,
+                        table=metadata.name,
+                        version=metadata.version,
                     )
                 )
     return tasks
@@ -218,8 +255,8 @@ def split_tasks(
     sizes = {f.path: f.size for f in metadata.files}
     out: list[ScanTask] = []
     for task in tasks:
-        paths = [p for fam in task.families for p, _ in fam.files]
-        if sum(sizes.get(p, 0) for p in paths) * _MAX_EXPANSION <= budget:
+        paths = [(fam, p) for fam in task.families for p, _ in fam.files]
+        if sum(sizes.get(p, 0) for _, p in paths) * _MAX_EXPANSION <= budget:
             out.append(task)
             continue
         cuts = _cut_points(fs, task, paths, budget)
@@ -233,6 +270,7 @@ def split_tasks(
                 replace(
                     fam,
                     files=tuple((p, seq) for p, seq in fam.files if _overlaps(entries[p], lo, hi)),
+                    entries=tuple(e for e in fam.entries if _overlaps(e, lo, hi)),
                 )
                 for fam in task.families
             )
@@ -242,12 +280,15 @@ def split_tasks(
 
 
 def _cut_points(
-    fs: fsspec.AbstractFileSystem, task: ScanTask, paths: Sequence[str], budget: int
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    paths: Sequence[tuple[FamilyRead, str]],
+    budget: int,
 ) -> list[bytes]:
     """Row keys that cut the task's row groups into pieces of at most ``budget`` bytes."""
     groups: list[tuple[bytes, int]] = []  # (first row of the row group, uncompressed bytes)
-    for path in paths:
-        with StoreFileReader(fs, join(task.table_path, path)) as reader:
+    for fam, path in paths:
+        with task.open_file(fs, fam, path) as reader:
             meta = reader.parquet.metadata
             for rg in reader.row_groups():
                 if not rg.may_overlap(task.start, task.stop):

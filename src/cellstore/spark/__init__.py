@@ -10,9 +10,8 @@ scan planner, read path, mapping and loader tasks as the Dask API::
           .option("root", "s3://bucket/warehouse")
           .option("table", "ns:webtable")
           .option("columns", "contents:html,anchor")
-          .option("pushdown", "true")                   # opt-in, see the README
+          .option("start_row", "com.example")           # a row range: exact and cheap
           .load())
-    df.filter(df.row >= b"com.example").show()          # pushed: a row range
 
     (users.write.format("cellstore").mode("append")
      .option("root", "s3://bucket/warehouse").option("table", "users")
@@ -20,11 +19,16 @@ scan planner, read path, mapping and loader tasks as the Dask API::
      .save())                                           # one commit for the whole write
 
 Needs ``pip install "cellstore[spark]"`` (pyspark >= 4.1) and Java 17. Options and
-semantics are in the README, "Running on a cluster".
+semantics are in the README, "Running on a cluster". Spark's filters on ``row`` and
+``family`` are pushed into the scan only where Spark plans every query afresh (see
+:mod:`cellstore.spark.source`); the ``start_row``/``stop_row``/``row_prefix``/``key``
+options narrow the scan on every Spark.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 try:
@@ -41,6 +45,8 @@ from cellstore.spark.source import (
     CellstoreReader,
     CellstoreWriter,
     ScanPartition,
+    arrow_schema,
+    spark_plans_each_query,
     spark_schema,
 )
 from cellstore.spark.write import PartitionResult, SparkLoad
@@ -56,7 +62,9 @@ __all__ = [
     "ScanPartition",
     "SparkLoad",
     "WriteOptions",
+    "arrow_schema",
     "register",
+    "spark_plans_each_query",
     "spark_schema",
 ]
 
@@ -64,12 +72,41 @@ __all__ = [
 def register(spark: Any, *, pushdown: bool = True) -> None:
     """Register the ``cellstore`` format with a SparkSession.
 
+    In local mode (``master("local[...]")``) without ``PYSPARK_PYTHON``, Spark would start
+    its Python workers as ``python3`` from ``PATH``, often an interpreter without cellstore;
+    the format is then registered to run on this interpreter (``sys.executable``) instead.
+    Other Python code of the session is unaffected. On a cluster, executors need cellstore
+    installed in the Python that ``PYSPARK_PYTHON`` (or ``spark.pyspark.python``) names.
+
     Args:
         spark: The ``pyspark.sql.SparkSession``.
-        pushdown: Also set ``spark.sql.python.filterPushdown.enabled``, which reads with
-            the option ``pushdown=true`` need (Spark refuses a source that takes filters
-            while it is off). Reads without that option are unaffected by the setting.
+        pushdown: Also set ``spark.sql.python.filterPushdown.enabled``, which reads that
+            take Spark's filters need (Spark refuses a source that takes filters while it
+            is off); see the ``pushdown`` read option. Other reads ignore the setting.
     """
     if pushdown:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(CellstoreDataSource)
+    context = _local_context(spark)
+    if context is None:
+        spark.dataSource.register(CellstoreDataSource)
+        return
+    saved = context.pythonExec
+    context.pythonExec = sys.executable
+    try:
+        spark.dataSource.register(CellstoreDataSource)
+    finally:
+        context.pythonExec = saved
+
+
+def _local_context(spark: Any) -> Any:
+    """The session's local-mode SparkContext when it would start workers as ``python3``."""
+    if os.environ.get("PYSPARK_PYTHON"):
+        return None
+    try:
+        context = spark.sparkContext  # Spark Connect sessions have none: they raise
+    except Exception:
+        return None
+    master = str(getattr(context, "master", "") or "")
+    if not master.startswith("local") or getattr(context, "pythonExec", None) != "python3":
+        return None
+    return context

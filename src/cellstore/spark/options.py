@@ -139,6 +139,18 @@ def _pairs(text: str, *, name: str) -> dict[str, str]:
     return out
 
 
+def _pushdown(text: str) -> bool | None:
+    """The ``pushdown`` option: ``auto`` (None) or a boolean."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        return parse_bool(text, name="pushdown")
+    except InvalidArgumentError:
+        raise InvalidArgumentError(
+            f"option 'pushdown' must be auto, true or false, got {text!r}"
+        ) from None
+
+
 def _storage_options(options: Mapping[str, str]) -> dict[str, Any]:
     text = options.get("storage_options")
     if not text:
@@ -224,11 +236,11 @@ class ReadOptions:
         version: Table version to read (as-of read), or None for the latest.
         scan: Keyword arguments of ``Table.scan`` other than the row range.
         bounds: The row range from ``start_row``/``stop_row``/``row_prefix``.
-        pushdown: Whether the reader takes Spark's filters on ``row`` and ``family``
-            (opt-in; needs ``spark.sql.python.filterPushdown.enabled``). Off by default:
-            Spark (4.1-4.3) keeps the partitions of a DataFrame's last pushed-down query
-            and reuses them for a later query on the same DataFrame that has no filters
-            it can push, which would then miss rows.
+        pushdown: Whether the reader takes Spark's filters on ``row`` and ``family``:
+            True, False, or None (option ``auto``, the default) for "where Spark plans
+            each query afresh" (see :func:`cellstore.spark.source.pushdown_enabled`;
+            Spark 4.1-4.3 reuse a DataFrame's last pushed-down plan for later queries).
+            Needs ``spark.sql.python.filterPushdown.enabled`` when on.
     """
 
     root: str
@@ -237,7 +249,7 @@ class ReadOptions:
     version: int | None = None
     scan: Mapping[str, Any] = field(default_factory=dict)
     bounds: RowBounds = RowBounds()
-    pushdown: bool = False
+    pushdown: bool | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -305,7 +317,7 @@ class ReadOptions:
             version=_int(opts["version"], name="version") if opts.get("version") else None,
             scan=scan,
             bounds=bounds,
-            pushdown=parse_bool(opts.get("pushdown", "false"), name="pushdown"),
+            pushdown=_pushdown(opts.get("pushdown", "auto")),
         )
 
     @property

@@ -6,15 +6,26 @@ bucket's key range) becomes one Spark input partition, read on an executor into 
 record batches by the same code as ``Scan.to_dask()``'s partitions. Writes are bulk loads
 (see :mod:`cellstore.spark.write`): executors write sorted store files, the driver commits
 them all at once.
+
+Pushdown and Spark's plan reuse: Spark 4.1-4.3 keep the partitions and read function that a
+filter pushdown planned on the DataFrame's data source object, and reuse them for any later
+query on that DataFrame that gives Python no filter (``df.count()`` after
+``df.filter(df.row >= k).count()`` would count only ``k..``). No Python-side state can tell
+the two queries apart (the later one never reaches Python), so pushdown is only safe where
+Spark plans every query afresh (the scan keeps its own read info:
+:data:`PER_QUERY_PLANNING_SINCE`). The ``pushdown`` option defaults to ``auto``: on there,
+off elsewhere; ``true`` on an older Spark is refused.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 import pyarrow as pa
+import pyspark
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -66,16 +77,66 @@ from cellstore.warehouse import Table, connect
 
 __all__ = [
     "BATCH_ROWS",
+    "PER_QUERY_PLANNING_SINCE",
     "CellstoreCommitMessage",
     "CellstoreDataSource",
     "CellstoreReader",
     "CellstoreWriter",
     "ScanPartition",
+    "arrow_schema",
+    "pushdown_enabled",
+    "spark_plans_each_query",
     "spark_schema",
 ]
 
 #: Rows per Arrow record batch handed to Spark.
 BATCH_ROWS: Final = 65_536
+
+#: First Spark release whose Python data source scans keep their own pushdown result
+#: (apache/spark ``PythonScanBuilder`` carries the read info into its ``PythonScan``, from
+#: SPARK-58551, 5.0). Releases 4.1.0-4.3.x store it on the data source object shared by every
+#: query of a DataFrame and reuse it for a later query with no pushable filter.
+PER_QUERY_PLANNING_SINCE: Final = (5, 0)
+
+
+def spark_plans_each_query(version: str | None = None) -> bool:
+    """Whether this Spark plans each query's read afresh, so filter pushdown is safe.
+
+    Args:
+        version: A PySpark version string; default: the installed ``pyspark.__version__``
+            (the Python workers that plan reads run the same installation).
+
+    Returns:
+        True from :data:`PER_QUERY_PLANNING_SINCE` on (pre-releases included).
+    """
+    text = pyspark.__version__ if version is None else version
+    parts: list[int] = []
+    for piece in text.split(".")[:2]:
+        digits = "".join(itertools.takewhile(str.isdigit, piece))
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts) >= PER_QUERY_PLANNING_SINCE
+
+
+def pushdown_enabled(options: ReadOptions, *, version: str | None = None) -> bool:
+    """Whether a read with ``options`` takes Spark's filters (see the module docstring).
+
+    Raises:
+        InvalidArgumentError: ``pushdown=true`` on a Spark that reuses a DataFrame's
+            pushed-down plan across queries.
+    """
+    safe = spark_plans_each_query(version)
+    if options.pushdown is None:
+        return safe
+    if options.pushdown and not safe:
+        raise InvalidArgumentError(
+            f"option 'pushdown': Spark {pyspark.__version__ if version is None else version} "
+            "reuses a DataFrame's pushed-down plan for its later queries (they would miss "
+            "rows), so cellstore does not take Spark's filters before Spark "
+            f"{'.'.join(map(str, PER_QUERY_PLANNING_SINCE))}; give the row range as the "
+            "'start_row'/'stop_row'/'row_prefix'/'key' options instead (exact and never "
+            "reused wrongly), or leave 'pushdown' at 'auto'"
+        )
+    return options.pushdown
 
 
 def _spark_type(t: pa.DataType) -> DataType:
@@ -112,6 +173,45 @@ def spark_schema(schema: pa.Schema) -> StructType:
     )
 
 
+def _arrow_type(t: DataType) -> pa.DataType:
+    """The Arrow type Spark's Arrow exchange uses for ``t`` (timestamps in UTC)."""
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, TimestampType):
+        return pa.timestamp("us", tz="UTC")
+    simple: list[tuple[type[DataType], pa.DataType]] = [
+        (BinaryType, pa.binary()),
+        (StringType, pa.string()),
+        (BooleanType, pa.bool_()),
+        (ByteType, pa.int8()),
+        (ShortType, pa.int16()),
+        (IntegerType, pa.int32()),
+        (LongType, pa.int64()),
+        (FloatType, pa.float32()),
+        (DoubleType, pa.float64()),
+        (DateType, pa.date32()),
+        (TimestampNTZType, pa.timestamp("us")),
+    ]
+    for spark, arrow in simple:
+        if isinstance(t, spark):
+            return arrow
+    raise InvalidArgumentError(f"cellstore cannot read into Spark type {t.simpleString()}")
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of the record batches Spark expects for ``schema``.
+
+    Built from the Spark types :func:`spark_schema` produces (PySpark's own converter is
+    private and changed its signature between releases). Spark checks batches against it.
+
+    Raises:
+        InvalidArgumentError: a field of a type cellstore never produces.
+    """
+    return pa.schema(
+        [pa.field(f.name, _arrow_type(f.dataType), nullable=f.nullable) for f in schema]
+    )
+
+
 def _open_table(options: ReadOptions) -> Table:
     wh = connect(options.root, storage_options=options.storage_options)
     return wh.table(options.table, version=options.version)
@@ -133,9 +233,11 @@ class ScanPartition(InputPartition):
 class _ScanReader(DataSourceReader):
     """Reads a cellstore scan: partitions from the planner, Arrow batches out."""
 
-    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+    def __init__(self, options: ReadOptions, schema: StructType | None) -> None:
         self.options = options
         self.schema = schema
+        #: The Arrow schema batches are cast to (None: the scan's own).
+        self.target = arrow_schema(schema) if schema is not None else None
         self.bounds = options.bounds
         #: Families a pushed ``family`` filter narrowed the scan to, or None.
         self.families: frozenset[str] | None = None
@@ -166,12 +268,10 @@ class _ScanReader(DataSourceReader):
         """The partition's rows as Arrow record batches of the scan's schema."""
         if not isinstance(partition, ScanPartition):
             return  # no partitions planned: Spark reads one empty placeholder
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        target = to_arrow_schema(self.schema, timezone="UTC")
         table = partition.reader.read_arrow(partition.task)
         if table.num_rows == 0:
             return
+        target = self.target if self.target is not None else table.schema
         columns = [
             table.column(f.name).cast(f.type)
             if table.schema.field(f.name).type != f.type
@@ -193,12 +293,10 @@ def _row_key(value: Any) -> bytes | None:
 class CellstoreReader(_ScanReader):
     """:class:`_ScanReader` that also takes Spark's filters on ``row`` and ``family``.
 
-    Used for reads with the option ``pushdown=true``. Caveat (Spark 4.1-4.3): Spark caches
-    the planned partitions of a DataFrame's last pushed-down query and reuses them for a
-    later query on the same DataFrame object that has no filter Spark can hand to a Python
-    source (``df.count()`` after ``df.filter(df.row >= k).count()``), so that query would
-    miss rows. Read again (``spark.read...load()``) for each query, or pass the row range
-    as the ``start_row``/``stop_row``/``row_prefix`` options (never cached wrongly).
+    Used where :func:`pushdown_enabled` says so. Its plan is a pure function of the read
+    options and the filters of the last :meth:`pushFilters` call (each call starts again
+    from the options' row range and families; a reader that gets no call plans the options'
+    scan), and :meth:`partitions` plans afresh each time it is called.
 
     Pushed filters (all exact; Spark does not evaluate them again):
 
@@ -215,7 +313,13 @@ class CellstoreReader(_ScanReader):
     """
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
-        """Apply the filters this source handles; return the rest for Spark."""
+        """Narrow the scan by the filters this source handles; return the rest for Spark.
+
+        Filters of an earlier call are forgotten: the scan is the options' scan narrowed
+        by ``filters`` only.
+        """
+        self.bounds = self.options.bounds
+        self.families = None
         keep: list[Filter] = []
         for f in filters:
             if not self._push(f):
@@ -320,9 +424,14 @@ class CellstoreDataSource(DataSource):
         return spark_schema(scan.partition_reader().schema())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """A reader of the scan the options describe."""
+        """A reader of the scan the options describe (taking filters if pushdown is on).
+
+        Raises:
+            InvalidArgumentError: malformed options, ``pushdown=true`` on a Spark that
+                reuses pushed-down plans, or a schema cellstore cannot produce.
+        """
         options = ReadOptions.parse(self.options)
-        if options.pushdown:
+        if pushdown_enabled(options):
             return CellstoreReader(options, schema)
         return _ScanReader(options, schema)
 

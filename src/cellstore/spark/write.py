@@ -28,11 +28,11 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from urllib.parse import quote
 
 import fsspec
 import pyarrow as pa
 
+from cellstore.core.names import validate_load_id
 from cellstore.errors import InvalidArgumentError
 from cellstore.fs import ensure_exclusive_create, join
 from cellstore.ingest import WrittenFile, new_load_id, now_ms
@@ -50,6 +50,7 @@ from cellstore.loader.plan import TableTarget, bind_mapping
 from cellstore.loader.report import write_bad_records, write_report
 from cellstore.manifest import TableLog
 from cellstore.spark.options import WriteOptions, missing_columns
+from cellstore.storefiles.layout import loads_dir, store_dir_relpath
 from cellstore.warehouse import connect
 
 __all__ = [
@@ -127,7 +128,7 @@ def prepare_load(options: WriteOptions, *, input_columns: Sequence[str]) -> Spar
             f"the DataFrame has no column(s) {missing} that the mapping reads "
             f"(it has {list(input_columns)})"
         )
-    load_id = options.load_id or new_load_id()
+    load_id = validate_load_id(options.load_id or new_load_id())
     settings = LoadSettings(
         memory_budget=options.memory_budget,
         max_file_bytes=options.max_file_bytes,
@@ -306,7 +307,7 @@ def commit_partitions(load: SparkLoad, results: Sequence[PartitionResult]) -> Lo
     if already:
         _remove(plan, written)
         written = []
-    report_dir = join(table_path, "_loads")
+    report_dir = loads_dir(table_path)
     bad_path = write_bad_records(fs, report_dir, plan.load_id, bad) if bad else None
     reasons = Counter(b.reason for b in bad)
     report = LoadReport(
@@ -355,7 +356,7 @@ def abort_partitions(load: SparkLoad, results: Sequence[PartitionResult | None])
 
 
 def _family_dir(table_path: str, region: str, family: str) -> str:
-    return join(table_path, "data", region, quote(family, safe=""))
+    return join(table_path, store_dir_relpath(region, family))
 
 
 def _remove_prefixed(fs: fsspec.AbstractFileSystem, directory: str, prefix: str) -> int:

@@ -6,14 +6,33 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cellstore.core.metadata import FileEntry
 from cellstore.errors import CorruptFileError, FormatVersionError
 
-__all__ = ["FOOTER_KEY", "STORE_FILE_FORMAT_VERSION", "StoreFileInfo"]
+__all__ = [
+    "CHECKED_FIELDS",
+    "FOOTER_KEY",
+    "STORE_FILE_FORMAT_VERSION",
+    "StoreFileInfo",
+    "entry_mismatch",
+]
 
 #: Version of the store-file format this release writes (and the highest it reads).
 STORE_FILE_FORMAT_VERSION: Final = 1
 #: Parquet key-value metadata key holding the footer JSON.
 FOOTER_KEY: Final = b"cellstore"
+#: Footer fields every open compares with the file's manifest entry (besides the size).
+#: ``seq`` and ``load_id`` are not among them: the manifest's ``seq`` is authoritative
+#: (R14.5) and jobs may record their own id for files their tasks wrote.
+CHECKED_FIELDS: Final = (
+    "family",
+    "cells",
+    "delete_markers",
+    "first_row",
+    "last_row",
+    "min_ts",
+    "max_ts",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +117,12 @@ class StoreFileInfo:
                 f"(this release reads 1..{STORE_FILE_FORMAT_VERSION})"
             )
         try:
+            for key in ("family", "load-id", "writer-version", "first-row", "last-row"):
+                if not isinstance(d[key], str):
+                    raise TypeError(f"{key} is not a string")
+            earliest = d["earliest-put-ts"]
+            if earliest is not None and type(earliest) is not int:
+                raise TypeError("earliest-put-ts is not an integer")
             return cls(
                 path=path,
                 family=d["family"],
@@ -110,7 +135,7 @@ class StoreFileInfo:
                 last_row=bytes.fromhex(d["last-row"]),
                 min_ts=int(d["min-ts"]),
                 max_ts=int(d["max-ts"]),
-                earliest_put_ts=d["earliest-put-ts"],
+                earliest_put_ts=earliest,
                 row_groups=row_groups,
                 size=size,
                 bloom_filter=d["bloom-filter"] == "row",
@@ -119,3 +144,29 @@ class StoreFileInfo:
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptFileError(f"{path}: store-file footer is malformed ({e!r})") from e
+
+
+def entry_mismatch(info: StoreFileInfo, entry: FileEntry) -> str | None:
+    """How a file's size and footer disagree with its manifest entry, or None if they agree.
+
+    A file swapped for another (or damaged in its footer) shows here: the manifest recorded
+    the size and footer statistics at commit. Pure and cheap: no data is read.
+
+    Returns:
+        The first difference, e.g. ``size is 1234 bytes, the manifest says 1250``.
+    """
+    if info.size != entry.size:
+        return f"size is {info.size} bytes, the manifest says {entry.size}"
+    for key in CHECKED_FIELDS:
+        found, recorded = getattr(info, key), getattr(entry, key)
+        if found != recorded:
+            name = key.replace("_", "-")
+            return f"footer {name} is {_show(found)}, the manifest says {_show(recorded)}"
+    return None
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bytes):
+        text = repr(value[:40])
+        return text + ("..." if len(value) > 40 else "")
+    return repr(value)

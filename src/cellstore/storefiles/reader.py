@@ -6,6 +6,13 @@ per-process cache and reused by the next reader of the same file. A cache entry 
 the path, the file size and a digest of the footer bytes, which every open reads anyway
 (one small read at the end of the file), so a file rewritten under the same name is never
 served stale metadata.
+
+Opening a committed file checks it against its manifest entry (pass ``entry=``): the size
+at open and the footer's statistics must equal what the manifest recorded at commit, so a
+file swapped for another one, or replaced by a same-size file, raises
+:class:`~cellstore.errors.CorruptFileError` instead of returning the wrong cells. The check
+runs on every open, cached footer or not, and costs no extra read. A file the manifest lists
+but that is gone raises :class:`~cellstore.errors.MissingFileError`.
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA
-from cellstore.errors import CorruptFileError
+from cellstore.core.metadata import FileEntry
+from cellstore.errors import CellstoreError, CorruptFileError, MissingFileError
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
-from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo
+from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo, entry_mismatch
 
 __all__ = ["RowGroupStats", "StoreFileReader", "clear_footer_cache", "read_store_file"]
 
@@ -111,19 +119,42 @@ class StoreFileReader:
         fs: The filesystem.
         path: The file's path.
         verify_checksums: Verify Parquet page checksums while reading (default on).
+        entry: The file's manifest entry. When given, the file's size and footer must
+            agree with it (:func:`~cellstore.storefiles.footer.entry_mismatch`); every
+            read of committed data passes it.
+        table: The table's name, for error messages.
+        version: The table version whose manifest lists the file, for error messages.
 
     Raises:
-        FileNotFoundError: if the file does not exist.
-        CorruptFileError: if it is not a readable cellstore store file.
+        MissingFileError: if the file does not exist (also a ``FileNotFoundError``).
+        CorruptFileError: if it is not a readable cellstore store file, or it does not
+            match ``entry``; the message names the file and the mismatch.
     """
 
     def __init__(
-        self, fs: fsspec.AbstractFileSystem, path: str, *, verify_checksums: bool = True
+        self,
+        fs: fsspec.AbstractFileSystem,
+        path: str,
+        *,
+        verify_checksums: bool = True,
+        entry: FileEntry | None = None,
+        table: object = None,
+        version: int | None = None,
     ) -> None:
         self.fs = fs
         self.path = path
         self.verify_checksums = verify_checksums
-        self._handle: Any = fs.open(path, "rb")
+        self.entry = entry
+        where = _where(table, version)
+        try:
+            self._handle: Any = fs.open(path, "rb")
+        except FileNotFoundError as e:
+            listed = "the manifest lists it but " if entry is not None else ""
+            raise MissingFileError(
+                f"{where}store file {path} is missing ({listed}the file is gone); "
+                "run `cellstore verify` to list damaged files, then restore the table from "
+                "a snapshot (`cellstore restore`) or the file from a backup"
+            ) from e
         size = int(self._handle.size) if hasattr(self._handle, "size") else 0
         try:
             key = self._cache_key(size)
@@ -133,21 +164,40 @@ class StoreFileReader:
                 metadata=cached.metadata if cached is not None else None,
                 page_checksum_verification=verify_checksums,
             )
-        except (pa.ArrowInvalid, OSError) as e:
+            meta = self._pf.metadata
+            kv = meta.metadata or {}
+            if FOOTER_KEY not in kv:
+                raise CorruptFileError(f"{where}{path}: Parquet file has no cellstore footer")
+            self.info = StoreFileInfo.from_footer(
+                kv[FOOTER_KEY], path=path, size=size, row_groups=meta.num_row_groups
+            )
+            if entry is not None:
+                mismatch = entry_mismatch(self.info, entry)
+                if mismatch is None and meta.num_rows != entry.cells:
+                    mismatch = f"the Parquet footer holds {meta.num_rows} cells"
+                if mismatch is not None:
+                    raise CorruptFileError(
+                        f"{where}store file {path} does not match its manifest entry: "
+                        f"{mismatch} (the file was replaced or damaged); run `cellstore "
+                        "verify`, then restore from a snapshot (`cellstore restore`)"
+                    )
+            _check_schema(self._pf, path, where)
+            # Row-group statistics, parsed once per footer and checked on the way (a
+            # column chunk whose type disagrees with the schema would abort pyarrow).
+            groups = cached.row_groups if cached is not None else None
+            if groups is None:
+                groups = _row_group_stats(meta, f"{where}{path}")
+        except CellstoreError:
             self._handle.close()
-            raise CorruptFileError(f"{path}: not a readable Parquet file ({e})") from e
-        meta = self._pf.metadata
-        kv = meta.metadata or {}
-        if FOOTER_KEY not in kv:
-            self.close()
-            raise CorruptFileError(f"{path}: Parquet file has no cellstore footer")
-        self.info = StoreFileInfo.from_footer(
-            kv[FOOTER_KEY], path=path, size=size, row_groups=meta.num_row_groups
-        )
+            raise
+        except (pa.ArrowException, OSError, ValueError, IndexError) as e:
+            self._handle.close()
+            raise CorruptFileError(f"{where}{path}: not a readable Parquet file ({e})") from e
         if cached is None:
-            cached = _Footer(meta)
+            cached = _Footer(meta, groups)
             if key is not None:
                 _cache_put(key, cached)
+        cached.row_groups = groups
         self._footer = cached
 
     def _cache_key(self, size: int) -> tuple[str, int, bytes] | None:
@@ -206,24 +256,9 @@ class StoreFileReader:
 
     def row_groups(self) -> list[RowGroupStats]:
         """Row-key statistics of every row group (read from the footer once per file)."""
-        footer = self._footer
-        if footer.row_groups is None:
-            footer.row_groups = self._read_row_groups()
-        return footer.row_groups
-
-    def _read_row_groups(self) -> list[RowGroupStats]:
-        meta = self._pf.metadata
-        out = []
-        for i in range(meta.num_row_groups):
-            rg = meta.row_group(i)
-            col = rg.column(0)
-            lo = hi = None
-            if col.is_stats_set and col.statistics.has_min_max:
-                lo, hi = col.statistics.min, col.statistics.max
-                lo = lo.encode("latin-1") if isinstance(lo, str) else lo
-                hi = hi.encode("latin-1") if isinstance(hi, str) else hi
-            out.append(RowGroupStats(i, rg.num_rows, lo, hi))
-        return out
+        groups = self._footer.row_groups
+        assert groups is not None  # set at open
+        return groups
 
     def row_groups_for(self, start: bytes = b"", stop: bytes = b"") -> list[int]:
         """Row groups that may hold rows in ``[start, stop)``."""
@@ -324,8 +359,8 @@ class StoreFileReader:
                 page_checksum_verification=self.verify_checksums,
             )
             table = pf.read_row_groups(list(groups), columns=cols, use_threads=use_threads)
-        except (OSError, pa.ArrowInvalid) as e:
-            raise CorruptFileError(f"{self.path}: {e}") from e
+        except (OSError, pa.ArrowException, ValueError, IndexError) as e:
+            raise CorruptFileError(f"{self.path}: cannot decode cells ({e})") from e
         finally:
             if source is not None:
                 source.close()
@@ -341,6 +376,70 @@ class StoreFileReader:
         if is_local(self.fs):
             return pa.memory_map(self.fs._strip_protocol(self.path), "r")
         return self.fs.open(self.path, "rb")
+
+
+def _row_group_stats(meta: pq.FileMetaData, name: str) -> list[RowGroupStats]:
+    """Row-key bounds of every row group, checking the row column chunk's physical type.
+
+    Raises:
+        CorruptFileError: the row column chunk's type is not the schema's, or a row group
+            has the wrong number of columns or a negative cell count.
+    """
+    out = []
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        if rg.num_columns != len(_PHYSICAL_TYPES) or rg.num_rows < 0:
+            raise CorruptFileError(f"{name}: row group {i} is malformed")
+        # Only the row column's chunk metadata is touched here: pyarrow's accessor cannot
+        # report some footer damage and aborts the process instead (the C++ read path
+        # reports it as an error, so the other columns are checked when decoded).
+        col = rg.column(0)
+        if col.physical_type != _PHYSICAL_TYPES[0]:
+            raise CorruptFileError(
+                f"{name}: row group {i} row column is {col.physical_type}, not BYTE_ARRAY"
+            )
+        lo = hi = None
+        if col.is_stats_set and col.statistics.has_min_max:
+            lo, hi = col.statistics.min, col.statistics.max
+            lo = lo.encode("latin-1") if isinstance(lo, str) else lo
+            hi = hi.encode("latin-1") if isinstance(hi, str) else hi
+        out.append(RowGroupStats(i, rg.num_rows, lo, hi))
+    return out
+
+
+def _where(table: object, version: int | None) -> str:
+    """``table T version V: `` (what is known of it) for error messages, or ``""``."""
+    if table is None:
+        return "" if version is None else f"table version {version}: "
+    return f"table {table}: " if version is None else f"table {table} version {version}: "
+
+
+#: Parquet physical types of the cell columns, in order.
+_PHYSICAL_TYPES: Final = ("BYTE_ARRAY", "BYTE_ARRAY", "INT64", "INT32", "BYTE_ARRAY")
+
+
+def _check_schema(pf: pq.ParquetFile, path: str, where: str) -> None:
+    """Refuse a Parquet file whose columns are not the cell schema (it is no store file).
+
+    Both schemas are checked: the Parquet one (physical types; pyarrow aborts the process
+    when statistics disagree with it) and the Arrow one the footer records.
+    """
+    try:
+        physical = tuple(pf.schema.column(i).physical_type for i in range(len(pf.schema)))
+        schema = pf.schema_arrow
+    except (pa.ArrowException, ValueError, IndexError) as e:
+        raise CorruptFileError(f"{where}{path}: unreadable Parquet schema ({e})") from e
+    if physical != _PHYSICAL_TYPES:
+        raise CorruptFileError(
+            f"{where}{path}: Parquet column types are {', '.join(physical)}; a store file's "
+            f"are {', '.join(_PHYSICAL_TYPES)}"
+        )
+    got = [(f.name, f.type) for f in schema]
+    if got != [(f.name, f.type) for f in CELL_SCHEMA]:
+        raise CorruptFileError(
+            f"{where}{path}: columns are {', '.join(f'{n} {t}' for n, t in got)}; "
+            "a store file has the cell schema (row, qualifier, ts, type, value)"
+        )
 
 
 def slice_rows(

@@ -1,29 +1,66 @@
-"""Writing store files: one family's sorted cells as one Parquet file with a footer."""
+"""Writing store files: the one write path for every load and job (docs/format.md).
+
+:class:`StoreFileWriter` writes one family's sorted cells as one Parquet file, chunk by
+chunk, in bounded memory: it holds at most one row group of cells, folds each chunk into
+the footer statistics and adds the footer to the Parquet key-value metadata when it closes.
+Everything else is a thin wrapper over it:
+
+- :func:`write_store_file` writes a whole table of cells as one file;
+- :func:`write_rolled` writes a region's cells of one family as one or more files, rolled
+  at a size limit on row boundaries and named through :mod:`cellstore.storefiles.layout`.
+
+Every file, however it was written, has the same Parquet options (compression and page
+size from the family, page checksums, statistics, the sorting-columns declaration,
+dictionary-encoded row and qualifier), the same row-group size and the same row Bloom
+filter sizing: the number of distinct rows among the file's first row group of cells (the
+most any row group's filter holds for uniformly shaped data, and exactly the file's row
+count for files of one row group).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Final
 
 import fsspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA, CellType, run_starts
+from cellstore.core.codecs import binary_parts
 from cellstore.core.family import Family
-from cellstore.fs import makedirs_for
+from cellstore.defaults import CELLSTORE_VERSION
+from cellstore.fs import join, makedirs_for
 from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo
+from cellstore.storefiles.layout import store_file_relpath
 
-__all__ = ["DEFAULT_ROW_GROUP_CELLS", "cell_stats", "write_store_file"]
+__all__ = [
+    "BLOOM_FPP",
+    "DEFAULT_ROW_GROUP_CELLS",
+    "NO_ROLL",
+    "RollingWriter",
+    "StoreFileWriter",
+    "WrittenFile",
+    "cell_stats",
+    "roll_points",
+    "write_rolled",
+    "write_store_file",
+]
 
 #: Cells per Parquet row group: small enough that a point read decodes little, large
 #: enough that per-group overhead stays negligible.
 DEFAULT_ROW_GROUP_CELLS: Final = 65536
 #: False-positive rate of the row Bloom filter.
 BLOOM_FPP: Final = 0.01
+#: ``max_file_bytes`` that never rolls: one file per store (and per task).
+NO_ROLL: Final = 1 << 62
 
-_SORTING = [
+_SORTING: Final = [
     pq.SortingColumn(0),  # row ascending
     pq.SortingColumn(1),  # qualifier ascending
     pq.SortingColumn(2, descending=True),  # ts descending
@@ -31,10 +68,19 @@ _SORTING = [
 ]
 
 
-def _writer_version() -> str:
-    from cellstore import __version__
+@dataclass(frozen=True)
+class WrittenFile:
+    """A store file written for a region, not yet committed.
 
-    return __version__
+    Attributes:
+        region: Id of the region the file belongs to.
+        relpath: Path relative to the table directory (from :mod:`~.layout`).
+        info: What the file's footer says.
+    """
+
+    region: str
+    relpath: str
+    info: StoreFileInfo
 
 
 def cell_stats(cells: pa.Table) -> dict[str, Any]:
@@ -65,6 +111,201 @@ def cell_stats(cells: pa.Table) -> dict[str, Any]:
     }
 
 
+def _fold_stats(acc: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
+    """Statistics of ``acc``'s cells followed by ``s``'s (a row may continue across)."""
+    joined = s["first_row"] == acc["last_row"]
+    puts = [t for t in (acc["earliest_put_ts"], s["earliest_put_ts"]) if t is not None]
+    return {
+        "cells": acc["cells"] + s["cells"],
+        "delete_markers": acc["delete_markers"] + s["delete_markers"],
+        "rows": acc["rows"] + s["rows"] - int(joined),
+        "first_row": acc["first_row"],
+        "last_row": s["last_row"],
+        "min_ts": min(acc["min_ts"], s["min_ts"]),
+        "max_ts": max(acc["max_ts"], s["max_ts"]),
+        "earliest_put_ts": min(puts) if puts else None,
+    }
+
+
+def bloom_ndv(cells: pa.Table, *, row_group_cells: int) -> int:
+    """Distinct-value count the row Bloom filter is sized for.
+
+    The number of distinct rows among the first ``row_group_cells`` cells: each row group
+    carries its own filter, and no row group holds more rows than that for data of one
+    shape. A file written whole and the same file written in chunks get the same number.
+    """
+    head = cells.column("row").slice(0, row_group_cells).combine_chunks()
+    return max(1, len(run_starts(head)))
+
+
+class StoreFileWriter:
+    """Write one store file chunk by chunk (the only Parquet store-file writer).
+
+    Use it as a context manager and call :meth:`close` inside: leaving the block without
+    closing (or with an exception) deletes the partial file.
+
+    Contract: the chunks, concatenated, are one family's cells in cell order (R2.1) with
+    unique keys (a row may continue from one chunk into the next), and at least one cell
+    is written. The order is not re-checked here (``storefiles.check`` does).
+
+    Args:
+        fs: Filesystem to write to.
+        path: Destination path (must not exist; names are unique per load or job).
+        family: The family (compression, block size, Bloom filter).
+        seq: Sequence number for the footer.
+        load_id: Id of the load or job writing the file.
+        row_group_cells: Cells per Parquet row group.
+    """
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        path: str,
+        *,
+        family: Family,
+        seq: int,
+        load_id: str,
+        row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    ) -> None:
+        if row_group_cells < 1:
+            raise ValueError("row_group_cells must be positive")
+        self.fs = fs
+        self.path = path
+        self.family = family
+        self.seq = seq
+        self.load_id = load_id
+        self.row_group_cells = row_group_cells
+        #: Uncompressed bytes of the cells written so far (Arrow buffer sizes).
+        self.bytes = 0
+        self._pending: list[pa.Table] = []
+        self._pending_cells = 0
+        self._stats: dict[str, Any] | None = None
+        self._row_groups = 0
+        self._closed = False
+        self._file: Any = None
+        self._writer: pq.ParquetWriter | None = None
+
+    @property
+    def cells(self) -> int:
+        """Cells written so far."""
+        return 0 if self._stats is None else int(self._stats["cells"])
+
+    def write(self, cells: pa.Table) -> None:
+        """Append sorted cells (the next part of the file's cell order)."""
+        if self._closed:
+            raise ValueError(f"{self.path}: writer is closed")
+        if cells.num_rows == 0:
+            return
+        table = cells.select(CELL_SCHEMA.names).cast(CELL_SCHEMA)
+        stats = cell_stats(table)
+        self._stats = stats if self._stats is None else _fold_stats(self._stats, stats)
+        self.bytes += table.nbytes
+        self._pending.append(table)
+        self._pending_cells += table.num_rows
+        if self._pending_cells >= self.row_group_cells:
+            self._flush(final=False)
+
+    def _open(self, first: pa.Table) -> pq.ParquetWriter:
+        options: dict[str, Any] = {}
+        if self.family.bloom_filter:
+            ndv = bloom_ndv(first, row_group_cells=self.row_group_cells)
+            options["bloom_filter_options"] = {"row": {"ndv": ndv, "fpp": BLOOM_FPP}}
+        makedirs_for(self.fs, self.path)
+        self._file = self.fs.open(self.path, "wb")
+        try:
+            self._writer = pq.ParquetWriter(
+                self._file,
+                CELL_SCHEMA,
+                compression=self.family.compression,
+                data_page_size=self.family.block_size,
+                write_page_checksum=True,
+                write_statistics=True,
+                sorting_columns=_SORTING,
+                use_dictionary=["row", "qualifier"],
+                store_schema=True,
+                **options,
+            )
+        except BaseException:
+            self._file.close()
+            raise
+        return self._writer
+
+    def _flush(self, *, final: bool) -> None:
+        if not self._pending:
+            return
+        if len(self._pending) == 1:
+            table = self._pending[0]
+        else:
+            table = pa.concat_tables(self._pending).combine_chunks()
+        rgc = self.row_group_cells
+        full = table.num_rows if final else table.num_rows - table.num_rows % rgc
+        if full:
+            writer = self._writer if self._writer is not None else self._open(table)
+            writer.write_table(table.slice(0, full), row_group_size=rgc)
+            self._row_groups += -(-full // rgc)
+        rest = table.slice(full)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_cells = rest.num_rows
+
+    def close(self) -> StoreFileInfo:
+        """Write the last row group and the footer; returns the file's info.
+
+        Raises:
+            ValueError: if no cell was written (nothing is left on the filesystem).
+        """
+        if self._stats is None:
+            self.abort()
+            raise ValueError("a store file needs at least one cell")
+        self._flush(final=True)
+        info = StoreFileInfo(
+            path=self.path,
+            family=self.family.name,
+            seq=self.seq,
+            load_id=self.load_id,
+            row_groups=self._row_groups,
+            size=0,
+            bloom_filter=self.family.bloom_filter,
+            writer_version=CELLSTORE_VERSION,
+            **self._stats,
+        )
+        assert self._writer is not None  # at least one cell was flushed
+        self._writer.add_key_value_metadata(
+            {FOOTER_KEY: json.dumps(info.footer_dict()).encode("utf-8")}
+        )
+        self._writer.close()
+        self._file.close()
+        self._closed = True
+        size = int(self.fs.size(self.path))
+        return StoreFileInfo(**{**info.__dict__, "size": size})
+
+    def abort(self) -> None:
+        """Close without a footer and delete the partial file (best effort)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._file is None:
+            return
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._file.close()
+            with contextlib.suppress(OSError):
+                self.fs.rm(self.path)
+
+    def __enter__(self) -> StoreFileWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None or not self._closed:
+            self.abort()
+
+
 def write_store_file(
     fs: fsspec.AbstractFileSystem,
     path: str,
@@ -75,18 +316,12 @@ def write_store_file(
     load_id: str,
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
 ) -> StoreFileInfo:
-    """Write one store file.
-
-    Contract: ``cells`` are the cells of one family, in cell order (R2.1) with unique keys,
-    with the columns of :data:`~cellstore.core.cells.CELL_SCHEMA` and at least one cell.
-    The writer does not re-check the order (``storefiles.check`` does); it writes page
-    checksums, row-group statistics, the Parquet sorting-columns declaration, a row Bloom
-    filter when the family asks for one, and the cellstore footer.
+    """Write ``cells`` as one store file (a :class:`StoreFileWriter` fed one chunk).
 
     Args:
         fs: Filesystem to write to.
-        path: Destination path; must not exist (names are unique per load).
-        cells: The cells.
+        path: Destination path; must not exist.
+        cells: One family's cells in cell order (R2.1) with unique keys, at least one.
         family: The family (its compression, block size and Bloom setting are used).
         seq: Sequence number to record in the footer.
         load_id: Id of the load or job writing the file.
@@ -97,41 +332,208 @@ def write_store_file(
     """
     if cells.num_rows == 0:
         raise ValueError("a store file needs at least one cell")
-    table = cells.select(CELL_SCHEMA.names).cast(CELL_SCHEMA)
-    stats = cell_stats(table)
-    row_groups = -(-table.num_rows // row_group_cells)
-    info = StoreFileInfo(
-        path=path,
-        family=family.name,
+    with StoreFileWriter(
+        fs, path, family=family, seq=seq, load_id=load_id, row_group_cells=row_group_cells
+    ) as writer:
+        writer.write(cells)
+        return writer.close()
+
+
+def _cell_sizes(cells: pa.Table) -> np.ndarray:
+    """Approximate uncompressed bytes of every cell (key, qualifier, value, ts, type)."""
+    total = np.full(cells.num_rows, 13, dtype=np.int64)
+    for name in ("row", "qualifier", "value"):
+        offsets, _ = binary_parts(cells.column(name).combine_chunks())
+        total += np.diff(offsets)
+    return total
+
+
+def roll_points(cells: pa.Table, max_bytes: int) -> list[int]:
+    """Cut points of sorted cells into files of about ``max_bytes``, on row boundaries.
+
+    A file is closed at the first row boundary at or after the cell where it would pass
+    ``max_bytes`` (uncompressed cell bytes), so one row never spans two files.
+
+    Returns:
+        Offsets ``[0, c1, ..., n]``; file ``i`` holds cells ``[c_i, c_{i+1})``.
+    """
+    n = cells.num_rows
+    if n == 0:
+        return [0, 0]
+    sizes = _cell_sizes(cells)
+    cum = np.concatenate([[0], np.cumsum(sizes)])
+    if cum[-1] <= max_bytes:
+        return [0, n]
+    starts = run_starts(cells.column("row"))  # row boundaries
+    cuts = [0]
+    while True:
+        target = cum[cuts[-1]] + max_bytes
+        # The first row boundary at or after the point where the file would exceed.
+        pos = int(np.searchsorted(starts, int(np.searchsorted(cum, target, side="left")) - 1))
+        pos = max(pos, int(np.searchsorted(starts, cuts[-1], side="right")))
+        if pos >= len(starts):
+            break
+        cuts.append(int(starts[pos]))
+    cuts.append(n)
+    return cuts
+
+
+class RollingWriter:
+    """Write one region's cells of one family as a sequence of store files.
+
+    The one loop that names, rolls and writes output files, for loads and jobs alike. File
+    ``k`` is ``data/<region>/<family>/<stem>-<k:03d>.parquet`` under ``table_path`` (named
+    by :func:`~cellstore.storefiles.layout.store_file_relpath`, which refuses a name that
+    would leave the table directory). A new file is started before a chunk when the
+    current one holds ``max_file_bytes`` of uncompressed cells, or on :meth:`roll`; so a
+    caller that writes whole rows per chunk never splits a row across files.
+
+    Use it as a context manager: leaving the block with an exception (or without
+    :meth:`close`) deletes every file it wrote.
+
+    Args:
+        fs: Filesystem to write to.
+        table_path: The table's directory.
+        region: Id of the region the cells belong to.
+        family: Their family.
+        stem: File-name stem, unique per load or job task.
+        seq: Sequence number for the footers.
+        load_id: Id of the load or job.
+        max_file_bytes: Roll to a new file past this many uncompressed cell bytes.
+        row_group_cells: Cells per Parquet row group.
+    """
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        table_path: str,
+        *,
+        region: str,
+        family: Family,
+        stem: str,
+        seq: int,
+        load_id: str,
+        max_file_bytes: int,
+        row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    ) -> None:
+        self.fs = fs
+        self.table_path = table_path
+        self.region = region
+        self.family = family
+        self.stem = stem
+        self.seq = seq
+        self.load_id = load_id
+        self.max_file_bytes = max_file_bytes
+        self.row_group_cells = row_group_cells
+        self.written: list[WrittenFile] = []
+        self._writer: StoreFileWriter | None = None
+        self._relpath = ""
+        self._done = False
+
+    def write(self, cells: pa.Table) -> None:
+        """Append sorted cells, starting a new file first if the current one is full."""
+        if cells.num_rows == 0:
+            return
+        if self._writer is not None and self._writer.bytes >= self.max_file_bytes:
+            self.roll()
+        if self._writer is None:
+            self._relpath = store_file_relpath(
+                self.region, self.family.name, f"{self.stem}-{len(self.written):03d}"
+            )
+            self._writer = StoreFileWriter(
+                self.fs,
+                join(self.table_path, self._relpath),
+                family=self.family,
+                seq=self.seq,
+                load_id=self.load_id,
+                row_group_cells=self.row_group_cells,
+            )
+        self._writer.write(cells)
+
+    def roll(self) -> None:
+        """Close the current file (if any); the next write starts a new one."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            self.written.append(WrittenFile(self.region, self._relpath, writer.close()))
+
+    def close(self) -> list[WrittenFile]:
+        """Close the last file; returns every file written, in cell order."""
+        self.roll()
+        self._done = True
+        return list(self.written)
+
+    def abort(self) -> None:
+        """Delete the open file and every file already closed (best effort)."""
+        if self._writer is not None:
+            self._writer.abort()
+            self._writer = None
+        for w in self.written:
+            with contextlib.suppress(OSError):
+                self.fs.rm(join(self.table_path, w.relpath))
+        self.written = []
+        self._done = True
+
+    def __enter__(self) -> RollingWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None or not self._done:
+            self.abort()
+
+
+def write_rolled(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    cells: pa.Table,
+    *,
+    region: str,
+    family: Family,
+    stem: str,
+    seq: int,
+    load_id: str,
+    max_file_bytes: int,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+) -> list[WrittenFile]:
+    """Write a region's cells of one family as files cut by :func:`roll_points`.
+
+    A :class:`RollingWriter` fed the pieces between :func:`roll_points`' cuts, so files
+    are rolled at ``max_file_bytes`` of uncompressed cells on row boundaries.
+
+    Args:
+        fs: Filesystem to write to.
+        table_path: The table's directory.
+        cells: The cells, in cell order with unique keys (none: nothing is written).
+        region: Id of the region the cells belong to.
+        family: Their family.
+        stem: File-name stem, unique per load or job task.
+        seq: Sequence number for the footers.
+        load_id: Id of the load or job.
+        max_file_bytes: Roll to a new file past this many uncompressed cell bytes.
+        row_group_cells: Cells per Parquet row group.
+
+    Returns:
+        The written files, in cell order (not committed).
+    """
+    if cells.num_rows == 0:
+        return []
+    cuts = roll_points(cells, max_file_bytes)
+    with RollingWriter(
+        fs,
+        table_path,
+        region=region,
+        family=family,
+        stem=stem,
         seq=seq,
         load_id=load_id,
-        row_groups=row_groups,
-        size=0,
-        bloom_filter=family.bloom_filter,
-        writer_version=_writer_version(),
-        **stats,
-    )
-    footer = json.dumps(info.footer_dict()).encode("utf-8")
-    table = table.replace_schema_metadata({FOOTER_KEY: footer})
-    options: dict[str, Any] = {}
-    if family.bloom_filter:
-        ndv = max(1, min(int(stats["rows"]), row_group_cells))
-        options["bloom_filter_options"] = {"row": {"ndv": ndv, "fpp": BLOOM_FPP}}
-    makedirs_for(fs, path)
-    with fs.open(path, "wb") as f:
-        pq.write_table(
-            table,
-            f,
-            row_group_size=row_group_cells,
-            compression=family.compression,
-            data_page_size=family.block_size,
-            write_page_checksum=True,
-            write_statistics=True,
-            sorting_columns=_SORTING,
-            use_dictionary=["row", "qualifier"],
-            store_schema=True,
-            **options,
-        )
-    size = int(fs.size(path))
-    return StoreFileInfo(**{**info.__dict__, "size": size})
-
+        max_file_bytes=max_file_bytes,
+        row_group_cells=row_group_cells,
+    ) as out:
+        for k in range(len(cuts) - 1):
+            out.write(cells.slice(cuts[k], cuts[k + 1] - cuts[k]))
+            out.roll()
+        return out.close()

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import fsspec
 
+from cellstore.commit import Commit, Staged, commit
 from cellstore.core.family import Family
 from cellstore.core.metadata import (
     HistoryEntry,
@@ -36,6 +37,7 @@ from cellstore.ingest import (
     now_ms,
 )
 from cellstore.manifest import TableLog, VersionLog
+from cellstore.storefiles.layout import entry_path_problem, table_dir
 from cellstore.warehouse.table import Table
 
 CATALOG_FORMAT_VERSION: Final = 1
@@ -305,7 +307,7 @@ class Warehouse:
         tname = TableName.parse(name)
         entry = self._entry(tname)
         location = entry["location"]
-        log = TableLog(self.fs, join(self.root, location))
+        log = TableLog(self.fs, table_dir(self.root, location))
         v = version if version is not None else log.latest_version()
         if v < 1:
             raise TableNotFoundError(f"table {tname} has no version {v}")
@@ -350,7 +352,7 @@ class Warehouse:
 
         self._commit_catalog(remove)
         if purge:
-            path = join(self.root, entry["location"])
+            path = table_dir(self.root, entry["location"])
             if self.fs.exists(path):
                 self.fs.rm(path, recursive=True)
 
@@ -367,12 +369,12 @@ class Warehouse:
             TableNotFoundError: no such table.
         """
         tname = TableName.parse(name)
-        target = join(self.root, self._entry(tname)["location"]) + "/"
+        target = table_dir(self.root, self._entry(tname)["location"]) + "/"
         users = []
         for full, entry in sorted(self._tables().items()):
             if full == tname.full:
                 continue
-            path = join(self.root, entry["location"])
+            path = table_dir(self.root, entry["location"])
             log = TableLog(self.fs, path)
             latest = log.latest_version()
             if latest < 1 or log.read(1).last_history.operation != "clone":
@@ -383,7 +385,7 @@ class Warehouse:
                 join(path, f.path).startswith(target)
                 for m in versions
                 for f in m.files
-                if f.path.startswith("../")
+                if f.path.startswith("../") and entry_path_problem(f.path) is None
             ):
                 users.append(str(TableName.parse(full)))
         return users
@@ -420,7 +422,8 @@ class Warehouse:
         mods = dict(modify_families or {})
         props = dict(properties or {})
 
-        def change(meta: TableMetadata) -> TableMetadata:
+        def update(staged: Staged) -> dict[str, Any]:
+            meta = staged.meta
             current = {f.name: f for f in meta.families}
             for d in drops:
                 if d not in current:
@@ -444,20 +447,17 @@ class Warehouse:
                     new_props.pop(k, None)
                 else:
                     new_props[str(k)] = str(v)
-            files = tuple(f for f in meta.files if f.family not in drops)
-            return meta.next_version(
-                operation="alter",
-                timestamp_ms=now_ms(),
-                summary={
+            return {
+                "summary": {
                     "added": sorted(f.name for f in adds),
                     "dropped": sorted(drops),
                     "modified": sorted(mods),
                 },
-                families=sorted_families(current.values()),
-                files=files,
-                properties=new_props,
-            )
+                "families": sorted_families(current.values()),
+                "files": tuple(f for f in meta.files if f.family not in drops),
+                "properties": new_props,
+            }
 
         ensure_exclusive_create(self.fs, self.root)
-        meta, _ = table.log.commit_table(change)
+        meta = commit(table.log, Commit(operation="alter", update=update)).metadata
         return Table(self, table.name, table.location, meta)

@@ -18,7 +18,7 @@ from cellstore.core.metadata import (
     HistoryEntry,
     TableMetadata,
 )
-from cellstore.core.names import TableName
+from cellstore.core.names import TableName, validate_load_id
 from cellstore.core.regions import (
     Region,
 )
@@ -27,13 +27,14 @@ from cellstore.errors import (
     InvalidArgumentError,
     KeyDesignWarning,
 )
-from cellstore.fs import ensure_exclusive_create, join
+from cellstore.fs import ensure_exclusive_create
 from cellstore.ingest import (
+    KeyKind,
     LoadResult,
-    commit_files,
     new_load_id,
     normalize_cells,
     now_ms,
+    salt_rows,
     write_cells,
 )
 from cellstore.loader import LoadReport, LoadSettings, ProgressFn, TextOptions, run_load
@@ -45,6 +46,7 @@ from cellstore.loader.advise import (
     advise_input,
     advise_table,
 )
+from cellstore.loader.execute import commit_load
 from cellstore.loader.inputs import InputFormat
 from cellstore.loader.plan import (
     DEFAULT_MAX_FILE_BYTES,
@@ -54,6 +56,7 @@ from cellstore.loader.plan import (
 from cellstore.manifest import TableLog
 from cellstore.reader import Scan, ScanOptions
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
+from cellstore.storefiles.layout import entry_path, table_dir
 from cellstore.warehouse.describe import RegionDescription, TableDescription
 
 if TYPE_CHECKING:
@@ -80,7 +83,7 @@ class Table:
         self.warehouse = warehouse
         self.name = name
         self.location = location
-        self.path = join(warehouse.root, location)
+        self.path = table_dir(warehouse.root, location)
         self.log = TableLog(warehouse.fs, self.path)
         self._metadata = metadata
         self.pinned = pinned
@@ -131,8 +134,12 @@ class Table:
             )
 
     def file_path(self, entry: FileEntry) -> str:
-        """Filesystem path of a live file."""
-        return join(self.path, entry.path)
+        """Filesystem path of a live file.
+
+        Raises:
+            CorruptFileError: if the entry's path leaves the warehouse (docs/format.md 3.2).
+        """
+        return entry_path(self.path, entry.path, table=self.name, version=self.version)
 
     # ---------------------------------------------------------------- writes
     def load_cells(
@@ -142,6 +149,7 @@ class Table:
         load_id: str | None = None,
         now_ms: int | None = None,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+        keys: KeyKind = "logical",
     ) -> LoadResult:
         """Write cells and commit them at once: the raw write primitive.
 
@@ -153,28 +161,44 @@ class Table:
         later load wins exact key ties (R3.2). Among identical keys inside one call, the
         last given wins. A failure leaves nothing visible.
 
+        The load writes on the table's newest version (this handle moves there): if
+        regions were split or merged meanwhile, or are split during the load, its cells are
+        re-routed to the current regions and the commit is retried, as :meth:`load` does.
+
+        On a salted table, row keys are logical keys, as :meth:`get` and :meth:`scan` take
+        them: each gets its salt byte (Phoenix), so the cells are found by key. Pass
+        ``keys="physical"`` for keys that already carry their salt byte; each one is
+        verified (a wrong salt byte is a :class:`~cellstore.errors.BadCellError`).
+
         Args:
             cells: The cells.
             load_id: Idempotency key: a load id the table has already committed is not
-                applied again (the result says ``already_applied``).
+                applied again (the result says ``already_applied``). ASCII letters,
+                digits, '_', '-' and '.' (not first), at most 128 characters.
             now_ms: Time used for cells without a timestamp (default: the clock).
             row_group_cells: Cells per Parquet row group.
+            keys: ``"logical"`` (default) or ``"physical"`` row keys on a salted table
+                (``"physical"`` on an unsalted table is an InvalidArgumentError).
 
         Returns:
             A :class:`~cellstore.ingest.LoadResult`.
 
         Raises:
-            BadCellError: naming the first bad record and field; nothing is written.
+            BadCellError: naming the first bad record and field (also a physical key whose
+                salt byte is wrong); nothing is written.
+            InvalidNameError: a load id outside ``[A-Za-z0-9._-]`` (not starting with '.',
+                at most 128 characters): it names files.
             CommitConflictError: if a concurrent change made the load impossible.
         """
         self._writable("load into")
-        load_id = load_id or new_load_id()
-        if load_id in self._metadata.load_ids:
+        load_id = validate_load_id(load_id or new_load_id())
+        base = self.refresh().metadata  # write where the newest regions are
+        if load_id in base.load_ids:
             return LoadResult(None, None, load_id, 0, 0, 0, {}, 0, True)
         ensure_exclusive_create(self.fs, self.warehouse.root)
         now = now_ms if now_ms is not None else _clock()
-        base = self._metadata
         normalized = normalize_cells(cells, metadata=base, now=now)
+        normalized = salt_rows(normalized, base.salt_buckets, keys=keys)
         if normalized.num_rows == 0:
             return LoadResult(None, None, load_id, 0, 0, 0, {})
         written, dropped = write_cells(
@@ -186,16 +210,20 @@ class Table:
             seq=base.next_seq,
             row_group_cells=row_group_cells,
         )
-        per_region = dict(Counter(w.region for w in written))
         cells_written = sum(w.info.cells for w in written)
         size = sum(w.info.size for w in written)
-        meta, already = commit_files(
+        meta, already, written, _ = commit_load(  # re-routes if regions changed meanwhile
+            self.fs,
+            self.path,
             self.log,
             base,
             written,
             load_id=load_id,
             summary={"cells": cells_written, "files": len(written), "bytes": size},
+            row_group_cells=row_group_cells,
         )
+        per_region = dict(Counter(w.region for w in written))
+        size = sum(w.info.size for w in written)
         self._metadata = meta
         if already:
             return LoadResult(None, None, load_id, 0, 0, 0, {}, 0, True)
@@ -247,7 +275,8 @@ class Table:
             mapping: A :class:`~cellstore.loader.Mapping`, its dict form, or the path/URL of
                 a TOML or JSON mapping file.
             load_id: Idempotency key: a load id the table has committed is not applied
-                again (the report says ``already_applied``). Default: a fresh id.
+                again (the report says ``already_applied``). Default: a fresh id. ASCII
+                letters, digits, '_', '-' and '.' (not first), at most 128 characters.
             skip_bad_records: Write bad records to ``<report_dir>/<load_id>.bad.jsonl``
                 (with counts by reason in the report) and commit the good ones, instead of
                 failing on the first.
@@ -283,10 +312,13 @@ class Table:
             BadRecordError: naming the file, line or record, and field of the first bad
                 record (without ``skip_bad_records``); nothing is committed.
             InvalidFamilyError: the mapping names a family the table lacks.
+            InvalidNameError: a load id outside ``[A-Za-z0-9._-]`` (not starting with '.',
+                at most 128 characters): it names files.
             InvalidArgumentError: a mapping or option that does not fit.
             CommitConflictError: a concurrent change made the load impossible.
         """
         self._writable("load into")
+        load_id = validate_load_id(load_id or new_load_id())
         if key_advice not in ("warn", "report", "off"):
             raise InvalidArgumentError(
                 f"key_advice must be 'warn', 'report' or 'off', not {key_advice!r}"
@@ -324,7 +356,7 @@ class Table:
             log=self.log,
             source=source,
             mapping=mapping,
-            load_id=load_id or new_load_id(),
+            load_id=load_id,
             now_ms=now_ms if now_ms is not None else _clock(),
             settings=settings,
             input_format=format,

@@ -141,3 +141,40 @@ def _to_bool(arr: pa.ChunkedArray | pa.Array) -> _BoolArray:
 def _to_numpy(arr: pa.ChunkedArray | pa.Array, dtype: type[np.generic]) -> _IntArray:
     result: _IntArray = np.asarray(arr.to_numpy(), dtype=dtype)
     return result
+
+
+def masked_by_group_max(ts: _IntArray, group: _IntArray, markers: _IntArray) -> _BoolArray:
+    """Cells whose group holds one of ``markers`` with a ts >= the cell's ts.
+
+    The DeleteFamily (R5.1) and DeleteColumn (R5.5) rule over segments: ``group`` numbers
+    each cell's row (or column) segment, ascending; ``markers`` are indices of the marker
+    cells that apply.
+    """
+    result: _BoolArray = np.zeros(ts.size, dtype=bool)
+    if markers.size == 0:
+        return result
+    n_groups = int(group[-1]) + 1
+    stamp = np.full(n_groups, _INT64_MIN, dtype=np.int64)
+    np.maximum.at(stamp, group[markers], ts[markers])
+    has = np.zeros(n_groups, dtype=bool)
+    has[group[markers]] = True
+    result = has[group] & (ts <= stamp[group])
+    return result
+
+
+def same_group_and_ts(ts: _IntArray, group: _IntArray, markers: _IntArray) -> _BoolArray:
+    """Cells whose (group, ts) equals that of one of ``markers``.
+
+    The DeleteFamilyVersion (R5.3) and Delete (R5.6) rule over segments.
+    """
+    result: _BoolArray = np.zeros(ts.size, dtype=bool)
+    if markers.size == 0:
+        return result
+    stamps = np.unique(ts[markers])
+    pos = np.minimum(np.searchsorted(stamps, ts), stamps.size - 1)
+    candidates = np.flatnonzero(stamps[pos] == ts)
+    keys = group[candidates] * stamps.size + pos[candidates]
+    marker_keys = group[markers] * stamps.size + np.searchsorted(stamps, ts[markers])
+    result[candidates] = np.isin(keys, marker_keys)
+    return result
+

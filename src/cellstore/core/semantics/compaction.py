@@ -48,6 +48,8 @@ from cellstore.core.semantics.arrays import (
     _BoolArray,
     _IntArray,
     _seen_before,
+    masked_by_group_max,
+    same_group_and_ts,
 )
 from cellstore.errors import InvalidArgumentError
 
@@ -131,17 +133,17 @@ def compaction_include(
     row_id = np.cumsum(row_start, dtype=np.int64) - 1
     col_id = np.cumsum(col_start, dtype=np.int64) - 1
     tracked_family = tracked & (typ == _DELETE_FAMILY)
-    family_stamp, has_family = _group_max(ts, row_id, tracked_family)
-    by_family = has_family & (ts <= family_stamp)
+    by_family = masked_by_group_max(ts, row_id, np.flatnonzero(tracked_family))
     tracked_column = tracked & (typ == _DELETE_COLUMN)
-    column_stamp, has_column = _group_max(ts, col_id, tracked_column)
-    by_column = has_column & (ts <= column_stamp)
+    by_column = masked_by_group_max(ts, col_id, np.flatnonzero(tracked_column))
 
     masked_seek = np.zeros(n, dtype=bool)  # FAMILY_DELETED / COLUMN_DELETED: next column
     masked_skip = np.zeros(n, dtype=bool)  # FAMILY_VERSION_DELETED / VERSION_DELETED
     if tracked.any():
-        version_family = _same_group_and_ts(ts, row_id, tracked & (typ == _DELETE_FAMILY_VERSION))
-        version_column = _same_group_and_ts(ts, col_id, tracked & (typ == _DELETE))
+        version_family = same_group_and_ts(
+            ts, row_id, np.flatnonzero(tracked & (typ == _DELETE_FAMILY_VERSION))
+        )
+        version_column = same_group_and_ts(ts, col_id, np.flatnonzero(tracked & (typ == _DELETE)))
         candidate = is_put & alive
         masked_seek = candidate & (by_family | (by_column & ~version_family))
         masked_skip = candidate & ~masked_seek & (version_family | version_column)
@@ -185,33 +187,3 @@ def compaction_include(
     keep_put = counted & ~trigger
     keep: _BoolArray = (keep_put | keep_marker) & ~after_seek & ~trigger
     return keep
-
-
-def _group_max(ts: _IntArray, group: _IntArray, flag: _BoolArray) -> tuple[_IntArray, _BoolArray]:
-    """Per cell: the max ts of ``flag`` cells in its group, and whether the group has any."""
-    if not flag.any():
-        return np.zeros(ts.size, dtype=np.int64), np.zeros(ts.size, dtype=bool)
-    n_groups = int(group[-1]) + 1
-    stamp = np.full(n_groups, _INT64_MIN, dtype=np.int64)
-    idx = np.flatnonzero(flag)
-    np.maximum.at(stamp, group[idx], ts[idx])
-    has = np.zeros(n_groups, dtype=bool)
-    has[group[idx]] = True
-    return stamp[group], has[group]
-
-
-def _same_group_and_ts(ts: _IntArray, group: _IntArray, flag: _BoolArray) -> _BoolArray:
-    """Per cell: whether a ``flag`` cell of its group has exactly its ts."""
-    idx = np.flatnonzero(flag)
-    if idx.size == 0:
-        return np.zeros(ts.size, dtype=bool)
-    marker_keys = np.unique(np.stack([group[idx], ts[idx]], axis=1), axis=0)
-    keys = np.stack([group, ts], axis=1)
-    # Lexicographic search of (group, ts) pairs through a structured view.
-    dtype = np.dtype([("g", np.int64), ("t", np.int64)])
-    haystack = np.ascontiguousarray(marker_keys).view(dtype).ravel()
-    needles = np.ascontiguousarray(keys).view(dtype).ravel()
-    pos = np.searchsorted(haystack, needles)
-    pos = np.minimum(pos, haystack.size - 1)
-    found: _BoolArray = haystack[pos] == needles
-    return found

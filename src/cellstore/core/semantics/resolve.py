@@ -25,6 +25,8 @@ from cellstore.core.semantics.arrays import (
     _starts,
     _to_bool,
     _to_numpy,
+    masked_by_group_max,
+    same_group_and_ts,
 )
 from cellstore.core.semantics.compaction import compaction_include
 from cellstore.core.semantics.sortkey import _MergePlan
@@ -360,14 +362,14 @@ def _masked_puts(
         assert walk.row_start is not None
         row_id = np.cumsum(walk.row_start, dtype=np.int64) - 1
         if family_markers.size:  # R5.1: ts <= the row's newest DeleteFamily
-            masked |= _at_or_below_group_max(ts, row_id, family_markers)
+            masked |= masked_by_group_max(ts, row_id, family_markers)
         if version_markers.size:  # R5.3: same row and exactly the same ts
-            masked |= _same_group_and_ts(ts, row_id, version_markers)
+            masked |= same_group_and_ts(ts, row_id, version_markers)
 
     column_markers = markers[kinds == _DELETE_COLUMN]
     if column_markers.size:  # R5.5: ts <= the column's newest DeleteColumn
         col_id = np.cumsum(walk.col_start, dtype=np.int64) - 1
-        masked |= _at_or_below_group_max(ts, col_id, column_markers)
+        masked |= masked_by_group_max(ts, col_id, column_markers)
 
     delete_markers = markers[kinds == _DELETE]
     if delete_markers.size:  # R5.6: same column and exactly the same ts
@@ -378,30 +380,6 @@ def _masked_puts(
         hit[ts_group[delete_markers]] = True
         masked |= hit[ts_group]
     return masked
-
-
-def _at_or_below_group_max(ts: _IntArray, group: _IntArray, markers: _IntArray) -> _BoolArray:
-    """Cells whose group holds one of ``markers`` with a ts >= the cell's ts."""
-    n_groups = int(group[-1]) + 1
-    stamp = np.full(n_groups, _INT64_MIN, dtype=np.int64)
-    np.maximum.at(stamp, group[markers], ts[markers])
-    has = np.zeros(n_groups, dtype=bool)
-    has[group[markers]] = True
-    result: _BoolArray = has[group] & (ts <= stamp[group])
-    return result
-
-
-def _same_group_and_ts(ts: _IntArray, group: _IntArray, markers: _IntArray) -> _BoolArray:
-    """Cells whose (group, ts) equals that of one of ``markers``."""
-    stamps = np.unique(ts[markers])
-    pos = np.minimum(np.searchsorted(stamps, ts), stamps.size - 1)
-    hit = stamps[pos] == ts
-    candidates = np.flatnonzero(hit)
-    keys = group[candidates] * stamps.size + pos[candidates]
-    marker_keys = group[markers] * stamps.size + np.searchsorted(stamps, ts[markers])
-    result = np.zeros(ts.size, dtype=bool)
-    result[candidates] = np.isin(keys, marker_keys)
-    return result
 
 
 def _raw_include(walk: _Cells, family: Family, spec: ReadSpec) -> _BoolArray:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec
 from cellstore.core.family import Family
@@ -47,14 +48,12 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import (
     InvalidArgumentError,
     InvalidFamilyError,
-    JobConflictError,
-    RegionsChangedError,
     TableExistsError,
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create
 from cellstore.ingest import WrittenFile, normalize_cells, now_ms, write_cells
-from cellstore.jobs.common import entry_key, file_entry, new_job_id
+from cellstore.jobs.common import new_job_id
 from cellstore.jobs.index.definition import (
     PROPERTY_BUILD,
     PROPERTY_DEFINITION,
@@ -360,41 +359,23 @@ def _commit(
     ``remove`` must still be live (else :class:`JobConflictError`); the build document
     goes into the index table's properties in the same commit.
     """
-    base = index.metadata
-    wanted = {entry_key(e) for e in remove}
-
-    def change(meta: TableMetadata) -> TableMetadata:
-        live = {entry_key(e) for e in meta.files}
-        if wanted - live:
-            raise JobConflictError(
-                f"index table {meta.name} changed while {job_id} ran (another build or job "
-                "replaced its files); nothing was committed, run the build again"
-            )
-        regions = {r.id: r for r in meta.regions}
-        for w in written:
-            if regions.get(w.region) != base.region(w.region):
-                raise RegionsChangedError(
-                    f"index table {meta.name}: region {w.region} was split or merged while "
-                    f"{job_id} ran; nothing was committed, run the build again"
-                )
-        seq = meta.next_seq
-        entries = tuple(file_entry(w, seq=seq, load_id=job_id) for w in written)
-        properties = dict(meta.properties)
-        properties[PROPERTY_BUILD] = json.dumps(build, sort_keys=True, separators=(",", ":"))
-        files = tuple(e for e in meta.files if entry_key(e) not in wanted) + entries
-        return meta.next_version(
-            operation=operation,
-            timestamp_ms=now_ms(),
-            summary={**summary, "seq": seq},
-            files=files,
-            next_seq=seq + 1,
-            load_ids=(*meta.load_ids, job_id),
-            properties=properties,
-        )
-
+    build_doc = json.dumps(build, sort_keys=True, separators=(",", ":"))
     ensure_exclusive_create(index.fs, index.warehouse.root)
-    new, _ = index.log.commit_table(change)
-    return new
+    result = commit(
+        index.log,
+        Commit(
+            operation=operation,
+            changes=[FileChange(remove=remove, add=written)],
+            load_id=job_id,
+            new_seq=True,
+            base=index.metadata,
+            summary=summary,
+            update=lambda staged: {
+                "properties": {**staged.meta.properties, PROPERTY_BUILD: build_doc}
+            },
+        ),
+    )
+    return result.metadata
 
 
 # ---------------------------------------------------------------------------- builds

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 from cellstore.core.codecs import Codec
 from cellstore.core.keys import split_column
 from cellstore.core.metadata import TableMetadata
-from cellstore.core.names import TableName, validate_family_name
+from cellstore.core.names import TableName, validate_family_name, validate_index_name
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError, InvalidArgumentError
 from cellstore.jobs.index.keys import IndexType
@@ -47,7 +47,6 @@ PROPERTY_DEFINITION: Final = "index.definition"
 #: Index table property describing the last build (JSON).
 PROPERTY_BUILD: Final = "index.build"
 
-_NAME: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _CALL: Final = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*\((.*)\)\s*$", re.DOTALL)
 
 
@@ -216,11 +215,7 @@ class IndexDefinition:
     format_version: int = field(default=DEFINITION_FORMAT_VERSION, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise InvalidArgumentError(
-                f"index name {self.name!r}: use letters, digits, '_', '-' and '.', not "
-                "starting with '-' or '.'"
-            )
+        validate_index_name(self.name)
         if PROPERTY_PREFIX + self.name in (PROPERTY_DEFINITION, PROPERTY_BUILD):
             raise InvalidArgumentError(f"index name {self.name!r} is reserved")
         object.__setattr__(self, "table", TableName.parse(self.table).full)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -10,7 +9,7 @@ from typing import Any, Final
 from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.keys import as_bytes, to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
-from cellstore.core.regions import Region, region_id
+from cellstore.core.regions import Region, region_id, region_of
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
 from cellstore.warehouse import Table
 
@@ -228,7 +227,7 @@ def _bounds(region: Region) -> str:
 
 def _child_index(keys: Sequence[bytes], row: bytes) -> int:
     """Which child (0-based) of a region split at sorted ``keys`` holds ``row``."""
-    return bisect.bisect_right(keys, row)
+    return region_of(keys, row)
 
 
 def _children(parent: Region, keys: Sequence[bytes], first_id: int) -> tuple[Region, ...]:

@@ -7,10 +7,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.regions import Region, check_regions, region_id
 from cellstore.errors import InvalidArgumentError, JobConflictError
-from cellstore.jobs.common import Replacement, new_job_id, replace_files
+from cellstore.jobs.common import new_job_id
 from cellstore.warehouse import Table
 
 __all__ = ["merge", "merge_small"]
@@ -201,11 +202,10 @@ def _merge_groups(
             "files": tuple(files),
         }
 
-    committed = replace_files(
+    committed = commit(
         table.log,
-        Replacement(
-            remove=removed,
-            add=moved,
+        Commit(
+            changes=[FileChange(remove=removed, add=moved)],
             operation="merge",
             summary={
                 "job-id": job_id,
@@ -213,9 +213,9 @@ def _merge_groups(
                 "regions-created": len(groups),
                 "files-reassigned": len(moved),
             },
-            change=change,
+            update=lambda staged: change(staged.meta),
         ),
-    )
+    ).metadata
     table.refresh()
     ids = _renumber(base_next, _before(committed, len(planned_ids)), planned_ids)
     return report(committed.version, ids)

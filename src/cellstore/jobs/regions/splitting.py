@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import functools
@@ -12,25 +11,27 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CELL_SCHEMA, run_starts, sort_indices
+from cellstore.commit import Commit, FileChange, commit, file_entry
+from cellstore.core.cells import CELL_SCHEMA, equal_key_runs, run_starts
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
-from cellstore.core.regions import Region, check_regions, region_id
+from cellstore.core.regions import Region, check_regions, region_id, region_of
+from cellstore.core.semantics import merge_runs
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError, JobConflictError
 from cellstore.fs import join
-from cellstore.ingest import WrittenFile, dedupe_sorted
-from cellstore.jobs.common import Replacement, file_entry, new_job_id, replace_files
+from cellstore.ingest import WrittenFile
+from cellstore.jobs.common import new_job_id
 from cellstore.storefiles import (
     DEFAULT_ROW_GROUP_CELLS,
+    NO_ROLL,
     RowGroupStats,
     StoreFileReader,
-    write_store_file,
+    write_rolled,
 )
 from cellstore.warehouse import Table
 
@@ -73,7 +74,7 @@ def split_point(table: Table, *, region: str) -> bytes | None:
 def _split_point(table: Table, files: Sequence[FileEntry]) -> bytes | None:
     if not files:
         return None
-    readers = [StoreFileReader(table.fs, table.file_path(f)) for f in files]
+    readers = [StoreFileReader(table.fs, table.file_path(f), entry=f) for f in files]
     try:
         groups = [(i, g) for i, rd in enumerate(readers) for g in rd.row_groups()]
         total = sum(g.num_cells for _, g in groups)
@@ -257,7 +258,7 @@ def _cut(
     family = meta.family(unit.family)
     first = min(e.first_row for e in unit.entries)
     last = max(e.last_row for e in unit.entries)
-    readers = [StoreFileReader(table.fs, table.file_path(e)) for e in unit.entries]
+    readers = [StoreFileReader(table.fs, table.file_path(e), entry=e) for e in unit.entries]
     out: list[WrittenFile] = []
     try:
         for child in children:
@@ -275,24 +276,23 @@ def _cut(
                 cells = parts[0]
             else:
                 # Path order, stable sort, keep the last of equal keys: what a read does.
-                merged = pa.concat_tables([p.select(CELL_SCHEMA.names) for p in parts])
-                cells, _ = dedupe_sorted(merged.take(sort_indices(merged)), with_family=False)
-            rel = join(
-                "data",
-                child.id,
-                quote(family.name, safe=""),
-                f"{job_id}-f{unit.number:04d}.parquet",
-            )
-            info = write_store_file(
+                # The unit's files share one seq: merge_runs ranks the later path newer
+                # and puts its cell first among equal keys (R3.2), which a read keeps.
+                merged = merge_runs(parts, [unit.seq] * len(parts))
+                cells = merged.filter(pa.array(~equal_key_runs(merged)))
+            # One file per child (no rolling: the parent's file was within its limit).
+            out += write_rolled(
                 table.fs,
-                join(table.path, rel),
+                table.path,
                 cells.select(CELL_SCHEMA.names),
+                region=child.id,
                 family=family,
+                stem=f"{job_id}-f{unit.number:04d}",
                 seq=unit.seq,
                 load_id=job_id,
+                max_file_bytes=NO_ROLL,
                 row_group_cells=row_group_cells,
             )
-            out.append(WrittenFile(child.id, rel, info))
     finally:
         for rd in readers:
             rd.close()
@@ -387,12 +387,11 @@ def split(
         keys = _split_keys(at)
         boundaries = {r.start for r in meta.regions}
         only = _region(meta, region) if region is not None else None
-        starts = [r.start for r in meta.regions]
         for key in keys:
             if key in boundaries:
                 skipped.append(key)
                 continue
-            owner = meta.regions[bisect.bisect_right(starts, key) - 1]
+            owner = meta.regions[region_of(meta.split_keys, key)]
             if only is not None and owner.id != only.id:
                 raise InvalidRowRangeError(
                     f"table {meta.name}: split key '{to_string_binary(key)}' is outside "
@@ -531,16 +530,15 @@ def split(
         "bytes-written": sum(w.info.size for w in written),
     }
     try:
-        committed = replace_files(
+        committed = commit(
             table.log,
-            Replacement(
-                remove=removed,
-                add=[*moved, *added],
+            Commit(
+                changes=[FileChange(remove=removed, add=[*moved, *added])],
                 operation="split",
                 summary=summary,
-                change=change,
+                update=lambda staged: change(staged.meta),
             ),
-        )
+        ).metadata
     except BaseException:
         _remove_quietly(table, written)
         raise

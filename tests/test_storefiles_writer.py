@@ -1,0 +1,152 @@
+"""The one store-file write path: whole and streamed writes agree, rolling, abort."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from cellstore import Family
+from cellstore.errors import InvalidNameError
+from cellstore.storefiles import (
+    RollingWriter,
+    StoreFileReader,
+    StoreFileWriter,
+    check,
+    roll_points,
+    write_rolled,
+    write_store_file,
+)
+from cellstore.storefiles.footer import FOOTER_KEY
+from cellstore.storefiles.writer import bloom_ndv
+
+
+def cells_of(n: int, *, per_row: int = 3) -> pa.Table:
+    return pa.table({
+        "row": pa.array([f"r{i // per_row:06d}".encode() for i in range(n)], pa.binary()),
+        "qualifier": pa.array([f"q{i % per_row}".encode() for i in range(n)], pa.binary()),
+        "ts": pa.array(np.full(n, 7), pa.int64()),
+        "type": pa.array(np.full(n, 4), pa.int8()),
+        "value": pa.array([b"v" * (i % 17) for i in range(n)], pa.binary()),
+    })
+
+
+@pytest.mark.parametrize("n,chunk,rgc", [(50, 7, 1000), (5000, 401, 700), (3000, 3000, 256)])
+def test_whole_and_streamed_files_are_identical(tmp_path: Path, n: int, chunk: int, rgc: int):
+    """One writer: a file written whole equals the same cells written in chunks, byte for byte
+    (same footer, row groups, Bloom filter sizing and Parquet options)."""
+    fs = fsspec.filesystem("file")
+    fam = Family(name="d", bloom_filter=True)
+    cells = cells_of(n)
+    with StoreFileWriter(fs, str(tmp_path / "s.parquet"), family=fam, seq=3, load_id="l",
+                         row_group_cells=rgc) as w:
+        for start in range(0, n, chunk):  # chunks cut rows in the middle
+            w.write(cells.slice(start, chunk))
+        streamed = w.close()
+    whole = write_store_file(fs, str(tmp_path / "w.parquet"), cells, family=fam, seq=3,
+                             load_id="l", row_group_cells=rgc)
+    assert streamed.footer_dict() == whole.footer_dict()
+    assert streamed.row_groups == whole.row_groups == -(-n // rgc)
+    assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
+    # The footer lives in the Parquet key-value metadata for both.
+    kv = pq.ParquetFile(tmp_path / "w.parquet").metadata.metadata
+    assert FOOTER_KEY in kv
+    assert check(fs, str(tmp_path / "s.parquet")).ok
+
+
+def test_bloom_is_sized_by_rows_of_the_first_row_group():
+    cells = cells_of(3000, per_row=3)
+    assert bloom_ndv(cells, row_group_cells=700) == len({f"r{i // 3}" for i in range(700)})
+    assert bloom_ndv(cells.slice(0, 10), row_group_cells=700) == 4
+
+
+def test_bloom_filter_absent_when_family_has_none(tmp_path: Path):
+    fs = fsspec.filesystem("file")
+    write_store_file(fs, str(tmp_path / "a.parquet"), cells_of(100),
+                     family=Family(name="d", bloom_filter=False), seq=1, load_id="l")
+    with StoreFileReader(fs, str(tmp_path / "a.parquet")) as r:
+        assert r.info.bloom_filter is False
+
+
+def test_roll_points_cut_on_row_boundaries():
+    cells = cells_of(900, per_row=3)
+    cuts = roll_points(cells, 2000)
+    assert cuts[0] == 0 and cuts[-1] == 900 and len(cuts) > 3
+    rows = cells.column("row").to_pylist()
+    for c in cuts[1:-1]:
+        assert rows[c] != rows[c - 1]  # never inside a row
+
+
+def test_write_rolled_names_files_through_layout(tmp_path: Path):
+    fs = fsspec.filesystem("file")
+    fam = Family(name="c f")  # quoted in the directory name
+    out = write_rolled(fs, str(tmp_path), cells_of(900), region="r000001", family=fam,
+                       stem="load-1", seq=2, load_id="load-1", max_file_bytes=4000)
+    assert len(out) > 1
+    assert [w.relpath for w in out] == [
+        f"data/r000001/c%20f/load-1-{k:03d}.parquet" for k in range(len(out))
+    ]
+    assert sum(w.info.cells for w in out) == 900
+    for a, b in itertools.pairwise(out):
+        assert a.info.last_row < b.info.first_row  # files in order, rows never split
+    assert write_rolled(fs, str(tmp_path), cells_of(0), region="r000001", family=fam,
+                        stem="e", seq=2, load_id="e", max_file_bytes=10) == []
+
+
+def test_rolling_writer_refuses_escaping_names(tmp_path: Path):
+    fs = fsspec.filesystem("file")
+    with pytest.raises(InvalidNameError), RollingWriter(
+        fs, str(tmp_path), region="r1", family=Family(name="f"), stem="../../x", seq=1,
+        load_id="x", max_file_bytes=100,
+    ) as w:
+        w.write(cells_of(10))
+    assert list(tmp_path.rglob("*.parquet")) == []
+
+
+def test_rolling_writer_abort_removes_every_file(tmp_path: Path):
+    fs = fsspec.filesystem("file")
+    with pytest.raises(RuntimeError), RollingWriter(
+        fs, str(tmp_path), region="r1", family=Family(name="f"), stem="s", seq=1,
+        load_id="s", max_file_bytes=500,
+    ) as w:
+        for start in range(0, 300, 30):
+            w.write(cells_of(300).slice(start, 30))
+        assert len(w.written) > 1  # some files were closed already
+        raise RuntimeError("task failed")
+    assert list(tmp_path.rglob("*.parquet")) == []
+
+
+def test_paths_are_built_only_in_layout():
+    """Family quoting and store-file names live in storefiles/layout.py alone (issue 13)."""
+    import re
+
+    src = Path(__file__).parents[1] / "src" / "cellstore"
+    offenders = []
+    for path in src.rglob("*.py"):
+        if path.name == "layout.py" and path.parent.name == "storefiles":
+            continue
+        text = path.read_text()
+        for pattern in (r"(?<![\w.])quote\(", r"urllib\.parse import .*\bquote\b",
+                        r"join\(\s*\"data\"", r"\"data/\{"):
+            for m in re.finditer(pattern, text, flags=re.MULTILINE):
+                line = text.count("\n", 0, m.start()) + 1
+                offenders.append(f"{path.relative_to(src)}:{line}: {pattern}")
+    assert offenders == []
+
+
+def test_store_files_are_written_only_by_the_writer():
+    """Every store file comes from StoreFileWriter: no other module calls the wrappers'
+    internals or writes a file with the store-file footer key."""
+    src = Path(__file__).parents[1] / "src" / "cellstore"
+    for p in src.rglob("*.py"):
+        if p.parent.name == "storefiles" and p.name in ("writer.py", "__init__.py"):
+            continue
+        text = p.read_text()
+        assert "write_store_file(" not in text, p
+        assert "StoreFileWriter(" not in text, p
+        assert "{FOOTER_KEY:" not in text, p  # writing the footer metadata
