@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import fsspec
@@ -31,6 +30,7 @@ from cellstore.core.cells import (
     equal_key_runs,
     parse_type_names,
     run_starts,
+    scale_to_millis,
     sort_indices,
 )
 from cellstore.core.codecs import binary_from_parts, binary_parts
@@ -44,7 +44,6 @@ from cellstore.storefiles.writer import WrittenFile
 
 __all__ = [
     "KeyKind",
-    "LoadResult",
     "WrittenFile",
     "commit_files",
     "normalize_cells",
@@ -52,49 +51,6 @@ __all__ = [
     "salt_rows",
     "write_cells",
 ]
-
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    """What a committed write did.
-
-    Attributes:
-        version: Table version the commit created (None when nothing was committed because
-            the input was empty or the load id had already been applied).
-        seq: Sequence number the load's files got.
-        load_id: The load's id.
-        cells: Cells written (after dropping exact duplicate keys).
-        files: Store files written.
-        bytes: Total size of the files.
-        files_per_region: Number of files per region id.
-        duplicates_dropped: Input cells dropped because a later cell had the same key.
-        already_applied: True when the load id had been committed before (nothing done).
-    """
-
-    version: int | None
-    seq: int | None
-    load_id: str
-    cells: int
-    files: int
-    bytes: int
-    files_per_region: dict[str, int]
-    duplicates_dropped: int = 0
-    already_applied: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys, like the metadata documents)."""
-        return {
-            "version": self.version,
-            "seq": self.seq,
-            "load-id": self.load_id,
-            "cells": self.cells,
-            "files": self.files,
-            "bytes": self.bytes,
-            "files-per-region": dict(self.files_per_region),
-            "duplicates-dropped": self.duplicates_dropped,
-            "already-applied": self.already_applied,
-        }
 
 
 def _bad(msg: str, mask: pa.Array | np.ndarray, field: str) -> BadCellError:
@@ -121,9 +77,7 @@ def _to_binary(col: pa.ChunkedArray, field: str) -> pa.Array:
         return arr.cast(pa.binary())
     if pa.types.is_null(arr.type):
         return pa.nulls(len(arr), pa.binary())
-    raise BadCellError(
-        f"field {field!r}: column type {arr.type} is not bytes or str", field=field
-    )
+    raise BadCellError(f"field {field!r}: column type {arr.type} is not bytes or str", field=field)
 
 
 def _to_types(col: pa.ChunkedArray) -> pa.Array:
@@ -165,7 +119,15 @@ def _to_types(col: pa.ChunkedArray) -> pa.Array:
 def _to_ts(col: pa.ChunkedArray, now: int) -> pa.Array:
     arr = col.combine_chunks()
     if pa.types.is_timestamp(arr.type):
-        arr = arr.cast(pa.timestamp("ms")).cast(pa.int64())
+        # In the column's own unit, then scaled with an overflow check (a safe cast to ms
+        # fails on sub-millisecond values; an unsafe one wraps around).
+        raw = arr.cast(pa.int64())
+        millis, over = scale_to_millis(
+            raw.fill_null(0).to_numpy(zero_copy_only=False), arr.type.unit
+        )
+        if over.any():
+            raise _bad("timestamp does not fit a signed 64-bit long", over, "ts")
+        arr = pa.array(millis, pa.int64(), mask=~raw.is_valid().to_numpy(zero_copy_only=False))
     elif pa.types.is_integer(arr.type):
         if arr.type == pa.uint64():
             too_big = pc.greater(arr, pa.scalar(LATEST_TIMESTAMP, pa.uint64()))

@@ -27,7 +27,7 @@ from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from cellstore.loader import LoadReport, Mapping, TextOptions
+    from cellstore.loader import LoadMapping, LoadReport, TextOptions
     from cellstore.warehouse import Warehouse
 
 __all__ = [
@@ -138,7 +138,7 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
 
 
 def text_options(
-    mapping: Mapping,
+    mapping: LoadMapping,
     *,
     delimiter: str | None,
     no_header: bool,
@@ -169,20 +169,20 @@ def read_mapping(
     timestamp: str | None,
     operation: str | None,
     storage_options: dict[str, Any],
-) -> Mapping:
+) -> LoadMapping:
     """The mapping from ``--mapping FILE`` or the inline options (not both).
 
     Raises:
         click.UsageError: both, or neither, given.
     """
-    from cellstore.loader import Mapping
+    from cellstore.loader import LoadMapping
 
     if mapping_path is not None and (row_key or columns or timestamp or operation):
         raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
     if mapping_path is None and not columns:
         raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
     if mapping_path is not None:
-        return Mapping.from_file(mapping_path, storage_options=storage_options)
+        return LoadMapping.from_file(mapping_path, storage_options=storage_options)
     return _inline_mapping(
         row_key=row_key, columns=columns, timestamp=timestamp, operation=operation
     )
@@ -194,9 +194,9 @@ def _inline_mapping(
     columns: Sequence[str],
     timestamp: str | None,
     operation: str | None,
-) -> Mapping:
+) -> LoadMapping:
     from cellstore.core.codecs import Codec
-    from cellstore.loader import KeyColumn, Mapping
+    from cellstore.loader import KeyColumn, LoadMapping
 
     key = None
     if row_key is not None:
@@ -206,11 +206,11 @@ def _inline_mapping(
     if timestamp is not None:
         ts_col, _, unit = timestamp.partition(":")
         unit = unit or "ms"
-    return Mapping.simple(
+    return LoadMapping.simple(
         row_key=key,
         columns=list(columns),
         timestamp=ts_col,
-        timestamp_unit=unit,  # type: ignore[arg-type]  # validated by Mapping
+        timestamp_unit=unit,  # type: ignore[arg-type]  # validated by LoadMapping
         operation=operation,
     )
 
@@ -219,7 +219,7 @@ def _inline_mapping(
 @click.argument("table")
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--mapping", "mapping_path", metavar="FILE",
-              help="Mapping file (TOML or JSON; any fsspec URL).")
+              help="LoadMapping file (TOML or JSON; any fsspec URL).")
 @click.option("--row-key", metavar="COLUMN[:CODEC]",
               help="Inline mapping: the row-key column (codec default string).")
 @click.option("--column", "columns", multiple=True, metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",

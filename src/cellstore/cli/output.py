@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from cellstore.cli.reads import ExportReport, QuickstartReport
     from cellstore.core.metadata import HistoryEntry
-    from cellstore.ingest import LoadResult
+    from cellstore.loader import LoadReport
     from cellstore.warehouse import TableDescription
 
 __all__ = [
@@ -80,7 +80,7 @@ class Output(ABC):
         """Commits of a table, newest first (``history``)."""
 
     @abstractmethod
-    def load_result(self, name: str, result: LoadResult) -> None:
+    def load_result(self, name: str, result: LoadReport) -> None:
         """What a load committed (``load-cells``)."""
 
     @abstractmethod
@@ -345,7 +345,7 @@ def _scan_json(batches: Iterable[pa.Table]) -> tuple[int, list[dict[str, Any]]]:
     return rows, [c.to_json() for c in cells]
 
 
-def _load_lines(name: str, result: LoadResult) -> list[str]:
+def _load_lines(name: str, result: LoadReport) -> list[str]:
     """What a load did: cells, files, bytes, version, and files per region."""
     r = result
     if r.already_applied:
@@ -432,7 +432,7 @@ class TextOutput(Output):
             [*grid(["VERSION", "TIMESTAMP", "OPERATION", "SUMMARY"], rows), f"{len(rows)} row(s)"]
         )
 
-    def load_result(self, name: str, result: LoadResult) -> None:
+    def load_result(self, name: str, result: LoadReport) -> None:
         """Cells, files and bytes committed, the new version, and files per region."""
         _echo_lines(_load_lines(name, result))
 
@@ -528,9 +528,9 @@ class JsonOutput(Output):
         """``{"table": NAME, "history": [entry, ...]}``, newest first."""
         self._print({"table": name, "history": [e.to_dict() for e in entries]})
 
-    def load_result(self, name: str, result: LoadResult) -> None:
-        """The :class:`~cellstore.ingest.LoadResult` fields plus the table name."""
-        self._print({"table": name, **result.to_dict()})
+    def load_result(self, name: str, result: LoadReport) -> None:
+        """The :class:`~cellstore.loader.LoadReport` fields (the table name among them)."""
+        self._print({**result.to_dict(), "table": name})
 
     def scan_cells(self, name: str, batches: Iterable[pa.Table], *, started: float) -> None:
         """``{"table": NAME, "rows": N, "cells": [cell, ...]}``, strings in printable form.

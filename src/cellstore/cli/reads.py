@@ -33,7 +33,7 @@ from cellstore.defaults import DEFAULT_ROOT
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from cellstore.ingest import LoadResult
+    from cellstore.loader import LoadReport
     from cellstore.reader import Scan
     from cellstore.warehouse import TableDescription
 
@@ -121,7 +121,7 @@ class QuickstartReport:
     root: str
     created: bool
     description: TableDescription
-    load: LoadResult
+    load: LoadReport
     rows: int
     scan_limit: int
     sample: pa.Table

@@ -30,6 +30,7 @@ __all__ = [
     "SORT_KEYS_WITH_FAMILY",
     "TYPE_NAMES",
     "parse_type_names",
+    "scale_to_millis",
     "CellType",
     "count_in_segments",
     "equal_key_runs",
@@ -119,6 +120,34 @@ def parse_type_names(text: pa.Array) -> pa.Array:
 
 _TYPE_NAME_KEYS: Final = pa.array(list(TYPE_NAMES), pa.string())
 _TYPE_NAME_CODES: Final = pa.array([int(t) for t in TYPE_NAMES.values()], pa.int8())
+
+#: Milliseconds per unit (``s``, ``ms``) and units per millisecond (``us``, ``ns``).
+UNIT_MS: Final = {"s": 1000, "ms": 1}
+UNIT_DIV: Final = {"us": 1000, "ns": 1_000_000}
+
+
+def scale_to_millis(values: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """Integer times in ``unit`` (``s``, ``ms``, ``us``, ``ns``) as int64 milliseconds.
+
+    Sub-millisecond units round down (floor); coarser units are multiplied with an
+    overflow check, so no value wraps around.
+
+    Returns:
+        ``(millis, out_of_range)``: the converted values (0 where out of range) and the
+        mask of values whose milliseconds do not fit a signed 64-bit long.
+
+    Raises:
+        ValueError: an unknown unit.
+    """
+    x = np.asarray(values, dtype=np.int64)
+    if unit in UNIT_DIV:
+        return np.floor_divide(x, UNIT_DIV[unit]), np.zeros(x.size, dtype=bool)
+    if unit not in UNIT_MS:
+        raise ValueError(f"unknown time unit {unit!r} (expected s, ms, us or ns)")
+    factor = UNIT_MS[unit]
+    over = np.abs(x) > (2**63 - 1) // factor
+    return np.where(over, 0, x) * factor, over
+
 
 #: The delete-marker type codes.
 DELETE_TYPES: Final = frozenset(t for t in CellType if t.is_delete)

@@ -11,7 +11,7 @@ from cellstore.loader.advise import advise_input, advise_table
 from cellstore.loader.execute import ProgressFn, commit_load, reroute_files, run_load
 from cellstore.loader.inputs import INPUT_FORMATS, InputFormat, InputPart, TextOptions
 from cellstore.loader.keycheck import AdviceThresholds, KeyAdvice, KeyFinding
-from cellstore.loader.mapping import CellMapping, KeyColumn, Mapping, parse_cell_option
+from cellstore.loader.mapping import CellMapping, KeyColumn, LoadMapping, parse_cell_option
 from cellstore.loader.plan import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MEMORY_BUDGET,
@@ -22,6 +22,10 @@ from cellstore.loader.plan import (
     sample_split_keys,
 )
 from cellstore.loader.report import BadRecord, LoadReport
+
+#: The earlier name of :class:`LoadMapping` (it shadowed ``collections.abc.Mapping``
+#: inside the loader); kept so existing imports work.
+Mapping = LoadMapping
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -39,6 +43,7 @@ __all__ = [
     "LoadReport",
     "LoadSettings",
     "LoadTask",
+    "LoadMapping",
     "Mapping",
     "ProgressFn",
     "TextOptions",

@@ -20,8 +20,7 @@ the number of column families). This module samples keys and checks them with
 
 from __future__ import annotations
 
-from collections.abc import Mapping as MappingABC
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -45,7 +44,7 @@ from cellstore.loader.keycheck import (
     analyze_keys,
     quantile_split_keys,
 )
-from cellstore.loader.mapping import KeyColumn, Mapping
+from cellstore.loader.mapping import KeyColumn, LoadMapping
 
 if TYPE_CHECKING:
     import fsspec
@@ -75,21 +74,21 @@ DEFAULT_SAMPLE_KEYS: Final = 100_000
 MAX_SAMPLED_FILES: Final = 64
 
 
-def _literal_qualifiers(mapping: Mapping) -> list[bytes]:
+def _literal_qualifiers(mapping: LoadMapping) -> list[bytes]:
     return [c.qualifier for c in mapping.cells if c.qualifier is not None]
 
 
 def advise_input(
     source: Any,
     *,
-    mapping: Mapping,
+    mapping: LoadMapping,
     metadata: TableMetadata | None = None,
     salt_buckets: int | None = None,
     regions: int | None = None,
     sample_keys: int = DEFAULT_SAMPLE_KEYS,
     input_format: InputFormat | None = None,
     text: TextOptions | None = None,
-    storage_options: MappingABC[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     thresholds: AdviceThresholds | None = None,
 ) -> KeyAdvice:
     """Advice on the row keys a load of ``source`` would build (reads a sample, writes nothing).

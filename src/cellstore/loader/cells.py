@@ -31,8 +31,11 @@ from cellstore.core.cells import (
     CELL_SCHEMA,
     LATEST_TIMESTAMP,
     MAX_ROW_LENGTH,
+    UNIT_DIV,
+    UNIT_MS,
     CellType,
     parse_type_names,
+    scale_to_millis,
 )
 from cellstore.core.codecs import (
     Problems,
@@ -44,7 +47,7 @@ from cellstore.core.codecs import (
 from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
 from cellstore.ingest import WrittenFile, dedupe_sorted
-from cellstore.loader.mapping import KeyColumn, Mapping
+from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
 
 if TYPE_CHECKING:
@@ -60,8 +63,6 @@ __all__ = [
     "write_region",
 ]
 
-_UNIT_MS: Final = {"s": 1000, "ms": 1}
-_UNIT_DIV: Final = {"us": 1000, "ns": 1_000_000}
 _TS_FORMATS: Final = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
 
 
@@ -78,7 +79,7 @@ class BoundMapping:
         families: Mapped family names, in table order.
     """
 
-    mapping: Mapping
+    mapping: LoadMapping
     key: KeyColumn | RowKeySpec
     salt_buckets: int | None
     families: tuple[str, ...]
@@ -184,7 +185,7 @@ def encode_row_keys(batch: pa.Table, bound: BoundMapping) -> tuple[pa.Array, np.
     return rows, bad
 
 
-def _timestamps(batch: pa.Table, mapping: Mapping, now: int) -> tuple[pa.Array, list[pa.Array]]:
+def _timestamps(batch: pa.Table, mapping: LoadMapping, now: int) -> tuple[pa.Array, list[pa.Array]]:
     n = batch.num_rows
     name = mapping.timestamp_column
     if name is None:
@@ -237,7 +238,7 @@ def _numeric_or_text_ts(col: pa.Array, unit: str, name: str, reasons: list[pa.Ar
         return pa.nulls(n, pa.int64())
     if pa.types.is_floating(t):
         x = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
-        factor = _UNIT_MS.get(unit, 1) / _UNIT_DIV.get(unit, 1)
+        factor = UNIT_MS.get(unit, 1) / UNIT_DIV.get(unit, 1)
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = np.floor(x * factor)
             ok = np.isfinite(scaled) & (np.abs(scaled) < 2.0**63)
@@ -257,17 +258,13 @@ def _int64s(col: pa.Array, name: str, reasons: list[pa.Array]) -> pa.Array:
 
 
 def _scale(ints: pa.Array, unit: str, name: str, reasons: list[pa.Array]) -> pa.Array:
-    if unit in _UNIT_DIV:
-        x = np.asarray(ints.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        return pa.array(np.floor_divide(x, _UNIT_DIV[unit]), mask=~_np_bool(ints.is_valid()))
-    factor = _UNIT_MS[unit]
-    if factor == 1:
+    if unit == "ms":
         return ints
     x = np.asarray(ints.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    over = np.abs(x) > (2**63 - 1) // factor
+    millis, over = scale_to_millis(x, unit)
     valid = _np_bool(ints.is_valid())
     reasons.append(_reason(valid & over, f"{name}: timestamp out of range"))
-    return pa.array(np.where(over, 0, x) * factor, mask=~valid | over)
+    return pa.array(millis, pa.int64(), mask=~valid | over)
 
 
 def _parse_text_times(text: pa.Array) -> pa.Array:
@@ -282,7 +279,7 @@ def _parse_text_times(text: pa.Array) -> pa.Array:
     return pc.coalesce(*parsed)
 
 
-def _operations(batch: pa.Table, mapping: Mapping) -> tuple[pa.Array, list[pa.Array]]:
+def _operations(batch: pa.Table, mapping: LoadMapping) -> tuple[pa.Array, list[pa.Array]]:
     n = batch.num_rows
     name = mapping.operation_column
     if name is None:

@@ -24,8 +24,7 @@ import dataclasses
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from collections.abc import Mapping as MappingABC
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -42,7 +41,7 @@ from cellstore.ingest import WrittenFile, commit_files
 from cellstore.loader.cells import bad_record_rows, encode_records, route_rows, write_region
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
 from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
-from cellstore.loader.mapping import Mapping
+from cellstore.loader.mapping import LoadMapping
 from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
 from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
 from cellstore.loader.spill import consolidate_runs
@@ -466,7 +465,7 @@ def commit_load(
     written: Sequence[WrittenFile],
     *,
     load_id: str,
-    summary: MappingABC[str, Any],
+    summary: Mapping[str, Any],
     row_group_cells: int,
 ) -> tuple[TableMetadata, bool, list[WrittenFile], int]:
     """Commit the files in one manifest commit, re-routing them if regions changed.
@@ -515,7 +514,7 @@ def _report_location(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
     report_dir: str | None,
-    storage_options: MappingABC[str, Any],
+    storage_options: Mapping[str, Any],
 ) -> tuple[fsspec.AbstractFileSystem, str]:
     if report_dir is None:
         return fs, loads_dir(table_path)
@@ -548,16 +547,16 @@ def run_load(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
     table_url: str,
-    storage_options: MappingABC[str, Any],
+    storage_options: Mapping[str, Any],
     log: TableLog,
     source: Any,
-    mapping: Mapping,
+    mapping: LoadMapping,
     load_id: str,
     now_ms: int,
     settings: LoadSettings,
     input_format: InputFormat | None = None,
     text: TextOptions | None = None,
-    input_storage_options: MappingABC[str, Any] | None = None,
+    input_storage_options: Mapping[str, Any] | None = None,
     client: Any = None,
     progress: ProgressFn | None = None,
     report_dir: str | None = None,

@@ -1,6 +1,6 @@
 """The declarative mapping from input records to cells.
 
-A :class:`Mapping` says, for every input record:
+A :class:`LoadMapping` says, for every input record:
 
 * which input columns build the **row key**: one column (:class:`KeyColumn`, encoded with a
   value codec), or the table's row-key spec (:class:`~cellstore.core.rowkey.RowKeySpec`,
@@ -15,7 +15,7 @@ A :class:`Mapping` says, for every input record:
 Nulls are no cells: tables are sparse. A record whose value column is null gets no cell
 for that column; a record whose qualifier column is null gets no cell for that mapping.
 
-Mappings are frozen and picklable. :meth:`Mapping.from_file` reads the TOML or JSON form
+Mappings are frozen and picklable. :meth:`LoadMapping.from_file` reads the TOML or JSON form
 the CLI's ``--mapping`` takes (see the README, "Loading data")::
 
     row_key = "url"                       # or {column = "id", codec = "long"}
@@ -37,8 +37,7 @@ the CLI's ``--mapping`` takes (see the README, "Loading data")::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping as MappingABC
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
@@ -56,7 +55,7 @@ __all__ = [
     "TIME_UNITS",
     "CellMapping",
     "KeyColumn",
-    "Mapping",
+    "LoadMapping",
     "TimeUnit",
     "parse_cell_option",
 ]
@@ -106,7 +105,7 @@ def unknown_keys_message(where: str, unknown: Sequence[Any], known: Sequence[str
     return f"{where}: unknown {noun} {', '.join(parts)}; known keys: {', '.join(sorted(known))}"
 
 
-def _check_keys(where: str, d: MappingABC[Any, Any], known: frozenset[str]) -> None:
+def _check_keys(where: str, d: Mapping[Any, Any], known: frozenset[str]) -> None:
     unknown = sorted((k for k in d if k not in known), key=str)
     if unknown:
         raise InvalidArgumentError(unknown_keys_message(where, unknown, sorted(known)))
@@ -119,8 +118,8 @@ def _text(value: Any, where: str) -> str:
     return value
 
 
-def _table(value: Any, where: str) -> MappingABC[str, Any]:
-    if not isinstance(value, MappingABC):
+def _table(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
         raise InvalidArgumentError(f"{where} must be a table/object, not {value!r}")
     return value
 
@@ -224,7 +223,7 @@ class CellMapping:
         return out
 
     @classmethod
-    def from_dict(cls, d: MappingABC[str, Any]) -> CellMapping:
+    def from_dict(cls, d: Mapping[str, Any]) -> CellMapping:
         """Parse one ``[[cells]]`` entry.
 
         Keys: ``family``, ``qualifier`` (or ``qualifier_hex``, or ``qualifier_column`` with
@@ -296,7 +295,7 @@ def parse_cell_option(text: str) -> CellMapping:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Mapping:
+class LoadMapping:
     """How input records become cells (see the module docstring).
 
     Attributes:
@@ -324,7 +323,7 @@ class Mapping:
     timestamp_column: str | None = None
     timestamp_unit: TimeUnit = "ms"
     operation_column: str | None = None
-    input_options: MappingABC[str, Any] = field(default_factory=dict)
+    input_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cells", tuple(self.cells))
@@ -453,7 +452,7 @@ class Mapping:
         return out
 
     @classmethod
-    def from_dict(cls, d: MappingABC[str, Any]) -> Mapping:
+    def from_dict(cls, d: Mapping[str, Any]) -> LoadMapping:
         """Parse the mapping-file form (see the module docstring).
 
         ``row_key`` is a column name, ``{column, codec}``, or a row-key spec
@@ -471,7 +470,7 @@ class Mapping:
         rk = d.get("row_key")
         if isinstance(rk, str):
             row_key = KeyColumn(column=rk)
-        elif isinstance(rk, MappingABC):
+        elif isinstance(rk, Mapping):
             if "fields" in rk:
                 from cellstore.core.rowkey import RowKeySpec
 
@@ -504,7 +503,7 @@ class Mapping:
         unit: Any = "ms"
         if isinstance(ts, str):
             ts_column = ts
-        elif isinstance(ts, MappingABC):
+        elif isinstance(ts, Mapping):
             _check_keys("mapping timestamp", ts, frozenset({"column", "unit"}))
             if "column" not in ts:
                 raise InvalidArgumentError(f"mapping timestamp: expected {{column, unit}}: {ts}")
@@ -520,7 +519,7 @@ class Mapping:
             family, colon, qualifier = str(name).partition(":")
             if not colon:
                 raise InvalidArgumentError(f"mapping columns: {name!r} is not family:qualifier")
-            entry = dict(source) if isinstance(source, MappingABC) else {"value": source}
+            entry = dict(source) if isinstance(source, Mapping) else {"value": source}
             cells.append(CellMapping.from_dict({"family": family, "qualifier": qualifier, **entry}))
         op = d.get("operation")
         return cls(
@@ -534,8 +533,8 @@ class Mapping:
 
     @classmethod
     def from_file(
-        cls, path: str, *, storage_options: MappingABC[str, Any] | None = None
-    ) -> Mapping:
+        cls, path: str, *, storage_options: Mapping[str, Any] | None = None
+    ) -> LoadMapping:
         """Read a mapping file: TOML (``.toml``) or JSON (anything else), any fsspec URL.
 
         Raises:
@@ -570,7 +569,7 @@ class Mapping:
         timestamp: str | None = None,
         timestamp_unit: TimeUnit = "ms",
         operation: str | None = None,
-    ) -> Mapping:
+    ) -> LoadMapping:
         """A mapping from inline options (what the CLI's ``--row-key/--column`` build).
 
         Args:

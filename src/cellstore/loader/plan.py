@@ -20,7 +20,7 @@ The plan is inspectable and testable without Dask; :mod:`cellstore.loader.execut
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping as MappingABC
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -40,7 +40,7 @@ from cellstore.loader.inputs import (
     read_part,
 )
 from cellstore.loader.keycheck import quantile_split_keys
-from cellstore.loader.mapping import KeyColumn, Mapping
+from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
 __all__ = [
@@ -134,7 +134,7 @@ class TableTarget:
     """
 
     url: str
-    storage_options: MappingABC[str, Any] = field(default_factory=dict, repr=False)
+    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     name: str
     families: tuple[Family, ...]
     regions: tuple[Region, ...]
@@ -195,7 +195,7 @@ class LoadPlan:
         return f"{self.load_id}-{self.nonce}-m{region_index:05d}"
 
 
-def bind_mapping(mapping: Mapping, metadata: TableMetadata) -> BoundMapping:
+def bind_mapping(mapping: LoadMapping, metadata: TableMetadata) -> BoundMapping:
     """Validate ``mapping`` against a table version and bind its row key.
 
     Raises:
@@ -226,15 +226,15 @@ def plan_load(
     metadata: TableMetadata,
     *,
     table_url: str,
-    storage_options: MappingABC[str, Any] | None,
+    storage_options: Mapping[str, Any] | None,
     source: Any,
-    mapping: Mapping,
+    mapping: LoadMapping,
     load_id: str,
     now_ms: int,
     settings: LoadSettings,
     input_format: InputFormat | None = None,
     text: TextOptions | None = None,
-    input_storage_options: MappingABC[str, Any] | None = None,
+    input_storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[LoadPlan, DiscoveredInputs]:
     """Plan a load of ``source`` into the table version ``metadata`` (reads no data).
 
@@ -295,12 +295,12 @@ def plan_load(
 def sample_split_keys(
     source: Any,
     *,
-    mapping: Mapping,
+    mapping: LoadMapping,
     regions: int,
     families: tuple[str, ...] | None = None,
     input_format: InputFormat | None = None,
     text: TextOptions | None = None,
-    input_storage_options: MappingABC[str, Any] | None = None,
+    input_storage_options: Mapping[str, Any] | None = None,
     sample_records: int = 200_000,
 ) -> list[bytes]:
     """Split keys cutting the input's row keys into ``regions`` ranges of equal counts.

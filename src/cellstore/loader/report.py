@@ -71,8 +71,9 @@ class LoadReport:
         seq: Sequence number of the load's files.
         already_applied: The load id had been committed before: nothing was done.
         mode: ``"merge"`` (input within the memory budget: one sorted file set per region
-            and family) or ``"spill"`` (sorted runs written as separate files as the budget
-            fills; readers merge them).
+            and family), ``"spill"`` (sorted runs written as separate files as the budget
+            fills; readers merge them) or ``"cells"`` (``Table.load_cells``: cells given
+            directly, one file per region and family).
         inputs: Input parts read (files, Parquet row-group runs, frame slices).
         records: Input records read.
         rows: Records loaded (good records).

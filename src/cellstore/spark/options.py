@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from cellstore.errors import InvalidArgumentError
-from cellstore.loader import DEFAULT_MAX_FILE_BYTES
-from cellstore.loader import Mapping as LoadMapping
+from cellstore.loader import DEFAULT_MAX_FILE_BYTES, LoadMapping
 from cellstore.loader.mapping import TimeUnit
 from cellstore.reader.plan import row_range
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,15 +31,20 @@ from cellstore.errors import (
 from cellstore.fs import ensure_exclusive_create
 from cellstore.ingest import (
     KeyKind,
-    LoadResult,
     new_load_id,
     normalize_cells,
     now_ms,
     salt_rows,
     write_cells,
 )
-from cellstore.loader import LoadReport, LoadSettings, ProgressFn, TextOptions, run_load
-from cellstore.loader import Mapping as LoadMapping
+from cellstore.loader import (
+    LoadMapping,
+    LoadReport,
+    LoadSettings,
+    ProgressFn,
+    TextOptions,
+    run_load,
+)
 from cellstore.loader.advise import (
     DEFAULT_SAMPLE_KEYS,
     AdviceThresholds,
@@ -150,7 +156,7 @@ class Table:
         now_ms: int | None = None,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
         keys: KeyKind = "logical",
-    ) -> LoadResult:
+    ) -> LoadReport:
         """Write cells and commit them at once: the raw write primitive.
 
         ``cells`` is a pyarrow Table or pandas DataFrame with columns ``row``, ``family``,
@@ -181,7 +187,8 @@ class Table:
                 (``"physical"`` on an unsalted table is an InvalidArgumentError).
 
         Returns:
-            A :class:`~cellstore.ingest.LoadResult`.
+            A :class:`~cellstore.loader.LoadReport` (``mode="cells"``; the same type
+            :meth:`load` returns).
 
         Raises:
             BadCellError: naming the first bad record and field (also a physical key whose
@@ -191,16 +198,28 @@ class Table:
             CommitConflictError: if a concurrent change made the load impossible.
         """
         self._writable("load into")
+        started = time.perf_counter()
         load_id = validate_load_id(load_id or new_load_id())
         base = self.refresh().metadata  # write where the newest regions are
+
+        def report(**fields: Any) -> LoadReport:
+            return LoadReport(
+                table=str(self.name),
+                load_id=load_id,
+                mode="cells",
+                seconds=time.perf_counter() - started,
+                **{"version": None, "seq": None, **fields},
+            )
+
         if load_id in base.load_ids:
-            return LoadResult(None, None, load_id, 0, 0, 0, {}, 0, True)
+            return report(already_applied=True)
         ensure_exclusive_create(self.fs, self.warehouse.root)
         now = now_ms if now_ms is not None else _clock()
         normalized = normalize_cells(cells, metadata=base, now=now)
         normalized = salt_rows(normalized, base.salt_buckets, keys=keys)
-        if normalized.num_rows == 0:
-            return LoadResult(None, None, load_id, 0, 0, 0, {})
+        records = normalized.num_rows
+        if records == 0:
+            return report()
         written, dropped = write_cells(
             self.fs,
             self.path,
@@ -211,31 +230,35 @@ class Table:
             row_group_cells=row_group_cells,
         )
         cells_written = sum(w.info.cells for w in written)
-        size = sum(w.info.size for w in written)
-        meta, already, written, _ = commit_load(  # re-routes if regions changed meanwhile
+        meta, already, written, rerouted = commit_load(  # re-routes if regions changed
             self.fs,
             self.path,
             self.log,
             base,
             written,
             load_id=load_id,
-            summary={"cells": cells_written, "files": len(written), "bytes": size},
+            summary={
+                "cells": cells_written,
+                "files": len(written),
+                "bytes": sum(w.info.size for w in written),
+            },
             row_group_cells=row_group_cells,
         )
-        per_region = dict(Counter(w.region for w in written))
-        size = sum(w.info.size for w in written)
         self._metadata = meta
         if already:
-            return LoadResult(None, None, load_id, 0, 0, 0, {}, 0, True)
-        return LoadResult(
+            return report(already_applied=True)
+        return report(
             version=meta.version,
             seq=meta.last_history.summary.get("seq"),
-            load_id=load_id,
+            inputs=1,
+            records=records,
+            rows=records,
             cells=cells_written,
             files=len(written),
-            bytes=size,
-            files_per_region=per_region,
+            bytes=sum(w.info.size for w in written),
+            files_per_region=dict(Counter(w.region for w in written)),
             duplicates_dropped=dropped,
+            rerouted_files=rerouted,
         )
 
     def load(
