@@ -121,7 +121,7 @@ def test_long_keys_and_names():
 
 
 def test_salt_skew_from_repeated_keys():
-    from cellstore.loader.cells import prefix_salt
+    from cellstore.loader.records import prefix_salt
 
     hot = [b"celebrity"] * 900 + [f"user{i}".encode() for i in range(300)]
     keys = prefix_salt(pa.array(hot, pa.binary()), 8)
@@ -138,7 +138,7 @@ def test_salt_skew_from_repeated_keys():
 def test_sequential_keys_under_a_salt_are_not_reported():
     """Phoenix's salt of consecutive keys walks the buckets in order, so salted keys
     mostly increase too; the salt is the fix, so the order is measured under it."""
-    from cellstore.loader.cells import prefix_salt
+    from cellstore.loader.records import prefix_salt
 
     keys = prefix_salt(pa.array([k.encode() for k in SEQUENTIAL], pa.binary()), 16)
     advice = analyze_keys([keys], input_order=True, salt_buckets=16)

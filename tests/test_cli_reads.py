@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from cellstore import Family, connect
 from cellstore.cli import cli
 from cellstore.cli import reads as read_commands
-from cellstore.cli.cells import read_cells_file
+from cellstore.cli.load_cells import read_cells_file
 from cellstore.reader import RESULT_SCHEMA
 
 TOOK = re.compile(r"^Took \d+\.\d{4} seconds$")

@@ -21,7 +21,6 @@ LAYERS = {
     "storefiles": 1,
     "manifest": 1,
     "commit": 1,
-    "ingest": 2,
     "reader": 3,
     "loader": 3,
     "hbase": 3,

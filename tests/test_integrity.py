@@ -27,10 +27,10 @@ from cellstore.errors import (
     InvalidArgumentError,
     MissingFileError,
 )
-from cellstore.ingest import normalize_cells, write_cells
 from cellstore.jobs import verify
 from cellstore.jobs.compact import compact
 from cellstore.jobs.regions import split
+from cellstore.loader.direct import normalize_cells, write_cells
 from cellstore.loader.execute import commit_load
 from cellstore.storefiles.reader import clear_footer_cache
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 import cellstore
 from cellstore.cli import cli
-from cellstore.cli.cells import read_cells_file
+from cellstore.cli.load_cells import read_cells_file
 from cellstore.core.family import Family
 from cellstore.core.keys import to_string_binary
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError, TableNotFoundError

@@ -22,9 +22,9 @@ from cellstore.errors import (
     InvalidRowRangeError,
     JobConflictError,
 )
-from cellstore.ingest import WrittenFile, commit_files, now_ms
 from cellstore.jobs import merge, merge_small, region_sizes, split, split_point, verify
 from cellstore.loader import LoadSettings, Mapping, plan_load
+from cellstore.loader.direct import WrittenFile, commit_files, now_ms
 from cellstore.loader.execute import commit_load, execute_plan
 from cellstore.storefiles import StoreFileReader, check, read_store_file, write_store_file
 from cellstore.warehouse import connect

@@ -21,7 +21,6 @@ from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region
 from cellstore.errors import CorruptFileError, InvalidArgumentError, VerifyError
-from cellstore.ingest import WrittenFile
 from cellstore.jobs import (
     clone,
     delete_snapshot,
@@ -33,6 +32,7 @@ from cellstore.jobs.compact import compact
 from cellstore.jobs.regions import split
 from cellstore.jobs.vacuum import DEFAULT_RETENTION_MS
 from cellstore.jobs.verify import manifest_problems
+from cellstore.loader.direct import WrittenFile
 from cellstore.storefiles import write_store_file
 from cellstore.storefiles.reader import clear_footer_cache
 

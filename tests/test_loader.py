@@ -16,11 +16,11 @@ from cellstore.core.cells import CellType
 from cellstore.core.regions import Region
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import BadRecordError, InvalidArgumentError, InvalidFamilyError
-from cellstore.ingest import now_ms
 from cellstore.loader import CellMapping, KeyColumn, LoadSettings, Mapping, plan_load
-from cellstore.loader.cells import route_rows
+from cellstore.loader.direct import now_ms
 from cellstore.loader.execute import commit_load, execute_plan
 from cellstore.loader.inputs import TextOptions, discover_inputs, format_for, read_part
+from cellstore.loader.records import route_rows
 from cellstore.storefiles import check, read_store_file
 from cellstore.warehouse import connect
 

@@ -12,7 +12,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 from cellstore.core.regions import regions_from_splits
 from cellstore.errors import CommitConflictError, CorruptFileError, UnsupportedFilesystemError
 from cellstore.fs import ensure_exclusive_create, write_exclusive
-from cellstore.ingest import commit_files, normalize_cells, write_cells
+from cellstore.loader.direct import commit_files, normalize_cells, write_cells
 from cellstore.manifest import VersionLog
 from cellstore.warehouse import connect
 from strategies import cells_table

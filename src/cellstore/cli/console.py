@@ -25,11 +25,11 @@ import click
 from cellstore.cli import (
     admin,
     advise,
-    cells,
     compaction,
     hfile,
     index,
     load,
+    load_cells,
     reads,
     regions,
     tables,
@@ -55,7 +55,7 @@ __all__ = [
 #: Modules whose ``COMMANDS`` are registered on the root group.
 COMMAND_MODULES: Final = (
     tables,
-    cells,
+    load_cells,
     load,
     advise,
     reads,

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import click
 
-from cellstore.cli.cells import read_cells_file
 from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.load_cells import read_cells_file
 from cellstore.cli.params import PRINTABLE_KEY, parse_column_types
 from cellstore.core.family import Family
 from cellstore.defaults import DEFAULT_ROOT

@@ -41,8 +41,8 @@ from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
-from cellstore.ingest import WrittenFile
 from cellstore.jobs.common import new_job_id
+from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks

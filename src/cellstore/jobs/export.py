@@ -43,8 +43,8 @@ from cellstore.errors import (
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_filesystem
-from cellstore.ingest import WrittenFile, write_cells
 from cellstore.jobs.common import new_job_id
+from cellstore.loader.direct import WrittenFile, write_cells
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.warehouse import Table, Warehouse, connect
 

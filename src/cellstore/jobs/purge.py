@@ -12,7 +12,6 @@ import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
 from cellstore.core.semantics import ReadSpec
-from cellstore.ingest import WrittenFile
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import (
     CompactionReport,
@@ -24,6 +23,7 @@ from cellstore.jobs.compact import (
     compact,
     write_task_output,
 )
+from cellstore.loader.direct import WrittenFile
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.storefiles.layout import entry_path

@@ -30,7 +30,6 @@ import pyarrow.compute as pc
 from cellstore.core.codecs import encode_values
 from cellstore.core.regions import Region, regions_from_splits, salt_split_keys
 from cellstore.errors import InvalidArgumentError
-from cellstore.loader.cells import BoundMapping, encode_row_keys
 from cellstore.loader.inputs import InputFormat, TextOptions, discover_inputs, read_part
 from cellstore.loader.keycheck import (
     AdviceSource,
@@ -45,6 +44,7 @@ from cellstore.loader.keycheck import (
     quantile_split_keys,
 )
 from cellstore.loader.mapping import KeyColumn, LoadMapping
+from cellstore.loader.records import BoundMapping, encode_row_keys
 
 if TYPE_CHECKING:
     import fsspec

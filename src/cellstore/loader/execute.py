@@ -37,12 +37,12 @@ from cellstore.core.names import validate_load_id
 from cellstore.core.regions import region_of, sorted_region_bounds
 from cellstore.errors import BadRecordError, RegionsChangedError
 from cellstore.fs import join
-from cellstore.ingest import WrittenFile, commit_files
-from cellstore.loader.cells import bad_record_rows, encode_records, route_rows, write_region
+from cellstore.loader.direct import WrittenFile, commit_files
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
 from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
 from cellstore.loader.mapping import LoadMapping
 from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
+from cellstore.loader.records import bad_record_rows, encode_records, route_rows, write_region
 from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
 from cellstore.loader.spill import consolidate_runs
 from cellstore.manifest import TableLog

@@ -30,7 +30,6 @@ from cellstore.core.family import Family
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.regions import Region
 from cellstore.errors import InvalidArgumentError
-from cellstore.loader.cells import BoundMapping, encode_records
 from cellstore.loader.inputs import (
     DiscoveredInputs,
     InputFormat,
@@ -41,6 +40,7 @@ from cellstore.loader.inputs import (
 )
 from cellstore.loader.keycheck import quantile_split_keys
 from cellstore.loader.mapping import KeyColumn, LoadMapping
+from cellstore.loader.records import BoundMapping, encode_records
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
 __all__ = [

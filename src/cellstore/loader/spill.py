@@ -37,7 +37,7 @@ from cellstore.core.cells import CELL_SCHEMA, equal_key_runs
 from cellstore.core.family import Family
 from cellstore.core.semantics import merge_runs
 from cellstore.fs import join
-from cellstore.ingest import WrittenFile
+from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import MEMORY_FACTOR, LoadPlan
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.writer import RollingWriter

@@ -35,7 +35,6 @@ import pyarrow as pa
 from cellstore.core.names import validate_load_id
 from cellstore.errors import InvalidArgumentError
 from cellstore.fs import ensure_exclusive_create, join
-from cellstore.ingest import WrittenFile, new_load_id, now_ms
 from cellstore.loader import (
     BadRecord,
     InputPart,
@@ -45,6 +44,7 @@ from cellstore.loader import (
     LoadTask,
     commit_load,
 )
+from cellstore.loader.direct import WrittenFile, new_load_id, now_ms
 from cellstore.loader.execute import run_task
 from cellstore.loader.plan import TableTarget, bind_mapping
 from cellstore.loader.report import write_bad_records, write_report

@@ -33,7 +33,7 @@ from cellstore.errors import (
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create, join, resolve_filesystem
-from cellstore.ingest import (
+from cellstore.loader.direct import (
     now_ms,
 )
 from cellstore.manifest import TableLog, VersionLog

@@ -29,14 +29,6 @@ from cellstore.errors import (
     KeyDesignWarning,
 )
 from cellstore.fs import ensure_exclusive_create
-from cellstore.ingest import (
-    KeyKind,
-    new_load_id,
-    normalize_cells,
-    now_ms,
-    salt_rows,
-    write_cells,
-)
 from cellstore.loader import (
     LoadMapping,
     LoadReport,
@@ -51,6 +43,14 @@ from cellstore.loader.advise import (
     KeyAdvice,
     advise_input,
     advise_table,
+)
+from cellstore.loader.direct import (
+    KeyKind,
+    new_load_id,
+    normalize_cells,
+    now_ms,
+    salt_rows,
+    write_cells,
 )
 from cellstore.loader.execute import commit_load
 from cellstore.loader.inputs import InputFormat
@@ -161,7 +161,7 @@ class Table:
 
         ``cells`` is a pyarrow Table or pandas DataFrame with columns ``row``, ``family``,
         ``qualifier``, ``ts`` (ms; optional, default now), ``type`` (code or HBase name;
-        optional, default Put) and ``value`` (see :func:`cellstore.ingest.normalize_cells`).
+        optional, default Put) and ``value`` (see :func:`cellstore.loader.direct.normalize_cells`).
         Cells are routed to regions and sorted (vectorized); one store file per region and
         family is written; one commit adds them all with the next sequence number, so a
         later load wins exact key ties (R3.2). Among identical keys inside one call, the

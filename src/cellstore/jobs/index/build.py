@@ -52,7 +52,6 @@ from cellstore.errors import (
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create
-from cellstore.ingest import WrittenFile, normalize_cells, now_ms, write_cells
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.index.definition import (
     PROPERTY_BUILD,
@@ -72,6 +71,7 @@ from cellstore.jobs.index.rows import (
     read_rows,
     stored_rows,
 )
+from cellstore.loader.direct import WrittenFile, normalize_cells, now_ms, write_cells
 from cellstore.reader import Scan, ScanOptions
 
 if TYPE_CHECKING:

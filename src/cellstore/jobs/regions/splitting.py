@@ -24,8 +24,8 @@ from cellstore.core.regions import Region, check_regions, region_id, region_of
 from cellstore.core.semantics import merge_runs
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError, JobConflictError
 from cellstore.fs import join
-from cellstore.ingest import WrittenFile
 from cellstore.jobs.common import new_job_id
+from cellstore.loader.direct import WrittenFile
 from cellstore.storefiles import (
     DEFAULT_ROW_GROUP_CELLS,
     NO_ROLL,

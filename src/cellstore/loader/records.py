@@ -46,7 +46,7 @@ from cellstore.core.codecs import (
 )
 from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError
-from cellstore.ingest import WrittenFile, dedupe_sorted
+from cellstore.loader.direct import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
 
