@@ -17,7 +17,12 @@ from cellstore import hbase
 
 writer = pytest.importorskip("cellstore.storefiles.hfile.writer")
 
-ORDER = [("row", "ascending"), ("qualifier", "ascending"), ("ts", "descending"), ("type", "descending")]
+ORDER = [
+    ("row", "ascending"),
+    ("qualifier", "ascending"),
+    ("ts", "descending"),
+    ("type", "descending"),
+]
 KEY = ["row", "qualifier", "ts", "type", "value"]
 
 
@@ -29,7 +34,14 @@ def sample(n: int = 3000) -> pa.Table:
     kinds = np.where(i % 11 == 0, 12, 4).astype(np.int8)  # some DeleteColumn markers
     values = [b"v" * int(k % 5) + str(k % 4).encode() for k in i]
     return pa.table(
-        {"row": rows, "family": ["cf"] * n, "qualifier": quals, "ts": ts, "type": kinds, "value": values}
+        {
+            "row": rows,
+            "family": ["cf"] * n,
+            "qualifier": quals,
+            "ts": ts,
+            "type": kinds,
+            "value": values,
+        }
     )
 
 
@@ -58,7 +70,9 @@ def test_encodings_and_codecs(tmp_path: Path, encoding: str, compression: str) -
     part = hbase.read_hfile(path, start_row=b"row00100", stop_row=b"row00123")
     rows = part.column("row").to_pylist()
     assert rows and min(rows) == b"row00100" and max(rows) == b"row00122"
-    assert len(rows) == sum(1 for r in want.column("row").to_pylist() if b"row00100" <= r < b"row00123")
+    assert len(rows) == sum(
+        1 for r in want.column("row").to_pylist() if b"row00100" <= r < b"row00123"
+    )
 
 
 @pytest.mark.parametrize("checksum", ["crc32", "none"])
@@ -84,7 +98,9 @@ def test_rowcol_and_delete_family_blooms(tmp_path: Path) -> None:
     path.write_bytes(data)
     reader = hbase.open_hfile(path)
     assert reader.bloom_type == "ROWCOL"
-    for r, q in zip(cells.column("row").to_pylist(), cells.column("qualifier").to_pylist(), strict=True):
+    for r, q in zip(
+        cells.column("row").to_pylist(), cells.column("qualifier").to_pylist(), strict=True
+    ):
         assert reader.might_contain(r, q)
     misses = sum(reader.might_contain(b"zz%05d" % k, b"q0") for k in range(1000))
     assert misses < 50

@@ -64,3 +64,19 @@ def test_commit_refuses_stale_removals_and_skips_on_request(tmp_path: Path):
                                   stale="skip"))
     assert not result.committed and result.skipped == (0,)
     assert t.refresh().version == result.metadata.version  # nothing was written
+
+
+def test_one_row_range_type():
+    from cellstore.core.keys import RowRange, prefix_stop
+    from cellstore.core.rowkey.ranges import bucket_ranges
+    from cellstore.reader.plan import row_range
+
+    r = RowRange.of_prefix(b"ab\xff")
+    assert r == (b"ab\xff", b"ac") and r.contains(b"ab\xff\x00") and not r.contains(b"ac")
+    assert RowRange.of_prefix(b"\xff").stop == b"" and prefix_stop(b"\xff") is None
+    assert RowRange(b"b", b"a").is_empty and not RowRange(b"b", b"").is_empty
+    assert RowRange(b"b", b"d").overlaps(b"a", b"b") and not RowRange(b"b", b"d").overlaps(b"d", b"e")
+    assert isinstance(row_range(start_row=None, stop_row=None, row_prefix="x"), RowRange)
+    assert all(isinstance(x, RowRange) for x in bucket_ranges(4, b"a", b""))
+    start, stop = row_range(start_row="c", stop_row="a", row_prefix=None, reversed=True)
+    assert (start, stop) == (b"a\x00", b"c\x00")  # R12.5: reversed bounds

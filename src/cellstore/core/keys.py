@@ -7,11 +7,18 @@ byte (and the backslash) as ``\\xHH`` with upper-case hex.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from cellstore.errors import InvalidArgumentError
 
-__all__ = ["as_bytes", "from_string_binary", "split_column", "to_string_binary"]
+__all__ = [
+    "RowRange",
+    "as_bytes",
+    "from_string_binary",
+    "prefix_stop",
+    "split_column",
+    "to_string_binary",
+]
 
 _PRINTABLE: Final = frozenset(
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -60,3 +67,51 @@ def split_column(name: bytes | str) -> tuple[str, bytes]:
     if not sep or not fam:
         raise InvalidArgumentError(f"column must be 'family:qualifier', got {name!r}")
     return fam.decode("utf-8"), qual
+
+
+def prefix_stop(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (R12.4).
+
+    Trailing 0xFF bytes are dropped and the last remaining byte incremented.
+
+    Returns:
+        ``b""`` (unbounded) for an empty prefix; None when no such key exists (the prefix
+        is all 0xFF: every key starting with it sorts last).
+    """
+    if not prefix:
+        return b""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+class RowRange(NamedTuple):
+    """Row keys ``[start, stop)`` in key order: the one row-range type.
+
+    ``start=b""`` is the first row, ``stop=b""`` unbounded (HBase's empty start and stop
+    rows). Scans, key-field predicates, salt-bucket fan-out, planning and index lookups
+    all speak it; being a tuple, it unpacks as ``start, stop``.
+    """
+
+    start: bytes = b""
+    stop: bytes = b""
+
+    @classmethod
+    def of_prefix(cls, prefix: bytes) -> RowRange:
+        """The rows starting with ``prefix`` (R12.4)."""
+        return cls(prefix, prefix_stop(prefix) or b"")
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether no row can be in the range (``start >= stop`` with a bounded stop)."""
+        return bool(self.stop) and self.start >= self.stop
+
+    def contains(self, row: bytes) -> bool:
+        """Whether ``row`` is in the range."""
+        return self.start <= row and (not self.stop or row < self.stop)
+
+    def overlaps(self, first: bytes, last: bytes) -> bool:
+        """Whether any row of ``[first, last]`` (both inclusive) is in the range."""
+        return last >= self.start and (not self.stop or first < self.stop)
+

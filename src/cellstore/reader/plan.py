@@ -14,9 +14,10 @@ from typing import Final
 
 import fsspec
 
+from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.family import Family
 from cellstore.core.filters import FilterPlan
-from cellstore.core.keys import as_bytes
+from cellstore.core.keys import RowRange, as_bytes
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidRowRangeError
@@ -113,15 +114,8 @@ class ScanTask:
 
 
 def prefix_stop_row(prefix: bytes) -> bytes:
-    """The exclusive stop row of a prefix scan (R12.4).
-
-    Trailing 0xFF bytes are dropped and the last remaining byte incremented; ``b""`` (no
-    stop) when the prefix is all 0xFF.
-    """
-    trimmed = prefix.rstrip(b"\xff")
-    if not trimmed:
-        return b""
-    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+    """The exclusive stop row of a prefix scan (R12.4); ``b""`` (no stop) when unbounded."""
+    return RowRange.of_prefix(prefix).stop
 
 
 def parse_columns(
@@ -178,7 +172,7 @@ def plan_tasks(
     metadata: TableMetadata,
     *,
     table_path: str,
-    ranges: Sequence[tuple[bytes, bytes]],
+    ranges: Sequence[RowRange],
     specs: Mapping[str, ReadSpec],
     filters: FilterPlan | None = None,
     strip_salt: bool = False,
@@ -314,7 +308,7 @@ def row_range(
     stop_row: bytes | str | None,
     row_prefix: bytes | str | None,
     reversed: bool = False,
-) -> tuple[bytes, bytes] | None:
+) -> RowRange | None:
     """The scan's rows as ``[lo, hi)`` in key order, or None when empty (R12.1, R12.4).
 
     For a reversed scan (R12.5) ``start_row`` is the HIGHER bound (inclusive) and
@@ -322,23 +316,22 @@ def row_range(
     either way.
 
     Raises:
-        InvalidRowRangeError: a prefix combined with start/stop rows, or a key over 32767 bytes.
+        InvalidRowRangeError: a prefix combined with start/stop rows, or a key over
+            ``MAX_ROW_LENGTH`` bytes.
     """
     if row_prefix is not None:
         if start_row is not None or stop_row is not None:
             raise InvalidRowRangeError("row_prefix cannot be combined with start_row/stop_row")
-        prefix = as_bytes(row_prefix, "row_prefix")
-        return prefix, prefix_stop_row(prefix)
+        return RowRange.of_prefix(as_bytes(row_prefix, "row_prefix"))
     start = as_bytes(start_row, "start_row") if start_row is not None else b""
     stop = as_bytes(stop_row, "stop_row") if stop_row is not None else b""
     for key, what in ((start, "start_row"), (stop, "stop_row")):
-        if len(key) > 32767:
-            raise InvalidRowRangeError(f"{what} is longer than 32767 bytes (R16.1)")
+        if len(key) > MAX_ROW_LENGTH:
+            raise InvalidRowRangeError(f"{what} is longer than {MAX_ROW_LENGTH} bytes (R16.1)")
     if reversed:
         # Rows r with stop < r <= start, i.e. [stop + 0x00, start + 0x00).
         lo = stop + b"\x00" if stop else b""
         hi = start + b"\x00" if start else b""
         start, stop = lo, hi
-    if stop and start >= stop:
-        return None  # start == stop (or after it) yields nothing (R12.1)
-    return start, stop
+    found = RowRange(start, stop)
+    return None if found.is_empty else found  # start >= stop yields nothing (R12.1)

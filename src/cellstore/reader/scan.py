@@ -18,7 +18,7 @@ from cellstore.core.filters import (
     filtered_read,
     normalize_filters,
 )
-from cellstore.core.keys import split_column
+from cellstore.core.keys import RowRange, split_column
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.rowkey.ranges import bucket_ranges
@@ -134,7 +134,7 @@ class Scan:
             reversed=o.reversed,
         )
         spec = metadata.row_key
-        self.key_ranges: list[tuple[bytes, bytes]] | None = None
+        self.key_ranges: list[RowRange] | None = None
         if o.key is not None:
             if spec is None:
                 raise InvalidArgumentError(
@@ -397,7 +397,7 @@ def _with_key_columns(table: pa.Table, spec: RowKeySpec | None) -> pa.Table:
     return table
 
 
-def _key_ranges(spec: RowKeySpec, key: dict[str, Any]) -> list[tuple[bytes, bytes]]:
+def _key_ranges(spec: RowKeySpec, key: dict[str, Any]) -> list[RowRange]:
     """Row ranges of ``key``: equalities on leading fields, optionally a trailing range.
 
     A value that is a 2-tuple ``(lower, upper)`` is a range ``[lower, upper)`` on that

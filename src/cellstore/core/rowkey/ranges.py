@@ -18,29 +18,17 @@ import numpy as np
 import pyarrow as pa
 
 from cellstore.core.codecs import Problems
+from cellstore.core.keys import RowRange, prefix_stop
 from cellstore.core.rowkey.fields import LONG_MAX, KeyField, KeyType, encode_field
 from cellstore.core.rowkey.hashing import salt_parts
 from cellstore.errors import InvalidArgumentError
 
 __all__ = ["bucket_ranges", "encode_scalar", "logical_range", "scalar_array", "successor"]
 
-#: A raw row-key range: start inclusive, stop exclusive, ``b""`` = unbounded.
-KeyRange = tuple[bytes, bytes]
-
-
-def successor(key: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with ``key``.
-
-    Returns:
-        ``b""`` (unbounded) for an empty ``key``; None when no such key exists (``key`` is
-        all 0xFF: every key starting with it sorts last).
-    """
-    if not key:
-        return b""
-    stripped = key.rstrip(b"\xff")
-    if not stripped:
-        return None
-    return stripped[:-1] + bytes([stripped[-1] + 1])
+#: A raw row-key range (the one row-range type, :class:`~cellstore.core.keys.RowRange`).
+KeyRange = RowRange
+#: The smallest key greater than every key starting with a prefix.
+successor = prefix_stop
 
 
 def scalar_array(name: str, value: Any) -> pa.Array:
@@ -186,7 +174,7 @@ def logical_range(
         if field is not None:
             raise InvalidArgumentError(f"field={field!r} given without lower, upper or prefix")
         if k == len(fields):
-            return (head, head + b"\x00"), head
+            return RowRange(head, head + b"\x00"), head
         return _bounded(head, successor(head)), None
     if k == len(fields):
         raise InvalidArgumentError("every key field is fixed by equality; nothing left to range")
@@ -215,9 +203,8 @@ def logical_range(
 def _bounded(start: bytes, stop: bytes | None) -> KeyRange | None:
     if stop is None:  # nothing sorts after an all-0xFF prefix: unbounded stop
         stop = b""
-    if stop and start >= stop:
-        return None
-    return start, stop
+    found = RowRange(start, stop)
+    return None if found.is_empty else found
 
 
 def _prefix_range(
@@ -307,15 +294,15 @@ def bucket_ranges(salt_buckets: int | None, start: bytes, stop: bytes) -> list[K
         One range per bucket, each under its bucket byte (the whole range when unsalted);
         empty when ``start >= stop``.
     """
-    if stop and start >= stop:
+    if RowRange(start, stop).is_empty:
         return []
     if salt_buckets is None:
-        return [(start, stop)]
+        return [RowRange(start, stop)]
     out = []
     for b in range(salt_buckets):
         salt = bytes([b])
         end = salt + stop if stop else (bytes([b + 1]) if b < 255 else b"")
-        out.append((salt + start, end))
+        out.append(RowRange(salt + start, end))
     return out
 
 

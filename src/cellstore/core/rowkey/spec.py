@@ -342,7 +342,7 @@ class RowKeySpec:
             return []
         if self.salt_buckets is not None and exact is not None:
             salt = bytes([self.salt_of(exact)])
-            return [(salt + rng[0], salt + rng[1])]
+            return [KeyRange(salt + rng.start, salt + rng.stop)]
         return self.bucket_ranges(*rng)
 
     def bucket_ranges(self, start: bytes, stop: bytes) -> list[KeyRange]:

@@ -11,14 +11,13 @@ table, like a covered-index query.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.codecs import Codec, decode_values
-from cellstore.core.keys import split_column
+from cellstore.core.keys import RowRange, split_column
 from cellstore.errors import InvalidArgumentError
 from cellstore.jobs.index.build import definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition
@@ -46,13 +45,6 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     if isinstance(value, tuple | list):
         return tuple(value)
     return (value,)
-
-
-@dataclass(frozen=True)
-class _Range:
-    start: bytes | None = None
-    stop: bytes | None = None
-    prefix: bytes | None = None
 
 
 class Index:
@@ -87,11 +79,10 @@ class Index:
         return encode_values(self.types, _as_tuple(value), self.definition.part_names)
 
     # ------------------------------------------------------------------ index rows
-    def _entries(self, where: _Range, limit: int | None) -> pa.Table:
+    def _entries(self, where: RowRange, limit: int | None) -> pa.Table:
         scan = self.index_table.scan(
             start_row=where.start,
             stop_row=where.stop,
-            row_prefix=where.prefix,
             families=[self.definition.family],
             limit=limit,
         )
@@ -102,12 +93,11 @@ class Index:
             parts.append(rows.filter(keep))
         return pa.concat_tables(parts)
 
-    def _range(self, lo: Any, hi: Any) -> _Range:
-        start = self.encode(lo) if lo is not None else None
-        stop = self.encode(hi) if hi is not None else None
-        if start is not None and stop is not None and start >= stop:
-            return _Range(start=start, stop=start)  # empty
-        return _Range(start=start, stop=stop)
+    def _range(self, lo: Any, hi: Any) -> RowRange:
+        start = self.encode(lo) if lo is not None else b""
+        stop = self.encode(hi) if hi is not None else b""
+        found = RowRange(start, stop)
+        return RowRange(start, start) if found.is_empty and stop else found
 
     def scan(
         self,
@@ -148,11 +138,11 @@ class Index:
             out = out.append_column(c, values)
         return out
 
-    def _where(self, value: Any, lo: Any, hi: Any) -> _Range:
+    def _where(self, value: Any, lo: Any, hi: Any) -> RowRange:
         if value is not None:
             if lo is not None or hi is not None:
                 raise InvalidArgumentError("give a value or lo/hi bounds, not both")
-            return _Range(prefix=self.encode(value))
+            return RowRange.of_prefix(self.encode(value))
         return self._range(lo, hi)
 
     # -------------------------------------------------------------------- lookups
@@ -205,7 +195,7 @@ class Index:
 
     def _fetch(
         self,
-        where: _Range,
+        where: RowRange,
         columns: Iterable[str] | str | None,
         shape: str,
         column_types: Mapping[str, str] | None,
