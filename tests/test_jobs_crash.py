@@ -74,6 +74,7 @@ def _data_files(table: cellstore.warehouse.Table) -> set[str]:
     return {str(p.relative_to(table.path)) for p in data.rglob("*.parquet")}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_sigkill_during_loads_compactions_and_splits(tmp_path: Path) -> None:
     root = str(tmp_path / "wh")
