@@ -26,6 +26,7 @@ from cellstore.cli import (
     admin,
     advise,
     compaction,
+    hbase,
     hfile,
     index,
     load,
@@ -64,6 +65,7 @@ COMMAND_MODULES: Final = (
     compaction,
     index,
     hfile,
+    hbase,
 )
 
 

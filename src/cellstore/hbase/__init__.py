@@ -6,6 +6,9 @@
 * :func:`verify_hfile`: every checksum and the key order;
 * :func:`read_hfiles`: many HFiles as one Dask DataFrame.
 * :func:`write_hfile`: write cells as a bulk-loadable HFile v3.3 (:class:`WrittenHFile`).
+* :func:`open_table`, :func:`open_snapshot`: an HBase root directory's table, or a
+  snapshot (exported or not), read in place as a read-only :class:`HBaseTable`
+  (``docs/hbase.md``).
 
 Cells use the scan results' ``cells`` columns: ``row``, ``family``, ``qualifier``,
 ``ts``, ``type`` (HBase's codes), ``value``, plus ``seq_id`` and ``tags`` on request.
@@ -26,11 +29,14 @@ from cellstore.hbase.hfiles import (
     verify_hfile,
 )
 from cellstore.hbase.partitions import read_hfiles
+from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snapshot, open_table
 from cellstore.hbase.write import WrittenHFile, write_hfile
 from cellstore.storefiles.hfile.reader import BlockProblem, HFileReader
 
 __all__ = [
     "BlockProblem",
+    "HBaseTable",
+    "HBaseTableDescription",
     "HFileInfo",
     "HFileReader",
     "HFileVerifyReport",
@@ -39,6 +45,8 @@ __all__ = [
     "hfile_might_contain",
     "iter_hfile_batches",
     "open_hfile",
+    "open_snapshot",
+    "open_table",
     "read_hfile",
     "read_hfiles",
     "verify_hfile",

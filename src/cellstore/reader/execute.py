@@ -121,6 +121,9 @@ def _read_family(
     fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
 ) -> pa.Table:
     """One family's visible cells in ``[task.start, task.stop)``, in cell order."""
+    if fam.source is not None:
+        runs, seqs = fam.source.read_runs(fs, task.start, task.stop, point_row=point_row)
+        return merge_resolve(runs, seqs, family=fam.family, spec=fam.spec)
     readers: list[StoreFileReader] = []
     try:
         sources = []

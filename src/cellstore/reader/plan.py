@@ -10,9 +10,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, Protocol
 
 import fsspec
+import pyarrow as pa
 
 from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.family import Family
@@ -26,6 +27,7 @@ from cellstore.storefiles.layout import entry_path
 
 __all__ = [
     "DEFAULT_TASK_MEMORY",
+    "CellSource",
     "FamilyRead",
     "ScanTask",
     "parse_columns",
@@ -43,6 +45,23 @@ DEFAULT_TASK_MEMORY: Final = 256 * 1024 * 1024
 _MAX_EXPANSION: Final = 8
 
 
+class CellSource(Protocol):
+    """Another source of a family's store-file cells than cellstore's Parquet files.
+
+    Implementations are frozen and picklable (they travel inside tasks), e.g. the HFiles
+    of an HBase store (:mod:`cellstore.hbase.tables`).
+    """
+
+    def read_runs(
+        self, fs: fsspec.AbstractFileSystem, start: bytes, stop: bytes, *, point_row: bytes | None
+    ) -> tuple[list[pa.Table], list[int]]:
+        """The cells of rows ``[start, stop)``: runs in cell order, a sequence number each.
+
+        The runs and numbers are what :func:`~cellstore.core.semantics.merge_runs` takes.
+        """
+        ...
+
+
 @dataclass(frozen=True)
 class FamilyRead:
     """One family's part of a task: its settings, its files and the read semantics.
@@ -54,12 +73,15 @@ class FamilyRead:
         entries: The manifest entries of ``files``: a file is checked against its entry
             when opened (size and footer, see :class:`~cellstore.storefiles.StoreFileReader`).
             Every task the planner makes carries them.
+        source: When set, the cells come from this source instead of the store files
+            (``files`` then only names what it reads, for messages).
     """
 
     family: Family
     files: tuple[tuple[str, int], ...]
     spec: ReadSpec
     entries: tuple[FileEntry, ...] = ()
+    source: CellSource | None = None
 
     def entry(self, path: str) -> FileEntry | None:
         """The manifest entry of file ``path``, or None if the task carries none."""
