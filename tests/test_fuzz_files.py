@@ -4,7 +4,10 @@ Whatever happens to the newest metadata version (``_meta/v...json``) or to a sto
 (bit flips, truncation, swapped bytes, random bytes, JSON values replaced), opening the
 table, scanning it, a ``get`` and ``verify`` end either normally or in a cellstore error (a
 :class:`~cellstore.errors.CellstoreError`): never another exception type, never a hang.
-A store file whose size changed must fail every read (its manifest entry records the size).
+A store file whose size changed must fail every read (its manifest entry records the size),
+and so must one whose Parquet footer changed (its entry records the footer digest, checked
+before pyarrow parses the footer: some damaged footers abort pyarrow). Store-file mutations
+cover the whole file; a second test aims them at the footer and its 8-byte trailer.
 
 Each test builds one small table and restores the mutated file after every example. CI
 runs a bounded number of examples (``tests/fuzzing.py``); ``bench/fuzz_long.sh`` more.
@@ -66,6 +69,10 @@ class Fixture:
         self.store_path = Path(t.file_path(max(t.files, key=lambda f: f.cells)))
         self.meta_bytes = self.meta_path.read_bytes()
         self.store_bytes = self.store_path.read_bytes()
+        assert all(f.footer_digest for f in t.files)  # what protects the footer
+        footer_len = int.from_bytes(self.store_bytes[-8:-4], "little")
+        #: Where the serialized FileMetaData starts (then its length and ``PAR1``).
+        self.footer_start = len(self.store_bytes) - 8 - footer_len
         self.pristine_scan = self.scan()
 
     def scan(self) -> pa.Table:
@@ -180,6 +187,25 @@ def json_mutation(draw: st.DrawFn, seed: bytes) -> bytes:
     return json.dumps(doc).encode()
 
 
+@st.composite
+def footer_mutation(draw: st.DrawFn, seed: bytes, start: int) -> bytes:
+    """``seed`` changed in its footer (``seed[start:]``): bit flips, a stretch overwritten,
+    or the end cut off."""
+    data = bytearray(seed)
+    op = draw(st.sampled_from(["flip", "overwrite", "truncate"]))
+    if op == "flip":
+        for _ in range(draw(st.integers(1, 4))):
+            pos = draw(st.integers(start, len(data) - 1))
+            data[pos] ^= 1 << draw(st.integers(0, 7))
+    elif op == "overwrite":
+        pos = draw(st.integers(start, len(data) - 1))
+        chunk = draw(st.binary(min_size=1, max_size=16))
+        data[pos : pos + len(chunk)] = chunk[: len(data) - pos]
+    else:
+        data = data[: draw(st.integers(start, len(data) - 1))]
+    return bytes(data)
+
+
 # -------------------------------------------------------------------------------- tests
 @FUZZ_SETTINGS
 @given(data=st.data())
@@ -219,6 +245,22 @@ def test_mutated_store_file_ends_in_cellstore_errors(files: Fixture, data: Any) 
         if len(mutated) != len(files.store_bytes):
             # Its size no longer matches the manifest: every read of it must fail.
             assert {"scan", "scan-budget", "verify"} <= set(failed) or failed == ["open"]
+        elif mutated[files.footer_start :] != files.store_bytes[files.footer_start :]:
+            # Its footer digest no longer matches the manifest: every read must fail.
+            assert {"scan", "scan-budget", "verify"} <= set(failed)
+    finally:
+        files.restore()
+
+
+@FUZZ_SETTINGS
+@given(data=st.data())
+def test_mutated_store_file_footer_ends_in_cellstore_errors(files: Fixture, data: Any) -> None:
+    mutated = data.draw(footer_mutation(files.store_bytes, files.footer_start))
+    files.store_path.write_bytes(mutated)
+    try:
+        failed = files.fuzz()
+        if mutated != files.store_bytes:
+            assert {"scan", "scan-budget", "verify"} <= set(failed), failed
     finally:
         files.restore()
 

@@ -83,6 +83,7 @@ def file_entry(written: WrittenFile, *, seq: int, load_id: str) -> FileEntry:
         min_ts=info.min_ts,
         max_ts=info.max_ts,
         load_id=load_id,
+        footer_digest=info.footer_digest,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -62,6 +63,9 @@ class FileEntry:
         min_ts: Smallest timestamp in the file.
         max_ts: Largest timestamp in the file.
         load_id: Id of the load or job that wrote the file.
+        footer_digest: XXH3-64 of the file's Parquet footer (FileMetaData and 8-byte
+            trailer) as 16 lower-case hex digits, recorded at write time; readers verify
+            it before parsing the footer. None for entries written before it existed.
     """
 
     path: str
@@ -76,10 +80,11 @@ class FileEntry:
     min_ts: int
     max_ts: int
     load_id: str
+    footer_digest: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (see docs/format.md)."""
-        return {
+        """JSON form (see docs/format.md); ``footer-digest`` only when recorded."""
+        doc: dict[str, Any] = {
             "path": self.path,
             "region": self.region,
             "family": self.family,
@@ -93,10 +98,13 @@ class FileEntry:
             "max-ts": self.max_ts,
             "load-id": self.load_id,
         }
+        if self.footer_digest is not None:
+            doc["footer-digest"] = self.footer_digest
+        return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FileEntry:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (types are checked by :meth:`TableMetadata.from_dict`)."""
         return cls(
             path=d["path"],
             region=d["region"],
@@ -110,6 +118,7 @@ class FileEntry:
             min_ts=int(d["min-ts"]),
             max_ts=int(d["max-ts"]),
             load_id=d["load-id"],
+            footer_digest=d.get("footer-digest"),
         )
 
 
@@ -420,6 +429,8 @@ _ENTRY_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "max-ts": (int,),
     "load-id": (str,),
 }
+#: A file entry's ``footer-digest``: XXH3-64 as 16 lower-case hex digits.
+_FOOTER_DIGEST: Final = re.compile(r"[0-9a-f]{16}")
 
 
 def _check_types(d: Mapping[str, Any]) -> None:
@@ -445,6 +456,13 @@ def _check_types(d: Mapping[str, Any]) -> None:
                 raise TypeError(f"file entry {key} is {type(f[key]).__name__}")
         if f["size"] < 0 or f["cells"] < 0 or f["delete-markers"] < 0:
             raise ValueError(f"file entry {f['path']!r} has a negative size or count")
+        if "footer-digest" in f:
+            digest = f["footer-digest"]
+            if not isinstance(digest, str) or not _FOOTER_DIGEST.fullmatch(digest):
+                raise ValueError(
+                    f"file entry {f['path']!r} footer-digest {digest!r} is not 16 "
+                    "lower-case hex digits"
+                )
     for key, types in (("load-ids", (list,)), ("properties", (dict,)), ("snapshots", (dict,))):
         if d.get(key) is not None and not _is(d[key], types):
             raise TypeError(f"{key} is {type(d[key]).__name__}")

@@ -9,11 +9,13 @@ Two kinds of checks (docs/format.md sections 6, 8 and 9):
   as a clone's link ``../../../<namespace>/<qualifier>/<uuid>/...``, which stays inside
   the warehouse root; :func:`cellstore.storefiles.layout.entry_path_problem`); snapshot
   versions exist. A file whose path is refused is not opened.
-- **files**, for every entry (in parallel): the file exists and has the entry's size; it
-  opens and its footer parses; every Parquet page passes its checksum; cells are in cell
-  order with unique keys, with valid types, rows and timestamps; the footer's statistics
-  equal the data and the entry (:func:`cellstore.storefiles.check`); its rows lie inside
-  the entry's region (splits keep this invariant by re-assigning or cutting files).
+- **files**, for every entry (in parallel): the file exists and has the entry's size; its
+  Parquet footer has the entry's footer digest, if recorded (compared before the footer is
+  parsed: a mismatch is a problem, never a crash); it opens and its footer parses; every
+  Parquet page passes its checksum; cells are in cell order with unique keys, with valid
+  types, rows and timestamps; the footer's statistics equal the data and the entry
+  (:func:`cellstore.storefiles.check`); its rows lie inside the entry's region (splits
+  keep this invariant by re-assigning or cutting files).
 
 Problems are collected in a :class:`VerifyReport`; a corrupt or missing file is one more
 problem, never an exception. The CLI exits with code 9 when there are any.

@@ -168,8 +168,12 @@ def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile],
     out: list[WrittenFile] = []
     total_in = 0
     with contextlib.ExitStack() as stack:
-        readers = [stack.enter_context(StoreFileReader(fs, join(path, w.relpath)))
-                   for w in task.files]
+        readers = [
+            stack.enter_context(
+                StoreFileReader(fs, join(path, w.relpath), footer_digest=w.info.footer_digest)
+            )
+            for w in task.files
+        ]
         total_in = sum(r.info.cells for r in readers)
         chunk = _chunk_cells(plan, readers)
         with RollingWriter(

@@ -52,7 +52,10 @@ def check(
 ) -> CheckReport:
     """Verify one store file; never raises for a bad file, reports instead.
 
-    Checks: the file opens and every page passes its checksum; the schema is the cell
+    Checks: the file's Parquet footer has the footer digest the manifest ``entry`` records
+    (if it records one; compared before the footer is parsed, so a damaged footer is a
+    "footer digest mismatch" problem, never a crash); the file opens (both ``PAR1`` magics,
+    a footer length inside the file) and every page passes its checksum; the schema is the cell
     schema; cells are strictly in cell order (unique keys); type codes are known; row keys
     are 1..32767 bytes; timestamps are >= 0; the footer's statistics equal the data; the
     row Bloom filter (if any) contains every row; rows lie inside ``region`` (if given); the
@@ -69,7 +72,12 @@ def check(
     """
     problems: list[str] = []
     try:
-        reader = StoreFileReader(fs, path, verify_checksums=True)
+        reader = StoreFileReader(
+            fs,
+            path,
+            verify_checksums=True,
+            footer_digest=entry.footer_digest if entry is not None else None,
+        )
     except (CellstoreError, OSError) as e:
         return CheckReport(path, (f"cannot open: {e}",))
     with reader:

@@ -1,10 +1,19 @@
-"""The store-file footer: cellstore's key-value metadata inside the Parquet footer."""
+"""The store-file footer: cellstore's key-value metadata inside the Parquet footer.
+
+Also the footer digest (docs/format.md section 9): an XXH3-64 hash of a file's serialized
+Parquet footer (the FileMetaData bytes and the 8-byte trailer: footer length and ``PAR1``)
+that the writer records in the file's manifest entry, so a reader can refuse a damaged or
+swapped footer before pyarrow parses it (some damaged footers abort the process).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
+
+import xxhash
 
 from cellstore.core.metadata import FileEntry
 from cellstore.errors import CorruptFileError, FormatVersionError
@@ -12,9 +21,13 @@ from cellstore.errors import CorruptFileError, FormatVersionError
 __all__ = [
     "CHECKED_FIELDS",
     "FOOTER_KEY",
+    "PARQUET_MAGIC",
     "STORE_FILE_FORMAT_VERSION",
     "StoreFileInfo",
+    "digest_mismatch",
     "entry_mismatch",
+    "footer_digest",
+    "read_footer_bytes",
 ]
 
 #: Version of the store-file format this release writes (and the highest it reads).
@@ -33,6 +46,78 @@ CHECKED_FIELDS: Final = (
     "min_ts",
     "max_ts",
 )
+#: The magic at both ends of a Parquet file.
+PARQUET_MAGIC: Final = b"PAR1"
+#: Bytes read from the end of a file to find (and usually hold) the Parquet footer.
+TAIL_READ_BYTES: Final = 1 << 16
+#: The smallest possible Parquet file: both magics and the footer length.
+_MIN_PARQUET_SIZE: Final = 12
+
+
+def footer_digest(footer: bytes) -> str:
+    """The footer digest of ``footer`` (:func:`read_footer_bytes`'s result).
+
+    Returns:
+        XXH3-64 (seed 0) of the bytes as 16 lower-case hex digits (big-endian, the
+        canonical xxHash form), e.g. ``35cfc297a4a49732``.
+    """
+    return xxhash.xxh3_64_hexdigest(footer)
+
+
+def read_footer_bytes(
+    read: Callable[[int, int], bytes], size: int, *, name: str, check_head: bool = True
+) -> bytes:
+    """The Parquet footer of a file of ``size`` bytes, checked structurally, unparsed.
+
+    Reads the last 64 KiB (which holds the footer of almost every store file), then only
+    what is missing: the rest of a longer footer, and the leading magic when it is not in
+    the tail. Nothing is parsed, so no damage can crash the caller.
+
+    Args:
+        read: ``read(start, end)`` returns the file's bytes ``[start, end)``.
+        size: The file's size.
+        name: The file, for error messages.
+        check_head: Also check the leading ``PAR1`` (readers do; the writer, which just
+            wrote it, does not).
+
+    Returns:
+        The last ``footer_len + 8`` bytes: the serialized FileMetaData, its 4-byte
+        little-endian length and ``PAR1`` (what :func:`footer_digest` hashes).
+
+    Raises:
+        CorruptFileError: the file is too short, a magic is not ``PAR1``, the footer
+            length does not fit in the file, or a read returns fewer bytes than asked
+            (the file is shorter than ``size``).
+    """
+    if size < _MIN_PARQUET_SIZE:
+        raise CorruptFileError(f"{name}: {size} bytes is too short for a Parquet file")
+
+    def read_exact(start: int, end: int) -> bytes:
+        data = bytes(read(start, end))
+        if len(data) != end - start:
+            raise CorruptFileError(
+                f"{name}: read {len(data)} bytes at offset {start}, expected {end - start} "
+                f"(the file is shorter than its size {size})"
+            )
+        return data
+
+    tail_len = min(size, TAIL_READ_BYTES)
+    tail = read_exact(size - tail_len, size)
+    if tail[-4:] != PARQUET_MAGIC:
+        raise CorruptFileError(f"{name}: no Parquet magic at the end (not a Parquet file)")
+    footer_len = int.from_bytes(tail[-8:-4], "little")
+    if footer_len + _MIN_PARQUET_SIZE > size:
+        raise CorruptFileError(
+            f"{name}: Parquet footer length {footer_len} does not fit in the file "
+            f"({size} bytes; truncated or damaged)"
+        )
+    if check_head:
+        head = tail[:4] if tail_len == size else read_exact(0, 4)
+        if head != PARQUET_MAGIC:
+            raise CorruptFileError(f"{name}: no Parquet magic at the start")
+    if footer_len + 8 <= tail_len:
+        return tail[tail_len - 8 - footer_len :]
+    return read_exact(size - 8 - footer_len, size - tail_len) + tail
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +142,9 @@ class StoreFileInfo:
         bloom_filter: Whether the row column carries a Parquet Bloom filter.
         writer_version: cellstore version that wrote the file.
         format_version: Store-file format version.
+        footer_digest: The file's footer digest (:func:`footer_digest`), not part of the
+            footer JSON (which cannot hold its own digest): set by the writer and by a
+            reader that opened the file; None when unknown.
     """
 
     path: str
@@ -76,9 +164,10 @@ class StoreFileInfo:
     bloom_filter: bool
     writer_version: str
     format_version: int = STORE_FILE_FORMAT_VERSION
+    footer_digest: str | None = None
 
     def footer_dict(self) -> dict[str, Any]:
-        """The footer JSON (everything but ``path``, ``size`` and ``row_groups``)."""
+        """The footer JSON (all but ``path``, ``size``, ``row_groups``, ``footer_digest``)."""
         return {
             "format-version": self.format_version,
             "writer-version": self.writer_version,
@@ -97,8 +186,16 @@ class StoreFileInfo:
         }
 
     @classmethod
-    def from_footer(cls, raw: bytes, *, path: str, size: int, row_groups: int) -> StoreFileInfo:
-        """Parse the footer JSON of the file at ``path``.
+    def from_footer(
+        cls,
+        raw: bytes,
+        *,
+        path: str,
+        size: int,
+        row_groups: int,
+        footer_digest: str | None = None,
+    ) -> StoreFileInfo:
+        """Parse the footer JSON of the file at ``path`` (``footer_digest``: the file's).
 
         Raises:
             FormatVersionError: if the file's format version is newer than this release.
@@ -141,6 +238,7 @@ class StoreFileInfo:
                 bloom_filter=d["bloom-filter"] == "row",
                 writer_version=d["writer-version"],
                 format_version=version,
+                footer_digest=footer_digest,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptFileError(f"{path}: store-file footer is malformed ({e!r})") from e
@@ -152,17 +250,28 @@ def entry_mismatch(info: StoreFileInfo, entry: FileEntry) -> str | None:
     A file swapped for another (or damaged in its footer) shows here: the manifest recorded
     the size and footer statistics at commit. Pure and cheap: no data is read.
 
+    The footer digest is compared only when both record one (readers compare it earlier,
+    before the footer is parsed: :class:`~cellstore.storefiles.reader.StoreFileReader`).
+
     Returns:
         The first difference, e.g. ``size is 1234 bytes, the manifest says 1250``.
     """
     if info.size != entry.size:
         return f"size is {info.size} bytes, the manifest says {entry.size}"
+    found, recorded = info.footer_digest, entry.footer_digest
+    if found is not None and recorded is not None and found != recorded:
+        return digest_mismatch(found, recorded)
     for key in CHECKED_FIELDS:
         found, recorded = getattr(info, key), getattr(entry, key)
         if found != recorded:
             name = key.replace("_", "-")
             return f"footer {name} is {_show(found)}, the manifest says {_show(recorded)}"
     return None
+
+
+def digest_mismatch(actual: str, expected: str) -> str:
+    """The words every footer digest mismatch is reported with."""
+    return f"footer digest mismatch: the manifest says {expected}, the file's is {actual}"
 
 
 def _show(value: object) -> str:

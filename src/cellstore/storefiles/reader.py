@@ -3,21 +3,25 @@
 Store files are immutable, so what a reader learns from a file's footer (the Parquet
 metadata, the row-group statistics, the Bloom filters it has loaded) is kept in a small
 per-process cache and reused by the next reader of the same file. A cache entry is keyed by
-the path, the file size and a digest of the footer bytes, which every open reads anyway
-(one small read at the end of the file), so a file rewritten under the same name is never
-served stale metadata.
+the path, the file size and the footer digest, so a file rewritten under the same name is
+never served stale metadata.
 
-Opening a committed file checks it against its manifest entry (pass ``entry=``): the size
-at open and the footer's statistics must equal what the manifest recorded at commit, so a
-file swapped for another one, or replaced by a same-size file, raises
-:class:`~cellstore.errors.CorruptFileError` instead of returning the wrong cells. The check
-runs on every open, cached footer or not, and costs no extra read. A file the manifest lists
-but that is gone raises :class:`~cellstore.errors.MissingFileError`.
+Every open reads the footer bytes itself (one read of the file's last 64 KiB, plus the
+leading magic of a larger file), checks them structurally (both ``PAR1`` magics, a footer
+length that fits in the file) and hashes them (:func:`~cellstore.storefiles.footer.footer_digest`);
+pyarrow then parses those bytes, never reading the footer again. Opening a committed file
+checks it against its manifest entry (pass ``entry=``): the footer digest, when the entry
+records one, is compared BEFORE pyarrow parses the footer (pyarrow can abort the process on
+some damaged footers); then the size and the footer's statistics must equal what the
+manifest recorded at commit. So a file swapped for another one, replaced by a same-size
+file, truncated or damaged in its footer raises :class:`~cellstore.errors.CorruptFileError`
+instead of returning wrong cells or crashing. The checks run on every open, cached footer
+or not. A file the manifest lists but that is gone raises
+:class:`~cellstore.errors.MissingFileError`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,7 +38,15 @@ from cellstore.core.metadata import FileEntry
 from cellstore.errors import CellstoreError, CorruptFileError, MissingFileError
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
-from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo, entry_mismatch
+from cellstore.storefiles.footer import (
+    FOOTER_KEY,
+    PARQUET_MAGIC,
+    StoreFileInfo,
+    digest_mismatch,
+    entry_mismatch,
+    read_footer_bytes,
+)
+from cellstore.storefiles.footer import footer_digest as _digest_of
 
 __all__ = ["RowGroupStats", "StoreFileReader", "clear_footer_cache", "read_store_file"]
 
@@ -43,9 +55,6 @@ ENCODED_COLUMNS: Final = ("row", "qualifier")
 
 #: How many files' footers the per-process cache keeps.
 _CACHE_ENTRIES: Final = 256
-#: Bytes read from the end of a file to find (and usually hold) the Parquet footer.
-_TAIL_BYTES: Final = 1 << 16
-_PARQUET_MAGIC: Final = b"PAR1"
 
 
 @dataclass(frozen=True)
@@ -86,7 +95,7 @@ class _Footer:
     blooms: dict[int, SplitBlockBloomFilter | None] = field(default_factory=dict)
 
 
-_cache: OrderedDict[tuple[str, int, bytes], _Footer] = OrderedDict()
+_cache: OrderedDict[tuple[str, int, str], _Footer] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -96,7 +105,7 @@ def clear_footer_cache() -> None:
         _cache.clear()
 
 
-def _cache_get(key: tuple[str, int, bytes]) -> _Footer | None:
+def _cache_get(key: tuple[str, int, str]) -> _Footer | None:
     with _cache_lock:
         entry = _cache.get(key)
         if entry is not None:
@@ -104,7 +113,7 @@ def _cache_get(key: tuple[str, int, bytes]) -> _Footer | None:
         return entry
 
 
-def _cache_put(key: tuple[str, int, bytes], entry: _Footer) -> None:
+def _cache_put(key: tuple[str, int, str], entry: _Footer) -> None:
     with _cache_lock:
         _cache[key] = entry
         _cache.move_to_end(key)
@@ -124,11 +133,20 @@ class StoreFileReader:
             read of committed data passes it.
         table: The table's name, for error messages.
         version: The table version whose manifest lists the file, for error messages.
+        footer_digest: The footer digest the file must have, when there is no ``entry``
+            (:func:`~cellstore.storefiles.check` passes the entry's this way); with
+            ``entry``, the entry's ``footer_digest`` is used.
+
+    Attributes:
+        info: The footer, with the file's size and actual footer digest.
 
     Raises:
         MissingFileError: if the file does not exist (also a ``FileNotFoundError``).
-        CorruptFileError: if it is not a readable cellstore store file, or it does not
-            match ``entry``; the message names the file and the mismatch.
+        CorruptFileError: if it is not a readable cellstore store file (too short, no
+            ``PAR1`` at either end, a footer length outside the file...), its footer
+            digest differs from the expected one ("footer digest mismatch", checked
+            before pyarrow parses the footer), or it does not match ``entry``; the
+            message names the file, the table version and the mismatch.
     """
 
     def __init__(
@@ -140,6 +158,7 @@ class StoreFileReader:
         entry: FileEntry | None = None,
         table: object = None,
         version: int | None = None,
+        footer_digest: str | None = None,
     ) -> None:
         self.fs = fs
         self.path = path
@@ -155,32 +174,48 @@ class StoreFileReader:
                 "run `cellstore verify` to list damaged files, then restore the table from "
                 "a snapshot (`cellstore restore`) or the file from a backup"
             ) from e
-        size = int(self._handle.size) if hasattr(self._handle, "size") else 0
+        expected = entry.footer_digest if entry is not None else footer_digest
         try:
-            key = self._cache_key(size)
-            cached = _cache_get(key) if key is not None else None
+            size = (
+                int(self._handle.size) if hasattr(self._handle, "size") else _seek_end(self._handle)
+            )
+            mismatch = None
+            if entry is not None and size != entry.size:  # said first: it needs no read
+                mismatch = f"size is {size} bytes, the manifest says {entry.size}"
+            else:
+                footer = read_footer_bytes(self._read_range, size, name=f"{where}{path}")
+                digest = _digest_of(footer)
+                if expected is not None and digest != expected:
+                    mismatch = digest_mismatch(digest, expected)
+            if mismatch is not None:
+                raise _entry_mismatch_error(where, path, mismatch)
+            key = (path, size, digest)
+            cached = _cache_get(key)
+            metadata = (
+                cached.metadata
+                if cached is not None
+                else pq.read_metadata(pa.BufferReader(PARQUET_MAGIC + footer))
+            )
             self._pf = pq.ParquetFile(
-                self._handle,
-                metadata=cached.metadata if cached is not None else None,
-                page_checksum_verification=verify_checksums,
+                self._handle, metadata=metadata, page_checksum_verification=verify_checksums
             )
             meta = self._pf.metadata
             kv = meta.metadata or {}
             if FOOTER_KEY not in kv:
                 raise CorruptFileError(f"{where}{path}: Parquet file has no cellstore footer")
             self.info = StoreFileInfo.from_footer(
-                kv[FOOTER_KEY], path=path, size=size, row_groups=meta.num_row_groups
+                kv[FOOTER_KEY],
+                path=path,
+                size=size,
+                row_groups=meta.num_row_groups,
+                footer_digest=digest,
             )
             if entry is not None:
                 mismatch = entry_mismatch(self.info, entry)
                 if mismatch is None and meta.num_rows != entry.cells:
                     mismatch = f"the Parquet footer holds {meta.num_rows} cells"
                 if mismatch is not None:
-                    raise CorruptFileError(
-                        f"{where}store file {path} does not match its manifest entry: "
-                        f"{mismatch} (the file was replaced or damaged); run `cellstore "
-                        "verify`, then restore from a snapshot (`cellstore restore`)"
-                    )
+                    raise _entry_mismatch_error(where, path, mismatch)
             _check_schema(self._pf, path, where)
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
@@ -195,42 +230,23 @@ class StoreFileReader:
             raise CorruptFileError(f"{where}{path}: not a readable Parquet file ({e})") from e
         if cached is None:
             cached = _Footer(meta, groups)
-            if key is not None:
-                _cache_put(key, cached)
+            _cache_put(key, cached)
         cached.row_groups = groups
         self._footer = cached
 
-    def _cache_key(self, size: int) -> tuple[str, int, bytes] | None:
-        """``(path, size, digest of the footer bytes)``, or None if that cannot be read.
+    def _read_range(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the file (fewer at its end), handle rewound after.
 
-        None (no caching) for anything unusual: the Parquet reader then reports it.
+        Away from the file's end on a remote filesystem, one exact range request: the
+        open handle's read-ahead would fetch a whole block for the 4-byte leading magic.
         """
-        try:
-            return self._footer_digest(size)
-        except Exception:  # the cache is an optimisation only
-            return None
-
-    def _footer_digest(self, size: int) -> tuple[str, int, bytes] | None:
-        if size < 12:
-            return None
+        if not is_local(self.fs) and end < int(getattr(self._handle, "size", end + 1)):
+            return bytes(self.fs.cat_file(self.path, start=start, end=end))
         handle = self._handle
-        tail_len = min(size, _TAIL_BYTES)
-        handle.seek(size - tail_len)
-        tail = handle.read(tail_len)
+        handle.seek(start)
+        data = handle.read(end - start)
         handle.seek(0)
-        if len(tail) != tail_len or tail[-4:] != _PARQUET_MAGIC:
-            return None
-        footer_len = int.from_bytes(tail[-8:-4], "little")
-        if footer_len + 8 > size:
-            return None
-        if footer_len + 8 <= tail_len:
-            footer = tail[tail_len - 8 - footer_len : tail_len - 8]
-        else:
-            handle.seek(size - 8 - footer_len)
-            footer = handle.read(footer_len)
-            handle.seek(0)
-        digest = hashlib.blake2b(footer, digest_size=16).digest()
-        return (self.path, size, digest)
+        return bytes(data)
 
     # --------------------------------------------------------------- context
     def close(self) -> None:
@@ -405,6 +421,22 @@ def _row_group_stats(meta: pq.FileMetaData, name: str) -> list[RowGroupStats]:
             hi = hi.encode("latin-1") if isinstance(hi, str) else hi
         out.append(RowGroupStats(i, rg.num_rows, lo, hi))
     return out
+
+
+def _entry_mismatch_error(where: str, path: str, mismatch: str) -> CorruptFileError:
+    """The error for a file that disagrees with its manifest entry (or expected digest)."""
+    return CorruptFileError(
+        f"{where}store file {path} does not match its manifest entry: {mismatch} (the file "
+        "was replaced or damaged); run `cellstore verify`, then restore from a snapshot "
+        "(`cellstore restore`)"
+    )
+
+
+def _seek_end(handle: Any) -> int:
+    """The size of an open file that has no ``size`` attribute (handle rewound)."""
+    size = int(handle.seek(0, 2))
+    handle.seek(0)
+    return size
 
 
 def _where(table: object, version: int | None) -> str:

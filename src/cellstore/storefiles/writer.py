@@ -36,7 +36,12 @@ from cellstore.core.codecs import binary_parts
 from cellstore.core.family import Family
 from cellstore.defaults import CELLSTORE_VERSION
 from cellstore.fs import join, makedirs_for
-from cellstore.storefiles.footer import FOOTER_KEY, StoreFileInfo
+from cellstore.storefiles.footer import (
+    FOOTER_KEY,
+    StoreFileInfo,
+    footer_digest,
+    read_footer_bytes,
+)
 from cellstore.storefiles.layout import store_file_relpath
 
 __all__ = [
@@ -250,6 +255,9 @@ class StoreFileWriter:
     def close(self) -> StoreFileInfo:
         """Write the last row group and the footer; returns the file's info.
 
+        The info carries the file's size and footer digest (read back from the written
+        file's tail), for its manifest entry (:func:`cellstore.commit.file_entry`).
+
         Raises:
             ValueError: if no cell was written (nothing is left on the filesystem).
         """
@@ -276,7 +284,16 @@ class StoreFileWriter:
         self._file.close()
         self._closed = True
         size = int(self.fs.size(self.path))
-        return StoreFileInfo(**{**info.__dict__, "size": size})
+        # The footer digest the manifest entry records (one read of the file's tail).
+        footer = read_footer_bytes(
+            lambda start, end: self.fs.cat_file(self.path, start=start, end=end),
+            size,
+            name=self.path,
+            check_head=False,
+        )
+        return StoreFileInfo(
+            **{**info.__dict__, "size": size, "footer_digest": footer_digest(footer)}
+        )
 
     def abort(self) -> None:
         """Close without a footer and delete the partial file (best effort)."""
