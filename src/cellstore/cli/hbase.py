@@ -15,6 +15,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput
+from cellstore.cli.params import STORAGE_OPTION
 from cellstore.cli.reads import (
     _COLUMN,
     _FAMILY,
@@ -32,7 +33,14 @@ from cellstore.cli.reads import (
 if TYPE_CHECKING:
     from cellstore.hbase.tables import HBaseTable
 
-__all__ = ["COMMANDS", "count_cmd", "describe_cmd", "hbase_group", "scan_cmd"]
+__all__ = [
+    "COMMANDS",
+    "count_cmd",
+    "describe_cmd",
+    "export_hfiles_cmd",
+    "hbase_group",
+    "scan_cmd",
+]
 
 
 @click.group("hbase")
@@ -44,6 +52,7 @@ def hbase_group() -> None:
       cellstore hbase describe /backups/hbase --snapshot nightly
       cellstore hbase scan /hbase --table ns:users --prefix u42 --limit 10
       cellstore hbase count s3://bucket/export --snapshot nightly
+      cellstore hbase export-hfiles ns:users /staging/users
     """  # noqa: D301 (click's \b marker)
 
 
@@ -199,8 +208,123 @@ def count_cmd(
     cli_ctx.output.row_count(handle.name, rows, started=started)
 
 
+@click.command("export-hfiles")
+@click.argument("table")
+@click.argument("directory")
+@_FAMILY
+@click.option(
+    "--all-versions",
+    is_flag=True,
+    help="Every version the families keep (default: the latest version only).",
+)
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Every version and delete marker as stored (not with --all-versions).",
+)
+@_TIME_RANGE
+@click.option(
+    "--compression",
+    type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
+    default="none",
+    show_default=True,
+    help="HFile compression.",
+)
+@click.option(
+    "--encoding",
+    type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
+    default="none",
+    show_default=True,
+    help="Data block encoding.",
+)
+@click.option(
+    "--bloom",
+    type=click.Choice(["row", "rowcol", "none"]),
+    default="row",
+    show_default=True,
+    help="Bloom filter type.",
+)
+@click.option(
+    "--max-file-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES",
+    help="Roll files at about this many uncompressed bytes, between rows (default 10 GiB).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace what DIRECTORY holds.")
+@click.option(
+    "--to-storage-option",
+    "url_options",
+    type=STORAGE_OPTION,
+    multiple=True,
+    help="fsspec option for DIRECTORY's filesystem (repeatable; default: --storage-option "
+    "when DIRECTORY has the root's protocol).",
+)
+@pass_cli_context
+def export_hfiles_cmd(
+    cli_ctx: CliContext,
+    *,
+    table: str,
+    directory: str,
+    families: tuple[str, ...],
+    all_versions: bool,
+    raw: bool,
+    time_range: tuple[int, int] | None,
+    compression: str,
+    encoding: str,
+    bloom: str,
+    max_file_bytes: int | None,
+    overwrite: bool,
+    url_options: tuple[tuple[str, Any], ...],
+) -> None:
+    """Write cellstore TABLE as HFiles for HBase's bulk load, under DIRECTORY.
+
+    DIRECTORY gets one sub-directory per family, each file inside one region of TABLE.
+    Load them with ``hbase completebulkload DIRECTORY NS:TABLE``.
+
+    \b
+    Examples:
+      cellstore hbase export-hfiles ns:users /staging/users
+      cellstore hbase export-hfiles ns:users s3://bucket/bulk --raw --compression gz
+    """  # noqa: D301 (click's \b marker)
+    from cellstore.cli.admin import _emit, _output_options, _progress
+    from cellstore.cli.output import human_bytes
+    from cellstore.jobs.hfile_export import DEFAULT_HFILE_MAX_FILE_BYTES, export_hfiles
+
+    if all_versions and raw:
+        raise click.UsageError("give at most one of --all-versions and --raw")
+    handle = cli_ctx.warehouse().table(table)
+    with _progress(cli_ctx.output, label=f"export-hfiles {handle.name}") as progress:
+        r = export_hfiles(
+            handle,
+            directory,
+            families=families or None,
+            max_versions=2**31 - 1 if all_versions else None,
+            raw=raw,
+            time_range=time_range,
+            compression=compression,
+            encoding=encoding,
+            bloom=bloom,
+            max_file_bytes=max_file_bytes or DEFAULT_HFILE_MAX_FILE_BYTES,
+            overwrite=overwrite,
+            storage_options=_output_options(cli_ctx, directory, url_options),
+            progress=progress,
+        )
+    _emit(
+        cli_ctx.output,
+        r.to_dict(),
+        lambda: [
+            f"Exported {r.cells} cell(s) of table {r.table} version {r.version} to {r.url}: "
+            f"{len(r.files)} HFile(s) in {len(r.families)} family dir(s), "
+            f"{human_bytes(r.bytes)}",
+            f"Load with: hbase completebulkload {r.url} <namespace:table>",
+        ],
+    )
+
+
 hbase_group.add_command(describe_cmd)
 hbase_group.add_command(scan_cmd)
 hbase_group.add_command(count_cmd)
+hbase_group.add_command(export_hfiles_cmd)
 
 COMMANDS: tuple[click.Command, ...] = (hbase_group,)

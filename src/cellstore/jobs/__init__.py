@@ -1,7 +1,7 @@
 """Batch jobs that keep a table healthy.
 
-Compaction, TTL purge, region split and merge, snapshots, export and copy, vacuum, verify
-and secondary indexes.
+Compaction, TTL purge, region split and merge, snapshots, export and copy, HFile export for
+HBase's bulk load, vacuum, verify and secondary indexes.
 
 Each job is a plain function taking a :class:`~cellstore.warehouse.Table` (and keyword-only
 options) and returning a typed report; each commits at most once, only if its inputs are
@@ -14,6 +14,7 @@ from __future__ import annotations
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import CompactionReport, compact
 from cellstore.jobs.export import CopyReport, ExportReport, copy_table, export
+from cellstore.jobs.hfile_export import ExportedHFile, HFileExportReport, export_hfiles
 from cellstore.jobs.index import (
     Index,
     IndexBuildReport,
@@ -70,6 +71,9 @@ __all__ = [
     "copy_table",
     "delete_snapshot",
     "export",
+    "export_hfiles",
+    "ExportedHFile",
+    "HFileExportReport",
     "list_snapshots",
     "restore",
     "snapshot",
