@@ -1,16 +1,19 @@
-"""HFile read benchmark (issue 14): read_hfile vs a full scan of the same cells in Parquet.
+"""HFile benchmark (issue 14): read and write vs our Parquet store file, in one run.
 
 Usage::
 
     .venv/bin/python bench/bench_hfile.py                 # 1M rows x 5 quals x 2 versions
     .venv/bin/python bench/bench_hfile.py --rows 100000   # 1M cells, quick
 
-Cells: ROWS rows (16-byte keys) x 5 qualifiers x 2 versions, 8-byte values (as
-``bench_hfile_write.py``). Inputs are written once: one store file of ours
-(``write_store_file``, zstd Parquet) and HFiles written by ``write_hfile`` (NONE encoding;
+Cells: ROWS rows (16-byte keys) x 5 qualifiers x 2 versions, 8-byte values (1 in 256
+shorter: ``S8`` drops trailing zero bytes), already in cell order. Inputs are written
+once: one store file of ours (``write_store_file``, zstd Parquet) and HFiles written by
+``write_hfile`` (NONE encoding;
 no compression, GZ, SNAPPY; 64 KiB blocks, CRC32C; tags and memstore timestamps as
 HFileOutputFormat2 writes them). Measured, best of ``--runs``:
 
+* writing: ``write_store_file`` (zstd Parquet) vs ``write_hfile`` (no compression, GZ,
+  SNAPPY);
 * ``StoreFileReader.read()`` of the Parquet file (a full scan of one store file);
 * ``read_hfile`` of each HFile, plus the share of the GZ read spent in zlib (the same
   blocks decompressed alone);
@@ -130,11 +133,24 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-hfile-") as d:
         sf = str(Path(d) / "sf.parquet")
-        write_store_file(fs, sf, cells, family=Family(name="cf"), seq=1, load_id="bench")
-        paths = {}
-        for codec in ("none", "gz", "snappy"):
-            paths[codec] = str(Path(d) / f"h-{codec}")
-            write_hfile(paths[codec], cells, family=b"cf", compression=codec)
+        paths = {codec: str(Path(d) / f"h-{codec}") for codec in ("none", "gz", "snappy")}
+
+        def store() -> None:
+            if fs.exists(sf):
+                fs.rm(sf)
+            write_store_file(fs, sf, cells, family=Family(name="cf"), seq=1, load_id="bench")
+
+        writes = {"write_store_file (zstd parquet)": best(store, args.runs)}
+        for codec, path in paths.items():
+
+            def hwrite(codec: str = codec, path: str = path) -> None:
+                write_hfile(path, cells, family=b"cf", compression=codec)  # type: ignore[arg-type]
+
+            writes[f"write_hfile NONE/{codec}"] = best(hwrite, args.runs)
+        wbase = writes["write_store_file (zstd parquet)"]
+        for name, secs in writes.items():
+            rate = n / secs / 1e6
+            print(f"{name:40s} {rate:6.2f} M cells/s  {secs:6.2f} s  {wbase / secs:4.2f}x")
         sizes = {k: os.path.getsize(v) for k, v in paths.items()}
         print(f"files: parquet {os.path.getsize(sf):,} B, hfiles {sizes}")
 

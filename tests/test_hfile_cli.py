@@ -119,3 +119,93 @@ def test_hfile_cli_module_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- write
+
+
+def _write_cells_csv(path: Path) -> None:
+    path.write_text(
+        "row,family,qualifier,ts,type,value\n"
+        "r1,cf,a,2000,Put,v1\n"
+        "r1,cf,a,1000,Put,v0\n"
+        "r1,cf,b,1500,DeleteColumn,\n"
+        "r2\\x00,cf,a,3000,4,\\xFF\n"
+    )
+
+
+def test_write_from_csv_reads_back(tmp_path: Path) -> None:
+    from cellstore.hbase import read_hfile, verify_hfile
+
+    src = tmp_path / "cells.csv"
+    _write_cells_csv(src)
+    out = tmp_path / "out.hfile"
+    code, stdout, err = run(
+        "--output", "json", "hfile", "write", str(src), str(out), "--compression", "gz"
+    )
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["cells"] == 4
+    assert doc["bytes"] == out.stat().st_size
+    assert doc["blocks"] == 1
+    assert verify_hfile(str(out)).ok
+    got = read_hfile(str(out))
+    assert got.column("row").to_pylist() == [b"r1", b"r1", b"r1", b"r2\x00"]
+    assert got.column("qualifier").to_pylist() == [b"a", b"a", b"b", b"a"]
+    assert got.column("ts").to_pylist() == [2000, 1000, 1500, 3000]
+    assert got.column("type").to_pylist() == [4, 4, 12, 4]
+    assert got.column("value").to_pylist() == [b"v1", b"v0", b"", b"\xff"]
+    assert set(got.column("family").to_pylist()) == {"cf"}
+
+
+def test_write_from_parquet_with_options(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cellstore.hbase import hfile_info, read_hfile
+
+    n = 2000
+    rows = [f"row{i:05d}".encode() for i in range(n)]
+    cells = pa.table(
+        {
+            "row": pa.array(rows, pa.binary()),
+            "family": pa.array(["f"] * n),
+            "qualifier": pa.array([b"q"] * n, pa.binary()),
+            "ts": pa.array([5] * n, pa.int64()),
+            "type": pa.array([4] * n, pa.int8()),
+            "value": pa.array([b"x" * 50] * n, pa.binary()),
+        }
+    )
+    src = tmp_path / "cells.parquet"
+    pq.write_table(cells, src)
+    out = tmp_path / "o.hfile"
+    code, stdout, err = run(
+        "--output", "json", "hfile", "write", str(src), str(out),
+        "--encoding", "fast_diff", "--block-size", "4096", "--bloom", "rowcol",
+        "--compression", "snappy",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(stdout)["blocks"] > 1
+    info = hfile_info(str(out))
+    assert info.data_block_encoding == "FAST_DIFF"
+    assert info.compression == "SNAPPY"
+    assert read_hfile(str(out)).column("row").to_pylist() == rows
+
+
+def test_write_rejects_bad_arguments(tmp_path: Path) -> None:
+    src = tmp_path / "cells.csv"
+    _write_cells_csv(src)
+    code, _, _ = run("hfile", "write", str(tmp_path / "only-out.hfile"))
+    assert code == 2
+    code, _, _ = run("hfile", "write", str(src), str(tmp_path / "o"), "--family", "cf")
+    assert code == 2
+    two = tmp_path / "two.csv"
+    two.write_text("row,family,qualifier,ts,type,value\nr,a,q,1,Put,v\nr,b,q,1,Put,v\n")
+    code, _, err = run("hfile", "write", str(two), str(tmp_path / "o2"))
+    assert code == 2
+    assert "families" in err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("row,family,qualifier,ts,type,value\nr,a,q,1,Bogus,v\n")
+    code, _, err = run("hfile", "write", str(bad), str(tmp_path / "o3"))
+    assert code != 0
+    assert "Bogus" in err

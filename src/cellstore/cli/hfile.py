@@ -6,6 +6,9 @@ r"""HFile commands, like ``hbase hfile``: ``cellstore hfile info | cat | verify`
   ``--start-row``/``--stop-row`` in printable form, ``\x00`` escapes).
 * ``verify FILE...``: every block checksum, the key order, the cell count and the last
   key; exits with 9 when any file is damaged or unreadable.
+* ``write IN OUT`` / ``write --table NS:T OUT``: cells from a Parquet/CSV/JSON-lines
+  cells file (``load-cells``'s format) or a table's raw cells to one HFile
+  (:func:`cellstore.hbase.write_hfile`); ``--output json`` reports cells, bytes, blocks.
 
 FILE is a local path or an fsspec URL (the global ``--storage-option`` values apply to
 URLs). :mod:`cellstore.hbase` (and with it pyarrow) is imported inside command bodies
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 
     from cellstore.hbase import HFileInfo, HFileVerifyReport
 
-__all__ = ["COMMANDS", "cat_cmd", "hfile_group", "info_cmd", "verify_cmd"]
+__all__ = ["COMMANDS", "cat_cmd", "hfile_group", "info_cmd", "verify_cmd", "write_cmd"]
 
 
 @click.group("hfile")
@@ -43,6 +46,8 @@ def hfile_group() -> None:
       cellstore hfile info /hbase/data/default/t1/<region>/cf/<hfile>
       cellstore hfile cat FILE --start-row row10 --limit 20
       cellstore hfile verify FILE [FILE ...]
+      cellstore hfile write cells.parquet out.hfile --compression snappy
+      cellstore hfile write --table ns:t --family cf out.hfile
     """  # noqa: D301 (click's \b marker)
 
 
@@ -192,6 +197,163 @@ def verify_cmd(cli_ctx: CliContext, *, paths: tuple[str, ...]) -> None:
     _emit(cli_ctx, {"files": docs, "damaged": damaged}, lines)
     if damaged:
         click.get_current_context().exit(VerifyError.exit_code)
+
+
+def _type_codes(table: pa.Table) -> pa.Table:
+    """``type`` as int8 codes: names (``Put``, ``DeleteColumn``) or codes as text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cellstore.core.cells import parse_type_names
+    from cellstore.errors import BadCellError
+
+    if "type" not in table.column_names:
+        return table
+    col = table.column("type")
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return table
+    text = col.combine_chunks()
+    codes = parse_type_names(text)
+    bad = pc.and_(codes.is_null(), text.is_valid()).to_numpy(zero_copy_only=False)
+    if bad.any():
+        i = int(bad.nonzero()[0][0])
+        raise BadCellError(f"cell {i}: unknown cell type {text[i].as_py()!r}", record=i)
+    return table.set_column(table.column_names.index("type"), "type", codes)
+
+
+def _table_cells(
+    cli_ctx: CliContext,
+    name: str,
+    *,
+    start_row: str | None,
+    stop_row: str | None,
+    family: str | None,
+) -> pa.Table:
+    """A table's raw cells (markers included, every version) in a row range."""
+    scan = cli_ctx.warehouse().table(name).scan(
+        start_row=from_string_binary(start_row) if start_row is not None else None,
+        stop_row=from_string_binary(stop_row) if stop_row is not None else None,
+        families=family,
+        raw=True,
+        max_versions=2**31 - 1,
+    )
+    return scan.to_arrow()
+
+
+@hfile_group.command("write")
+@click.argument("paths", metavar="[IN] OUT", nargs=-1, required=True)
+@click.option("--table", "table_name", default=None, help="Read the cells of this table (NS:T).")
+@click.option("--start-row", default=None, help="With --table: first row (printable form).")
+@click.option("--stop-row", default=None, help="With --table: row to stop before.")
+@click.option("--family", default=None, help="With --table: the family to write (one per file).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "parquet", "jsonl"]),
+    default=None,
+    help="IN's format (default: from the extension).",
+)
+@click.option(
+    "--compression",
+    type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
+    default="none",
+    show_default=True,
+)
+@click.option(
+    "--encoding",
+    type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
+    default="none",
+    show_default=True,
+)
+@click.option("--block-size", type=click.IntRange(min=1), default=65536, show_default=True)
+@click.option(
+    "--bloom", type=click.Choice(["row", "rowcol", "none"]), default="row", show_default=True
+)
+@pass_cli_context
+def write_cmd(
+    cli_ctx: CliContext,
+    *,
+    paths: tuple[str, ...],
+    table_name: str | None,
+    start_row: str | None,
+    stop_row: str | None,
+    family: str | None,
+    fmt: str | None,
+    compression: str,
+    encoding: str,
+    block_size: int,
+    bloom: str,
+) -> None:
+    """Write cells to one HBase HFile (bulk-loadable, one family).
+
+    IN is a cells file as ``load-cells`` reads it (columns row, family, qualifier, ts,
+    type as code or HBase name, value; CSV in HBase printable form), or give --table to
+    write a table's raw cells (every version and delete marker) in a row range. Cells are
+    put in HBase's order.
+    """
+    from cellstore.cli.load_cells import _format_for, read_cells_file
+    from cellstore.hbase import write_hfile
+
+    if table_name is None and len(paths) != 2:
+        raise click.UsageError("give IN and OUT, or --table NS:T and OUT")
+    if table_name is not None and len(paths) != 1:
+        raise click.UsageError("with --table give only OUT")
+    if table_name is None and (start_row or stop_row or family):
+        raise click.UsageError("--start-row, --stop-row and --family need --table")
+    started = time.perf_counter()
+    out = paths[-1]
+    if table_name is not None:
+        cells = _table_cells(
+            cli_ctx, table_name, start_row=start_row, stop_row=stop_row, family=family
+        )
+        source = table_name
+    else:
+        source = paths[0]
+        cells = read_cells_file(source, fmt=fmt or _format_for(source))  # type: ignore[arg-type]
+    cells = _type_codes(cells)
+    if "family" in cells.column_names and cells.num_rows:
+        import pyarrow.compute as pc
+
+        families = pc.unique(cells.column("family")).to_pylist()
+        if len(families) > 1:
+            raise click.UsageError(
+                f"the cells hold {len(families)} families; an HFile holds one (give --family)"
+            )
+    fs = None
+    target = out
+    if "://" in out:
+        import fsspec
+
+        fs, target = fsspec.core.url_to_fs(out, **(_options(cli_ctx, out) or {}))
+    written = write_hfile(
+        target,
+        cells,
+        fs=fs,
+        compression=compression,  # type: ignore[arg-type]
+        encoding=encoding,  # type: ignore[arg-type]
+        block_size=block_size,
+        bloom=bloom,  # type: ignore[arg-type]
+    )
+    secs = time.perf_counter() - started
+    doc = {
+        "source": source,
+        "path": out,
+        "cells": written.entry_count,
+        "bytes": written.file_size,
+        "blocks": written.data_blocks,
+        "index_levels": written.index_levels,
+        "compression": compression,
+        "encoding": encoding,
+        "seconds": round(secs, 3),
+    }
+    _emit(
+        cli_ctx,
+        doc,
+        [
+            f"wrote {out}: {written.entry_count} cells, {written.file_size} bytes, "
+            f"{written.data_blocks} data blocks ({compression}, {encoding}) in {secs:.2f} s"
+        ],
+    )
 
 
 #: Registered on the root group by :mod:`cellstore.cli.console`.

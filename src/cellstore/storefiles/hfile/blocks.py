@@ -34,6 +34,7 @@ __all__ = [
     "DATA_MAGICS",
     "Block",
     "BlockHeader",
+    "check_block",
     "decode_block",
     "parse_header",
 ]
@@ -146,6 +147,57 @@ def parse_header(
     )
 
 
+def check_block(
+    buf: bytes | memoryview,
+    pos: int,
+    *,
+    offset: int,
+    header_size: int,
+    where: str,
+    verify: bool = True,
+    expect: str | None = None,
+) -> BlockHeader:
+    """Parse and verify the block at ``buf[pos]`` without decompressing its payload.
+
+    The on-disk payload is ``buf[pos + header_size : pos + on_disk_data_size_with_header]``
+    (the uncompressed payload itself for an uncompressed file). Args and raises as
+    :func:`decode_block`.
+    """
+    header = parse_header(buf, pos, offset=offset, header_size=header_size, where=where)
+    if expect is not None and header.block_type != expect:
+        raise CorruptFileError(
+            f"{where}: expected a {expect} block at offset {offset}, found {header.block_type}"
+        )
+    end = pos + header.on_disk_size
+    if end > len(buf):
+        raise CorruptFileError(
+            f"{where}: block at offset {offset} is truncated ({len(buf) - pos} of "
+            f"{header.on_disk_size} bytes)"
+        )
+    data_end = pos + header.on_disk_data_size_with_header
+    if verify and header.checksum_type != 0:
+        view = memoryview(buf)
+        try:
+            bad = find_checksum_mismatch(
+                view[pos:data_end],
+                view[data_end:end],
+                code=header.checksum_type,
+                bytes_per_checksum=header.bytes_per_checksum,
+            )
+        except KeyError:
+            raise CorruptFileError(
+                f"{where}: block at offset {offset} has unknown checksum type "
+                f"{header.checksum_type}"
+            ) from None
+        if bad is not None:
+            raise CorruptFileError(
+                f"{where}: {header.checksum_name} checksum mismatch in the "
+                f"{header.block_type} block at offset {offset} (chunk {bad.chunk}): expected "
+                f"0x{bad.expected & 0xFFFFFFFF:08x}, actual 0x{bad.actual:08x}"
+            )
+    return header
+
+
 def decode_block(
     buf: bytes | memoryview,
     pos: int,
@@ -176,38 +228,17 @@ def decode_block(
         CorruptFileError: naming the file, offset, and expected vs actual checksum when a
             checksum fails; also for truncated blocks, a wrong type and bad payloads.
     """
-    header = parse_header(buf, pos, offset=offset, header_size=header_size, where=where)
-    if expect is not None and header.block_type != expect:
-        raise CorruptFileError(
-            f"{where}: expected a {expect} block at offset {offset}, found {header.block_type}"
-        )
-    end = pos + header.on_disk_size
-    if end > len(buf):
-        raise CorruptFileError(
-            f"{where}: block at offset {offset} is truncated ({len(buf) - pos} of "
-            f"{header.on_disk_size} bytes)"
-        )
+    header = check_block(
+        buf,
+        pos,
+        offset=offset,
+        header_size=header_size,
+        where=where,
+        verify=verify,
+        expect=expect,
+    )
     view = memoryview(buf)
     data_end = pos + header.on_disk_data_size_with_header
-    if verify and header.checksum_type != 0:
-        try:
-            bad = find_checksum_mismatch(
-                view[pos:data_end],
-                view[data_end:end],
-                code=header.checksum_type,
-                bytes_per_checksum=header.bytes_per_checksum,
-            )
-        except KeyError:
-            raise CorruptFileError(
-                f"{where}: block at offset {offset} has unknown checksum type "
-                f"{header.checksum_type}"
-            ) from None
-        if bad is not None:
-            raise CorruptFileError(
-                f"{where}: {header.checksum_name} checksum mismatch in the "
-                f"{header.block_type} block at offset {offset} (chunk {bad.chunk}): expected "
-                f"0x{bad.expected & 0xFFFFFFFF:08x}, actual 0x{bad.actual:08x}"
-            )
     payload = decompress(
         codec,
         view[pos + header_size : data_end],

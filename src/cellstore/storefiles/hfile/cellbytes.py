@@ -262,6 +262,73 @@ def _lengths(arr: pa.Array) -> npt.NDArray[np.int64]:
     return np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _as_matrix(part: pa.Array | pa.Scalar, n: int) -> npt.NDArray[np.uint8] | None:
+    """``part`` as an ``(n, width)`` byte matrix when all its values have one width."""
+    if isinstance(part, pa.Scalar):
+        value = part.as_py()
+        return np.broadcast_to(np.frombuffer(value, np.uint8), (n, len(value)))
+    if part.null_count:
+        return None
+    bufs = part.buffers()
+    offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=part.offset * 8)
+    width = int(offsets[1] - offsets[0])
+    if int(offsets[-1] - offsets[0]) != n * width or not bool(
+        np.all(np.diff(offsets) == width)
+    ):
+        return None
+    if width == 0:
+        return np.zeros((n, 0), np.uint8)
+    data = np.frombuffer(bufs[2], np.uint8, count=n * width, offset=int(offsets[0]))
+    return data.reshape(n, width)
+
+
+def _merge_fixed(
+    parts: list[pa.Array | pa.Scalar], n: int
+) -> list[pa.Array | pa.Scalar | npt.NDArray[np.uint8]]:
+    """Merge runs of fixed-width parts into single byte matrices (one strided copy each).
+
+    The element-wise join then has fewer, wider parts; with every part fixed-width there
+    is nothing left to join.
+    """
+    out: list[pa.Array | pa.Scalar | npt.NDArray[np.uint8]] = []
+    run: list[npt.NDArray[np.uint8]] = []
+    for part in parts:
+        mat = _as_matrix(part, n) if n else None
+        if mat is not None:
+            run.append(mat)
+            continue
+        if run:
+            out.append(_pack(run, n))
+            run = []
+        out.append(part)
+    if run:
+        out.append(_pack(run, n))
+    return out
+
+
+def _pack(mats: list[npt.NDArray[np.uint8]], n: int) -> npt.NDArray[np.uint8]:
+    """Side-by-side ``(n, w)`` matrices as one ``(n, sum(w))`` matrix.
+
+    Each matrix is copied as ``n`` fixed-size items into a strided view of the output,
+    not byte by byte.
+    """
+    mats = [m for m in mats if m.shape[1]]
+    widths = [m.shape[1] for m in mats]
+    total = sum(widths)
+    if len(mats) == 1:
+        return np.ascontiguousarray(mats[0])
+    out = np.empty(n * total, np.uint8)
+    at = 0
+    for mat, w in zip(mats, widths, strict=True):
+        dst = np.ndarray((n,), dtype=f"V{w}", buffer=out, offset=at, strides=(total,))
+        if mat.strides[0] == 0:  # a broadcast constant
+            dst[...] = np.ascontiguousarray(mat[:1]).view(f"V{w}")[0, 0]
+        else:
+            np.copyto(dst, np.ascontiguousarray(mat).view(f"V{w}").reshape(n))
+        at += w
+    return out.reshape(n, total)
+
+
 def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: bool) -> CellBytes:
     """Lay out every cell as in a NONE data block (``NoneEncoder.write``).
 
@@ -329,7 +396,16 @@ def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: b
         return CellBytes(
             np.zeros(0, np.uint8), np.zeros(1, np.int64), klen, vlen, mvcc_sizes, mvcc_data
         )
-    joined = pc.binary_join_element_wise(*parts, pa.scalar(b"", _LB))
+    merged = _merge_fixed(parts, n)
+    if len(merged) == 1 and isinstance(merged[0], np.ndarray):
+        width = merged[0].shape[1]
+        data = np.ascontiguousarray(merged[0]).reshape(-1)
+        return CellBytes(
+            data, np.arange(n + 1, dtype=np.int64) * width, klen, vlen, mvcc_sizes, mvcc_data
+        )
+    joined = pc.binary_join_element_wise(
+        *(_fixed(m) if isinstance(m, np.ndarray) else m for m in merged), pa.scalar(b"", _LB)
+    )
     bufs = joined.buffers()
     offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=joined.offset * 8)
     data = np.frombuffer(bufs[2], np.uint8)

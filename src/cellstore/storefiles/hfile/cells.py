@@ -216,8 +216,11 @@ def walk_cells(
         found_idx.append((counts[lanes][:, None] + np.arange(k))[mask])
         counts[lanes] += emit
         new_stride = stride.copy()
-        new_stride[rows] = sizes[rows, lead[rows]]
-        nxt[rows] += new_stride[rows]
+        odd = sizes[rows, lead[rows]]
+        nxt[rows] += odd
+        # After a run, a single odd-sized cell is usually an outlier (a shorter value):
+        # keep guessing the run's size. A guess that failed at once adopts the new size.
+        new_stride[rows] = np.where(lead[rows] > 0, stride[rows], odd)
         if bool(np.any(nxt > e)):
             _overrun(where, int(lanes[np.flatnonzero(nxt > e)[0]]), block_offsets)
         if bool(np.any(emit == 0)):
@@ -247,37 +250,117 @@ def _overrun(where: str, block: int, block_offsets: npt.NDArray[np.int64] | None
 def _take_bytes(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
 ) -> pa.Array:
-    """One binary array of ``buf[starts[i] : starts[i] + lengths[i]]`` per cell."""
+    """One binary array of ``buf[starts[i] : starts[i] + lengths[i]]`` per cell.
+
+    ``starts`` must be non-decreasing with ``starts[i] + lengths[i] <= starts[i + 1]``
+    (fields of cells in buffer order). Fixed-width fields are one numpy row gather; varying
+    ones are an Arrow ``take`` of every other element of a zero-copy binary array over
+    ``buf`` whose offsets alternate field start / field end (the gaps between fields are
+    the elements not taken).
+    """
     n = len(starts)
-    widest = int(lengths.max()) if n else 0
-    fits = n > 0 and widest <= PAD and int(starts.max()) + widest <= len(buf)
-    if n and widest == int(lengths.min()) and (fits or widest == 0):
+    if n == 0:
+        return pa.array([], pa.binary())
+    widest = int(lengths.max())
+    if widest == int(lengths.min()) and widest <= PAD and int(starts.max()) + widest <= len(buf):
         # Fixed width (common for families, row keys, qualifiers): one row gather.
-        total = n * widest
         data = _rows_at(buf, starts, widest).reshape(-1) if widest else np.empty(0, np.uint8)
-        offsets = np.arange(n + 1, dtype=np.int64) * widest
-    else:
+        if n * widest < 2**31:
+            offsets = np.arange(0, (n + 1) * widest, max(widest, 1), dtype=np.int32)[: n + 1]
+            if widest == 0:
+                offsets = np.zeros(n + 1, dtype=np.int32)
+            return pa.Array.from_buffers(
+                pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+            )
+        offsets64 = np.arange(n + 1, dtype=np.int64) * widest
+        return pa.Array.from_buffers(
+            pa.large_binary(), n, [None, pa.py_buffer(offsets64), pa.py_buffer(data)]
+        )
+    if n > 1 and not bool(np.all(starts[1:] >= starts[:-1] + lengths[:-1])):
+        # Not in buffer order (never for cells walked from blocks): gather byte indexes.
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        total = int(offsets[-1])
-        if fits and n * widest <= 4 * total:
-            # Short varying fields: gather fixed windows, keep each row's prefix.
-            rows = _rows_at(buf, starts, widest)
-            data = rows[np.arange(widest) < lengths[:, None]]
-        elif total:
-            itype = np.int32 if len(buf) < 2**31 and total < 2**31 else np.int64
-            idx = np.repeat((starts - offsets[:-1]).astype(itype), lengths)
-            idx += np.arange(total, dtype=itype)
-            data = buf[idx]
-        else:
-            data = np.empty(0, dtype=np.uint8)
-    if total < 2**31:
-        return pa.Array.from_buffers(
-            pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+        idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+        gathered = pa.Array.from_buffers(
+            pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(buf[idx])]
         )
-    return pa.Array.from_buffers(
-        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        return gathered.cast(pa.binary()) if int(offsets[-1]) < 2**31 else gathered
+    small = len(buf) < 2**31
+    pieces = np.empty(2 * n + 1, dtype=np.int32 if small else np.int64)
+    pieces[0 : 2 * n : 2] = starts
+    pieces[1 : 2 * n : 2] = starts + lengths
+    pieces[2 * n] = len(buf)
+    whole = pa.Array.from_buffers(
+        pa.binary() if small else pa.large_binary(),
+        2 * n,
+        [None, pa.py_buffer(pieces), pa.py_buffer(buf)],
     )
+    total = int(lengths.sum())
+    if small and total >= 2**31:
+        whole = whole.cast(pa.large_binary())
+    taken = whole.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32 if small else np.int64)))
+    if total < 2**31 and taken.type != pa.binary():
+        taken = taken.cast(pa.binary())
+    return taken
+
+
+#: Widest key gathered whole by the fixed-key path of :func:`cells_to_table`.
+_MAX_FIXED_KEY: Final = 256
+
+
+def _binary_of_rows(mat: npt.NDArray[np.uint8]) -> pa.Array:
+    """A binary array with one element per row of the 2-D ``mat`` (all the same width)."""
+    n, width = mat.shape
+    data = np.ascontiguousarray(mat).reshape(-1)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _fixed_key_columns(
+    buf: npt.NDArray[np.uint8],
+    kstart: npt.NDArray[np.int64],
+    klen: npt.NDArray[np.int64],
+    rlen: npt.NDArray[np.int64],
+    want: set[str],
+    cols: dict[str, pa.Array],
+) -> bool:
+    """Fill the key columns from one gather when every key has the same layout.
+
+    Fixed-width row keys, family and qualifier (common) put every key field at the same
+    offset, so one ``(n, keyLength)`` gather replaces five and the fields are column
+    slices of it. Returns False (``cols`` untouched) when the layout varies.
+    """
+    n = len(kstart)
+    if n == 0:
+        return False
+    width = int(klen[0])
+    row_width = int(rlen[0])
+    if not (
+        12 <= width <= _MAX_FIXED_KEY
+        and bool(np.all(klen == width))
+        and bool(np.all(rlen == row_width))
+    ):
+        return False
+    fam_at = 2 + row_width
+    if fam_at + 1 + 9 > width:
+        return False
+    keys = _rows_at(buf, kstart, width)
+    flen = keys[:, fam_at]
+    fam_width = int(flen[0])
+    qual_at = fam_at + 1 + fam_width
+    if qual_at + 9 > width or not bool(np.all(flen == fam_width)):
+        return False
+    if "row" in want:
+        cols["row"] = _binary_of_rows(keys[:, 2:fam_at])
+    if "family" in want:
+        cols["family"] = _binary_of_rows(keys[:, fam_at + 1 : qual_at])
+    if "qualifier" in want:
+        cols["qualifier"] = _binary_of_rows(keys[:, qual_at : width - 9])
+    if "ts" in want or "type" in want:
+        tail = np.ascontiguousarray(keys[:, width - 9 :])
+        cols["ts"] = pa.array(_field(tail, 0, ">i8").astype(np.int64), pa.int64())
+        cols["type"] = pa.array(_field(tail, 8, "i1").copy(), pa.int8())
+    return True
 
 
 def cells_schema(
@@ -335,29 +418,33 @@ def cells_to_table(
     vlen = _field(head, 4, ">u4").astype(np.int64)
     rlen = _field(head, 8, ">u2").astype(np.int64)
     kstart = starts + 8
-    fpos = kstart + 2 + rlen
-    flen = buf[fpos].astype(np.int64)
-    qpos = fpos + 1 + flen
     kend = kstart + klen
-    if n and bool(np.any(qpos + 9 > kend)):
-        raise CorruptFileError("a cell's row or family length overruns its key")
     cols: dict[str, pa.Array] = {}
-    if "row" in want:
-        cols["row"] = _take_bytes(buf, kstart + 2, rlen)
+    if not _fixed_key_columns(buf, kstart, klen, rlen, want, cols):
+        fpos = kstart + 2 + rlen
+        flen = buf[fpos].astype(np.int64)
+        qpos = fpos + 1 + flen
+        if n and bool(np.any(qpos + 9 > kend)):
+            raise CorruptFileError("a cell's row or family length overruns its key")
+        if "row" in want:
+            cols["row"] = _take_bytes(buf, kstart + 2, rlen)
+        if "family" in want:
+            cols["family"] = _take_bytes(buf, fpos + 1, flen)
+        if "qualifier" in want:
+            cols["qualifier"] = _take_bytes(buf, qpos, kend - 9 - qpos)
+        if "ts" in want or "type" in want:
+            tail = _rows_at(buf, kend - 9, 9)  # timestamp and type in one gather
+            cols["ts"] = pa.array(_field(tail, 0, ">i8").astype(np.int64), pa.int64())
+            cols["type"] = pa.array(_field(tail, 8, "i1").copy(), pa.int8())
     if "family" in want:
-        fam = _take_bytes(buf, fpos + 1, flen)
         try:
-            cols["family"] = fam.cast(pa.string())
+            cols["family"] = cols["family"].cast(pa.string())
         except pa.ArrowInvalid as e:
             raise CorruptFileError(f"a family name is not UTF-8: {e}") from e
-    if "qualifier" in want:
-        cols["qualifier"] = _take_bytes(buf, qpos, kend - 9 - qpos)
-    if "ts" in want or "type" in want:
-        tail = _rows_at(buf, kend - 9, 9)  # timestamp and type in one gather
-        cols["ts"] = pa.array(_field(tail, 0, ">i8").astype(np.int64), pa.int64())
-        cols["type"] = pa.array(_field(tail, 8, "i1").copy(), pa.int8())
     if "value" in want:
         cols["value"] = _take_bytes(buf, kend, vlen)
+    if "tags" not in want and "seq_id" not in want:
+        return pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
     after = kend + vlen
     if flags.tags:
         tlen = _be16(buf, after)

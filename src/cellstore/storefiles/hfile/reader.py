@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Final, Literal
 
 import fsspec
@@ -29,7 +30,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
-from cellstore.storefiles.hfile.blocks import Block, decode_block, parse_header
+from cellstore.storefiles.hfile.blocks import (
+    Block,
+    BlockHeader,
+    check_block,
+    decode_block,
+    parse_header,
+)
 from cellstore.storefiles.hfile.bloom import (
     BloomMeta,
     bloom_key,
@@ -444,10 +451,66 @@ class HFileReader:
 
     def _payloads(
         self, batch: _Batch, on_corrupt: OnCorrupt, problems: list[BlockProblem]
-    ) -> tuple[list[bytes], list[int]]:
+    ) -> tuple[
+        np.ndarray[Any, np.dtype[np.uint8]],
+        np.ndarray[Any, np.dtype[np.int64]],
+        np.ndarray[Any, np.dtype[np.int64]],
+        np.ndarray[Any, np.dtype[np.int64]],
+    ]:
+        """Verify and decompress a batch's blocks into one buffer.
+
+        Returns:
+            The buffer (with :data:`PAD` zero bytes after the last payload), the start
+            and end of each good block's cells in it, and those blocks' file offsets.
+        """
         first, last = batch.entries[0], batch.entries[-1]
         base = first.offset
-        raw = self._read(base, last.offset + last.size)
+        end = last.offset + last.size
+        offs = [e.offset for e in batch.entries]
+        in_place = (
+            self.trailer.codec == "NONE"
+            and self.encoding == "NONE"
+            and all(a < b for a, b in pairwise(offs))
+        )
+        if in_place:
+            # Uncompressed NONE blocks: the payloads are read in place, no copy. Read a
+            # little past the last block (the file goes on with index blocks and the
+            # trailer) so short fields near the end can be gathered as fixed windows.
+            raw = self._read(base, min(self.size, end + PAD))
+            if len(raw) < end - base + PAD:
+                raw += bytes(end - base + PAD - len(raw))
+            hs = self.trailer.header_size
+            blocks_view = memoryview(raw)[: end - base]
+            starts: list[int] = []
+            ends: list[int] = []
+            good: list[int] = []
+            for e in batch.entries:
+                pos = e.offset - base
+                try:
+                    head = check_block(
+                        blocks_view,
+                        pos,
+                        offset=e.offset,
+                        header_size=hs,
+                        where=self.where,
+                        verify=self.verify_checksums,
+                    )
+                    _check_data_block(head, self.where)
+                except CorruptFileError as err:
+                    if on_corrupt == "raise":
+                        raise
+                    problems.append(BlockProblem(e.offset, str(err)))
+                    continue
+                starts.append(pos + hs)
+                ends.append(pos + head.on_disk_data_size_with_header)
+                good.append(e.offset)
+            return (
+                np.frombuffer(raw, dtype=np.uint8),
+                np.array(starts, dtype=np.int64),
+                np.array(ends, dtype=np.int64),
+                np.array(good, dtype=np.int64),
+            )
+        raw = self._read(base, end)
         payloads: list[bytes] = []
         offsets: list[int] = []
         for e in batch.entries:
@@ -471,32 +534,34 @@ class HFileReader:
                 continue
             payloads.append(payload)
             offsets.append(e.offset)
-        return payloads, offsets
+        sizes = np.array([len(p) for p in payloads], dtype=np.int64)
+        bstarts = np.zeros(len(payloads), dtype=np.int64)
+        if len(sizes) > 1:
+            np.cumsum(sizes[:-1], out=bstarts[1:])
+        buf = np.frombuffer(b"".join([*payloads, bytes(PAD)]), dtype=np.uint8)
+        return buf, bstarts, bstarts + sizes, np.array(offsets, dtype=np.int64)
 
     def _walk(
         self,
-        payloads: list[bytes],
-        offsets: list[int],
+        buf: np.ndarray[Any, np.dtype[np.uint8]],
+        starts: np.ndarray[Any, np.dtype[np.int64]],
+        ends: np.ndarray[Any, np.dtype[np.int64]],
+        offs: np.ndarray[Any, np.dtype[np.int64]],
         on_corrupt: OnCorrupt,
         problems: list[BlockProblem],
-    ) -> tuple[np.ndarray[Any, np.dtype[np.uint8]], np.ndarray[Any, np.dtype[np.int64]]]:
-        sizes = np.array([len(p) for p in payloads], dtype=np.int64)
-        starts = np.zeros(len(payloads), dtype=np.int64)
-        if len(sizes) > 1:
-            np.cumsum(sizes[:-1], out=starts[1:])
-        buf = np.frombuffer(b"".join([*payloads, bytes(PAD)]), dtype=np.uint8)
-        offs = np.array(offsets, dtype=np.int64)
+    ) -> np.ndarray[Any, np.dtype[np.int64]]:
+        sizes = ends - starts
         try:
             layout = walk_cells(
                 buf, starts, starts + sizes, flags=self.flags, where=self.where, block_offsets=offs
             )
-            return buf, layout.starts
+            return layout.starts
         except CorruptFileError:
             if on_corrupt == "raise":
                 raise
         # Find the bad blocks one at a time and keep the good ones.
         keep: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-        for k in range(len(payloads)):
+        for k in range(len(starts)):
             one = slice(k, k + 1)
             try:
                 keep.append(
@@ -511,7 +576,7 @@ class HFileReader:
                 )
             except CorruptFileError as err:
                 problems.append(BlockProblem(int(offs[k]), str(err)))
-        return buf, np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64)
+        return np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64)
 
     def iter_batches(
         self,
@@ -564,10 +629,10 @@ class HFileReader:
             build = ["row", *columns]
 
         def decode(batch: _Batch) -> pa.Table | None:
-            payloads, offsets = self._payloads(batch, on_corrupt, problems)
-            if not payloads:
+            buf, bstarts, bends, offs = self._payloads(batch, on_corrupt, problems)
+            if not len(bstarts):
                 return None
-            buf, starts = self._walk(payloads, offsets, on_corrupt, problems)
+            starts = self._walk(buf, bstarts, bends, offs, on_corrupt, problems)
             if not len(starts):
                 return None
             table = cells_to_table(
@@ -624,6 +689,21 @@ class HFileReader:
         """``hfile.LASTKEY`` in HBase's printable form."""
         key = self.last_key
         return None if key is None else str(parse_key(key, where=self.where))
+
+
+def _check_data_block(head: BlockHeader, where: str) -> None:
+    """Raise unless ``head`` is an uncompressed DATA block whose sizes agree."""
+    if head.block_type != "DATA":
+        raise CorruptFileError(
+            f"{where}: index points at a {head.block_type} block at offset {head.offset}, "
+            "not a data block"
+        )
+    size = head.on_disk_data_size_with_header - head.header_size
+    if size != head.uncompressed_size:
+        raise CorruptFileError(
+            f"{where}: DATA block at offset {head.offset}: NONE payload decompressed to {size} "
+            f"bytes, header says {head.uncompressed_size}"
+        )
 
 
 def _filter_rows(table: pa.Table, start_row: bytes | None, stop_row: bytes | None) -> pa.Table:
