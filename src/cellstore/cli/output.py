@@ -15,14 +15,21 @@ import json
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple
 
 import click
 
-from cellstore.core.family import FOREVER, Family
 from cellstore.core.keys import to_string_binary
+from cellstore.core.text import (
+    family_text,
+    format_ts,
+    grid,
+    human_bytes,
+    human_ttl,
+)
+from cellstore.core.text import plural as _plural
+from cellstore.core.text import summary_text as _summary_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,6 +46,11 @@ __all__ = [
     "OutputFormat",
     "PrintableCell",
     "TextOutput",
+    "family_text",
+    "format_ts",
+    "grid",
+    "human_bytes",
+    "human_ttl",
     "make_output",
     "printable",
     "printable_cells",
@@ -114,97 +126,6 @@ class Output(ABC):
 def make_output(fmt: OutputFormat) -> Output:
     """The renderer for ``--output fmt``."""
     return JsonOutput() if fmt == "json" else TextOutput()
-
-
-# ---------------------------------------------------------------------------- text helpers
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
-
-
-def human_bytes(n: float) -> str:
-    """A byte count for people: ``512 B``, ``1.5 KiB`` ... ``3.2 GiB``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
-def human_ttl(seconds: int | None) -> str:
-    """A TTL as HBase's ``PrettyPrinter`` shows it.
-
-    >>> human_ttl(None)
-    'FOREVER'
-    >>> human_ttl(90061)
-    '90061 SECONDS (1 DAY 1 HOUR 1 MINUTE 1 SECOND)'
-    """
-    if seconds is None or seconds == FOREVER:
-        return "FOREVER"
-    if seconds < 60:
-        return f"{seconds} SECOND" + ("" if seconds == 1 else "S")
-    parts = []
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    for n, unit in ((days, "DAY"), (hours, "HOUR"), (minutes, "MINUTE"), (secs, "SECOND")):
-        if n:
-            parts.append(f"{n} {unit}" + ("" if n == 1 else "S"))
-    return f"{seconds} SECONDS ({' '.join(parts)})"
-
-
-def family_text(family: Family) -> str:
-    """A family as ``describe`` in the HBase shell prints it.
-
-    >>> family_text(Family(name="cf"))  # doctest: +NORMALIZE_WHITESPACE
-    "{NAME => 'cf', VERSIONS => '3', MIN_VERSIONS => '0', TTL => 'FOREVER',
-      KEEP_DELETED_CELLS => 'FALSE', COMPRESSION => 'ZSTD', BLOOMFILTER => 'ROW',
-      BLOCKSIZE => '65536'}"
-    """
-    items = {
-        "NAME": family.name,
-        "VERSIONS": str(family.max_versions),
-        "MIN_VERSIONS": str(family.min_versions),
-        "TTL": human_ttl(family.ttl),
-        "KEEP_DELETED_CELLS": family.keep_deleted_cells.value.upper(),
-        "COMPRESSION": family.compression.upper(),
-        "BLOOMFILTER": "ROW" if family.bloom_filter else "NONE",
-        "BLOCKSIZE": str(family.block_size),
-    }
-    return _hbase_map(items)
-
-
-def _hbase_map(items: Mapping[str, str]) -> str:
-    return "{" + ", ".join(f"{k} => '{v}'" for k, v in items.items()) + "}"
-
-
-def format_ts(ms: int) -> str:
-    """Milliseconds since the epoch as ISO-8601 UTC.
-
-    >>> format_ts(0)
-    '1970-01-01T00:00:00.000Z'
-    """
-    when = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _summary_text(summary: Mapping[str, Any]) -> str:
-    parts = []
-    for k, v in summary.items():
-        text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
-        parts.append(f"{k}={text}")
-    return ", ".join(parts)
-
-
-def grid(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    """Left-aligned columns separated by two spaces, a header line first.
-
-    >>> grid(["A", "BB"], [["x", 1]])
-    ['A  BB', 'x  1']
-    """
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
 
 
 def _echo_lines(lines: Sequence[str]) -> None:
@@ -375,34 +296,7 @@ class TextOutput(Output):
 
     def describe_table(self, description: TableDescription) -> None:
         """Header, table attributes, families as HBase prints them, then the regions."""
-        d = description
-        attrs = {"VERSION": str(d.version), "UUID": d.table_uuid}
-        if d.salt_buckets is not None:
-            attrs["SALT_BUCKETS"] = str(d.salt_buckets)
-        attr_text = ", ".join(f"{k} => '{v}'" for k, v in attrs.items())
-        if d.properties:
-            meta = ", ".join(f"'{k}' => '{v}'" for k, v in sorted(d.properties.items()))
-            attr_text += f", METADATA => {{{meta}}}"
-        region_rows = [
-            [r.id, to_string_binary(r.start), to_string_binary(r.end), r.files, r.cells, r.bytes]
-            for r in d.regions
-        ]
-        lines = [
-            f"Table {d.name} is ENABLED",
-            f"{d.name}, {{TABLE_ATTRIBUTES => {{{attr_text}}}}}",
-            "COLUMN FAMILIES DESCRIPTION",
-            *(family_text(f) for f in d.families),
-            f"{len(d.families)} row(s)",
-            *(["ROW KEY", *d.row_key.describe().splitlines()] if d.row_key is not None else []),
-            "REGIONS",
-            *grid(["ID", "START KEY", "END KEY", "FILES", "CELLS", "BYTES"], region_rows),
-            f"{len(d.regions)} row(s)",
-            f"Total: {_plural(d.files, 'file')}, {_plural(d.cells, 'cell')}, "
-            f"{_plural(d.bytes, 'byte')}; next sequence number {d.next_seq}",
-            f"Last commit: version {d.last_commit.version} {d.last_commit.operation} at "
-            f"{format_ts(d.last_commit.timestamp_ms)}",
-        ]
-        _echo_lines(lines)
+        _echo_lines(description.text_lines())
 
     def table_created(self, description: TableDescription) -> None:
         """``Created table NAME`` with its family and region counts."""

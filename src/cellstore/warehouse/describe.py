@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cellstore.core.family import Family
+from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import (
     HistoryEntry,
 )
+from cellstore.core.text import family_text, format_ts, grid, plural
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
@@ -49,10 +51,42 @@ class TableDescription:
     properties: Mapping[str, str]
     row_key: RowKeySpec | None = None
 
+    def __str__(self) -> str:
+        """The HBase shell's ``describe``, then regions and totals (as ``cellstore describe``)."""
+        return "\n".join(self.text_lines())
+
+    def text_lines(self) -> list[str]:
+        """The lines of ``str(self)``: the HBase shell's ``describe``, regions, totals."""
+        d = self
+        attrs = {"VERSION": str(d.version), "UUID": d.table_uuid}
+        if d.salt_buckets is not None:
+            attrs["SALT_BUCKETS"] = str(d.salt_buckets)
+        attr_text = ", ".join(f"{k} => '{v}'" for k, v in attrs.items())
+        if d.properties:
+            meta = ", ".join(f"'{k}' => '{v}'" for k, v in sorted(d.properties.items()))
+            attr_text += f", METADATA => {{{meta}}}"
+        region_rows = [
+            [r.id, to_string_binary(r.start), to_string_binary(r.end), r.files, r.cells, r.bytes]
+            for r in d.regions
+        ]
+        return [
+            f"Table {d.name} is ENABLED",
+            f"{d.name}, {{TABLE_ATTRIBUTES => {{{attr_text}}}}}",
+            "COLUMN FAMILIES DESCRIPTION",
+            *(family_text(f) for f in d.families),
+            f"{len(d.families)} row(s)",
+            *(["ROW KEY", *d.row_key.describe().splitlines()] if d.row_key is not None else []),
+            "REGIONS",
+            *grid(["ID", "START KEY", "END KEY", "FILES", "CELLS", "BYTES"], region_rows),
+            f"{len(d.regions)} row(s)",
+            f"Total: {plural(d.files, 'file')}, {plural(d.cells, 'cell')}, "
+            f"{plural(d.bytes, 'byte')}; next sequence number {d.next_seq}",
+            f"Last commit: version {d.last_commit.version} {d.last_commit.operation} at "
+            f"{format_ts(d.last_commit.timestamp_ms)}",
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (row keys as HBase-style escaped strings)."""
-        from cellstore.core.keys import to_string_binary
-
         return {
             "name": self.name,
             "table-uuid": self.table_uuid,
