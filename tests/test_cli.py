@@ -226,6 +226,32 @@ def test_list_text_and_json(run):
     assert json.loads(ok(run("list", output="json")).output) == {"tables": ["a", "ns:b"]}
 
 
+def test_global_options_also_work_after_the_subcommand(root, events):
+    runner = CliRunner()
+    before = ok(runner.invoke(cli, ["--root", root, "--output", "json", "describe", events]))
+    after = ok(runner.invoke(cli, ["describe", events, "--root", root, "--output", "json"]))
+    eq = ok(runner.invoke(cli, ["describe", "--output=json", events, f"--root={root}"]))
+    assert json.loads(after.output) == json.loads(before.output) == json.loads(eq.output)
+    listed = ok(runner.invoke(cli, ["list", "--root", root, "--output", "json"]))
+    assert json.loads(listed.output) == {"tables": ["ns:events"]}
+    # After "--" nothing moves: the token is an argument (a table name here).
+    res = runner.invoke(cli, ["--root", root, "describe", "--", "--output"])
+    assert res.exit_code == 2 and "table name '--output'" in res.stderr
+
+
+def test_unknown_table_suggests_the_closest_name(run, events):
+    res = run("describe", "ns:evnets")
+    assert res.exit_code == 3
+    assert "table ns:evnets does not exist" in res.stderr
+    assert "(did you mean 'ns:events'?)" in res.stderr
+    res = run("scan", "zzzz")
+    assert res.exit_code == 3 and "did you mean" not in res.stderr
+
+
+def test_describe_str_is_the_cli_text(run, root, events):
+    assert str(_connect(root).table(events).describe()) + "\n" == ok(run("describe", events)).output
+
+
 def test_root_comes_from_the_environment(root):
     runner = CliRunner()
     ok(runner.invoke(cli, ["create", "t", "--family", "cf"], env={"CELLSTORE_ROOT": root}))

@@ -169,6 +169,50 @@ def exit_with_error(
     ctx.exit(code if exit_code is None else exit_code)
 
 
+#: Global options that take a value, and global flags: also accepted after the subcommand.
+_GLOBAL_VALUE_OPTIONS: Final = frozenset({"--root", "--storage-option", "--output"})
+_GLOBAL_FLAGS: Final = frozenset({"--debug"})
+
+
+def hoist_global_options(args: Sequence[str]) -> list[str]:
+    """Move global options given after the subcommand to before it.
+
+    ``cellstore list --output json`` then means ``cellstore --output json list``, as users of
+    other CLIs expect. Only exact option tokens move (``--output json``, ``--output=json``,
+    ``--debug``), never anything after ``--``; no subcommand defines an option of these names.
+
+    >>> hoist_global_options(["scan", "t", "--output", "json", "--limit", "3"])
+    ['--output', 'json', 'scan', 't', '--limit', '3']
+    >>> hoist_global_options(["--root", "r", "list", "--debug"])
+    ['--root', 'r', '--debug', 'list']
+    """
+    head: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):  # the root group's own options
+        takes_value = args[i] in _GLOBAL_VALUE_OPTIONS
+        head.extend(args[i : i + 2] if takes_value else args[i : i + 1])
+        i += 2 if takes_value else 1
+    moved: list[str] = []
+    kept: list[str] = []
+    rest = list(args[i:])
+    j = 0
+    while j < len(rest):
+        token = rest[j]
+        if token == "--":
+            kept.extend(rest[j:])
+            break
+        if token in _GLOBAL_VALUE_OPTIONS and j + 1 < len(rest):
+            moved.extend(rest[j : j + 2])
+            j += 2
+        elif token in _GLOBAL_FLAGS or token.split("=", 1)[0] in _GLOBAL_VALUE_OPTIONS:
+            moved.append(token)
+            j += 1
+        else:
+            kept.append(token)
+            j += 1
+    return head + moved + kept
+
+
 class CellstoreGroup(click.Group):
     """A group that turns every error into one line on stderr and an exit code.
 
@@ -180,6 +224,12 @@ class CellstoreGroup(click.Group):
     replaced by ``***`` in both. click's own exceptions (usage errors, ``--help``,
     ``ctx.exit``) pass through unchanged.
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse, accepting global options after the subcommand too."""
+        if ctx.parent is None:
+            args = hoist_global_options(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand, mapping every error to an exit code."""

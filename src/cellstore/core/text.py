@@ -6,8 +6,9 @@ HBase-shell conventions: families as ``{NAME => 'cf', VERSIONS => '3', ...}``, T
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,3 +110,15 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+
+
+def did_you_mean(word: str, known: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """``" (did you mean 'x'?)"`` naming the closest of ``known`` to ``word``, or ``""``.
+
+    >>> did_you_mean("demo:webtabel", ["demo:webtable", "demo:users"])
+    " (did you mean 'demo:webtable'?)"
+    >>> did_you_mean("zzz", ["demo:users"])
+    ''
+    """
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=cutoff)
+    return f" (did you mean {close[0]!r}?)" if close else ""

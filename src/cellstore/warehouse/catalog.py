@@ -23,6 +23,7 @@ from cellstore.core.regions import (
     salt_split_keys,
 )
 from cellstore.core.rowkey import RowKeySpec
+from cellstore.core.text import did_you_mean
 from cellstore.defaults import DEFAULT_ROOT, ROOT_ENV_VAR
 from cellstore.errors import (
     CorruptFileError,
@@ -138,9 +139,12 @@ class Warehouse:
         self._catalog.commit(self._read_catalog, update)
 
     def _entry(self, name: TableName) -> Mapping[str, Any]:
-        entry = self._tables().get(name.full)
+        tables = self._tables()
+        entry = tables.get(name.full)
         if entry is None:
-            raise TableNotFoundError(f"table {name} does not exist in {self.url}")
+            known = [str(TableName.parse(full)) for full in tables]
+            hint = did_you_mean(str(name), known)
+            raise TableNotFoundError(f"table {name} does not exist in {self.url}{hint}")
         result: Mapping[str, Any] = entry
         return result
 
