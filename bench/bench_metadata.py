@@ -1,0 +1,135 @@
+"""Metadata cost benchmark (issue 16): commit time, bytes written, open and plan time.
+
+Usage::
+
+    .venv/bin/python bench/bench_metadata.py                       # 1,000 regions, 12 loads
+    .venv/bin/python bench/bench_metadata.py --regions 1000 --loads 50 --files-per-load 1000
+
+A table of ``--regions`` regions takes ``--loads`` commits of ``--files-per-load`` store
+files each (one per region, round robin), committed through ``cellstore.commit.commit``
+exactly as a load commits them. The entries are synthetic (no data files are written: only
+metadata is measured). After each commit it records:
+
+* the commit's wall time and the bytes it wrote under ``_meta/``;
+* the total size of ``_meta/``;
+* the time to open the table from a fresh warehouse handle and plan a point get (the
+  files a get of one row would read), which is what every reader pays first.
+
+Prints one line per commit (or every ``--every`` commits) and a summary; ``--json FILE``
+writes every measurement. Results go to docs/performance.md by hand. Never part of the
+test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import cellstore
+from cellstore.commit import Commit, FileChange, commit
+from cellstore.core.metadata import FileEntry
+from cellstore.reader import Scan, ScanOptions
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _entries(meta, load: int, count: int) -> list[FileEntry]:
+    regions = meta.regions
+    out = []
+    for i in range(count):
+        r = regions[(load * count + i) % len(regions)]
+        first = r.start + b"\x00" if r.start else b"\x00"
+        out.append(
+            FileEntry(
+                path=f"data/{r.id}/cf/load{load:06d}-{i:06d}-000.parquet",
+                region=r.id,
+                family="cf",
+                seq=1,
+                cells=100_000,
+                delete_markers=0,
+                size=4_000_000,
+                first_row=first,
+                last_row=first + b"\xff",
+                min_ts=1_700_000_000_000 + load,
+                max_ts=1_700_000_000_000 + load + 1000,
+                load_id=f"load-{load:06d}",
+                footer_digest="0123456789abcdef",
+            )
+        )
+    return out
+
+
+def _open_and_plan(root: str, name: str, row: bytes) -> tuple[float, int]:
+    start = time.perf_counter()
+    t = cellstore.connect(root).table(name)
+    # What Table.get plans (without reading the synthetic, absent files).
+    options = ScanOptions(start_row=row, stop_row=row + b"\x00", point_row=row)
+    tasks = Scan(t.fs, t.path, t.metadata, options, now_ms=int(time.time() * 1000)).plan()
+    files = sum(len(f.files) for task in tasks for f in task.families)
+    return time.perf_counter() - start, files
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--regions", type=int, default=1000)
+    parser.add_argument("--loads", type=int, default=12)
+    parser.add_argument("--files-per-load", type=int, default=1000)
+    parser.add_argument("--every", type=int, default=1)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bench-meta-") as tmp:
+        root = os.path.join(tmp, "wh")
+        wh = cellstore.connect(root)
+        splits = [b"%06d" % (i * 1000) for i in range(1, args.regions)]
+        t = wh.create_table("bench:meta", families=[cellstore.Family(name="cf")], splits=splits)
+        meta_dir = Path(t.path) / "_meta"
+        rows = []
+        for load in range(args.loads):
+            meta = t.refresh().metadata
+            entries = _entries(meta, load, args.files_per_load)
+            before = _dir_bytes(meta_dir)
+            start = time.perf_counter()
+            commit(
+                t.log,
+                Commit(
+                    operation="load",
+                    changes=[FileChange(add=entries)],
+                    load_id=f"load-{load:06d}",
+                    new_seq=True,
+                ),
+            )
+            took = time.perf_counter() - start
+            total = _dir_bytes(meta_dir)
+            mid = meta.regions[len(meta.regions) // 2].start
+            open_s, files = _open_and_plan(root, "bench:meta", mid + b"\x00")
+            rec = {
+                "commit": load + 1,
+                "live_files": (load + 1) * args.files_per_load,
+                "commit_s": round(took, 4),
+                "written_bytes": total - before,
+                "meta_bytes": total,
+                "open_plan_get_s": round(open_s, 4),
+                "get_files": files,
+            }
+            rows.append(rec)
+            if (load + 1) % args.every == 0 or load + 1 == args.loads:
+                print(json.dumps(rec))
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        last = rows[-1]
+        print(
+            f"after {last['commit']} commits, {last['live_files']} live files: commit "
+            f"{last['commit_s']:.3f} s writing {last['written_bytes'] / 1e6:.2f} MB, _meta "
+            f"{last['meta_bytes'] / 1e6:.1f} MB, open + plan a get {last['open_plan_get_s']:.3f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
