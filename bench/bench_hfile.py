@@ -19,7 +19,10 @@ HFileOutputFormat2 writes them). Measured, best of ``--runs``:
   blocks decompressed alone);
 * peak RSS of a child process that streams ``iter_hfile_batches`` vs one that calls
   ``read_hfile`` (bounded memory);
-* FAST_DIFF decoding (per-cell Python step) on a slice.
+* FAST_DIFF decoding (compiled sequential decoder) on a slice;
+* ``HFileWriter`` streaming the cells in 1M-cell batches (same bytes as ``write_hfile``);
+* numba compile cost: a small read in a child process with an empty compile cache
+  (``NUMBA_CACHE_DIR``), then again with that cache warm.
 
 Results go to docs/performance.md by hand. Never part of the test suite.
 """
@@ -108,6 +111,24 @@ print(n, status("VmHWM") - base)
 """
 
 
+_COMPILE = """
+import sys, time
+from cellstore import hbase
+t0 = time.perf_counter()
+hbase.read_hfile(sys.argv[1])
+print(time.perf_counter() - t0)
+"""
+
+
+def compile_seconds(path: str, cache_dir: str) -> float:
+    """First ``read_hfile`` (after the imports) in a child with ``NUMBA_CACHE_DIR=cache_dir``."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    out = subprocess.run(
+        [sys.executable, "-c", _COMPILE, path], capture_output=True, text=True, check=True, env=env
+    )
+    return float(out.stdout.split()[-1])
+
+
 def peak_mib(mode: str, path: str) -> tuple[int, float]:
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, mode, path], capture_output=True, text=True, check=True
@@ -120,7 +141,7 @@ def main() -> None:
     from cellstore.core.family import Family
     from cellstore.hbase import read_hfile
     from cellstore.storefiles import write_store_file
-    from cellstore.storefiles.hfile.writer import build_hfile, write_hfile
+    from cellstore.storefiles.hfile.writer import HFileWriter, build_hfile, write_hfile
     from cellstore.storefiles.reader import StoreFileReader
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -179,13 +200,30 @@ def main() -> None:
             got, mib = peak_mib(mode, paths["none"])
             assert got == n
             print(f"peak RSS growth, {mode:4s} NONE file ({mib_file:.0f} MiB): {mib:7.1f} MiB")
-        small = cells.slice(0, min(n, 200_000))
+        small = cells.slice(0, min(n, 1_000_000))
         data, _ = build_hfile(small, family=b"cf", encoding="fast_diff")
         fd = str(Path(d) / "h-fastdiff")
         Path(fd).write_bytes(data)
         secs = best(lambda: read_hfile(fd), args.runs)
         rate = small.num_rows / secs / 1e6
         print(f"read_hfile FAST_DIFF ({small.num_rows:,} cells): {rate:.2f} M cells/s")
+        streamed = str(Path(d) / "h-streamed")
+
+        def stream() -> None:
+            with HFileWriter(fs, streamed, family=b"cf") as w:
+                for batch in cells.to_batches(max_chunksize=1_000_000):
+                    w.write(batch)
+
+        secs = best(stream, args.runs)
+        print(f"HFileWriter, 1M-cell batches: {n / secs / 1e6:.2f} M cells/s  {secs:.2f} s")
+        tiny = str(Path(d) / "h-tiny")
+        write_hfile(tiny, cells.slice(0, 1000), family=b"cf")
+        cache = str(Path(d) / "numba-cache")
+        for label in ("cold", "warm"):
+            t = compile_seconds(tiny, cache)
+            print(
+                f"first read_hfile of 1000 cells in a new process, {label} compile cache: {t:.2f} s"
+            )
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -209,3 +209,55 @@ def test_write_rejects_bad_arguments(tmp_path: Path) -> None:
     code, _, err = run("hfile", "write", str(bad), str(tmp_path / "o3"))
     assert code != 0
     assert "Bogus" in err
+
+
+def test_write_from_a_table_range(tmp_path: Path) -> None:
+    """``hfile write --table``: a table's raw cells (markers, every version) of one family."""
+    import cellstore
+    from cellstore.core.family import Family
+    from cellstore.hbase import read_hfile, verify_hfile
+
+    try:
+        from strategies import cells_table
+    except ImportError:  # pragma: no cover
+        from tests.strategies import cells_table
+
+    root = str(tmp_path / "wh")
+    t = cellstore.connect(root).create_table(
+        "ns:t", families=[Family(name="f", max_versions=1), "g"], splits=[b"m"]
+    )
+    t.load_cells(
+        cells_table(
+            [
+                (b"a", "f", b"q", 1, 4, b"a1"),
+                (b"a", "f", b"q", 2, 4, b"a2"),  # both versions are written (raw)
+                (b"b", "g", b"q", 1, 4, b"g"),  # other family: left out
+                (b"n", "f", b"q", 3, 4, b"n3"),  # second region
+                (b"z", "f", b"q", 4, 4, b"z4"),  # past --stop-row
+            ]
+        )
+    )
+    t.load_cells(cells_table([(b"n", "f", b"", 5, 14, b"")]))  # DeleteFamily marker
+    out = tmp_path / "f.hfile"
+    code, stdout, err = run(
+        "--root", root, "--output", "json", "hfile", "write", str(out),
+        "--table", "ns:t", "--family", "f", "--start-row", "a", "--stop-row", "y",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["source"] == "ns:t" and doc["cells"] == 4
+    assert verify_hfile(str(out)).ok
+    got = read_hfile(str(out))
+    # HBase order: row, family, qualifier ascending; ts, type descending
+    assert [(c["row"], c["qualifier"], c["ts"], c["type"]) for c in got.to_pylist()] == [
+        (b"a", b"q", 2, 4),
+        (b"a", b"q", 1, 4),
+        (b"n", b"", 5, 14),
+        (b"n", b"q", 3, 4),
+    ]
+    assert set(got.column("family").to_pylist()) == {"f"}
+    # Two families without --family cannot go to one HFile; --table with IN is refused.
+    code, _, err = run("--root", root, "hfile", "write", str(tmp_path / "x"), "--table", "ns:t")
+    assert code == 2 and "families" in err
+    code, _, _ = run("--root", root, "hfile", "write", "in.csv", "out", "--table", "ns:t")
+    assert code == 2

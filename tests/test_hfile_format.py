@@ -27,9 +27,10 @@ from cellstore.storefiles.hfile.cells import CellFlags, cells_to_table, walk_cel
 from cellstore.storefiles.hfile.codecs import decompress
 from cellstore.storefiles.hfile.encodings import decode_encoded_block
 from cellstore.storefiles.hfile.index import block_range_for_rows, parse_non_root_index
+from cellstore.storefiles.hfile.kernels import vlong_size
 from cellstore.storefiles.hfile.keys import compare_keys, first_on_row, parse_key, printable_bytes
 from cellstore.storefiles.hfile.trailer import parse_trailer
-from cellstore.storefiles.hfile.varint import read_cint, read_vlong, vlong_sizes, vlongs_at
+from cellstore.storefiles.hfile.varint import read_cint, read_vlong, vlongs_at
 
 # ---------------------------------------------------------------------------- varints
 
@@ -50,7 +51,7 @@ from cellstore.storefiles.hfile.varint import read_cint, read_vlong, vlong_sizes
 def test_hadoop_vlong(data: bytes, value: int) -> None:
     assert read_vlong(data, 0) == (value, len(data))
     buf = np.frombuffer(b"\x00" + data, dtype=np.uint8)
-    assert vlong_sizes(buf[1:2]).tolist() == [len(data)]
+    assert vlong_size(buf[1]) == len(data)
     assert vlongs_at(buf, np.array([1])).tolist() == [value]
 
 

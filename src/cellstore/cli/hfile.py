@@ -230,12 +230,16 @@ def _table_cells(
     family: str | None,
 ) -> pa.Table:
     """A table's raw cells (markers included, every version) in a row range."""
-    scan = cli_ctx.warehouse().table(name).scan(
-        start_row=from_string_binary(start_row) if start_row is not None else None,
-        stop_row=from_string_binary(stop_row) if stop_row is not None else None,
-        families=family,
-        raw=True,
-        max_versions=2**31 - 1,
+    scan = (
+        cli_ctx.warehouse()
+        .table(name)
+        .scan(
+            start_row=from_string_binary(start_row) if start_row is not None else None,
+            stop_row=from_string_binary(stop_row) if stop_row is not None else None,
+            families=family,
+            raw=True,
+            max_versions=2**31 - 1,
+        )
     )
     return scan.to_arrow()
 

@@ -30,16 +30,19 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
+from cellstore.storefiles.hfile.cellbytes import binary_parts
+from cellstore.storefiles.hfile.kernels import murmur2_keys
 from cellstore.storefiles.hfile.serialize import IndexEntry, hadoop_vint, root_index_payload
 
 __all__ = [
+    "BloomBuilder",
     "BloomChunk",
     "BloomParams",
+    "WrittenChunk",
     "bloom_meta_payload",
     "bloom_params",
-    "build_chunk",
-    "murmur2",
 ]
 
 _LOG2_SQUARED: Final = math.log(2) * math.log(2)
@@ -47,7 +50,6 @@ DEFAULT_CHUNK_BYTES: Final = 128 * 1024
 DEFAULT_MAX_FOLD: Final = 7
 DEFAULT_ERROR_RATE: Final = 0.01
 MURMUR_HASH_TYPE: Final = 1
-_M: Final = np.uint32(0x5BD1E995)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,55 +110,6 @@ def _foldable_byte_size(bit_size: int, fold: int) -> int:
     return size
 
 
-def murmur2(
-    data: npt.NDArray[np.uint8],
-    starts: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    seeds: npt.NDArray[np.uint32],
-) -> npt.NDArray[np.uint32]:
-    """HBase ``MurmurHash.hash`` of many keys at once.
-
-    Args:
-        data: Bytes holding the keys.
-        starts: Start of each key in ``data``.
-        lengths: Length of each key.
-        seeds: Seed per key.
-
-    Returns:
-        The 32-bit hashes (as uint32; Java's int is the same bits).
-    """
-    n = len(starts)
-    h = (seeds.astype(np.uint32) ^ lengths.astype(np.uint32)).astype(np.uint32)
-    nwords = lengths >> 2
-    max_words = int(nwords.max()) if n else 0
-    d32 = data.astype(np.uint32) if len(data) else np.zeros(1, np.uint32)
-    with np.errstate(over="ignore"):
-        for w in range(max_words):
-            act = np.nonzero(nwords > w)[0]
-            p = starts[act] + 4 * w
-            k = d32[p] | (d32[p + 1] << 8) | (d32[p + 2] << 16) | (d32[p + 3] << 24)
-            k = k * _M
-            k ^= k >> np.uint32(24)
-            k = k * _M
-            ha = h[act] * _M
-            h[act] = ha ^ k
-        left = lengths & 3
-        tail = starts + (nwords << 2)
-        sdata = data.view(np.int8).astype(np.int32) if len(data) else np.zeros(1, np.int32)
-        for nleft, shifts in ((3, (16, 8, 0)), (2, (8, 0)), (1, (0,))):
-            act = np.nonzero(left == nleft)[0]
-            if not len(act):
-                continue
-            x = h[act]
-            for j, sh in enumerate(reversed(shifts)):
-                x = x ^ (sdata[tail[act] + j] << sh).astype(np.uint32)
-            h[act] = x * _M
-        h ^= h >> np.uint32(13)
-        h = h * _M
-        h ^= h >> np.uint32(15)
-    return h
-
-
 @dataclass(frozen=True, slots=True)
 class BloomChunk:
     """One finished (folded) Bloom chunk.
@@ -166,59 +119,157 @@ class BloomChunk:
         key_count: Keys added.
         max_keys: Max keys after folding.
         first_key: The chunk-index key of its first Bloom key.
+        full_at: The filter's total key count when this chunk was complete (HBase writes a
+            chunk at the first data-block boundary after that many keys were added).
     """
 
     bits: bytes
     key_count: int
     max_keys: int
     first_key: bytes
+    full_at: int
 
 
-def build_chunk(
-    data: npt.NDArray[np.uint8],
-    starts: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    params: BloomParams,
-    first_key: bytes,
-) -> BloomChunk:
-    """Add keys to a fresh chunk (``BloomFilterChunk.add``) and fold it (``compactBloom``).
+@dataclass(frozen=True, slots=True)
+class WrittenChunk:
+    """A chunk already in the file: what the Bloom meta block records of it.
 
-    Args:
-        data: Bytes holding the hash keys.
-        starts: Start of each key.
-        lengths: Length of each key.
-        params: Chunk parameters.
-        first_key: The chunk-index key for this chunk.
-
-    Returns:
-        The finished chunk.
+    Attributes:
+        byte_size: Bytes of its bit array.
+        key_count: Keys added.
+        max_keys: Max keys after folding.
     """
-    n = len(starts)
-    h1 = murmur2(data, starts, lengths, np.zeros(n, np.uint32))
-    h2 = murmur2(data, starts, lengths, h1)
-    bit_size = params.byte_size * 8
-    h1s = h1.view(np.int32).astype(np.int64)
-    h2s = h2.view(np.int32).astype(np.int64)
-    bits = np.zeros(bit_size, np.bool_)
-    for i in range(params.hash_count):
-        composite = ((h1s + i * h2s + 2**31) % 2**32) - 2**31  # Java int wrap-around
-        pos = np.abs(np.fmod(composite, bit_size))
-        bits[pos] = True
-    arr = np.packbits(bits, bitorder="little")
-    byte_size, max_keys = params.byte_size, params.max_keys
-    pieces = 1
-    if n > 0:
+
+    byte_size: int
+    key_count: int
+    max_keys: int
+
+
+class BloomBuilder:
+    """A compound Bloom filter filled incrementally (``CompoundBloomFilterWriter``).
+
+    Keys are added in batches; a chunk takes ``max_keys`` keys, the next key opens a new
+    chunk. Complete chunks wait in a queue until the writer asks for the ones due at a
+    data-block boundary (:meth:`take_ready`); the writer then records where it wrote them
+    (:meth:`written`). Only the open chunk's bit array and the queue are held.
+    """
+
+    def __init__(self, params: BloomParams, *, comparator: str | None) -> None:
+        self.params = params
+        self.comparator = comparator
+        self.total_keys = 0
+        self.last_key: bytes | None = None
+        self._bits: npt.NDArray[np.bool_] | None = None
+        self._count = 0
+        self._first_key = b""
+        self._ready: list[BloomChunk] = []
+        self._written: list[WrittenChunk] = []
+        self._entries: list[IndexEntry] = []
+
+    @property
+    def chunk_count(self) -> int:
+        """Chunks written so far."""
+        return len(self._written)
+
+    def add(
+        self,
+        hash_keys: pa.Array,
+        index_keys: pa.Array,
+    ) -> None:
+        """Add keys (``BloomFilterChunk.add``), opening and completing chunks as needed.
+
+        Args:
+            hash_keys: The keys hashed into the filter (large binary).
+            index_keys: Per key, its chunk-index key (large binary; equal to
+                ``hash_keys`` for ROW filters).
+        """
+        k = len(hash_keys)
+        if not k:
+            return
+        data, starts, lens = binary_parts(hash_keys)
+        m = self.params.max_keys
+        i = 0
+        while i < k:
+            if self._bits is None:
+                self._bits = np.zeros(self.params.byte_size * 8, np.bool_)
+                self._first_key = index_keys[i].as_py()
+            take = min(m - self._count, k - i)
+            self._set_bits(data, starts[i : i + take], lens[i : i + take])
+            self._count += take
+            self.total_keys += take
+            i += take
+            if self._count >= m:
+                self._finish()
+        self.last_key = index_keys[k - 1].as_py()
+
+    def _set_bits(
+        self,
+        data: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.int64],
+        lens: npt.NDArray[np.int64],
+    ) -> None:
+        assert self._bits is not None
+        n = len(starts)
+        h1 = murmur2_keys(data, starts, lens, np.zeros(n, np.uint32))
+        h2 = murmur2_keys(data, starts, lens, h1)
+        bit_size = self.params.byte_size * 8
+        h1s = h1.view(np.int32).astype(np.int64)
+        h2s = h2.view(np.int32).astype(np.int64)
+        for i in range(self.params.hash_count):
+            composite = ((h1s + i * h2s + 2**31) % 2**32) - 2**31  # Java int wrap-around
+            self._bits[np.abs(np.fmod(composite, bit_size))] = True
+
+    def _finish(self) -> None:
+        """Fold the open chunk (``compactBloom``) and queue it."""
+        if self._bits is None:
+            return
+        n = self._count
+        arr = np.packbits(self._bits, bitorder="little")
+        byte_size, max_keys = self.params.byte_size, self.params.max_keys
+        pieces = 1
         while byte_size & 1 == 0 and max_keys > (n << 1):
             pieces <<= 1
             byte_size >>= 1
             max_keys >>= 1
-    if pieces > 1:
-        arr = np.bitwise_or.reduce(arr.reshape(pieces, byte_size), axis=0)
-    return BloomChunk(arr.tobytes(), n, max_keys, first_key)
+        if pieces > 1:
+            arr = np.bitwise_or.reduce(arr.reshape(pieces, byte_size), axis=0)
+        self._ready.append(BloomChunk(arr.tobytes(), n, max_keys, self._first_key, self.total_keys))
+        self._bits, self._count = None, 0
+
+    def take_ready(self, keys_seen: int | None) -> list[BloomChunk]:
+        """Chunks due for writing (``shouldWriteBlock``), removed from the queue.
+
+        Args:
+            keys_seen: Keys added through the cell that opens the next data block; None at
+                close, which also completes the open chunk.
+
+        Returns:
+            The chunks to write now, in order.
+        """
+        if keys_seen is None:
+            self._finish()
+            due, self._ready = self._ready, []
+            return due
+        j = 0
+        while j < len(self._ready) and self._ready[j].full_at <= keys_seen:
+            j += 1
+        due, self._ready = self._ready[:j], self._ready[j:]
+        return due
+
+    def written(self, chunk: BloomChunk, offset: int, on_disk_size: int) -> None:
+        """Record that ``chunk`` was written at ``offset``."""
+        self._written.append(WrittenChunk(len(chunk.bits), chunk.key_count, chunk.max_keys))
+        self._entries.append(IndexEntry(chunk.first_key, offset, on_disk_size))
+
+    def meta_payload(self) -> bytes:
+        """The BLMFMET2/DFBLMET2 payload for the written chunks."""
+        return bloom_meta_payload(
+            self._written, self._entries, self.params, comparator=self.comparator
+        )
 
 
 def bloom_meta_payload(
-    chunks: list[BloomChunk],
+    chunks: list[WrittenChunk],
     entries: list[IndexEntry],
     params: BloomParams,
     *,
@@ -240,7 +291,7 @@ def bloom_meta_payload(
     head = struct.pack(
         ">iqiiqqi",
         3,
-        sum(len(c.bits) for c in chunks),
+        sum(c.byte_size for c in chunks),
         params.hash_count,
         MURMUR_HASH_TYPE,
         sum(c.key_count for c in chunks),

@@ -23,17 +23,36 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.errors import BadCellError
+from cellstore.errors import BadCellError, InvalidArgumentError
+from cellstore.storefiles.hfile.kernels import order_flags, scatter_cells
 from cellstore.storefiles.hfile.serialize import vlong_bytes
 
-__all__ = ["CellBytes", "PreparedCells", "prepare_cells", "serialize_cells"]
+__all__ = [
+    "CellBytes",
+    "PreparedCells",
+    "UnorderedCellsError",
+    "as_table",
+    "binary_parts",
+    "check_tags",
+    "concat_cells",
+    "describe_key",
+    "prepare_cells",
+    "serialize_cells",
+    "slice_cells",
+    "tail_cells",
+]
 
 #: ``KeyValue.Type`` codes a writer accepts (Put, Delete, DeleteFamilyVersion,
 #: DeleteColumn, DeleteFamily).
 VALID_TYPES: Final = (4, 8, 10, 12, 14)
+_VALID_TYPE: Final = np.isin(np.arange(256), VALID_TYPES)
 _MAX_ROW: Final = 32767
 _MAX_FAMILY: Final = 127
 _LB: Final = pa.large_binary()
+
+
+class UnorderedCellsError(InvalidArgumentError):
+    """Cells are not in HBase's order where they must be (``sort=False``, the writer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +93,9 @@ class PreparedCells:
 
 def _column(table: pa.Table, name: str) -> pa.Array:
     col = table.column(name)
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    return arr
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _as_binary(table: pa.Table, name: str, n: int, default: bytes | None) -> pa.LargeBinaryArray:
@@ -102,12 +122,22 @@ def _const_binary(value: bytes, n: int) -> pa.LargeBinaryArray:
     )
 
 
-def _adjacent(arr: pa.Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """(next < prev, next == prev) for each adjacent pair."""
-    a, b = arr.slice(1), arr.slice(0, len(arr) - 1)
-    lt = pc.less(a, b).to_numpy(zero_copy_only=False)
-    eq = pc.equal(a, b).to_numpy(zero_copy_only=False)
-    return lt, eq
+def binary_parts(
+    arr: pa.Array,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(data, starts, lengths) of a large-binary array's values, without copying."""
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], np.int64, count=len(arr) + 1, offset=arr.offset * 8)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offs[:-1], np.diff(offs)
+
+
+def _data_offsets(arr: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """(data, n + 1 offsets) of a large-binary array, without copying."""
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], np.int64, count=len(arr) + 1, offset=arr.offset * 8)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offs
 
 
 def _order_flags(
@@ -116,27 +146,33 @@ def _order_flags(
     qualifier: pa.Array,
     ts: npt.NDArray[np.int64],
     typ: npt.NDArray[np.uint8],
-) -> tuple[bool, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """(in order?, duplicate-of-previous flags, row-changed flags) for cells."""
-    n = len(ts)
-    dup = np.zeros(n, np.bool_)
-    row_changed = np.ones(n, np.bool_)
-    if n < 2:
-        return True, dup, row_changed
-    r_lt, r_eq = _adjacent(row)
-    f_lt, f_eq = _adjacent(family)
-    q_lt, q_eq = _adjacent(qualifier)
-    t_gt = ts[1:] > ts[:-1]
-    t_eq = ts[1:] == ts[:-1]
-    y_gt = typ[1:] > typ[:-1]
-    y_eq = typ[1:] == typ[:-1]
-    bad = r_lt | (r_eq & (f_lt | (f_eq & (q_lt | (q_eq & (t_gt | (t_eq & y_gt)))))))
-    dup[1:] = r_eq & f_eq & q_eq & t_eq & y_eq
-    row_changed[1:] = ~r_eq
-    return not bool(bad.any()), dup, row_changed
+) -> tuple[int, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(first cell out of order or -1, duplicate-of-previous flags, row-changed flags)."""
+    first_bad, dup, row_changed = order_flags(
+        _data_offsets(row),
+        _data_offsets(family),
+        _data_offsets(qualifier),
+        np.ascontiguousarray(ts, dtype=np.int64),
+        np.ascontiguousarray(typ, dtype=np.uint8),
+    )
+    return int(first_bad), dup, row_changed
 
 
-def prepare_cells(cells: Any, *, family: bytes | None = None) -> PreparedCells:
+def describe_key(row: bytes, family: bytes, qualifier: bytes, ts: int, typ: int) -> str:
+    """A cell key as HBase's shell shows it (``row/family:qualifier/ts/type``)."""
+    return f"{row!r}/{family!r}:{qualifier!r}/{ts}/{typ}"
+
+
+def as_table(cells: Any) -> pa.Table:
+    """A pyarrow Table of ``cells`` (Table, RecordBatch or pandas DataFrame)."""
+    if isinstance(cells, pa.RecordBatch):
+        return pa.Table.from_batches([cells])
+    if isinstance(cells, pa.Table):
+        return cells
+    return pa.Table.from_pandas(cells, preserve_index=False)
+
+
+def prepare_cells(cells: Any, *, family: bytes | None = None, sort: bool = True) -> PreparedCells:
     """Normalize ``cells`` and put them in HBase's order.
 
     Args:
@@ -144,6 +180,7 @@ def prepare_cells(cells: Any, *, family: bytes | None = None) -> PreparedCells:
             ``qualifier``, ``ts``, ``type``, ``value`` and optionally ``family``,
             ``seq_id`` and ``tags`` (binary or string columns; string is UTF-8 encoded).
         family: The family for every cell when there is no ``family`` column.
+        sort: Sort cells that are not in order (stable); when False, such input is refused.
 
     Returns:
         The prepared cells.
@@ -151,13 +188,10 @@ def prepare_cells(cells: Any, *, family: bytes | None = None) -> PreparedCells:
     Raises:
         BadCellError: A column is missing or null, a type code is not one of HBase's, or a
             row or family is longer than HBase allows.
+        UnorderedCellsError: ``sort`` is False and the cells are not in HBase's order (the
+            message names the first cell that sorts before its predecessor).
     """
-    if isinstance(cells, pa.RecordBatch):
-        table = pa.Table.from_batches([cells])
-    elif isinstance(cells, pa.Table):
-        table = cells
-    else:
-        table = pa.Table.from_pandas(cells, preserve_index=False)
+    table = as_table(cells)
     n = table.num_rows
     row = _as_binary(table, "row", n, None)
     fam = _as_binary(table, "family", n, family)
@@ -169,7 +203,8 @@ def prepare_cells(cells: Any, *, family: bytes | None = None) -> PreparedCells:
             raise BadCellError(f"cells have no {name!r} column", field=name)
     ts = np.asarray(_column(table, "ts").cast(pa.int64()).to_numpy(zero_copy_only=False))
     typ = np.asarray(_column(table, "type").cast(pa.int64()).to_numpy(zero_copy_only=False))
-    bad_type = ~np.isin(typ, VALID_TYPES)
+    bad_type = (typ < 0) | (typ > 255)
+    bad_type |= ~_VALID_TYPE[typ.astype(np.uint8)]
     if bad_type.any():
         i = int(np.nonzero(bad_type)[0][0])
         raise BadCellError(
@@ -189,8 +224,20 @@ def prepare_cells(cells: Any, *, family: bytes | None = None) -> PreparedCells:
             raise BadCellError(
                 f"cell {i}: {name} is {lens[i]} bytes, HBase allows {limit}", record=i, field=name
             )
-    ordered, dup, row_changed = _order_flags(row, fam, qual, ts, typ8)
-    if not ordered:
+    first_bad, dup, row_changed = _order_flags(row, fam, qual, ts, typ8)
+    if first_bad >= 0 and not sort:
+        i = first_bad
+
+        def key(j: int) -> str:
+            return describe_key(
+                row[j].as_py(), fam[j].as_py(), qual[j].as_py(), int(ts[j]), int(typ8[j])
+            )
+
+        raise UnorderedCellsError(
+            f"cells are not in HBase order: cell {i} ({key(i)}) sorts before cell {i - 1} "
+            f"({key(i - 1)})"
+        )
+    if first_bad >= 0:
         t = pa.table({"r": row, "f": fam, "q": qual, "t": ts, "y": typ8})
         idx = pc.sort_indices(
             t,
@@ -206,14 +253,82 @@ def prepare_cells(cells: Any, *, family: bytes | None = None) -> PreparedCells:
         order = idx.to_numpy()
         ts, typ8, seq = ts[order], typ8[order], seq[order]
         _, dup, row_changed = _order_flags(row, fam, qual, ts, typ8)
-    has_tags = bool(n) and "tags" in table.column_names and bool(
-        pc.max(pc.binary_length(tags)).as_py()
+    has_tags = (
+        bool(n) and "tags" in table.column_names and bool(pc.max(pc.binary_length(tags)).as_py())
     )
     family_const: bytes | None = family if "family" not in table.column_names else None
     if family_const is None and n and bool(pc.all(pc.equal(fam, fam[0])).as_py()):
         family_const = fam[0].as_py()
     return PreparedCells(
         row, fam, qual, ts, typ8, value, seq, tags, has_tags, family_const, dup, row_changed
+    )
+
+
+def slice_cells(cells: PreparedCells, start: int, stop: int) -> PreparedCells:
+    """Cells ``start:stop`` as views (no copy)."""
+    n = stop - start
+    return PreparedCells(
+        cells.row.slice(start, n),
+        cells.family.slice(start, n),
+        cells.qualifier.slice(start, n),
+        cells.ts[start:stop],
+        cells.type[start:stop],
+        cells.value.slice(start, n),
+        cells.seq_id[start:stop],
+        cells.tags.slice(start, n),
+        cells.has_tags,
+        cells.family_const,
+        cells.dup[start:stop],
+        cells.row_changed[start:stop],
+    )
+
+
+def tail_cells(cells: PreparedCells, start: int) -> PreparedCells:
+    """An owned copy of cells ``start:`` (it does not keep the whole input alive)."""
+
+    def cut(arr: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
+        return pa.concat_arrays([arr.slice(start)])
+
+    return PreparedCells(
+        cut(cells.row),
+        cut(cells.family),
+        cut(cells.qualifier),
+        cells.ts[start:].copy(),
+        cells.type[start:].copy(),
+        cut(cells.value),
+        cells.seq_id[start:].copy(),
+        cut(cells.tags),
+        cells.has_tags,
+        cells.family_const,
+        cells.dup[start:].copy(),
+        cells.row_changed[start:].copy(),
+    )
+
+
+def concat_cells(a: PreparedCells, b: PreparedCells) -> PreparedCells:
+    """Cells ``a`` then ``b``, both in order; ``b``'s flags already relative to ``a``'s end."""
+    if not len(a):
+        return b
+    if not len(b):
+        return a
+
+    def cat(x: pa.LargeBinaryArray, y: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
+        return pa.concat_arrays([x, y])
+
+    fam = a.family_const if a.family_const == b.family_const else None
+    return PreparedCells(
+        cat(a.row, b.row),
+        cat(a.family, b.family),
+        cat(a.qualifier, b.qualifier),
+        np.concatenate([a.ts, b.ts]),
+        np.concatenate([a.type, b.type]),
+        cat(a.value, b.value),
+        np.concatenate([a.seq_id, b.seq_id]),
+        cat(a.tags, b.tags),
+        a.has_tags or b.has_tags,
+        fam,
+        np.concatenate([a.dup, b.dup]),
+        np.concatenate([a.row_changed, b.row_changed]),
     )
 
 
@@ -242,91 +357,26 @@ class CellBytes:
         return self.data[start : start + int(self.key_len[i])].tobytes()
 
 
-def _fixed(mat: npt.NDArray[np.uint8]) -> pa.LargeBinaryArray:
-    n, w = mat.shape
-    offsets = np.arange(n + 1, dtype=np.int64) * w
-    return pa.LargeBinaryArray.from_buffers(
-        _LB, n, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(mat))]
-    )
-
-
-def _varying(sizes: npt.NDArray[np.int64], data: bytes) -> pa.LargeBinaryArray:
-    offsets = np.zeros(len(sizes) + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    return pa.LargeBinaryArray.from_buffers(
-        _LB, len(sizes), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
-
-
 def _lengths(arr: pa.Array) -> npt.NDArray[np.int64]:
     return np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _as_matrix(part: pa.Array | pa.Scalar, n: int) -> npt.NDArray[np.uint8] | None:
-    """``part`` as an ``(n, width)`` byte matrix when all its values have one width."""
-    if isinstance(part, pa.Scalar):
-        value = part.as_py()
-        return np.broadcast_to(np.frombuffer(value, np.uint8), (n, len(value)))
-    if part.null_count:
-        return None
-    bufs = part.buffers()
-    offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=part.offset * 8)
-    width = int(offsets[1] - offsets[0])
-    if int(offsets[-1] - offsets[0]) != n * width or not bool(
-        np.all(np.diff(offsets) == width)
-    ):
-        return None
-    if width == 0:
-        return np.zeros((n, 0), np.uint8)
-    data = np.frombuffer(bufs[2], np.uint8, count=n * width, offset=int(offsets[0]))
-    return data.reshape(n, width)
+def check_tags(cells: PreparedCells, *, include_tags: bool) -> npt.NDArray[np.int64]:
+    """Each cell's tags length, after checking the tags can be written.
 
-
-def _merge_fixed(
-    parts: list[pa.Array | pa.Scalar], n: int
-) -> list[pa.Array | pa.Scalar | npt.NDArray[np.uint8]]:
-    """Merge runs of fixed-width parts into single byte matrices (one strided copy each).
-
-    The element-wise join then has fewer, wider parts; with every part fixed-width there
-    is nothing left to join.
+    Raises:
+        BadCellError: Tags are present but ``include_tags`` is False, or a cell's tags are
+            longer than 65535 bytes.
     """
-    out: list[pa.Array | pa.Scalar | npt.NDArray[np.uint8]] = []
-    run: list[npt.NDArray[np.uint8]] = []
-    for part in parts:
-        mat = _as_matrix(part, n) if n else None
-        if mat is not None:
-            run.append(mat)
-            continue
-        if run:
-            out.append(_pack(run, n))
-            run = []
-        out.append(part)
-    if run:
-        out.append(_pack(run, n))
-    return out
-
-
-def _pack(mats: list[npt.NDArray[np.uint8]], n: int) -> npt.NDArray[np.uint8]:
-    """Side-by-side ``(n, w)`` matrices as one ``(n, sum(w))`` matrix.
-
-    Each matrix is copied as ``n`` fixed-size items into a strided view of the output,
-    not byte by byte.
-    """
-    mats = [m for m in mats if m.shape[1]]
-    widths = [m.shape[1] for m in mats]
-    total = sum(widths)
-    if len(mats) == 1:
-        return np.ascontiguousarray(mats[0])
-    out = np.empty(n * total, np.uint8)
-    at = 0
-    for mat, w in zip(mats, widths, strict=True):
-        dst = np.ndarray((n,), dtype=f"V{w}", buffer=out, offset=at, strides=(total,))
-        if mat.strides[0] == 0:  # a broadcast constant
-            dst[...] = np.ascontiguousarray(mat[:1]).view(f"V{w}")[0, 0]
-        else:
-            np.copyto(dst, np.ascontiguousarray(mat).view(f"V{w}").reshape(n))
-        at += w
-    return out.reshape(n, total)
+    n = len(cells)
+    tlen = _lengths(cells.tags)
+    if not include_tags and n and tlen.any():
+        i = int(np.nonzero(tlen)[0][0])
+        raise BadCellError(f"cell {i} has tags but include_tags is False", record=i, field="tags")
+    if n and int(tlen.max(initial=0)) > 65535:
+        i = int(np.argmax(tlen))
+        raise BadCellError(f"cell {i}: tags longer than 65535 bytes", record=i, field="tags")
+    return tlen
 
 
 def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: bool) -> CellBytes:
@@ -345,68 +395,38 @@ def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: b
             longer than 65535 bytes.
     """
     n = len(cells)
-    rlen = _lengths(cells.row)
-    flen = _lengths(cells.family)
-    qlen = _lengths(cells.qualifier)
-    vlen = _lengths(cells.value)
-    tlen = _lengths(cells.tags)
-    if not include_tags and n and tlen.any():
-        i = int(np.nonzero(tlen)[0][0])
-        raise BadCellError(f"cell {i} has tags but include_tags is False", record=i, field="tags")
-    if n and int(tlen.max(initial=0)) > 65535:
-        i = int(np.argmax(tlen))
-        raise BadCellError(f"cell {i}: tags longer than 65535 bytes", record=i, field="tags")
-    klen = 12 + rlen + flen + qlen
-    head = np.empty((n, 10), np.uint8)
-    head[:, 0:4] = klen.astype(">u4").view(np.uint8).reshape(n, 4)
-    head[:, 4:8] = vlen.astype(">u4").view(np.uint8).reshape(n, 4)
-    head[:, 8:10] = rlen.astype(">u2").view(np.uint8).reshape(n, 2)
-    fam_part: pa.Array | pa.Scalar
-    if cells.family_const is not None:
-        fam_part = pa.scalar(bytes((len(cells.family_const),)) + cells.family_const, _LB)
-    else:
-        fam_part = pc.binary_join_element_wise(
-            _fixed(flen.astype(np.uint8).reshape(n, 1)), cells.family, pa.scalar(b"", _LB)
-        )
-    tstype = np.empty((n, 9), np.uint8)
-    tstype[:, 0:8] = cells.ts.astype(">i8").view(np.uint8).reshape(n, 8)
-    tstype[:, 8] = cells.type
-    parts: list[pa.Array | pa.Scalar] = [
-        _fixed(head),
-        cells.row,
-        fam_part,
-        cells.qualifier,
-        _fixed(tstype),
-        cells.value,
-    ]
-    if include_tags and cells.has_tags:
-        parts.append(_fixed(tlen.astype(">u2").view(np.uint8).reshape(n, 2)))
-        parts.append(cells.tags)
-    elif include_tags:
-        parts.append(pa.scalar(b"\x00\x00", _LB))
+    tlen = check_tags(cells, include_tags=include_tags)
+    row, fam, qual, value = (
+        binary_parts(a) for a in (cells.row, cells.family, cells.qualifier, cells.value)
+    )
+    vlen = value[2]
+    klen = 12 + row[2] + fam[2] + qual[2]
+    size = 8 + klen + vlen
+    if include_tags:
+        size += 2 + tlen
     mvcc_sizes: npt.NDArray[np.int64] | None = None
     mvcc_data: bytes | None = None
+    mvcc_parts = (np.zeros(0, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.int64))
     if include_mvcc:
         mvcc_sizes, mvcc_data = vlong_bytes(cells.seq_id)
-        if n and not cells.seq_id.any():
-            parts.append(pa.scalar(b"\x00", _LB))
-        else:
-            parts.append(_varying(mvcc_sizes, mvcc_data))
-    if n == 0:
-        return CellBytes(
-            np.zeros(0, np.uint8), np.zeros(1, np.int64), klen, vlen, mvcc_sizes, mvcc_data
-        )
-    merged = _merge_fixed(parts, n)
-    if len(merged) == 1 and isinstance(merged[0], np.ndarray):
-        width = merged[0].shape[1]
-        data = np.ascontiguousarray(merged[0]).reshape(-1)
-        return CellBytes(
-            data, np.arange(n + 1, dtype=np.int64) * width, klen, vlen, mvcc_sizes, mvcc_data
-        )
-    joined = pc.binary_join_element_wise(
-        *(_fixed(m) if isinstance(m, np.ndarray) else m for m in merged), pa.scalar(b"", _LB)
+        size += mvcc_sizes
+        mstarts = np.zeros(n, np.int64)
+        if n > 1:
+            np.cumsum(mvcc_sizes[:-1], out=mstarts[1:])
+        mvcc_parts = (np.frombuffer(mvcc_data, np.uint8), mstarts, mvcc_sizes)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(size, out=offsets[1:])
+    data = scatter_cells(
+        row,
+        fam,
+        qual,
+        value,
+        binary_parts(cells.tags),
+        mvcc_parts,
+        np.ascontiguousarray(cells.ts, dtype=np.int64),
+        np.ascontiguousarray(cells.type, dtype=np.uint8),
+        offsets,
+        include_tags,
+        include_mvcc,
     )
-    bufs = joined.buffers()
-    offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=joined.offset * 8)
-    data = np.frombuffer(bufs[2], np.uint8)
     return CellBytes(data, offsets, klen, vlen, mvcc_sizes, mvcc_data)

@@ -8,11 +8,10 @@ Source: hbase-common ``KeyValue.java`` (cell layout), ``io/encoding/NoneEncoder.
     [memstoreTS as Hadoop VLong]   iff FileInfo KEY_VALUE_VERSION == 1
                                    (exactly one byte when MAX_MEMSTORE_TS_KEY == 0)
 
-Each cell's offset follows from the previous cell's lengths, a sequential dependency. We
-break it across blocks: all blocks of a batch sit in one buffer with known starts, and
-:func:`walk_cells` steps *cell k of every block at once* as numpy vectors, so the Python
-loop runs max-cells-per-block times, not once per cell. Fields are then gathered with
-offset arithmetic into Arrow binary arrays (one ``take`` per column).
+Each cell's offset follows from the previous cell's lengths, a sequential dependency:
+:func:`walk_cells` runs it as a compiled loop (:mod:`.kernels`) over all blocks of a batch,
+which sit in one buffer with known starts. Fields are then gathered with offset
+arithmetic into Arrow binary arrays (one ``take`` per column).
 
 Pure: no I/O.
 """
@@ -27,7 +26,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from cellstore.errors import CorruptFileError
-from cellstore.storefiles.hfile.varint import vlong_sizes, vlongs_at
+from cellstore.storefiles.hfile.kernels import walk_none
+from cellstore.storefiles.hfile.varint import vlongs_at
 
 __all__ = [
     "HFILE_CELL_SCHEMA",
@@ -117,33 +117,8 @@ def _field(rows: npt.NDArray[np.uint8], offset: int, dtype: str) -> npt.NDArray[
     )
 
 
-def _be32(buf: npt.NDArray[np.uint8], pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    return _at(buf, pos, ">u4").astype(np.int64)
-
-
 def _be16(buf: npt.NDArray[np.uint8], pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return _at(buf, pos, ">u2").astype(np.int64)
-
-
-def _cell_sizes(
-    buf: npt.NDArray[np.uint8], pos: npt.NDArray[np.int64], flags: CellFlags
-) -> npt.NDArray[np.int64]:
-    """Total size of the cell starting at each of ``pos`` (any shape; reads are clipped)."""
-    last = len(buf) - 1
-    safe = np.minimum(pos, len(buf) - 8)
-    both = _at(buf, safe, ">u8")  # klen << 32 | vlen
-    lens = ((both >> np.uint64(32)) + (both & np.uint64(0xFFFFFFFF))).astype(np.int64)
-    end = pos + 8 + lens
-    if flags.tags:
-        end = end + 2 + _be16(buf, np.minimum(end, last - 1))
-    if flags.mvcc:
-        one = flags.mvcc_one_byte
-        end = end + 1 if one else end + vlong_sizes(buf[np.minimum(end, last)])
-    return end - pos
-
-
-#: Largest number of cells speculated per block and step.
-_MAX_RUN: Final = 1024
 
 
 def walk_cells(
@@ -155,16 +130,11 @@ def walk_cells(
     where: str = "HFile",
     block_offsets: npt.NDArray[np.int64] | None = None,
 ) -> CellLayout:
-    """Find every cell of many NONE blocks at once.
+    """Find every cell of many NONE blocks.
 
-    Each step works on all live blocks together (numpy vectors over blocks), so the
-    Python loop never runs per cell. Within a block it also *speculates* that the next
-    ``k`` cells have the size of the last one: it checks the sizes at the ``k`` guessed
-    offsets in one vectorized gather and accepts the leading run that matches (a matching
-    cell's end is exactly the next guessed start, so accepted cells are exact), plus the
-    first mismatching cell, whose start is still right. ``k`` doubles while guesses hold
-    and halves when they fail, so fixed-size cells cost a few steps per block and
-    varying ones about one step per cell.
+    Each cell's offset follows from the previous cell's lengths, so this is a compiled
+    sequential walk (:func:`cellstore.storefiles.hfile.kernels.walk_none`, a few ns per
+    cell) rather than numpy.
 
     Args:
         buf: Decompressed payloads, each block's cells in ``[start, end)``.
@@ -181,64 +151,17 @@ def walk_cells(
     Raises:
         CorruptFileError: if a cell's lengths overrun its block (naming the block).
     """
-    nb = len(block_starts)
-    ends_all = block_ends.astype(np.int64)
-    lanes = np.flatnonzero(block_starts < ends_all)
-    p = block_starts.astype(np.int64)[lanes]
-    e = ends_all[lanes]
-    counts = np.zeros(nb, dtype=np.int64)
-    found_lane: list[npt.NDArray[np.int64]] = []
-    found_idx: list[npt.NDArray[np.int64]] = []
-    found_pos: list[npt.NDArray[np.int64]] = []
-    stride = np.zeros(len(lanes), dtype=np.int64)
-    k = 1
-    while p.size:
-        if k > 1:
-            # Never guess far past the longest remaining block.
-            left = int(((e - p) // np.maximum(stride, 1)).max()) + 1
-            k = max(1, min(k, left))
-        cand = p[:, None] + stride[:, None] * np.arange(k, dtype=np.int64)
-        sizes = _cell_sizes(buf, cand, flags)
-        inside = cand + 8 <= e[:, None]
-        match = (sizes == stride[:, None]) & inside
-        lead = np.where(match.all(axis=1), k, match.argmin(axis=1)).astype(np.int64)
-        # The cell after the accepted run starts at p + lead * stride (exact).
-        nxt = p + lead * stride
-        extra = (lead < k) & (nxt < e)
-        rows = np.flatnonzero(extra)
-        if rows.size and not inside[rows, lead[rows]].all():
-            bad = rows[~inside[rows, lead[rows]]]
-            _overrun(where, int(lanes[bad[0]]), block_offsets)
-        emit = lead + extra
-        mask = np.arange(k) < emit[:, None]
-        found_pos.append(cand[mask])
-        found_lane.append(np.repeat(lanes, emit))
-        found_idx.append((counts[lanes][:, None] + np.arange(k))[mask])
-        counts[lanes] += emit
-        new_stride = stride.copy()
-        odd = sizes[rows, lead[rows]]
-        nxt[rows] += odd
-        # After a run, a single odd-sized cell is usually an outlier (a shorter value):
-        # keep guessing the run's size. A guess that failed at once adopts the new size.
-        new_stride[rows] = np.where(lead[rows] > 0, stride[rows], odd)
-        if bool(np.any(nxt > e)):
-            _overrun(where, int(lanes[np.flatnonzero(nxt > e)[0]]), block_offsets)
-        if bool(np.any(emit == 0)):
-            _overrun(where, int(lanes[np.flatnonzero(emit == 0)[0]]), block_offsets)
-        live = nxt < e
-        accepted = float(lead.mean()) if lead.size else 0.0
-        if k == 1 or accepted >= 0.75 * k:
-            k = min(_MAX_RUN, k * 2)
-        elif accepted < 0.25 * k:
-            k = max(1, k // 2)
-        lanes, p, e, stride = lanes[live], nxt[live], e[live], new_stride[live]
-    starts = np.empty(int(counts.sum()), dtype=np.int64)
-    if found_pos:
-        base = np.zeros(nb + 1, dtype=np.int64)
-        np.cumsum(counts, out=base[1:])
-        lane_all = np.concatenate(found_lane)
-        starts[base[lane_all] + np.concatenate(found_idx)] = np.concatenate(found_pos)
-    owner = np.repeat(np.arange(nb, dtype=np.int64), counts)
+    starts, counts, bad = walk_none(
+        np.ascontiguousarray(buf, dtype=np.uint8),
+        np.ascontiguousarray(block_starts, dtype=np.int64),
+        np.ascontiguousarray(block_ends, dtype=np.int64),
+        flags.tags,
+        flags.mvcc,
+        flags.mvcc_one_byte,
+    )
+    if bad >= 0:
+        _overrun(where, int(bad), block_offsets)
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     return CellLayout(starts=starts, blocks=owner, counts=counts)
 
 

@@ -22,7 +22,7 @@ from typing import Final
 
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
 
-__all__ = ["SUPPORTED_CODECS", "decompress"]
+__all__ = ["SUPPORTED_CODECS", "decompress", "zstd_dictionary_id"]
 
 #: Codecs :func:`decompress` reads.
 SUPPORTED_CODECS: Final = ("NONE", "GZ", "SNAPPY", "LZ4", "ZSTD")
@@ -43,9 +43,32 @@ def _lz4(chunk: memoryview, room: int) -> bytes:
     return bytes(out[:n])
 
 
+class _NeedsDictionary(Exception):
+    """A zstd frame names a dictionary this reader does not have."""
+
+    def __init__(self, dictionary_id: int) -> None:
+        super().__init__(dictionary_id)
+        self.dictionary_id = dictionary_id
+
+
+def zstd_dictionary_id(frame: bytes | memoryview) -> int:
+    """The ``Dictionary_ID`` in a zstd frame header (RFC 8878 §3.1.1.1), 0 for none."""
+    if len(frame) < 5 or bytes(frame[:4]) != _ZSTD_MAGIC:
+        return 0
+    fhd = frame[4]
+    size = (0, 1, 2, 4)[fhd & 3]
+    at = 5 if fhd & 0x20 else 6  # Single_Segment_flag: no Window_Descriptor byte
+    if not size or len(frame) < at + size:
+        return 0
+    return int.from_bytes(bytes(frame[at : at + size]), "little")
+
+
 def _zstd(chunk: memoryview, room: int) -> bytes:
     import cramjam
 
+    dictionary_id = zstd_dictionary_id(chunk)
+    if dictionary_id:
+        raise _NeedsDictionary(dictionary_id)
     return bytes(cramjam.zstd.decompress(chunk))
 
 
@@ -96,7 +119,8 @@ def decompress(codec: str, data: bytes | memoryview, *, size: int, where: str) -
         Exactly ``size`` bytes.
 
     Raises:
-        UnsupportedFormatError: for a codec without a maintained Python library.
+        UnsupportedFormatError: for a codec without a maintained Python library, or a ZSTD
+            frame that needs a dictionary (its header names a ``Dictionary_ID``).
         CorruptFileError: if the payload does not decompress to ``size`` bytes.
     """
     if codec == "NONE":
@@ -114,6 +138,11 @@ def decompress(codec: str, data: bytes | memoryview, *, size: int, where: str) -
                 out = _zstd(memoryview(data), size)
             else:
                 out = _unframe(memoryview(data), size, _FRAMED[codec])
+        except _NeedsDictionary as e:
+            raise UnsupportedFormatError(
+                f"{where}: ZSTD block compressed with dictionary id {e.dictionary_id} "
+                "(hbase.io.compress.zstd.dictionary); ZSTD dictionaries are not supported"
+            ) from None
         except (zlib.error, ValueError, OSError) as e:
             raise CorruptFileError(f"{where}: {codec} payload does not decompress: {e}") from e
         except Exception as e:  # cramjam raises its own DecompressionError

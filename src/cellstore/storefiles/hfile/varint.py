@@ -2,8 +2,8 @@
 
 * Hadoop ``WritableUtils.readVLong`` (index key lengths, FileInfo, memstore timestamps): a
   first byte ``b >= -112`` is the value; otherwise ``b`` gives the sign and the number of
-  big-endian bytes that follow. :func:`vlong_sizes` decodes the *lengths* of many VLongs
-  at once and :func:`vlongs_at` their values, both vectorized.
+  big-endian bytes that follow. :func:`vlongs_at` decodes the values of many VLongs at
+  once, vectorized (their sizes: :func:`cellstore.storefiles.hfile.kernels.vlong_size`).
 * Protobuf base-128 varints (trailer, FileInfo framing).
 * ``ByteBufferUtils.readCompressedInt``: 7-bit little-endian groups, used by the data block
   encoders (see :mod:`cellstore.storefiles.hfile.encodings`).
@@ -22,7 +22,6 @@ __all__ = [
     "read_cint",
     "read_pb_varint",
     "read_vlong",
-    "vlong_sizes",
     "vlongs_at",
 ]
 
@@ -51,18 +50,10 @@ def read_vlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     return (~value if negative else value), end
 
 
-def vlong_sizes(first_bytes: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
-    """Total encoded sizes (1..9) of Hadoop VLongs given their first bytes, vectorized."""
-    b = first_bytes.astype(np.int8).astype(np.int64)
-    extra = np.where(b < -120, -120 - b, -112 - b)
-    return np.where(b >= -112, 1, 1 + extra)
-
-
 def vlongs_at(buf: npt.NDArray[np.uint8], pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Values of the Hadoop VLongs starting at each of ``pos`` in ``buf``, vectorized.
 
-    The caller guarantees every number lies inside ``buf`` (its size from
-    :func:`vlong_sizes`).
+    The caller guarantees every number lies inside ``buf``.
     """
     b = buf[pos].astype(np.int8).astype(np.int64)
     small = b >= -112

@@ -1,0 +1,586 @@
+"""Compiled (numba) kernels for the inherently sequential parts of the HFile format.
+
+Each kernel is a loop where every step depends on the previous one, which numpy cannot
+express without speculation: a NONE cell's offset follows from the previous cell's
+lengths; a PREFIX/DIFF/FAST_DIFF key is a delta on the previous key; HBase's Murmur2 hash
+runs over the bytes of one key. The kernels are small, typed by their callers (uint8
+buffers, int64 offsets) and know nothing of files or errors: they return an error code
+and the place, and the Python callers raise ``CorruptFileError`` with the file and block.
+
+Compiled with ``@numba.njit(cache=True, nogil=True)``: the machine code is cached beside
+this module in ``__pycache__`` (first import in a fresh environment compiles, later
+processes load it), and the GIL is released so the reader's decode threads run in
+parallel.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "decode_cells",
+    "murmur2_keys",
+    "order_flags",
+    "scatter_cells",
+    "vlong_size",
+    "walk_none",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _jit(fn: _F) -> _F:
+    """``numba.njit(cache=True, nogil=True)``, keeping the function's signature for mypy."""
+    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
+
+
+#: Error codes of the decoders (0: success).
+OK: Final = 0
+OVERRUN: Final = 1  # a read past the end of the input
+BAD_COMMON: Final = 2  # a common-prefix length longer than the previous key
+BAD_KEY: Final = 3  # a key length that does not fit its parts
+BAD_TAGS: Final = 4  # a tags length over 65535
+BAD_SIZE: Final = 5  # output larger than the block's unencodedDataSize
+BAD_VALUE: Final = 6  # FAST_DIFF "same value" with a different value length
+
+
+@_jit
+def vlong_size(b: np.uint8) -> np.int64:
+    """``WritableUtils.decodeVIntSize`` of a VLong's first byte."""
+    v = np.int64(b)
+    if v >= 128:
+        v -= 256
+    if v >= -112:
+        return np.int64(1)
+    if v < -120:
+        return np.int64(-119 - v)
+    return np.int64(-111 - v)
+
+
+@_jit
+def walk_none(
+    buf: npt.NDArray[np.uint8],
+    block_starts: npt.NDArray[np.int64],
+    block_ends: npt.NDArray[np.int64],
+    tags: bool,
+    mvcc: bool,
+    mvcc_one_byte: bool,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], np.int64]:
+    """Cell starts of NONE blocks: ``u32 klen, u32 vlen, key, value [tags] [VLong]``.
+
+    Returns:
+        (cell starts grouped by block in the given order, cells per block, index of the
+        first block whose cells overrun it or -1).
+    """
+    nb = len(block_starts)
+    total = np.int64(0)
+    for b in range(nb):
+        if block_ends[b] > block_starts[b]:
+            total += block_ends[b] - block_starts[b]
+    # A cell is at least 8 + 12 bytes (lengths, row length, family length, ts, type).
+    starts = np.empty(total // 20 + nb, np.int64)
+    counts = np.zeros(nb, np.int64)
+    n = 0
+    for b in range(nb):
+        p = block_starts[b]
+        e = block_ends[b]
+        c = 0
+        while p < e:
+            if p + 8 > e:
+                return starts[:n], counts, np.int64(b)
+            klen = (
+                (np.int64(buf[p]) << 24)
+                | (np.int64(buf[p + 1]) << 16)
+                | (np.int64(buf[p + 2]) << 8)
+                | np.int64(buf[p + 3])
+            )
+            vlen = (
+                (np.int64(buf[p + 4]) << 24)
+                | (np.int64(buf[p + 5]) << 16)
+                | (np.int64(buf[p + 6]) << 8)
+                | np.int64(buf[p + 7])
+            )
+            q = p + 8 + klen + vlen
+            if tags:
+                if q + 2 > e:
+                    return starts[:n], counts, np.int64(b)
+                q += 2 + ((np.int64(buf[q]) << 8) | np.int64(buf[q + 1]))
+            if mvcc:
+                if q + 1 > e:
+                    return starts[:n], counts, np.int64(b)
+                q += 1 if mvcc_one_byte else vlong_size(buf[q])
+            if q > e or n >= len(starts):
+                return starts[:n], counts, np.int64(b)
+            starts[n] = p
+            n += 1
+            c += 1
+            p = q
+        counts[b] = c
+    return starts[:n], counts, np.int64(-1)
+
+
+@_jit
+def _cint(data: npt.NDArray[np.uint8], pos: np.int64, end: np.int64) -> tuple[np.int64, np.int64]:
+    """``ByteBufferUtils.readCompressedInt``: (value, next position), -1 past the end."""
+    value = np.int64(0)
+    shift = 0
+    while True:
+        if pos >= end or shift > 28:
+            return np.int64(-1), pos
+        b = np.int64(data[pos])
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b & 0x80 == 0:
+            return value, pos
+        shift += 7
+
+
+@_jit
+def _put_u32(out: npt.NDArray[np.uint8], at: np.int64, v: np.int64) -> None:
+    out[at] = (v >> 24) & 0xFF
+    out[at + 1] = (v >> 16) & 0xFF
+    out[at + 2] = (v >> 8) & 0xFF
+    out[at + 3] = v & 0xFF
+
+
+@_jit
+def _extras(
+    data: npt.NDArray[np.uint8],
+    pos: np.int64,
+    end: np.int64,
+    out: npt.NDArray[np.uint8],
+    o: np.int64,
+    tags: bool,
+    mvcc: bool,
+) -> tuple[np.int64, np.int64, np.int64]:
+    """Copy tags (cint length -> u16) and the memstore VLong: (pos, o, error)."""
+    if tags:
+        tl, pos = _cint(data, pos, end)
+        if tl < 0:
+            return pos, o, np.int64(OVERRUN)
+        if tl > 0xFFFF:
+            return pos, o, np.int64(BAD_TAGS)
+        if pos + tl > end:
+            return pos, o, np.int64(OVERRUN)
+        if o + 2 + tl > len(out):
+            return pos, o, np.int64(BAD_SIZE)
+        out[o] = (tl >> 8) & 0xFF
+        out[o + 1] = tl & 0xFF
+        out[o + 2 : o + 2 + tl] = data[pos : pos + tl]
+        o += 2 + tl
+        pos += tl
+    if mvcc:
+        if pos >= end:
+            return pos, o, np.int64(OVERRUN)
+        size = vlong_size(data[pos])
+        if pos + size > end:
+            return pos, o, np.int64(OVERRUN)
+        if o + size > len(out):
+            return pos, o, np.int64(BAD_SIZE)
+        out[o : o + size] = data[pos : pos + size]
+        o += size
+        pos += size
+    return pos, o, np.int64(OK)
+
+
+@_jit
+def _decode_prefix(
+    data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], tags: bool, mvcc: bool
+) -> tuple[np.int64, np.int64, np.int64]:
+    """PREFIX cells to NONE layout in ``out``: (bytes written, error, input position)."""
+    end = np.int64(len(data))
+    pos = np.int64(0)
+    o = np.int64(0)
+    prev = np.int64(-1)  # start of the previous key in out
+    prev_len = np.int64(0)
+    while pos < end:
+        at = pos
+        rest, pos = _cint(data, pos, end)
+        vlen, pos = _cint(data, pos, end)
+        common, pos = _cint(data, pos, end)
+        if rest < 0 or vlen < 0 or common < 0:
+            return o, np.int64(OVERRUN), at
+        if common > prev_len:
+            return o, np.int64(BAD_COMMON), at
+        klen = common + rest
+        if pos + rest + vlen > end:
+            return o, np.int64(OVERRUN), at
+        if o + 8 + klen + vlen > len(out):
+            return o, np.int64(BAD_SIZE), at
+        _put_u32(out, o, klen)
+        _put_u32(out, o + 4, vlen)
+        k = o + 8
+        out[k : k + common] = out[prev : prev + common]
+        out[k + common : k + klen] = data[pos : pos + rest]
+        pos += rest
+        out[k + klen : k + klen + vlen] = data[pos : pos + vlen]
+        pos += vlen
+        o = k + klen + vlen
+        pos, o, err = _extras(data, pos, end, out, o, tags, mvcc)
+        if err != OK:
+            return o, err, at
+        prev, prev_len = k, klen
+    return o, np.int64(OK), pos
+
+
+@_jit
+def _decode_diff(
+    data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], tags: bool, mvcc: bool, fast: bool
+) -> tuple[np.int64, np.int64, np.int64]:
+    """DIFF (``fast=False``) or FAST_DIFF cells to NONE layout in ``out``.
+
+    DIFF: the block starts with ``u8 familyLength, family``; flag bits 1 same key length,
+    2 same value length, 4 same type, 8 timestamp is a difference, 4-6 timestamp bytes - 1,
+    128 sign; the timestamp (or difference) is little-endian. FAST_DIFF: flag bits 0-2
+    timestamp bytes shared with the previous key, 8 same key length, 16 same value length,
+    32 same type, 64 same value; the first cell is written whole.
+
+    Returns:
+        (bytes written, error code, input position of the failing cell).
+    """
+    end = np.int64(len(data))
+    pos = np.int64(0)
+    o = np.int64(0)
+    fam_at = np.int64(0)  # DIFF: the block's family (length byte + bytes) in data
+    fam_len = np.int64(0)
+    if not fast:
+        if end == 0:
+            return o, np.int64(OK), pos
+        fam_len = np.int64(data[0]) + 1
+        fam_at = np.int64(0)
+        if fam_len > end:
+            return o, np.int64(OVERRUN), pos
+        pos = fam_len
+    prev = np.int64(-1)  # previous key's start in out
+    prev_klen = np.int64(0)
+    prev_vat = np.int64(0)  # previous value's start in out
+    prev_vlen = np.int64(0)
+    klen = np.int64(0)
+    vlen = np.int64(0)
+    first = True
+    while pos < end:
+        at = pos
+        flag = np.int64(data[pos])
+        pos += 1
+        same_klen = (flag & 8) if fast else (flag & 1)
+        same_vlen = (flag & 16) if fast else (flag & 2)
+        if not same_klen or first:
+            klen, pos = _cint(data, pos, end)
+            if klen < 0:
+                return o, np.int64(OVERRUN), at
+        if not same_vlen or first:
+            vlen, pos = _cint(data, pos, end)
+            if vlen < 0:
+                return o, np.int64(OVERRUN), at
+        common, pos = _cint(data, pos, end)
+        if common < 0:
+            return o, np.int64(OVERRUN), at
+        if klen < 12 or o + 8 + klen + vlen > len(out):
+            return o, np.int64(BAD_KEY if klen < 12 else BAD_SIZE), at
+        _put_u32(out, o, klen)
+        _put_u32(out, o + 4, vlen)
+        k = o + 8
+        if fast and first:
+            if pos + klen + vlen > end:
+                return o, np.int64(OVERRUN), at
+            out[k : k + klen + vlen] = data[pos : pos + klen + vlen]
+            pos += klen + vlen
+        else:
+            limit = prev_klen - 9 if fast else prev_klen
+            if common > limit:
+                return o, np.int64(BAD_COMMON), at
+            if common > klen - 9:
+                return o, np.int64(BAD_KEY), at
+            out[k : k + common] = out[prev : prev + common]
+            prev_rlen = np.int64(-1)
+            if not first:
+                prev_rlen = (np.int64(out[prev]) << 8) | np.int64(out[prev + 1])
+            w = k + common  # next key byte to write
+            if first or common < prev_rlen + 2:
+                # New row: complete the row length and row, then the family.
+                if common < 2:
+                    need = 2 - common
+                    if pos + need > end:
+                        return o, np.int64(OVERRUN), at
+                    out[w : w + need] = data[pos : pos + need]
+                    pos += need
+                    w += need
+                rlen = (np.int64(out[k]) << 8) | np.int64(out[k + 1])
+                rest = k + 2 + rlen - w
+                if rest < 0 or pos + rest > end or 2 + rlen + 10 > klen:
+                    return o, np.int64(OVERRUN if pos + rest > end else BAD_KEY), at
+                out[w : w + rest] = data[pos : pos + rest]
+                pos += rest
+                w += rest
+                if fast:
+                    pf = prev + 2 + prev_rlen  # family of the previous key
+                    flen = np.int64(out[pf]) + 1
+                    if (w - k) + flen + 9 > klen:
+                        return o, np.int64(BAD_KEY), at
+                    out[w : w + flen] = out[pf : pf + flen]
+                else:
+                    flen = fam_len
+                    if (w - k) + flen + 9 > klen:
+                        return o, np.int64(BAD_KEY), at
+                    out[w : w + flen] = data[fam_at : fam_at + flen]
+                w += flen
+            qual = k + klen - 9 - w
+            if qual < 0 or pos + qual > end:
+                return o, np.int64(BAD_KEY if qual < 0 else OVERRUN), at
+            out[w : w + qual] = data[pos : pos + qual]
+            pos += qual
+            w += qual
+            # Timestamp (8 bytes big-endian in the key) and type.
+            if fast:
+                shared = flag & 7
+                out[w : w + shared] = out[prev + prev_klen - 9 : prev + prev_klen - 9 + shared]
+                rest = 8 - shared
+                if pos + rest > end:
+                    return o, np.int64(OVERRUN), at
+                out[w + shared : w + 8] = data[pos : pos + rest]
+                pos += rest
+            else:
+                nbytes = ((flag >> 4) & 7) + 1
+                if pos + nbytes > end:
+                    return o, np.int64(OVERRUN), at
+                ts = np.uint64(0)
+                for j in range(nbytes):
+                    ts |= np.uint64(data[pos + j]) << np.uint64(8 * j)
+                pos += nbytes
+                if flag & 0x80:
+                    ts = np.uint64(0) - ts
+                if flag & 8:
+                    pts = np.uint64(0)
+                    if not first:
+                        for j in range(8):
+                            pts = (pts << np.uint64(8)) | np.uint64(out[prev + prev_klen - 9 + j])
+                    ts = pts - ts
+                for j in range(8):
+                    out[w + j] = np.uint8((ts >> np.uint64(56 - 8 * j)) & np.uint64(0xFF))
+            w += 8
+            same_type = (flag & 32) if fast else (flag & 4)
+            if same_type:
+                out[w] = out[prev + prev_klen - 1] if not first else 0
+            else:
+                if pos >= end:
+                    return o, np.int64(OVERRUN), at
+                out[w] = data[pos]
+                pos += 1
+            w += 1
+            if fast and (flag & 64) and not first:
+                if vlen != prev_vlen:
+                    return o, np.int64(BAD_VALUE), at
+                out[w : w + vlen] = out[prev_vat : prev_vat + vlen]
+            else:
+                if pos + vlen > end:
+                    return o, np.int64(OVERRUN), at
+                out[w : w + vlen] = data[pos : pos + vlen]
+                pos += vlen
+        prev, prev_klen, prev_vat, prev_vlen = k, klen, k + klen, vlen
+        o = k + klen + vlen
+        pos, o, err = _extras(data, pos, end, out, o, tags, mvcc)
+        if err != OK:
+            return o, err, at
+        first = False
+    return o, np.int64(OK), pos
+
+
+@_jit
+def decode_cells(
+    encoding: int, data: npt.NDArray[np.uint8], size: int, tags: bool, mvcc: bool
+) -> tuple[npt.NDArray[np.uint8], np.int64, np.int64]:
+    """Decode one block's PREFIX (2), DIFF (3) or FAST_DIFF (4) cells to NONE layout.
+
+    Args:
+        encoding: The encoding id.
+        data: The encoded cells (after ``i16 id, i32 unencodedDataSize``).
+        size: ``unencodedDataSize``: the NONE bytes expected.
+        tags: Cells carry tags.
+        mvcc: Cells carry a memstore VLong.
+
+    Returns:
+        (NONE-layout bytes, error code, input position of the failing cell); the output
+        is shorter than ``size`` when the block decodes to fewer bytes.
+    """
+    out = np.empty(max(size, 0), np.uint8)
+    if encoding == 2:
+        n, err, at = _decode_prefix(data, out, tags, mvcc)
+    else:
+        n, err, at = _decode_diff(data, out, tags, mvcc, encoding == 4)
+    return out[:n], err, at
+
+
+@_jit
+def murmur2_keys(
+    data: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    seeds: npt.NDArray[np.uint32],
+) -> npt.NDArray[np.uint32]:
+    """HBase ``MurmurHash.hash`` (Murmur2, 32-bit) of each key with its seed.
+
+    Arithmetic is in int64 masked to 32 bits (numba widens small integers).
+    """
+    m = np.int64(0x5BD1E995)
+    mask = np.int64(0xFFFFFFFF)
+    n = len(starts)
+    out = np.empty(n, np.uint32)
+    for i in range(n):
+        p = starts[i]
+        ln = lengths[i]
+        h = (np.int64(seeds[i]) ^ ln) & mask
+        nw = ln >> 2
+        for w in range(nw):
+            q = p + 4 * w
+            k = (
+                np.int64(data[q])
+                | (np.int64(data[q + 1]) << 8)
+                | (np.int64(data[q + 2]) << 16)
+                | (np.int64(data[q + 3]) << 24)
+            )
+            k = (k * m) & mask
+            k ^= k >> 24
+            k = (k * m) & mask
+            h = ((h * m) & mask) ^ k
+        left = ln & 3
+        t = p + (nw << 2)
+        if left > 0:
+            # Java sign-extends the tail bytes (byte -> int).
+            if left >= 3:
+                h ^= (np.int64(np.int8(data[t + 2])) << 16) & mask
+            if left >= 2:
+                h ^= (np.int64(np.int8(data[t + 1])) << 8) & mask
+            h ^= np.int64(np.int8(data[t])) & mask
+            h = (h * m) & mask
+        h ^= h >> 13
+        h = (h * m) & mask
+        h ^= h >> 15
+        out[i] = h
+    return out
+
+
+@_jit
+def _put_bytes(
+    out: npt.NDArray[np.uint8],
+    o: np.int64,
+    data: npt.NDArray[np.uint8],
+    start: np.int64,
+    length: np.int64,
+) -> np.int64:
+    for j in range(length):
+        out[o + j] = data[start + j]
+    return o + length
+
+
+@_jit
+def scatter_cells(
+    row: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    family: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    qualifier: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    value: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    tags: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    mvcc: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    ts: npt.NDArray[np.int64],
+    typ: npt.NDArray[np.uint8],
+    offsets: npt.NDArray[np.int64],
+    with_tags: bool,
+    with_mvcc: bool,
+) -> npt.NDArray[np.uint8]:
+    """Lay cells out as a NONE block holds them (``NoneEncoder.write``), all in one buffer.
+
+    Each binary field is ``(data, starts, lengths)``; ``offsets`` are the cells' start
+    offsets plus the total (computed by the caller from the same lengths).
+    """
+    n = len(ts)
+    out = np.empty(offsets[n], np.uint8)
+    rd, rs, rl = row
+    fd, fs, fl = family
+    qd, qs, ql = qualifier
+    vd, vs, vl = value
+    td, tst, tl = tags
+    md, ms, ml = mvcc
+    for i in range(n):
+        o = offsets[i]
+        klen = 12 + rl[i] + fl[i] + ql[i]
+        _put_u32(out, o, klen)
+        _put_u32(out, o + 4, vl[i])
+        out[o + 8] = (rl[i] >> 8) & 0xFF
+        out[o + 9] = rl[i] & 0xFF
+        o = _put_bytes(out, o + 10, rd, rs[i], rl[i])
+        out[o] = fl[i]
+        o = _put_bytes(out, o + 1, fd, fs[i], fl[i])
+        o = _put_bytes(out, o, qd, qs[i], ql[i])
+        t = ts[i]
+        for j in range(8):
+            out[o + j] = (t >> (56 - 8 * j)) & 0xFF
+        out[o + 8] = typ[i]
+        o = _put_bytes(out, o + 9, vd, vs[i], vl[i])
+        if with_tags:
+            out[o] = (tl[i] >> 8) & 0xFF
+            out[o + 1] = tl[i] & 0xFF
+            o = _put_bytes(out, o + 2, td, tst[i], tl[i])
+        if with_mvcc:
+            o = _put_bytes(out, o, md, ms[i], ml[i])
+    return out
+
+
+@_jit
+def _compare(d: npt.NDArray[np.uint8], offs: npt.NDArray[np.int64], i: int) -> np.int64:
+    """Unsigned lexicographic comparison of element ``i`` with element ``i - 1``: -1, 0, 1."""
+    a, b = offs[i], offs[i - 1]
+    la, lb = offs[i + 1] - a, a - b
+    m = min(la, lb)
+    for j in range(m):
+        x, y = d[a + j], d[b + j]
+        if x != y:
+            return np.int64(-1) if x < y else np.int64(1)
+    if la == lb:
+        return np.int64(0)
+    return np.int64(-1) if la < lb else np.int64(1)
+
+
+@_jit
+def order_flags(
+    row: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]],
+    family: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]],
+    qualifier: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]],
+    ts: npt.NDArray[np.int64],
+    typ: npt.NDArray[np.uint8],
+) -> tuple[np.int64, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Each cell against its predecessor in HBase's order (``CellComparatorImpl``).
+
+    Binary columns are ``(data, offsets)`` with ``n + 1`` offsets.
+
+    Returns:
+        (first cell that sorts before its predecessor or -1, same key as the predecessor,
+        starts a new row).
+    """
+    n = len(ts)
+    dup = np.zeros(n, np.bool_)
+    row_changed = np.ones(n, np.bool_)
+    first_bad = np.int64(-1)
+    for i in range(1, n):
+        c = _compare(row[0], row[1], i)
+        if c == 0:
+            row_changed[i] = False
+            c = _compare(family[0], family[1], i)
+            if c == 0:
+                c = _compare(qualifier[0], qualifier[1], i)
+                if c == 0:
+                    # timestamp and type descending
+                    if ts[i] != ts[i - 1]:
+                        c = np.int64(-1) if ts[i] > ts[i - 1] else np.int64(1)
+                    elif typ[i] != typ[i - 1]:
+                        c = np.int64(-1) if typ[i] > typ[i - 1] else np.int64(1)
+                    else:
+                        dup[i] = True
+        if c < 0 and first_bad < 0:
+            first_bad = np.int64(i)
+    return first_bad, dup, row_changed
