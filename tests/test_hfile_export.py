@@ -205,7 +205,7 @@ def test_rolls_on_rows_and_caps_files_per_region(tmp_path: Path) -> None:
 def test_failed_task_leaves_nothing(table: Any, tmp_path: Path) -> None:
     out = tmp_path / "bulk"
     with pytest.raises(InvalidArgumentError, match="compression"):
-        export_hfiles(table, str(out), compression="bogus")  # fails inside every task
+        export_hfiles(table, str(out), compression="bogus")  # refused before anything is written
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [tmp_path / "wh"]  # temporary directory removed
     out.mkdir()  # an empty directory is accepted, and stays empty on failure

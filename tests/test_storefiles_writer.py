@@ -150,3 +150,45 @@ def test_store_files_are_written_only_by_the_writer():
         assert "write_store_file(" not in text, p
         assert "StoreFileWriter(" not in text, p
         assert "{FOOTER_KEY:" not in text, p  # writing the footer metadata
+
+
+def test_one_roll_loop_writes_hfiles_too(tmp_path: Path):
+    """The same RollingWriter writes bulk-load HFiles through HFileFormat: named
+    ``<family>/<32 hex>`` by layout, rolled between chunks, capped by max_files, and the
+    cells read back with the HFile reader equal the cells written."""
+    import re
+
+    from cellstore.hbase import hfile_info, read_hfile
+    from cellstore.storefiles.writer import HFileFormat, HFileSettings
+
+    fs = fsspec.filesystem("file")
+    cells = cells_of(300)
+    fmt = HFileFormat(default=HFileSettings(compression="gz"), bulkload_timestamp=5)
+    with RollingWriter(fs, str(tmp_path / "o"), region="r1", family=Family(name="f"),
+                       stem="s", max_file_bytes=500, format=fmt, max_files=3) as w:
+        for start in range(0, 300, 30):  # whole rows per chunk (3 cells a row)
+            w.write(cells.slice(start, 30))
+        files = w.close()
+    assert len(files) == 3  # capped: the last file takes the rest
+    assert sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*")
+                  if p.is_file()) == sorted(f"f/{Path(f.path).name}" for f in files)
+    got = []
+    for f in files:
+        assert re.fullmatch(r"[0-9a-f]{32}", Path(f.path).name) and f.family == "f"
+        info = hfile_info(f.path)
+        assert info.compression == "GZ" and info.bulkload_timestamp == 5
+        t = read_hfile(f.path)
+        assert (f.cells, f.first_row, f.last_row) == (t.num_rows, t["row"][0].as_py(),
+                                                      t["row"][-1].as_py())
+        got += t.select(cells.column_names).to_pylist()
+    assert got == cells.to_pylist()
+    # Leaving with an error deletes every HFile written so far.
+    with pytest.raises(RuntimeError), RollingWriter(
+        fs, str(tmp_path / "x"), region="r1", family=Family(name="f"), stem="s",
+        max_file_bytes=200, format=fmt,
+    ) as w:
+        for start in range(0, 300, 30):
+            w.write(cells.slice(start, 30))
+        assert len(w.written) > 1
+        raise RuntimeError("task failed")
+    assert [p for p in (tmp_path / "x").rglob("*") if p.is_file()] == []

@@ -101,7 +101,14 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
         lines.append(f"Load {r.load_id} was already applied to table {r.table}; nothing done")
         click.echo("\n".join(lines))
         return
-    if r.version is None:
+    h = r.hfile_output
+    if h is not None:
+        lines.append(
+            f"Wrote {r.cells} cells of {r.rows} rows as {r.files} HFiles, "
+            f"{human_bytes(r.bytes)}, for HBase's bulk load under {h.url} (regions from "
+            f"{h.split_source}: {h.regions}); nothing committed to table {r.table}"
+        )
+    elif r.version is None:
         lines.append(f"No cells to load into table {r.table}; nothing committed")
     else:
         lines.append(
@@ -123,7 +130,18 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     if r.bad_records:
         lines.append(f"{r.bad_records} bad records skipped, written to {r.bad_records_path}:")
         lines += [f"  {count:>8}  {reason}" for reason, count in sorted(r.bad_reasons.items())]
-    if r.files_per_region:
+    if h is not None and h.stores:
+        from cellstore.core.keys import to_string_binary
+
+        lines.append("FAMILY           REGION                            FILES      CELLS  "
+                     "BYTES      START KEY")
+        lines += [
+            f"{st.family:<16} {st.region:<33} {st.files:>5} {st.cells:>10}  "
+            f"{human_bytes(st.bytes):<10} {to_string_binary(st.start)!r}"
+            for st in h.stores
+        ]
+        lines.append(f"then: hbase completebulkload {h.url} <table>")
+    elif r.files_per_region:
         lines.append("REGION    FILES")
         lines += [f"{region:<9} {n:>5}" for region, n in sorted(r.files_per_region.items())]
     for w in r.warnings:
@@ -267,6 +285,33 @@ def _inline_mapping(
               help="Where the report and bad-records file go (default <table>/_loads).")
 @click.option("--input-storage-option", "input_storage_options", type=STORAGE_OPTION,
               multiple=True, help="fsspec option for the inputs' filesystem (repeatable).")
+@click.option("--hfile-output", metavar="DIR", default=None,
+              help="Write HBase bulk-load HFiles to DIR (DIR/<family>/<hex>, absent or empty) "
+              "instead of committing, like ImportTsv -Dimporttsv.bulk.output; then run "
+              "'hbase completebulkload DIR TABLE'.")
+@click.option("--split-keys", "split_keys_file", metavar="FILE", default=None,
+              help="With --hfile-output: the HBase table's split keys, one per line, \\xNN "
+              "escapes as the HBase shell prints them (default: this table's regions).")
+@click.option("--hbase-root", metavar="ROOT", default=None,
+              help="With --hfile-output: HBase root dir (or exported snapshot) of the target "
+              "table: its regions and family settings are used.")
+@click.option("--hbase-table", metavar="NS:TABLE", default=None,
+              help="With --hbase-root: the target table.")
+@click.option("--hbase-snapshot", metavar="NAME", default=None,
+              help="With --hbase-root: a snapshot of the target table.")
+@click.option("--hfile-compression", type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
+              default=None, help="With --hfile-output: codec of families without an HBase "
+              "descriptor (default none).")
+@click.option("--hfile-encoding",
+              type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
+              default=None, help="With --hfile-output: data block encoding (default none).")
+@click.option("--hfile-block-size", type=SIZE, default=None, metavar="SIZE",
+              help="With --hfile-output: data block size (default: the family's, 64K).")
+@click.option("--hfile-bloom", type=click.Choice(["none", "row", "rowcol"]), default=None,
+              help="With --hfile-output: Bloom filter type (default row).")
+@click.option("--hfile-storage-option", "hfile_storage_options", type=STORAGE_OPTION,
+              multiple=True, help="fsspec option for --hfile-output, --split-keys and "
+              "--hbase-root (repeatable).")
 @pass_cli_context
 def load_cmd(
     cli_ctx: CliContext,
@@ -296,6 +341,16 @@ def load_cmd(
     scheduler: str | None,
     report_dir: str | None,
     input_storage_options: tuple[tuple[str, Any], ...],
+    hfile_output: str | None = None,
+    split_keys_file: str | None = None,
+    hbase_root: str | None = None,
+    hbase_table: str | None = None,
+    hbase_snapshot: str | None = None,
+    hfile_compression: str | None = None,
+    hfile_encoding: str | None = None,
+    hfile_block_size: int | None = None,
+    hfile_bloom: str | None = None,
+    hfile_storage_options: tuple[tuple[str, Any], ...] = (),
 ) -> None:
     """Bulk-load INPUT files (CSV, TSV, JSON lines, Parquet; paths, URLs or globs) into TABLE.
 
@@ -309,6 +364,8 @@ def load_cmd(
       cellstore load ns:web pages.csv --mapping web.toml --create --regions 8
       cellstore load ns:users 's3://bucket/users/*.parquet' --row-key id \\
           --column info:name=name --column info:age=age:int --timestamp updated:s
+      cellstore load ns:users users.csv --mapping users.toml \\
+          --hfile-output /staging/users --hbase-root hdfs:///hbase --hbase-table ns:users
     """  # noqa: D301 (click's \b marker)
     from cellstore.errors import TableNotFoundError
     from cellstore.loader import sample_split_keys
@@ -318,6 +375,36 @@ def load_cmd(
         raise click.UsageError("--family, --regions and --salt-buckets need --create")
     if regions is not None and salt_buckets is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
+    hfile_opts = (split_keys_file, hbase_root, hbase_table, hbase_snapshot, hfile_compression,
+                  hfile_encoding, hfile_block_size, hfile_bloom)
+    if hfile_output is None and (any(o is not None for o in hfile_opts) or hfile_storage_options):
+        raise click.UsageError(
+            "--split-keys, --hbase-*, --hfile-* options need --hfile-output"
+        )
+    if split_keys_file is not None and hbase_root is not None:
+        raise click.UsageError("give --split-keys or --hbase-root, not both")
+    if hbase_root is not None and (hbase_table is None) == (hbase_snapshot is None):
+        raise click.UsageError("--hbase-root needs --hbase-table or --hbase-snapshot")
+    if hbase_root is None and (hbase_table is not None or hbase_snapshot is not None):
+        raise click.UsageError("--hbase-table and --hbase-snapshot need --hbase-root")
+    hfile_kwargs: dict[str, Any] = {}
+    if hfile_output is not None:
+        from cellstore.storefiles.writer import HFileSettings
+
+        hfile_kwargs = {
+            "hfile_output": hfile_output,
+            "split_keys": split_keys_file,
+            "hbase_root": hbase_root,
+            "hbase_table": hbase_table,
+            "hbase_snapshot": hbase_snapshot,
+            "hfile_settings": HFileSettings(
+                compression=hfile_compression or "none",
+                encoding=hfile_encoding or "none",
+                block_size=hfile_block_size,
+                bloom=hfile_bloom or "row",
+            ),
+            "hfile_storage_options": dict(hfile_storage_options),
+        }
     in_opts = dict(input_storage_options)
     mapping = read_mapping(mapping_path=mapping_path, row_key=row_key, columns=columns,
                            timestamp=timestamp, operation=operation, storage_options=in_opts)
@@ -361,6 +448,12 @@ def load_cmd(
         from distributed import Client
 
         client = Client(scheduler)  # type: ignore[no-untyped-call]
+    sizes: dict[str, Any] = {
+        k: v
+        for k, v in (("memory_budget", memory_budget), ("max_file_bytes", max_file_size),
+                     ("max_files_per_region", max_files_per_region))
+        if v is not None
+    }
     progress, bar = _progress_bar(cli_ctx.output, label=f"load {handle.name}")
     try:
         report = handle.load(
@@ -375,11 +468,9 @@ def load_cmd(
             workers=workers,
             progress=progress,
             report_dir=report_dir,
-            **({"memory_budget": memory_budget} if memory_budget is not None else {}),
-            **({"max_file_bytes": max_file_size} if max_file_size is not None else {}),
-            **({"max_files_per_region": max_files_per_region}
-               if max_files_per_region is not None else {}),
+            **sizes,
             key_advice="report",
+            **hfile_kwargs,
         )
     except BaseException:
         if created:

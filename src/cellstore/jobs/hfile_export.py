@@ -2,41 +2,40 @@
 
 :func:`export_hfiles` writes the directory ``BulkLoadHFilesTool`` (``completebulkload``)
 expects: ``<url>/<family>/<32-hex name>``, one directory per family, HFile v3.3 files as
-``HFileOutputFormat2`` writes them (through :func:`cellstore.hbase.write_hfile`). Each file
+``HFileOutputFormat2`` writes them (through the one roll loop,
+:class:`~cellstore.storefiles.writer.RollingWriter`, with
+:class:`~cellstore.storefiles.writer.HFileFormat`). Each file
 holds the cells of one region of the table (first and last row inside the region's
 ``[start, end)``), so the tool never has to split and rewrite it, and there are at most
 32 files per region and family (``hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily``).
 
 The job plans one frozen, picklable :class:`HFileExportTask` per (region, family), runs them
 on local threads or a ``distributed`` client, and writes everything under a hidden
-temporary directory next to ``url`` (``.<name>.<uuid>.tmp``), moved into ``url`` only when
-every task succeeded: a failed export leaves nothing under ``url``.
+temporary directory next to ``url`` (``.<name>.<uuid>.tmp``, :mod:`cellstore.storefiles.bulkload`),
+moved into ``url`` only when every task succeeded: a failed export leaves nothing under ``url``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Final
 
 import fsspec
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
-from cellstore.fs import is_local, join, resolve_filesystem
-from cellstore.hbase import write_hfile
 from cellstore.jobs.common import new_job_id
 from cellstore.reader.plan import ScanTask
 from cellstore.reader.scan import run_task
-from cellstore.storefiles import roll_points
+from cellstore.storefiles.bulkload import stage_output
+from cellstore.storefiles.writer import BulkLoadFile, HFileFormat, HFileSettings, write_rolled
 from cellstore.warehouse import Table
 
 __all__ = [
@@ -59,27 +58,8 @@ DEFAULT_HFILE_MAX_FILE_BYTES: Final = 10 << 30
 _ALL_VERSIONS: Final = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class ExportedHFile:
-    """One HFile an export wrote.
-
-    Attributes:
-        family: The family (its directory name).
-        region: Id of the table region whose rows the file holds.
-        path: The file, on the output filesystem.
-        cells: Cells in the file.
-        size: The file's size in bytes.
-        first_row: Its first row.
-        last_row: Its last row.
-    """
-
-    family: str
-    region: str
-    path: str
-    cells: int
-    size: int
-    first_row: bytes
-    last_row: bytes
+#: One HFile an export wrote (the writer's :class:`~cellstore.storefiles.writer.BulkLoadFile`).
+ExportedHFile = BulkLoadFile
 
 
 @dataclass(frozen=True)
@@ -92,33 +72,23 @@ class HFileExportTask:
         region: Region id.
         start: The region's first row (inclusive; empty = the first region).
         end: The row after the region (exclusive; empty = the last region).
-        family: Family name (its output directory).
+        family: The family (its name is the output directory).
         scans: The scan tasks covering the region's rows of the family, in key order.
-        out_dir: The family's directory under the export's temporary directory.
-        compression: HFile codec (``none``, ``gz``, ``snappy``, ``lz4``, ``zstd``).
-        encoding: Data block encoding.
-        block_size: Data block size.
-        bloom: Bloom filter type (``row``, ``rowcol``, ``none``).
+        out_root: The export's temporary directory (files go to ``<family>/<hex>``).
+        format: How the HFiles are written (settings per family, bulk-load FileInfo).
         max_file_bytes: Files roll at about this many uncompressed cell bytes, on rows.
         max_files: At most this many files (rolls are merged to stay under it).
-        bulkload_timestamp: ``BULKLOAD_TIMESTAMP`` of every file (ms).
-        source_task: ``BULKLOAD_SOURCE_TASK`` of every file.
     """
 
     region: str
     start: bytes
     end: bytes
-    family: str
+    family: Family
     scans: tuple[ScanTask, ...]
-    out_dir: str
-    compression: str
-    encoding: str
-    block_size: int
-    bloom: str
+    out_root: str
+    format: HFileFormat
     max_file_bytes: int
     max_files: int
-    bulkload_timestamp: int
-    source_task: str
 
 
 @dataclass(frozen=True)
@@ -176,18 +146,10 @@ class HFileExportReport:
 
 
 # ------------------------------------------------------------------------------ execution
-def _cap_cuts(cuts: list[int], max_files: int) -> list[int]:
-    """Merge adjacent pieces of ``cuts`` (row boundaries) so at most ``max_files`` remain."""
-    if len(cuts) - 1 <= max_files:
-        return cuts
-    keep = np.unique(np.linspace(0, len(cuts) - 1, max_files + 1).round().astype(np.int64))
-    return [cuts[int(i)] for i in keep]
-
-
 def run_hfile_export_task(
     fs: fsspec.AbstractFileSystem, out_fs: fsspec.AbstractFileSystem, task: HFileExportTask
 ) -> tuple[ExportedHFile, ...]:
-    """Read one (region, family) task's cells and write them as HFiles in ``task.out_dir``.
+    """Read one (region, family) task's cells and write them as HFiles under ``out_root``.
 
     Args:
         fs: The warehouse filesystem.
@@ -210,37 +172,22 @@ def run_hfile_export_task(
     lo, hi = pc.min(rows).as_py(), pc.max(rows).as_py()
     if lo < task.start or (task.end and hi >= task.end):
         raise RuntimeError(
-            f"region {task.region} of family {task.family}: rows {lo!r}..{hi!r} outside "
+            f"region {task.region} of family {task.family.name}: rows {lo!r}..{hi!r} outside "
             f"[{task.start!r}, {task.end!r})"
         )
-    cuts = _cap_cuts(roll_points(cells, task.max_file_bytes), task.max_files)
-    out_fs.makedirs(task.out_dir, exist_ok=True)
-    written: list[ExportedHFile] = []
-    for a, b in itertools.pairwise(cuts):
-        w = write_hfile(
-            join(task.out_dir, uuid.uuid4().hex),
-            cells.slice(a, b - a),
-            fs=out_fs,
-            compression=task.compression,  # type: ignore[arg-type]
-            encoding=task.encoding,  # type: ignore[arg-type]
-            block_size=task.block_size,
-            bloom=task.bloom,  # type: ignore[arg-type]
-            bulkload_timestamp=task.bulkload_timestamp,
-            source_task=task.source_task,
+    return tuple(
+        write_rolled(
+            out_fs,
+            task.out_root,
+            cells,
+            region=task.region,
+            family=task.family,
+            stem=task.region,
+            max_file_bytes=task.max_file_bytes,
+            format=task.format,
+            max_files=task.max_files,
         )
-        assert w.first_row is not None and w.last_row is not None
-        written.append(
-            ExportedHFile(
-                family=task.family,
-                region=task.region,
-                path=w.path,
-                cells=w.entry_count,
-                size=w.file_size,
-                first_row=w.first_row,
-                last_row=w.last_row,
-            )
-        )
-    return tuple(written)
+    )
 
 
 def _run_local(
@@ -295,38 +242,6 @@ def _run_distributed(
 
 
 # ----------------------------------------------------------------------------- the job
-def _is_empty_dir(fs: fsspec.AbstractFileSystem, path: str) -> bool:
-    return bool(fs.isdir(path)) and not fs.ls(path, detail=False)
-
-
-def _remove(fs: fsspec.AbstractFileSystem, path: str) -> None:
-    if fs.exists(path):
-        fs.rm(path, recursive=True)
-
-
-def _publish(
-    out_fs: fsspec.AbstractFileSystem, tmp: str, root: str, files: Sequence[ExportedHFile]
-) -> list[ExportedHFile]:
-    """Move the temporary directory's files into ``root`` (one rename on local disk)."""
-    _remove(out_fs, root)
-    if is_local(out_fs):
-        os.rename(tmp, root)
-        return [dataclasses.replace(f, path=root + f.path[len(tmp) :]) for f in files]
-    moved: list[ExportedHFile] = []
-    try:
-        for f in files:
-            dest = root + f.path[len(tmp) :]
-            out_fs.mv(f.path, dest)
-            moved.append(dataclasses.replace(f, path=dest))
-    except BaseException:
-        _remove(out_fs, root)
-        raise
-    _remove(out_fs, tmp)
-    if not files:
-        out_fs.makedirs(root, exist_ok=True)
-    return moved
-
-
 def export_hfiles(
     table: Table,
     url: str,
@@ -411,56 +326,50 @@ def export_hfiles(
         raise InvalidArgumentError(f"max_versions must be at least 1, not {max_versions}")
     versions = max_versions if max_versions is not None else (_ALL_VERSIONS if raw else 1)
 
-    out_fs, root = resolve_filesystem(url, storage_options=storage_options)
-    out_fs.invalidate_cache(root)
-    if out_fs.exists(root) and not _is_empty_dir(out_fs, root) and not overwrite:
-        raise InvalidArgumentError(
-            f"{url} exists and is not an empty directory; pass overwrite=True (CLI: "
-            "--overwrite) or choose another directory"
-        )
-    parent, _, leaf = root.rstrip("/").rpartition("/")
-    job_id = new_job_id("export-hfiles")
-    tmp = f"{parent}/.{leaf}.{uuid.uuid4().hex}.tmp"
-
     regions = {r.id: r for r in table.regions}
-    now = int(time.time() * 1000)
+    job_id = new_job_id("export-hfiles")
+    settings = HFileSettings(
+        compression=compression, encoding=encoding, block_size=block_size, bloom=bloom
+    )
+    hfile_format = HFileFormat(
+        default=settings,
+        bulkload_timestamp=int(time.time() * 1000),
+        source_task=f"cellstore:{job_id}",
+    )
+    staged = stage_output(url, storage_options=storage_options, overwrite=overwrite)
+    out_fs = staged.fs
     tasks: list[HFileExportTask] = []
-    for name in names:
-        scan = table.scan(families=[name], max_versions=versions, raw=raw, time_range=time_range)
-        per_region: dict[str, list[ScanTask]] = {}
-        for s in scan.plan():
-            per_region.setdefault(s.region, []).append(dataclasses.replace(s, strip_salt=False))
-        for rid, scans in per_region.items():
-            region = regions[rid]
-            tasks.append(
-                HFileExportTask(
-                    region=rid,
-                    start=region.start,
-                    end=region.end,
-                    family=name,
-                    scans=tuple(scans),
-                    out_dir=join(tmp, name),
-                    compression=compression,
-                    encoding=encoding,
-                    block_size=block_size or by_name[name].block_size,
-                    bloom=bloom,
-                    max_file_bytes=max_file_bytes,
-                    max_files=max_files_per_region,
-                    bulkload_timestamp=now,
-                    source_task=f"cellstore:{job_id}",
-                )
-            )
-
-    if is_local(out_fs):
-        os.makedirs(tmp)
     try:
+        for name in names:
+            scan = table.scan(
+                families=[name], max_versions=versions, raw=raw, time_range=time_range
+            )
+            per_region: dict[str, list[ScanTask]] = {}
+            for s in scan.plan():
+                per_region.setdefault(s.region, []).append(dataclasses.replace(s, strip_salt=False))
+            for rid, scans in per_region.items():
+                region = regions[rid]
+                tasks.append(
+                    HFileExportTask(
+                        region=rid,
+                        start=region.start,
+                        end=region.end,
+                        family=by_name[name],
+                        scans=tuple(scans),
+                        out_root=staged.tmp,
+                        format=hfile_format,
+                        max_file_bytes=max_file_bytes,
+                        max_files=max_files_per_region,
+                    )
+                )
+
         if client is not None:
             results = _run_distributed(client, table.fs, out_fs, tasks, progress)
         else:
             results = _run_local(table.fs, out_fs, tasks, progress)
-        files = _publish(out_fs, tmp, root, [f for r in results for f in r])
+        files = staged.publish([f for r in results for f in r])
     except BaseException:
-        _remove(out_fs, tmp)
+        staged.discard()
         raise
     if progress is not None:
         progress(len(tasks), len(tasks))

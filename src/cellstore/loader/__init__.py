@@ -3,8 +3,10 @@
 Plan, then execute: :func:`~cellstore.loader.plan.plan_load` builds a frozen, picklable
 :class:`LoadPlan` (inputs cut into parts, the mapping bound to the table, the mode), and
 :func:`run_load` executes it on Dask and commits once. ``Table.load`` is the Python API;
-``cellstore load`` the command line. :mod:`cellstore.loader.advise` checks row-key
-designs (``cellstore advise``; every load runs its cheap checks too).
+``cellstore load`` the command line. With ``hfile_output`` the same pipeline writes HBase
+bulk-load HFiles instead of committing (:mod:`cellstore.loader.hfiles`).
+:mod:`cellstore.loader.advise` checks row-key designs (``cellstore advise``; every load
+runs its cheap checks too).
 """
 
 from cellstore.loader.advise import advise_input, advise_table

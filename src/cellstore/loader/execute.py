@@ -37,17 +37,25 @@ from cellstore.core.names import validate_load_id
 from cellstore.core.regions import region_of, sorted_region_bounds
 from cellstore.errors import BadRecordError, RegionsChangedError
 from cellstore.fs import join
+from cellstore.loader.compute import compute_all, wait_all
 from cellstore.loader.direct import WrittenFile, commit_files
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
 from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
 from cellstore.loader.mapping import LoadMapping
 from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
-from cellstore.loader.records import bad_record_rows, encode_records, route_rows, write_region
+from cellstore.loader.records import (
+    bad_record_rows,
+    encode_records,
+    route_rows,
+    write_region,
+    write_region_hfiles,
+)
 from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
 from cellstore.loader.spill import consolidate_runs
 from cellstore.manifest import TableLog
 from cellstore.storefiles import NO_ROLL, read_store_file, write_rolled
 from cellstore.storefiles.layout import loads_dir, store_dir_relpath
+from cellstore.storefiles.writer import BulkLoadFile
 
 __all__ = [
     "ProgressFn",
@@ -89,6 +97,7 @@ class TaskOutput:
         bad: Skipped records (``skip_bad_records``).
         keys: A systematic sample of the task's good row keys, in input order (for the
             key-design checks), or None.
+        hfiles: ``merge`` mode with ``hfile_output``: the bulk-load HFiles written.
     """
 
     index: int
@@ -99,6 +108,7 @@ class TaskOutput:
     duplicates: int
     bad: tuple[BadRecord, ...]
     keys: pa.Array | None = None
+    hfiles: tuple[BulkLoadFile, ...] = ()
 
     def region_records(self, region: int) -> pa.Table | None:
         """This task's records for ``region``, or None."""
@@ -220,7 +230,7 @@ def _write_runs(
             name=stem,
             seq=plan.seq,
             load_id=plan.load_id,
-            max_file_bytes=plan.settings.max_file_bytes,
+            max_file_bytes=plan.run_file_bytes,
             row_group_cells=plan.settings.row_group_cells,
         )
         written += files
@@ -291,6 +301,20 @@ def reduce_region(plan: LoadPlan, region: int, *parts: pa.Table | TaskOutput | N
     if not tables:
         return TaskOutput(-1, 0, 0, (), (), 0, ())
     records = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    if plan.hfiles is not None:
+        out = plan.hfiles.output
+        hfiles, dropped = write_region_hfiles(
+            out.fs,
+            out.tmp,
+            records=records,
+            bound=plan.bound,
+            families=plan.target.families,
+            region_id=plan.target.regions[region].id,
+            format=plan.hfiles.format,
+            max_file_bytes=plan.settings.max_file_bytes,
+            max_files=plan.settings.max_files_per_region,
+        )
+        return TaskOutput(-1, 0, 0, (), (), dropped, (), hfiles=tuple(hfiles))
     fs, path = _filesystem(plan)
     files, dropped = write_region(
         fs,
@@ -338,7 +362,6 @@ def execute_plan(
     Raises:
         BadRecordError: from the first failing task (bad input, not skipping).
     """
-    from dask.base import compute
     from dask.delayed import delayed
 
     context = dataclasses.replace(plan, tasks=())
@@ -378,10 +401,7 @@ def execute_plan(
                 progress(done, total)
 
         with Callback(posttask=posttask):  # type: ignore[no-untyped-call]
-            results = compute(  # type: ignore[no-untyped-call]
-                *graph, scheduler="threads", num_workers=plan.settings.workers
-            )
-        return list(results)
+            return compute_all(graph, workers=plan.settings.workers)
     from distributed import as_completed
 
     if reduces:  # the client needs the map tasks' counts, not their records
@@ -394,6 +414,7 @@ def execute_plan(
             break
         if progress is not None:
             progress(n, total)
+    wait_all(futures)  # a failed load cleans up only once no task is still writing
     return list(client.gather(futures))
 
 
@@ -510,7 +531,7 @@ def _cleanup(fs: fsspec.AbstractFileSystem, table_path: str, plan: LoadPlan) -> 
                         fs.rm(p)
 
 
-def _report_location(
+def report_location(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
     report_dir: str | None,
@@ -526,7 +547,7 @@ def _report_location(
     return rfs, str(rpath).rstrip("/")
 
 
-def _key_warnings(plan: LoadPlan, outputs: Sequence[TaskOutput]) -> tuple[KeyFinding, ...]:
+def key_warnings(plan: LoadPlan, outputs: Sequence[TaskOutput]) -> tuple[KeyFinding, ...]:
     """The key-design warnings on the load's sampled keys (regions as planned)."""
     samples = [o.keys for o in outputs if o.keys is not None and len(o.keys)]
     if not samples:
@@ -610,7 +631,7 @@ def run_load(
     records = sum(o.records for o in outputs)
     rows = sum(o.rows for o in outputs)
     dropped = sum(o.duplicates for o in outputs) + merge_dropped
-    rfs, rdir = _report_location(fs, table_path, report_dir, storage_options)
+    rfs, rdir = report_location(fs, table_path, report_dir, storage_options)
     bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad else None
     meta = base
     version = seq = None
@@ -634,7 +655,7 @@ def run_load(
             version = meta.version
             seq = meta.last_history.summary.get("seq")
     per_region = dict(Counter(w.region for w in written))
-    warnings = _key_warnings(plan, outputs) if not already else ()
+    warnings = key_warnings(plan, outputs) if not already else ()
     report = LoadReport(
         table=name,
         load_id=load_id,

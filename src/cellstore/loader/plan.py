@@ -41,13 +41,16 @@ from cellstore.loader.inputs import (
 from cellstore.loader.keycheck import quantile_split_keys
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.loader.records import BoundMapping, encode_records
-from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL
+from cellstore.storefiles.bulkload import StagedOutput
+from cellstore.storefiles.writer import HFileFormat
 
 __all__ = [
     "DEFAULT_MAX_FILES_PER_REGION",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MEMORY_BUDGET",
     "MEMORY_FACTOR",
+    "HFileTarget",
     "LoadMode",
     "LoadPlan",
     "LoadSettings",
@@ -147,6 +150,22 @@ class TableTarget:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HFileTarget:
+    """Where a load writes bulk-load HFiles instead of committing (``hfile_output``).
+
+    Attributes:
+        output: The output directory and its staging directory.
+        format: How each family's HFiles are written.
+        split_source: Where the regions came from: ``table``, ``split-keys``,
+            ``hbase-table`` or ``hbase-snapshot``.
+    """
+
+    output: StagedOutput
+    format: HFileFormat
+    split_source: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class LoadTask:
     """Read, encode and route one input part (and in spill mode, write its runs).
 
@@ -177,6 +196,9 @@ class LoadPlan:
         settings: Load settings.
         tasks: One task per input part, in input order.
         estimated_bytes: Estimated Arrow size of the whole input.
+        hfiles: Write HBase bulk-load HFiles here instead of store files for a commit
+            (None: a normal load). Then ``target.url`` is a scratch directory for sorted
+            runs, and ``target.regions`` the HBase table's regions.
     """
 
     load_id: str
@@ -189,6 +211,16 @@ class LoadPlan:
     settings: LoadSettings
     tasks: tuple[LoadTask, ...]
     estimated_bytes: int
+    hfiles: HFileTarget | None = None
+
+    @property
+    def run_file_bytes(self) -> int:
+        """Roll size of spill runs and of merged runs.
+
+        ``max_file_bytes``; no rolling for an ``hfile_output`` load, whose runs are scratch
+        (its HFiles are rolled when they are written).
+        """
+        return NO_ROLL if self.hfiles is not None else self.settings.max_file_bytes
 
     def region_file_stem(self, region_index: int) -> str:
         """File-name stem of a merged region's files: ``<load>-<nonce>-m<region>``."""
@@ -235,8 +267,13 @@ def plan_load(
     input_format: InputFormat | None = None,
     text: TextOptions | None = None,
     input_storage_options: Mapping[str, Any] | None = None,
+    regions: tuple[Region, ...] | None = None,
+    hfiles: HFileTarget | None = None,
 ) -> tuple[LoadPlan, DiscoveredInputs]:
     """Plan a load of ``source`` into the table version ``metadata`` (reads no data).
+
+    ``regions`` (default: the table's) route the records; ``hfiles`` makes the load write
+    bulk-load HFiles instead of store files (see :class:`HFileTarget`).
 
     Returns:
         The plan and the discovered inputs (which carry the Dask collection, if any).
@@ -274,7 +311,7 @@ def plan_load(
         storage_options=dict(storage_options or {}),
         name=metadata.name,
         families=metadata.families,
-        regions=metadata.regions,
+        regions=metadata.regions if regions is None else regions,
         base_version=metadata.version,
     )
     plan = LoadPlan(
@@ -288,6 +325,7 @@ def plan_load(
         settings=settings,
         tasks=tasks,
         estimated_bytes=estimated,
+        hfiles=hfiles,
     )
     return plan, inputs
 

@@ -18,7 +18,7 @@ Nothing here loops over records or cells in Python.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -49,6 +49,7 @@ from cellstore.errors import InvalidArgumentError
 from cellstore.loader.direct import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
+from cellstore.storefiles.writer import BulkLoadFile, HFileFormat
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
@@ -59,8 +60,10 @@ __all__ = [
     "encode_records",
     "encode_row_keys",
     "explode_family",
+    "region_cells",
     "route_rows",
     "write_region",
+    "write_region_hfiles",
 ]
 
 _TS_FORMATS: Final = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
@@ -533,16 +536,10 @@ def write_region(
     Returns:
         The written files and the number of duplicate-key cells dropped.
     """
-    ordered, unique = sort_records(records)
     written: list[WrittenFile] = []
     dropped = 0
-    for fam in families:
-        if fam.name not in bound.families:
-            continue
-        cells, d = explode_family(ordered, bound, fam.name, unique_rows=unique)
+    for fam, cells, d in region_cells(records, bound=bound, families=families):
         dropped += d
-        if cells.num_rows == 0:
-            continue
         written += write_rolled(
             fs,
             table_path,
@@ -554,6 +551,62 @@ def write_region(
             load_id=load_id,
             max_file_bytes=max_file_bytes,
             row_group_cells=row_group_cells,
+        )
+    return written, dropped
+
+
+def region_cells(
+    records: pa.Table, *, bound: BoundMapping, families: Sequence[Family]
+) -> Iterator[tuple[Family, pa.Table, int]]:
+    """Sort one region's encoded records and yield each mapped family's cells.
+
+    Yields:
+        ``(family, cells in cell order with unique keys, duplicate cells dropped)`` for
+        every family of ``families`` the mapping fills (families without cells skipped).
+    """
+    ordered, unique = sort_records(records)
+    for fam in families:
+        if fam.name not in bound.families:
+            continue
+        cells, d = explode_family(ordered, bound, fam.name, unique_rows=unique)
+        if cells.num_rows:
+            yield fam, cells, d
+
+
+def write_region_hfiles(
+    fs: fsspec.AbstractFileSystem,
+    root: str,
+    *,
+    records: pa.Table,
+    bound: BoundMapping,
+    families: Sequence[Family],
+    region_id: str,
+    format: HFileFormat,
+    max_file_bytes: int,
+    max_files: int,
+) -> tuple[list[BulkLoadFile], int]:
+    """Like :func:`write_region`, but as bulk-load HFiles ``<root>/<family>/<hex>``.
+
+    Each family's cells are rolled at ``max_file_bytes`` on row boundaries into at most
+    ``max_files`` files (the same roll loop, :func:`write_rolled`, in HFile format).
+
+    Returns:
+        The written HFiles and the number of duplicate-key cells dropped.
+    """
+    written: list[BulkLoadFile] = []
+    dropped = 0
+    for fam, cells, d in region_cells(records, bound=bound, families=families):
+        dropped += d
+        written += write_rolled(
+            fs,
+            root,
+            cells,
+            region=region_id,
+            family=fam,
+            stem=region_id,
+            max_file_bytes=max_file_bytes,
+            format=format,
+            max_files=max_files,
         )
     return written, dropped
 

@@ -20,11 +20,20 @@ from typing import Any
 
 import fsspec
 
+from cellstore.core.keys import to_string_binary
 from cellstore.fs import join, makedirs_for
 from cellstore.loader.keycheck import KeyFinding
 from cellstore.storefiles.layout import bad_records_file_name, report_file_name
+from cellstore.storefiles.writer import BulkLoadFile
 
-__all__ = ["BadRecord", "LoadReport", "write_bad_records", "write_report"]
+__all__ = [
+    "BadRecord",
+    "HFileOutputReport",
+    "HFileStoreSummary",
+    "LoadReport",
+    "write_bad_records",
+    "write_report",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +65,94 @@ class BadRecord:
             "field": self.field,
             "reason": self.reason,
             "values": dict(self.values),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class HFileStoreSummary:
+    """The HFiles one (family, region) got in a load with ``hfile_output``.
+
+    Attributes:
+        family: The family.
+        region: The region's id (an HBase encoded name when the regions came from HBase).
+        start: The region's start key (inclusive; empty: the first region).
+        end: Its end key (exclusive; empty: the last region).
+        files: HFiles written (at most ``max_files_per_region``).
+        cells: Cells in them.
+        bytes: Their total size.
+    """
+
+    family: str
+    region: str
+    start: bytes
+    end: bytes
+    files: int
+    cells: int
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (keys in HBase's printable form)."""
+        return {
+            "family": self.family,
+            "region": self.region,
+            "start": to_string_binary(self.start),
+            "end": to_string_binary(self.end),
+            "files": self.files,
+            "cells": self.cells,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class HFileOutputReport:
+    """What a load with ``hfile_output`` wrote (the input of ``completebulkload``).
+
+    Attributes:
+        url: The output directory, as given.
+        split_source: Where the regions came from: ``table``, ``split-keys``,
+            ``hbase-table`` or ``hbase-snapshot``.
+        regions: Regions the cells were routed to.
+        files: Every HFile, in family then region then key order, paths under ``url``.
+        stores: Files, cells and bytes per (family, region) that got cells.
+    """
+
+    url: str
+    split_source: str
+    regions: int
+    files: tuple[BulkLoadFile, ...]
+    stores: tuple[HFileStoreSummary, ...]
+
+    @property
+    def cells(self) -> int:
+        """Cells written."""
+        return sum(f.cells for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of HFiles written."""
+        return sum(f.size for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
+        return {
+            "url": self.url,
+            "split-source": self.split_source,
+            "regions": self.regions,
+            "cells": self.cells,
+            "bytes": self.bytes,
+            "stores": [s.to_dict() for s in self.stores],
+            "files": [
+                {
+                    "family": f.family,
+                    "region": f.region,
+                    "path": f.path,
+                    "cells": f.cells,
+                    "bytes": f.size,
+                    "first-row": to_string_binary(f.first_row),
+                    "last-row": to_string_binary(f.last_row),
+                }
+                for f in self.files
+            ],
         }
 
 
@@ -92,6 +189,9 @@ class LoadReport:
         warnings: Key-design problems found in a sample of the load's row keys (hot
             region, salt skew, monotonic or long keys; see ``cellstore advise``).
         seconds: Wall time of the load.
+        hfile_output: With ``hfile_output``: the HFiles written for HBase's bulk load
+            (then nothing is committed: ``version`` and ``seq`` are None, and ``cells``,
+            ``bytes``, ``files`` and ``files_per_region`` count the HFiles).
     """
 
     table: str
@@ -116,6 +216,7 @@ class LoadReport:
     merged_runs: int = 0
     warnings: tuple[KeyFinding, ...] = ()
     seconds: float = 0.0
+    hfile_output: HFileOutputReport | None = None
 
     @property
     def cells_per_second(self) -> float:
@@ -154,6 +255,11 @@ class LoadReport:
             "seconds": round(self.seconds, 3),
             "cells-per-second": round(self.cells_per_second, 1),
             "megabytes-per-second": round(self.megabytes_per_second, 3),
+            **(
+                {"hfile-output": self.hfile_output.to_dict()}
+                if self.hfile_output is not None
+                else {}
+            ),
         }
 
 

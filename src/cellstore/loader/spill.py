@@ -26,9 +26,10 @@ deleted; the merged files keep the load's sequence number and run order.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import fsspec
 import pyarrow as pa
@@ -37,12 +38,27 @@ from cellstore.core.cells import CELL_SCHEMA, equal_key_runs
 from cellstore.core.family import Family
 from cellstore.core.semantics import merge_runs
 from cellstore.fs import join
+from cellstore.loader.compute import compute_all
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import MEMORY_FACTOR, LoadPlan
 from cellstore.storefiles import StoreFileReader
-from cellstore.storefiles.writer import RollingWriter
+from cellstore.storefiles.writer import (
+    BulkLoadFile,
+    FileFormat,
+    ParquetFormat,
+    RollingWriter,
+)
 
-__all__ = ["MERGE_FAN_IN", "MergeTask", "consolidate_runs", "merge_run_group"]
+__all__ = [
+    "MERGE_FAN_IN",
+    "MergeTask",
+    "consolidate_runs",
+    "merge_run_group",
+    "merge_runs_to_hfiles",
+    "runs_to_hfiles",
+]
+
+ResultT = TypeVar("ResultT")
 
 #: Runs merged by one merge task at most (open files and buffers at once).
 MERGE_FAN_IN: Final = 32
@@ -157,16 +173,22 @@ def _merged_chunks(readers: Sequence[StoreFileReader], chunk: int) -> Iterator[p
         yield (merged if keep.all() else merged.filter(pa.array(keep))).select(CELL_SCHEMA.names)
 
 
-def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile], int]:
-    """Run one :class:`MergeTask`: stream-merge its runs into files, delete the runs.
+def _merge_into(
+    plan: LoadPlan,
+    task: MergeTask,
+    out_fs: fsspec.AbstractFileSystem,
+    out_root: str,
+    format: FileFormat[ResultT],
+    max_files: int | None,
+    max_file_bytes: int,
+) -> tuple[list[ResultT], int]:
+    """Stream-merge a task's runs through the one roll loop in ``format``; delete the runs.
 
     Returns:
-        The merged files (in key order) and the number of duplicate-key cells dropped.
+        The files written and the number of cells merged in.
     """
     fs, path = _filesystem(plan)
     family = _family(plan, task.family)
-    out: list[WrittenFile] = []
-    total_in = 0
     with contextlib.ExitStack() as stack:
         readers = [
             stack.enter_context(
@@ -177,15 +199,14 @@ def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile],
         total_in = sum(r.info.cells for r in readers)
         chunk = _chunk_cells(plan, readers)
         with RollingWriter(
-            fs,
-            path,
+            out_fs,
+            out_root,
             region=task.region,
             family=family,
             stem=task.stem,
-            seq=plan.seq,
-            load_id=plan.load_id,
-            max_file_bytes=plan.settings.max_file_bytes,
-            row_group_cells=plan.settings.row_group_cells,
+            max_file_bytes=max_file_bytes,
+            format=format,
+            max_files=max_files,
         ) as writer:
             for cells in _merged_chunks(readers, chunk):
                 writer.write(cells)
@@ -193,25 +214,63 @@ def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile],
     for w in task.files:
         with contextlib.suppress(OSError):
             fs.rm(join(path, w.relpath))
+    return out, total_in
+
+
+def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile], int]:
+    """Run one :class:`MergeTask`: stream-merge its runs into files, delete the runs.
+
+    Returns:
+        The merged files (in key order) and the number of duplicate-key cells dropped.
+    """
+    fs, path = _filesystem(plan)
+    fmt = ParquetFormat(
+        seq=plan.seq, load_id=plan.load_id, row_group_cells=plan.settings.row_group_cells
+    )
+    out, total_in = _merge_into(plan, task, fs, path, fmt, None, plan.run_file_bytes)
     return out, total_in - sum(w.info.cells for w in out)
 
 
-def _run_all(plan: LoadPlan, tasks: Sequence[MergeTask], client: Any
-             ) -> list[tuple[list[WrittenFile], int]]:
-    from dask.base import compute
+def merge_runs_to_hfiles(plan: LoadPlan, task: MergeTask) -> tuple[list[BulkLoadFile], int]:
+    """Stream-merge one region and family's runs into bulk-load HFiles (``hfile_output``).
+
+    At most ``max_files_per_region`` files, rolled at ``max_file_bytes`` on row
+    boundaries, under the plan's staging directory; the runs are deleted.
+
+    Returns:
+        The HFiles (in key order) and the number of duplicate-key cells dropped.
+    """
+    assert plan.hfiles is not None
+    out_dir = plan.hfiles.output
+    out, total_in = _merge_into(
+        plan,
+        task,
+        out_dir.fs,
+        out_dir.tmp,
+        plan.hfiles.format,
+        plan.settings.max_files_per_region,
+        plan.settings.max_file_bytes,
+    )
+    return out, total_in - sum(f.cells for f in out)
+
+
+def _run_all(
+    plan: LoadPlan,
+    tasks: Sequence[MergeTask],
+    client: Any,
+    fn: Callable[[LoadPlan, MergeTask], tuple[list[ResultT], int]] | None = None,
+) -> list[tuple[list[ResultT], int]]:
     from dask.delayed import delayed
 
     ctx = delayed(plan, pure=True)
+    run = merge_run_group if fn is None else fn
     graph = [  # task keys must be unique: stems repeat across regions and families
-        delayed(merge_run_group, pure=False)(
+        delayed(run, pure=False)(
             ctx, t, dask_key_name=f"cellstore-load-{plan.nonce}-merge-{t.stem}-{i}"
         )
         for i, t in enumerate(tasks)
     ]
-    if client is None:
-        results = compute(*graph, scheduler="threads", num_workers=plan.settings.workers)  # type: ignore[no-untyped-call]
-        return list(results)
-    return list(client.gather(client.compute(graph)))
+    return compute_all(graph, client=client, workers=plan.settings.workers)
 
 
 def consolidate_runs(
@@ -262,3 +321,37 @@ def consolidate_runs(
                 stuck.add(key)
             groups[key] = files
     return [w for files in groups.values() for w in files], merged, dropped
+
+
+def runs_to_hfiles(
+    plan: LoadPlan, written: Sequence[WrittenFile], *, client: Any = None
+) -> tuple[list[BulkLoadFile], int, int]:
+    """Turn a spill-mode ``hfile_output`` load's sorted runs into bulk-load HFiles.
+
+    Runs are first consolidated (:func:`consolidate_runs`) to at most
+    ``min(max_files_per_region, MERGE_FAN_IN)`` per region and family; then one Dask task
+    per region and family stream-merges them into HFiles.
+
+    Returns:
+        The HFiles, the number of runs merged, and the duplicate-key cells dropped.
+    """
+    limit = min(plan.settings.max_files_per_region, MERGE_FAN_IN)
+    narrowed = dataclasses.replace(
+        plan, settings=dataclasses.replace(plan.settings, max_files_per_region=limit)
+    )
+    runs, merged, dropped = consolidate_runs(narrowed, written, client=client)
+    groups: dict[tuple[str, str], list[WrittenFile]] = {}
+    for w in runs:
+        groups.setdefault((w.region, w.info.family), []).append(w)
+    tasks = [
+        MergeTask(
+            region=region, family=family, files=tuple(files),
+            stem=f"{plan.load_id}-{plan.nonce}-h{g:05d}",
+        )
+        for g, ((region, family), files) in enumerate(groups.items())
+    ]
+    out: list[BulkLoadFile] = []
+    for files, d in _run_all(plan, tasks, client, merge_runs_to_hfiles):
+        out += files
+        dropped += d
+    return out, merged + sum(len(t.files) for t in tasks), dropped

@@ -6,6 +6,10 @@ Paths relative to a table directory (``<root>/<namespace>/<qualifier>/<table-uui
     _loads/<load-id>.report.json                       bulk-load reports
     _loads/<load-id>.bad.jsonl                         records a bulk load skipped
 
+and, outside any table, HBase's bulk-load output (``completebulkload``'s input)::
+
+    <output dir>/<family>/<32 lowercase hex>          HFiles (:func:`bulkload_file_relpath`)
+
 Two directions, both refusing anything that leaves where it belongs:
 
 - **Writing**: :func:`store_file_relpath` (and :func:`store_dir_relpath`,
@@ -31,7 +35,7 @@ import re
 from typing import Final
 from urllib.parse import quote
 
-from cellstore.core.names import validate_load_id
+from cellstore.core.names import validate_family_name, validate_load_id
 from cellstore.errors import CorruptFileError, InvalidNameError
 from cellstore.fs import join
 
@@ -40,6 +44,7 @@ __all__ = [
     "LOADS_DIR",
     "TABLE_DEPTH",
     "bad_records_file_name",
+    "bulkload_file_relpath",
     "entry_path",
     "entry_path_problem",
     "loads_dir",
@@ -62,6 +67,8 @@ _MAX_SEGMENT_BYTES: Final = 255
 #: Region ids and file stems: ASCII letters, digits, '_', '-', '.', not starting with '.'.
 _TOKEN: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 _LINK: Final = "../../../<namespace>/<qualifier>/<uuid>/..."
+#: Bulk-load HFile names: 32 lowercase hex digits, as ``HFileOutputFormat2`` names them.
+_HFILE_NAME: Final = re.compile(r"[0-9a-f]{32}")
 
 
 def _token(kind: str, value: str, *, suffix: str = "") -> str:
@@ -114,6 +121,29 @@ def store_file_relpath(region: str, family: str, stem: str) -> str:
     """
     directory = store_dir_relpath(region, family)
     return f"{directory}/{_token('file stem', stem, suffix=_SUFFIX)}{_SUFFIX}"
+
+
+def bulkload_file_relpath(family: str, name: str) -> str:
+    """``<family>/<name>``: an HFile of HBase's bulk-load layout, relative to its directory.
+
+    ``completebulkload`` takes every sub-directory of its input as a family name, so the
+    family is used as it is (not percent-encoded) and must be a valid family name (R15.3:
+    which also keeps it one safe path segment); the file name is 32 lowercase hex digits.
+
+    >>> bulkload_file_relpath("cf", "0123456789abcdef0123456789abcdef")
+    'cf/0123456789abcdef0123456789abcdef'
+
+    Raises:
+        InvalidNameError: an invalid family name, or a name that is not 32 lowercase hex.
+    """
+    validate_family_name(family)
+    if family == "..":  # pragma: no cover - a leading '.' is already refused
+        raise InvalidNameError("family name '..' cannot be a directory name")
+    if not isinstance(name, str) or not _HFILE_NAME.fullmatch(name):
+        raise InvalidNameError(
+            f"bulk-load file name {name!r} is not 32 lowercase hexadecimal digits"
+        )
+    return f"{family}/{name}"
 
 
 def loads_dir(table_path: str) -> str:

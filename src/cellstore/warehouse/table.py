@@ -63,6 +63,7 @@ from cellstore.manifest import TableLog
 from cellstore.reader import Scan, ScanOptions
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 from cellstore.storefiles.layout import entry_path, table_dir
+from cellstore.storefiles.writer import HFileSettings
 from cellstore.warehouse.describe import RegionDescription, TableDescription
 
 if TYPE_CHECKING:
@@ -281,8 +282,15 @@ class Table:
         report_dir: str | None = None,
         now_ms: int | None = None,
         key_advice: Literal["warn", "report", "off"] = "warn",
+        hfile_output: str | None = None,
+        split_keys: Sequence[bytes | str] | str | None = None,
+        hbase_root: str | None = None,
+        hbase_table: str | None = None,
+        hbase_snapshot: str | None = None,
+        hfile_settings: HFileSettings | None = None,
+        hfile_storage_options: Mapping[str, Any] | None = None,
     ) -> LoadReport:
-        """Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
+        r"""Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
 
         The bulk loader (HBase's ImportTsv + HFileOutputFormat2 + completebulkload in one
         call): input records become cells through ``mapping`` (row key, ``family:qualifier``
@@ -327,9 +335,29 @@ class Table:
                 problems are in the report's ``warnings`` and each is also emitted as a
                 :class:`~cellstore.errors.KeyDesignWarning`; ``"report"``: only in the
                 report; ``"off"``: not checked.
+            hfile_output: Write HBase bulk-load HFiles to this directory (path or URL)
+                instead of committing to this table, like ``ImportTsv`` with
+                ``-Dimporttsv.bulk.output``: ``DIR/<family>/<32 hex>``, every file inside
+                one target region, at most ``max_files_per_region`` per region and
+                family, rolled at ``max_file_bytes`` between rows, all or nothing. ``DIR``
+                must be absent or empty. Then ``hbase completebulkload DIR ns:table``.
+                See :mod:`cellstore.loader.hfiles`. ``load_id`` is not recorded.
+            split_keys: With ``hfile_output``: the target HBase table's split keys (bytes,
+                or printable-form strings with ``\xNN`` escapes), or the path/URL of a
+                file with one per line. Default: this table's regions.
+            hbase_root: With ``hfile_output``: an HBase root directory (or exported
+                snapshot) with the target table, whose regions and family settings
+                (compression, block size, Bloom type, encoding) the files follow.
+            hbase_table: The target table in ``hbase_root`` (``ns:table``).
+            hbase_snapshot: Or a snapshot of it in ``hbase_root``.
+            hfile_settings: HFile settings of families without an HBase descriptor
+                (default: no compression, no encoding, the family's block size, ROW Bloom).
+            hfile_storage_options: fsspec options for ``hfile_output``, the split-key
+                file and ``hbase_root``.
 
         Returns:
-            A :class:`~cellstore.loader.LoadReport`.
+            A :class:`~cellstore.loader.LoadReport` (with ``hfile_output`` set when HFiles
+            were written).
 
         Raises:
             BadRecordError: naming the file, line or record, and field of the first bad
@@ -361,7 +389,14 @@ class Table:
                 if client is not None
                 else os.cpu_count() or 2
             )
-        ensure_exclusive_create(self.fs, self.warehouse.root)
+        hfile_args = (split_keys, hbase_root, hbase_table, hbase_snapshot, hfile_settings)
+        if hfile_output is None and any(a is not None for a in hfile_args):
+            raise InvalidArgumentError(
+                "split_keys, hbase_root, hbase_table, hbase_snapshot and hfile_settings "
+                "apply only with hfile_output"
+            )
+        if hfile_output is None:
+            ensure_exclusive_create(self.fs, self.warehouse.root)
         settings = LoadSettings(
             memory_budget=memory_budget,
             max_file_bytes=max_file_bytes,
@@ -371,6 +406,39 @@ class Table:
             max_files_per_region=max_files_per_region,
             **({"key_sample": 0} if key_advice == "off" else {}),
         )
+        if hfile_output is not None:
+            from cellstore.loader.hfiles import hfile_regions, run_hfile_load
+
+            metadata = self.log.read(self.log.latest_version())
+            report = run_hfile_load(
+                fs=self.fs,
+                table_path=self.path,
+                metadata=metadata,
+                source=source,
+                mapping=mapping,
+                load_id=load_id,
+                now_ms=now_ms if now_ms is not None else _clock(),
+                settings=settings,
+                hfile_output=hfile_output,
+                target=hfile_regions(
+                    metadata,
+                    split_keys=split_keys,
+                    hbase_root=hbase_root,
+                    hbase_table=hbase_table,
+                    hbase_snapshot=hbase_snapshot,
+                    storage_options=hfile_storage_options,
+                ),
+                hfile_settings=hfile_settings,
+                output_storage_options=hfile_storage_options,
+                input_format=format,
+                text=text,
+                input_storage_options=storage_options,
+                client=client,
+                progress=progress,
+                report_dir=report_dir,
+            )
+            self._warn_keys(report, key_advice)
+            return report
         report, meta = run_load(
             fs=self.fs,
             table_path=self.path,
@@ -390,14 +458,17 @@ class Table:
             report_dir=report_dir,
         )
         self._metadata = meta
+        self._warn_keys(report, key_advice)
+        return report
+
+    def _warn_keys(self, report: LoadReport, key_advice: str) -> None:
         if key_advice == "warn":
             for finding in report.warnings:
                 warnings.warn(
                     f"table {self.name}: {finding.message}. Fix: {finding.fix}",
                     KeyDesignWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
-        return report
 
     def advise(
         self,

@@ -1,0 +1,459 @@
+r"""Loads that write HBase bulk-load HFiles instead of committing (``hfile_output``).
+
+What ``ImportTsv -Dimporttsv.bulk.output=DIR`` does, without a JVM: the loader's normal
+pipeline (read, map, build row keys, route by region, sort, bad records) runs unchanged,
+but each region's cells of each family go to HFiles in ``completebulkload``'s layout,
+``DIR/<family>/<32 hex>``, and nothing is committed to the cellstore table. Then::
+
+    hbase completebulkload DIR ns:table
+
+Rules of the output (reference ``hbase-hfile-format.md`` §12-13):
+
+* **Regions.** The cells are routed to the target HBase table's regions, so every file's
+  first and last row lie inside one region and the tool never splits a file. The
+  regions come from (first given wins): ``split_keys`` (a list, or a file with one key
+  per line, see :func:`parse_split_keys`), an HBase root directory's table or snapshot
+  (``hbase_root`` with ``hbase_table`` or ``hbase_snapshot``), else the cellstore table's
+  regions.
+* **Family settings.** Compression, block size, Bloom type and data block encoding come
+  from the HBase table descriptor when one is given, else from ``hfile_settings``.
+* **Files.** At most ``max_files_per_region`` (default 32, HBase's
+  ``hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily``) per region and family,
+  rolled at ``max_file_bytes`` only between rows; written in parallel by Dask tasks (one
+  per region in ``merge`` mode; one per region and family when merging ``spill`` runs).
+* **All or nothing.** Everything is written under a hidden ``.<name>.<uuid>.tmp``
+  directory next to ``DIR`` (spill runs in its ``_runs`` scratch directory), moved into
+  ``DIR`` only once every task succeeded. ``DIR`` must be absent or empty; a failed run
+  leaves nothing under it.
+
+Split-key files: one key per line in HBase's printable form (``Bytes.toStringBinary``, as
+the HBase shell prints keys): ``\xNN`` is the byte 0xNN, every other character stands
+for its UTF-8 bytes; write a backslash as ``\x5C``. Empty lines are skipped. Keys must
+be strictly increasing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import fsspec
+
+from cellstore.core.keys import from_string_binary, to_string_binary
+from cellstore.core.metadata import TableMetadata
+from cellstore.core.regions import Region, region_id
+from cellstore.errors import InvalidArgumentError, InvalidFamilyError
+from cellstore.fs import resolve_filesystem
+from cellstore.loader.execute import ProgressFn, execute_plan, key_warnings, report_location
+from cellstore.loader.inputs import InputFormat, TextOptions
+from cellstore.loader.mapping import LoadMapping
+from cellstore.loader.plan import HFileTarget, LoadSettings, plan_load
+from cellstore.loader.report import (
+    HFileOutputReport,
+    HFileStoreSummary,
+    LoadReport,
+    write_bad_records,
+    write_report,
+)
+from cellstore.loader.spill import runs_to_hfiles
+from cellstore.storefiles.bulkload import stage_output
+from cellstore.storefiles.writer import BulkLoadFile, HFileFormat, HFileSettings
+
+__all__ = [
+    "HFileRegions",
+    "check_split_keys",
+    "hfile_regions",
+    "hfile_settings_of",
+    "parse_split_keys",
+    "read_split_keys",
+    "run_hfile_load",
+]
+
+#: HBase descriptor values -> HFile writer names.
+_CODECS = {"NONE": "none", "GZ": "gz", "SNAPPY": "snappy", "LZ4": "lz4", "ZSTD": "zstd"}
+_ENCODINGS = {
+    "NONE": "none",
+    "PREFIX": "prefix",
+    "DIFF": "diff",
+    "FAST_DIFF": "fast_diff",
+    "ROW_INDEX_V1": "row_index_v1",
+}
+_BLOOMS = {"NONE": "none", "ROW": "row", "ROWCOL": "rowcol"}
+
+
+# ------------------------------------------------------------------------- split keys
+def check_split_keys(
+    keys: Sequence[bytes], *, source: str, lines: Sequence[int] | None = None
+) -> list[bytes]:
+    """Check split keys: non-empty and strictly increasing.
+
+    Args:
+        keys: The keys.
+        source: Where they came from, for messages.
+        lines: Each key's one-based line in ``source`` (for messages), or None.
+
+    Returns:
+        The keys, as a list.
+
+    Raises:
+        InvalidArgumentError: an empty, duplicated or out-of-order key, naming it (and its
+            line).
+    """
+    out = [bytes(k) for k in keys]
+
+    def where(i: int) -> str:
+        return f"{source}, line {lines[i]}" if lines is not None else f"{source}, key {i + 1}"
+
+    for i, k in enumerate(out):
+        if not k:
+            raise InvalidArgumentError(f"{where(i)}: empty split key")
+        if i and k == out[i - 1]:
+            raise InvalidArgumentError(
+                f"{where(i)}: split key {to_string_binary(k)!r} is duplicated "
+                f"(also at {where(i - 1)})"
+            )
+        if i and k < out[i - 1]:
+            raise InvalidArgumentError(
+                f"{where(i)}: split keys are not sorted: {to_string_binary(k)!r} comes after "
+                f"{to_string_binary(out[i - 1])!r} ({where(i - 1)})"
+            )
+    return out
+
+
+def parse_split_keys(text: str, *, source: str = "split keys") -> list[bytes]:
+    r"""Split keys from text: one per line, ``\xNN`` escapes (``Bytes.toBytesBinary``).
+
+    >>> parse_split_keys("a\nb\\x00c\n\nz\n")
+    [b'a', b'b\x00c', b'z']
+
+    Raises:
+        InvalidArgumentError: a key that is duplicated or out of order (naming the line).
+    """
+    keys: list[bytes] = []
+    lines: list[int] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        keys.append(from_string_binary(line))
+        lines.append(n)
+    return check_split_keys(keys, source=source, lines=lines)
+
+
+def read_split_keys(url: str, *, storage_options: Mapping[str, Any] | None = None) -> list[bytes]:
+    """Read a split-key file (see :func:`parse_split_keys`) from a path or fsspec URL.
+
+    Raises:
+        InvalidArgumentError: the file does not exist or is not UTF-8 text, or a key is
+            duplicated or out of order (naming the line).
+    """
+    fs, path = resolve_filesystem(url, storage_options=storage_options)
+    try:
+        data = fs.cat_file(path)
+    except FileNotFoundError:
+        raise InvalidArgumentError(f"split-key file {url} does not exist") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidArgumentError(f"split-key file {url}: not UTF-8 text ({e})") from None
+    return parse_split_keys(text, source=url)
+
+
+def _regions_of(keys: Sequence[bytes]) -> tuple[Region, ...]:
+    bounds = [b"", *keys, b""]
+    return tuple(Region(region_id(i + 1), bounds[i], bounds[i + 1]) for i in range(len(keys) + 1))
+
+
+# ------------------------------------------------------------------------ the target
+def hfile_settings_of(attributes: Mapping[str, str], *, family: str, table: str) -> HFileSettings:
+    """HFile settings from an HBase family descriptor's attributes (HBase 2.x defaults).
+
+    Raises:
+        InvalidArgumentError: a compression, encoding or Bloom type the writer lacks.
+    """
+
+    def pick(key: str, default: str, table_of: Mapping[str, str]) -> str:
+        value = attributes.get(key, default).strip().upper()
+        if value not in table_of:
+            raise InvalidArgumentError(
+                f"HBase table {table}, family {family}: {key} => '{value}' is not supported "
+                f"for bulk-load output (supported: {', '.join(table_of)})"
+            )
+        return table_of[value]
+
+    try:
+        block_size = int(attributes.get("BLOCKSIZE", "65536"))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"HBase table {table}, family {family}: BLOCKSIZE "
+            f"{attributes.get('BLOCKSIZE')!r} is not a number"
+        ) from None
+    return HFileSettings(
+        compression=pick("COMPRESSION", "NONE", _CODECS),
+        encoding=pick("DATA_BLOCK_ENCODING", "NONE", _ENCODINGS),
+        block_size=block_size,
+        bloom=pick("BLOOMFILTER", "ROW", _BLOOMS),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HFileRegions:
+    """The regions and family settings a load's HFiles are written for.
+
+    Attributes:
+        regions: The target regions, in key order, tiling the key space.
+        families: HFile settings per family (from an HBase descriptor), or empty.
+        source: ``table``, ``split-keys``, ``hbase-table`` or ``hbase-snapshot``.
+        known_families: Families the target table has (None: not known, the cellstore
+            table's families apply).
+        table: The target's name, for messages.
+        unsupported: Families whose HBase settings the writer cannot produce, with why
+            (an error when the load maps them).
+    """
+
+    regions: tuple[Region, ...]
+    families: Mapping[str, HFileSettings] = field(default_factory=dict)
+    source: str
+    known_families: tuple[str, ...] | None = None
+    table: str
+    unsupported: Mapping[str, str] = field(default_factory=dict)
+
+
+def hfile_regions(
+    metadata: TableMetadata,
+    *,
+    split_keys: Sequence[bytes | str] | str | None = None,
+    hbase_root: str | None = None,
+    hbase_table: str | None = None,
+    hbase_snapshot: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> HFileRegions:
+    """Resolve where a ``hfile_output`` load's regions and family settings come from.
+
+    Args:
+        metadata: The cellstore table (its regions are the default).
+        split_keys: Split keys (bytes or printable-form strings), or the path/URL of a
+            split-key file.
+        hbase_root: An HBase root directory (or an exported snapshot's) holding the
+            target table.
+        hbase_table: The target table in ``hbase_root`` (``ns:table``).
+        hbase_snapshot: A snapshot of the target table in ``hbase_root``.
+        storage_options: fsspec options for the split-key file and ``hbase_root``.
+
+    Raises:
+        InvalidArgumentError: conflicting sources, bad split keys (naming the line), an
+            HBase family setting the writer does not support.
+        TableNotFoundError, SnapshotNotFoundError: an unknown HBase table or snapshot.
+    """
+    if split_keys is not None and hbase_root is not None:
+        raise InvalidArgumentError("give split_keys or hbase_root, not both")
+    if hbase_root is None and (hbase_table is not None or hbase_snapshot is not None):
+        raise InvalidArgumentError("hbase_table and hbase_snapshot need hbase_root")
+    if split_keys is not None:
+        if isinstance(split_keys, str):
+            keys = read_split_keys(split_keys, storage_options=storage_options)
+        else:
+            keys = check_split_keys(
+                [from_string_binary(k) if isinstance(k, str) else k for k in split_keys],
+                source="split_keys",
+            )
+        return HFileRegions(
+            regions=_regions_of(keys),
+            families={},
+            source="split-keys",
+            known_families=None,
+            table=metadata.name,
+        )
+    if hbase_root is not None:
+        from cellstore.hbase import open_snapshot, open_table
+
+        if (hbase_table is None) == (hbase_snapshot is None):
+            raise InvalidArgumentError("with hbase_root, give hbase_table or hbase_snapshot")
+        if hbase_snapshot is not None:
+            target = open_snapshot(hbase_root, hbase_snapshot, storage_options=storage_options)
+            source = "hbase-snapshot"
+        else:
+            assert hbase_table is not None
+            target = open_table(hbase_root, hbase_table, storage_options=storage_options)
+            source = "hbase-table"
+        desc = target.describe()
+        regions = tuple(Region(r.id, r.start, r.end) for r in desc.regions)
+        families: dict[str, HFileSettings] = {}
+        unsupported: dict[str, str] = {}
+        for f in desc.families:
+            name = f.descriptor.name
+            try:
+                families[name] = hfile_settings_of(
+                    f.descriptor.attributes, family=name, table=desc.name
+                )
+            except InvalidArgumentError as e:  # an error only if the load writes it
+                unsupported[name] = str(e)
+        return HFileRegions(
+            regions=regions,
+            families=families,
+            source=source,
+            known_families=tuple(f.descriptor.name for f in desc.families),
+            table=desc.name,
+            unsupported=unsupported,
+        )
+    return HFileRegions(
+        regions=metadata.regions,
+        families={},
+        source="table",
+        known_families=None,
+        table=metadata.name,
+    )
+
+
+# ----------------------------------------------------------------------------- the load
+def _summaries(
+    files: Sequence[BulkLoadFile], regions: Sequence[Region]
+) -> tuple[HFileStoreSummary, ...]:
+    by_id = {r.id: r for r in regions}
+    order = {r.id: i for i, r in enumerate(regions)}
+    groups: dict[tuple[str, str], list[BulkLoadFile]] = {}
+    for f in files:
+        groups.setdefault((f.family, f.region), []).append(f)
+    return tuple(
+        HFileStoreSummary(
+            family=fam,
+            region=rid,
+            start=by_id[rid].start,
+            end=by_id[rid].end,
+            files=len(fs),
+            cells=sum(f.cells for f in fs),
+            bytes=sum(f.size for f in fs),
+        )
+        for (fam, rid), fs in sorted(groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]]))
+    )
+
+
+def run_hfile_load(
+    *,
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    metadata: TableMetadata,
+    source: Any,
+    mapping: LoadMapping,
+    load_id: str,
+    now_ms: int,
+    settings: LoadSettings,
+    hfile_output: str,
+    target: HFileRegions,
+    hfile_settings: HFileSettings | None = None,
+    output_storage_options: Mapping[str, Any] | None = None,
+    input_format: InputFormat | None = None,
+    text: TextOptions | None = None,
+    input_storage_options: Mapping[str, Any] | None = None,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+    report_dir: str | None = None,
+) -> LoadReport:
+    """Plan and execute a load whose output is bulk-load HFiles (nothing is committed).
+
+    Returns:
+        A :class:`LoadReport` with ``hfile_output`` set (``version`` and ``seq`` None).
+
+    Raises:
+        InvalidArgumentError: ``hfile_output`` exists and is not empty; bad options.
+        InvalidFamilyError: the mapping names a family the target HBase table lacks.
+        BadRecordError: a bad record (not skipping); nothing is left under ``hfile_output``.
+    """
+    started = time.perf_counter()
+    if target.known_families is not None:
+        unknown = [f for f in mapping.families if f not in target.known_families]
+        if unknown:
+            raise InvalidFamilyError(
+                f"HBase table {target.table} has no family "
+                f"{', '.join(map(repr, unknown))} (families: "
+                f"{', '.join(target.known_families)})"
+            )
+    for fam in mapping.families:
+        if fam in target.unsupported:
+            raise InvalidArgumentError(target.unsupported[fam])
+    staged = stage_output(
+        hfile_output, storage_options=output_storage_options, overwrite_allowed=False
+    )
+    try:
+        scratch = staged.scratch("_runs")
+        hfiles = HFileTarget(
+            output=staged,
+            format=HFileFormat(
+                default=hfile_settings or HFileSettings(),
+                families=target.families,
+                bulkload_timestamp=now_ms,
+                source_task=f"cellstore:{load_id}",
+            ),
+            split_source=target.source,
+        )
+        plan, inputs = plan_load(
+            metadata,
+            table_url=staged.fs.unstrip_protocol(scratch),
+            storage_options=output_storage_options,
+            source=source,
+            mapping=mapping,
+            load_id=load_id,
+            now_ms=now_ms,
+            settings=settings,
+            input_format=input_format,
+            text=text,
+            input_storage_options=input_storage_options,
+            regions=target.regions,
+            hfiles=hfiles,
+        )
+        outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client, progress=progress)
+        merged_runs = merge_dropped = 0
+        files = [f for o in outputs for f in o.hfiles]
+        if plan.mode == "spill":
+            runs = [w for o in outputs for w in o.written]
+            files, merged_runs, merge_dropped = runs_to_hfiles(plan, runs, client=client)
+        order = {r.id: i for i, r in enumerate(plan.target.regions)}
+        files.sort(key=lambda f: (f.family, order[f.region], f.first_row))
+        files = staged.publish(files, scratch=[scratch])
+    except BaseException:
+        staged.discard()
+        raise
+    bad = [b for o in outputs for b in o.bad]
+    reasons: dict[str, int] = {}
+    for b in bad:
+        reasons[b.reason] = reasons.get(b.reason, 0) + 1
+    rfs, rdir = report_location(fs, table_path, report_dir, {})
+    bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad else None
+    per_region: dict[str, int] = {}
+    for f in files:
+        per_region[f.region] = per_region.get(f.region, 0) + 1
+    out = HFileOutputReport(
+        url=hfile_output,
+        split_source=target.source,
+        regions=len(plan.target.regions),
+        files=tuple(files),
+        stores=_summaries(files, plan.target.regions),
+    )
+    report = LoadReport(
+        table=metadata.name,
+        load_id=load_id,
+        version=None,
+        seq=None,
+        mode=plan.mode,
+        inputs=len(plan.tasks),
+        records=sum(o.records for o in outputs),
+        rows=sum(o.rows for o in outputs),
+        cells=out.cells,
+        bytes=out.bytes,
+        files=len(files),
+        files_per_region=per_region,
+        duplicates_dropped=sum(o.duplicates for o in outputs) + merge_dropped,
+        bad_records=len(bad),
+        bad_reasons=reasons,
+        bad_records_path=bad_path,
+        merged_runs=merged_runs,
+        warnings=key_warnings(plan, outputs),
+        seconds=time.perf_counter() - started,
+        hfile_output=out,
+    )
+    if report_dir is not None:
+        path = write_report(rfs, rdir, report)
+        report = replace(report, report_path=path)
+    return report
