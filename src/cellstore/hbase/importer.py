@@ -1,0 +1,788 @@
+"""Importing an HBase snapshot or table into a cellstore table (``docs/hbase.md``, "Import").
+
+:func:`import_snapshot` and :func:`import_table` create a cellstore table with the HBase
+table's regions (start and end keys), families and family settings, and convert every
+HFile of every store into Parquet store files: every cell as stored, delete markers
+included, so every scan (raw or not, versions, time ranges, filters, reversed) returns
+the same cells on the source and on the new table.
+
+How HBase's order is kept:
+
+* **Equal keys across files** (R3.1, R3.2): each (region, family) store is read as
+  :class:`~cellstore.hbase.tables.HFileStore` reads it for a scan: one run per HFile,
+  oldest first in HBase's file ranking, with every equal-key loser that the per-cell
+  sequence ids (memstore timestamps, ``_SeqId_N_`` of bulk loads) would hide already
+  dropped. The ``k``-th run becomes a store file with sequence rank ``k`` (the commit's
+  ``next_seq + k``), so the newer file still wins every remaining tie.
+* **Equal keys inside one HFile**: our store files hold unique keys (docs/format.md,
+  section 8), so of equal keys inside one run only the first in file order is kept, the
+  one HBase returns (R3.3: cells of equal key sort by descending sequence id inside a
+  file, and later duplicates are never returned, not even by a raw scan). The dropped
+  count is reported as ``duplicates_dropped``.
+
+Execution is plan-then-execute: one frozen, picklable :class:`ImportTask` per (region,
+family) (a large store is cut into row ranges at HFile block boundaries, as scans cut
+it), run on local threads or a ``distributed`` client. The table is created empty first
+(it names the directory the files go to); no cell is visible before the one
+:func:`~cellstore.commit.commit` that adds every file with the import's id as load id. A
+retry with the same id finds it recorded and reports ``applied_before``. A failed run
+deletes the files its tasks wrote and drops the (still empty) table it created.
+
+This module sits below the warehouse layer, so the warehouse and its tables are typed by
+the :class:`ImportWarehouse` protocol that :class:`cellstore.Warehouse` satisfies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import fsspec
+import pyarrow as pa
+
+from cellstore.commit import Commit, FileChange, commit
+from cellstore.core.cells import CELL_SCHEMA, equal_key_runs
+from cellstore.core.family import Family
+from cellstore.core.metadata import TableMetadata
+from cellstore.core.names import validate_load_id
+from cellstore.errors import (
+    InvalidArgumentError,
+    TableExistsError,
+    UnsupportedFormatError,
+)
+from cellstore.fs import ensure_exclusive_create, join
+from cellstore.hbase.tables import HBaseTable, HFileStore, open_snapshot, open_table
+from cellstore.manifest import TableLog
+from cellstore.reader.plan import DEFAULT_TASK_MEMORY
+from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile, write_rolled
+
+__all__ = [
+    "DEFAULT_IMPORT_MAX_FILE_BYTES",
+    "IMPORT_OPERATION",
+    "ImportReport",
+    "ImportTask",
+    "ImportTaskResult",
+    "ImportWarehouse",
+    "ImportedTable",
+    "derive_import_id",
+    "import_hbase_table",
+    "import_snapshot",
+    "import_table",
+    "plan_import",
+    "run_import_task",
+]
+
+ProgressFn = Callable[[int, int], None]
+
+#: The history operation of the import's commit.
+IMPORT_OPERATION: Final = "hbase-import"
+#: Output store files roll at this many uncompressed cell bytes (on row boundaries).
+DEFAULT_IMPORT_MAX_FILE_BYTES: Final = 1 << 30
+#: Table properties the import records (the id lets a retry recognise its own table).
+PROP_ID: Final = "hbase.import.id"
+PROP_SOURCE: Final = "hbase.import.source"
+PROP_SNAPSHOT: Final = "hbase.import.snapshot"
+PROP_TABLE: Final = "hbase.import.table"
+_ATTR_PREFIX: Final = "hbase.attr."
+
+
+# --------------------------------------------------------------------------- protocols
+class ImportedTable(Protocol):
+    """What the import needs of a cellstore table (``cellstore.warehouse.Table``)."""
+
+    @property
+    def path(self) -> str:
+        """The table directory."""
+
+    @property
+    def log(self) -> TableLog:
+        """The table's metadata log."""
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The warehouse filesystem."""
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The table version the handle points at."""
+
+
+class ImportWarehouse(Protocol):
+    """What the import needs of a warehouse (``cellstore.Warehouse``)."""
+
+    @property
+    def root(self) -> str:
+        """The root path on :attr:`fs`."""
+
+    @property
+    def url(self) -> str:
+        """The root URL as given."""
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The warehouse filesystem."""
+
+    def exists(self, name: str) -> bool:
+        """Whether a table ``name`` exists."""
+
+    def table(self, name: str, *, version: int | None = None) -> ImportedTable:
+        """Open table ``name``."""
+
+    def create_table(
+        self,
+        name: str,
+        *,
+        families: Sequence[Family | str | Mapping[str, Any]],
+        splits: Sequence[bytes | str] | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> ImportedTable:
+        """Create table ``name``."""
+
+    def drop_table(self, name: str, *, purge: bool = False) -> None:
+        """Drop table ``name``."""
+
+
+# --------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
+class ImportTask:
+    """One (region, family) store, or a row range of one, to convert.
+
+    Frozen and picklable: it runs on a local thread or a ``distributed`` worker.
+
+    Attributes:
+        number: The task's position in the plan (names its files).
+        region: The cellstore region id the files belong to.
+        hbase_region: The HBase region's encoded name.
+        family: The family, with the settings the files are written with.
+        start: First row of the range (inclusive; empty = the region's start).
+        stop: Row after the range (exclusive; empty = unbounded).
+        store: The HBase store's files, as scans read them.
+        table_path: The target table's directory.
+        stem: File-name stem shared by the import's files (import id and attempt nonce).
+        import_id: The import's id (each file's load id).
+        max_file_bytes: Output files roll at about this many uncompressed cell bytes.
+        row_group_cells: Cells per Parquet row group.
+    """
+
+    number: int
+    region: str
+    hbase_region: str
+    family: Family
+    start: bytes
+    stop: bytes
+    store: HFileStore
+    table_path: str
+    stem: str
+    import_id: str
+    max_file_bytes: int
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
+
+
+@dataclass(frozen=True)
+class ImportTaskResult:
+    """What one :class:`ImportTask` wrote.
+
+    Attributes:
+        files: ``(file, rank)``: each written store file with the rank of the HFile it
+            came from (0 = oldest of the store in HBase's order, R3.1).
+        cells_read: Cells read from the HFiles (after R3.2 losers across files).
+        cells: Cells written.
+    """
+
+    files: tuple[tuple[WrittenFile, int], ...]
+    cells_read: int
+    cells: int
+
+
+def _first_of_equal_keys(cells: pa.Table) -> pa.Table:
+    """``cells`` (in cell order) with only the first of each run of equal keys (R3.3)."""
+    same = equal_key_runs(cells)
+    if not same.any():
+        return cells
+    return cells.filter(pa.array(~same))
+
+
+def run_import_task(
+    src_fs: fsspec.AbstractFileSystem, dest_fs: fsspec.AbstractFileSystem, task: ImportTask
+) -> ImportTaskResult:
+    """Convert one store (range) of HFiles into store files; nothing is committed.
+
+    Args:
+        src_fs: The HBase root's filesystem.
+        dest_fs: The warehouse filesystem.
+        task: The task.
+
+    Returns:
+        The files written, each with its HFile's rank (see :class:`ImportTaskResult`).
+        On an exception every file the task wrote is deleted first.
+
+    Raises:
+        MissingFileError, CorruptFileError: an HFile is gone or damaged.
+        UnsupportedFormatError: an encrypted or v1 HFile.
+    """
+    runs, ranks = task.store.read_runs(src_fs, task.start, task.stop, point_row=None)
+    written: list[tuple[WrittenFile, int]] = []
+    read = kept = 0
+    try:
+        for run, rank in zip(runs, ranks, strict=True):
+            read += run.num_rows
+            cells = _first_of_equal_keys(run.select(CELL_SCHEMA.names))
+            kept += cells.num_rows
+            files = write_rolled(
+                dest_fs,
+                task.table_path,
+                cells,
+                region=task.region,
+                family=task.family,
+                stem=f"{task.stem}-t{task.number:06d}-k{rank:04d}",
+                seq=rank + 1,
+                load_id=task.import_id,
+                max_file_bytes=task.max_file_bytes,
+                row_group_cells=task.row_group_cells,
+            )
+            written.extend((w, rank) for w in files)
+    except BaseException:
+        _delete(dest_fs, task.table_path, [w for w, _ in written])
+        raise
+    return ImportTaskResult(tuple(written), read, kept)
+
+
+def plan_import(
+    source: HBaseTable,
+    *,
+    regions: Sequence[str],
+    table_path: str,
+    import_id: str,
+    stem: str,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+) -> list[ImportTask]:
+    """The tasks of an import: one per (region, family) store with files, in key order.
+
+    A store whose HFiles are large compared with ``memory_budget`` is cut into row
+    ranges at HFile data-block boundaries (the cuts an :class:`HBaseScan` makes), so one
+    task holds about ``memory_budget`` bytes of cells.
+
+    Args:
+        source: The HBase table or snapshot.
+        regions: The target's region ids, one per source region, in key order.
+        table_path: The target table's directory.
+        import_id: The import's id.
+        stem: File-name stem of this attempt.
+        memory_budget: Bytes of decoded cells one task should hold.
+        max_file_bytes: Output files roll at about this many uncompressed cell bytes.
+        row_group_cells: Cells per Parquet row group.
+    """
+    ids = {r.id: rid for r, rid in zip(source.regions, regions, strict=True)}
+    fams = {f.name: f for f in source.families}
+    tasks: list[ImportTask] = []
+    for scan_task in source.scan(raw=True, memory_budget=memory_budget).plan():
+        for fam in scan_task.families:
+            if not fam.files or not isinstance(fam.source, HFileStore):
+                continue
+            tasks.append(
+                ImportTask(
+                    number=len(tasks),
+                    region=ids[scan_task.region],
+                    hbase_region=scan_task.region,
+                    family=fams[fam.family.name],
+                    start=scan_task.start,
+                    stop=scan_task.stop,
+                    store=fam.source,
+                    table_path=table_path,
+                    stem=stem,
+                    import_id=import_id,
+                    max_file_bytes=max_file_bytes,
+                    row_group_cells=row_group_cells,
+                )
+            )
+    return tasks
+
+
+# --------------------------------------------------------------------------- running
+_Outcome = tuple[list[ImportTaskResult], BaseException | None]
+
+
+def _run_local(
+    src_fs: fsspec.AbstractFileSystem,
+    dest_fs: fsspec.AbstractFileSystem,
+    tasks: Sequence[ImportTask],
+    workers: int,
+    progress: ProgressFn | None,
+) -> _Outcome:
+    """Run tasks on threads; the first failure cancels those not started.
+
+    Returns the results of every task that succeeded (so their files can be removed)
+    and the first error, once every started task has stopped.
+    """
+    results: list[ImportTaskResult] = []
+    if not tasks:
+        return results, None
+    with ThreadPoolExecutor(max_workers=max(1, min(len(tasks), workers))) as pool:
+        futures = [pool.submit(run_import_task, src_fs, dest_fs, t) for t in tasks]
+        pending = set(futures)
+        error: BaseException | None = None
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for f in done:
+                exc = None if f.cancelled() else f.exception()
+                if exc is not None:
+                    error = error or exc
+                elif not f.cancelled():
+                    results.append(f.result())
+            if error is not None:
+                for f in pending:
+                    f.cancel()
+            elif progress is not None:
+                progress(len(tasks) - len(pending), len(tasks))
+    return results, error
+
+
+def _run_distributed(
+    client: Any,
+    src_fs: fsspec.AbstractFileSystem,
+    dest_fs: fsspec.AbstractFileSystem,
+    tasks: Sequence[ImportTask],
+    progress: ProgressFn | None,
+) -> _Outcome:
+    """Run tasks on a ``distributed`` client; waits for every task."""
+    results: list[ImportTaskResult] = []
+    if not tasks:
+        return results, None
+    n = len(tasks)
+    futures = client.map(run_import_task, [src_fs] * n, [dest_fs] * n, list(tasks), pure=False)
+    error: BaseException | None = None
+    for i, fut in enumerate(futures):
+        try:
+            results.append(fut.result())
+        except Exception as exc:  # raised by the caller once every task has stopped
+            error = error or exc
+        if progress is not None and error is None:
+            progress(i + 1, n)
+    return results, error
+
+
+def _delete(fs: fsspec.AbstractFileSystem, table_path: str, files: Sequence[WrittenFile]) -> None:
+    for w in files:
+        with contextlib.suppress(OSError):
+            fs.rm(join(table_path, w.relpath))
+
+
+# --------------------------------------------------------------------------- the job
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did.
+
+    Attributes:
+        source: The HBase root directory, as given.
+        snapshot: The snapshot imported (None for a table).
+        hbase_table: The HBase table's name.
+        table: The cellstore table.
+        import_id: The import's id (the load id of its commit).
+        created: Whether this run created the table.
+        applied_before: The id was already committed: nothing was done again.
+        version: The table version the import committed (None when applied before).
+        regions: Regions of the table.
+        families: Its families.
+        tasks: Tasks run.
+        hfiles: HBase store files listed by the source (References and links included).
+        cells_read: Cells read from the HFiles, less the equal-key losers of R3.2.
+        cells: Cells written.
+        duplicates_dropped: Equal keys inside one HFile never returned (R3.3), not written.
+        files: Store files written.
+        bytes: Their total size.
+        seconds: Wall-clock time.
+    """
+
+    source: str
+    snapshot: str | None
+    hbase_table: str
+    table: str
+    import_id: str
+    created: bool
+    applied_before: bool
+    version: int | None
+    regions: int
+    families: tuple[str, ...]
+    tasks: int
+    hfiles: int
+    cells_read: int
+    cells: int
+    duplicates_dropped: int
+    files: int
+    bytes: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys)."""
+        return {
+            "source": self.source,
+            "snapshot": self.snapshot,
+            "hbase-table": self.hbase_table,
+            "table": self.table,
+            "import-id": self.import_id,
+            "created": self.created,
+            "applied-before": self.applied_before,
+            "version": self.version,
+            "regions": self.regions,
+            "families": list(self.families),
+            "tasks": self.tasks,
+            "hfiles": self.hfiles,
+            "cells-read": self.cells_read,
+            "cells": self.cells,
+            "duplicates-dropped": self.duplicates_dropped,
+            "files": self.files,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def derive_import_id(
+    root: str,
+    *,
+    snapshot: str | None = None,
+    table: str | None = None,
+    fs: fsspec.AbstractFileSystem | None = None,
+    created_ms: int | None = None,
+) -> str:
+    """The default import id: ``hbase-import-`` + 20 hex digits of a hash of the source.
+
+    The hash covers the filesystem protocol and root, whether a snapshot or a table is
+    imported, its name, and a snapshot's creation time (a snapshot deleted and taken again
+    under the same name is another import), so a retry of the same import gets the same id.
+    """
+    protocol = fs.protocol if fs is not None else "file"
+    proto = protocol if isinstance(protocol, str) else protocol[0]
+    kind, name = ("snapshot", snapshot) if snapshot is not None else ("table", table)
+    text = "\x00".join([proto, root.rstrip("/"), kind, str(name), str(created_ms or "")])
+    return "hbase-import-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def _check_source(source: HBaseTable) -> None:
+    """Refuse what the import cannot convert faithfully (before anything is written)."""
+    where = f"HBase table {source.name} in {source.layout.root}"
+    for fam in source.layout.descriptor.families:
+        if fam.is_mob:
+            raise UnsupportedFormatError(
+                f"{where}: family {fam.name} is a MOB family (IS_MOB=true); its cells are "
+                "references to MOB files, which cellstore does not import"
+            )
+        if fam.is_encrypted:
+            raise UnsupportedFormatError(
+                f"{where}: family {fam.name} is encrypted; encrypted HFiles are not supported"
+            )
+        if fam.new_version_behavior:
+            raise UnsupportedFormatError(
+                f"{where}: family {fam.name} has NEW_VERSION_BEHAVIOR=true, which cellstore "
+                "does not implement (R17.1)"
+            )
+
+
+def _properties(source: HBaseTable, root: str, import_id: str) -> dict[str, str]:
+    snap = source.layout.snapshot
+    props = {f"{_ATTR_PREFIX}{k}": str(v) for k, v in source.layout.descriptor.attributes.items()}
+    props[PROP_ID] = import_id
+    props[PROP_SOURCE] = root
+    if snap is not None:
+        props[PROP_SNAPSHOT] = snap.name
+    props[PROP_TABLE] = source.name
+    return props
+
+
+def _own_table(warehouse: ImportWarehouse, name: str, import_id: str) -> ImportedTable:
+    """The existing table ``name`` if an earlier attempt of this import created it."""
+    table = warehouse.table(name)
+    if table.metadata.properties.get(PROP_ID) == import_id:
+        return table
+    raise TableExistsError(
+        f"table {name} already exists in {warehouse.url}; import into a new table name "
+        f"(it was not created by import {import_id})"
+    )
+
+
+def _drop_unfinished(warehouse: ImportWarehouse, name: str, import_id: str) -> None:
+    """Drop ``name`` (files too) if this import created it and it is still empty."""
+    with contextlib.suppress(Exception):
+        meta = warehouse.table(name).metadata
+        if (
+            meta.properties.get(PROP_ID) == import_id
+            and import_id not in meta.load_ids
+            and not meta.files
+        ):
+            warehouse.drop_table(name, purge=True)
+
+
+def import_hbase_table(
+    source: HBaseTable,
+    warehouse: ImportWarehouse,
+    table: str,
+    *,
+    root: str | None = None,
+    import_id: str | None = None,
+    client: Any = None,
+    workers: int | None = None,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    progress: ProgressFn | None = None,
+) -> ImportReport:
+    """Import an opened HBase table or snapshot into a new cellstore table.
+
+    :func:`import_snapshot` and :func:`import_table` open the source and call this; see
+    them for the arguments. ``root`` is the source root as the user gave it (recorded in
+    the table's properties and the report; default: the opened layout's root).
+    """
+    started = time.perf_counter()
+    _check_source(source)
+    snap = source.layout.snapshot
+    root_text = root if root is not None else source.layout.root
+    job = validate_load_id(
+        import_id
+        or derive_import_id(
+            source.layout.root,
+            snapshot=None if snap is None else snap.name,
+            table=source.name,
+            fs=source.fs,
+            created_ms=None if snap is None else snap.creation_time,
+        )
+    )
+    if max_file_bytes <= 0:
+        raise InvalidArgumentError(f"max_file_bytes must be positive, not {max_file_bytes}")
+    if memory_budget <= 0:
+        raise InvalidArgumentError(f"memory_budget must be positive, not {memory_budget}")
+    hfiles = sum(len(files) for r in source.layout.regions for files in r.files.values())
+
+    def report(target: ImportedTable, **fields: Any) -> ImportReport:
+        meta = target.metadata
+        empty = ImportReport(
+            source=root_text,
+            snapshot=None if snap is None else snap.name,
+            hbase_table=source.name,
+            table=str(meta.name),
+            import_id=job,
+            created=False,
+            applied_before=False,
+            version=None,
+            regions=len(meta.regions),
+            families=tuple(meta.family_names),
+            tasks=0,
+            hfiles=hfiles,
+            cells_read=0,
+            cells=0,
+            duplicates_dropped=0,
+            files=0,
+            bytes=0,
+            seconds=time.perf_counter() - started,
+        )
+        return dataclasses.replace(empty, **fields)
+
+    created = False
+    if warehouse.exists(table):
+        target = _own_table(warehouse, table, job)
+        if job in target.metadata.load_ids:
+            return report(target, applied_before=True, version=target.metadata.version)
+    else:
+        target = warehouse.create_table(
+            table,
+            families=list(source.families),
+            splits=[r.start for r in source.regions[1:]],
+            properties=_properties(source, root_text, job),
+        )
+        created = True
+    base = target.metadata
+    try:
+        if len(base.regions) != len(source.regions) or any(
+            a.start != b.start or a.end != b.end
+            for a, b in zip(base.regions, source.regions, strict=True)
+        ):
+            raise InvalidArgumentError(
+                f"table {table}: its regions differ from those of HBase table {source.name}"
+            )
+        if base.files:
+            raise TableExistsError(
+                f"table {table} already holds data that import {job} did not commit"
+            )
+        ensure_exclusive_create(target.fs, warehouse.root)
+        tasks = plan_import(
+            source,
+            regions=[r.id for r in base.regions],
+            table_path=target.path,
+            import_id=job,
+            stem=f"{job}-{uuid.uuid4().hex[:8]}",
+            memory_budget=memory_budget,
+            max_file_bytes=max_file_bytes,
+            row_group_cells=row_group_cells,
+        )
+        if client is not None:
+            results, error = _run_distributed(client, source.fs, target.fs, tasks, progress)
+        else:
+            n = workers if workers is not None else (os.cpu_count() or 4)
+            results, error = _run_local(source.fs, target.fs, tasks, n, progress)
+        written = [f for r in results for f in r.files]
+        try:
+            if error is not None:
+                raise error
+            by_rank: dict[int, list[WrittenFile]] = {}
+            for w, rank in written:
+                by_rank.setdefault(rank, []).append(w)
+            cells = sum(r.cells for r in results)
+            result = commit(
+                target.log,
+                Commit(
+                    operation=IMPORT_OPERATION,
+                    changes=[FileChange(add=ws, seq_rank=k) for k, ws in sorted(by_rank.items())],
+                    load_id=job,
+                    new_seq=bool(written),
+                    base=base,
+                    summary={
+                        "import-id": job,
+                        "source": root_text,
+                        "hbase-table": source.name,
+                        "snapshot": None if snap is None else snap.name,
+                        "files": len(written),
+                        "cells": cells,
+                    },
+                ),
+            )
+        except BaseException:
+            _delete(target.fs, target.path, [w for w, _ in written])
+            raise
+    except BaseException:
+        _drop_unfinished(warehouse, table, job)
+        raise
+    if result.applied_before:  # a concurrent attempt with the same id committed first
+        _delete(target.fs, target.path, [w for w, _ in written])
+        return report(target, applied_before=True, version=result.metadata.version)
+    if progress is not None:
+        progress(len(tasks), len(tasks))
+    cells_read = sum(r.cells_read for r in results)
+    return report(
+        target,
+        created=created,
+        version=result.metadata.version,
+        tasks=len(tasks),
+        cells_read=cells_read,
+        cells=cells,
+        duplicates_dropped=cells_read - cells,
+        files=len(written),
+        bytes=sum(w.info.size for w, _ in written),
+    )
+
+
+def import_snapshot(
+    root: str,
+    name: str,
+    warehouse: ImportWarehouse,
+    table: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    import_id: str | None = None,
+    client: Any = None,
+    workers: int | None = None,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    progress: ProgressFn | None = None,
+) -> ImportReport:
+    """Import an HBase snapshot (exported or not) into a new cellstore table.
+
+    The table gets the snapshot's regions (same start and end keys; cellstore region
+    ids), its families with their settings (``VERSIONS``, ``MIN_VERSIONS``, ``TTL``,
+    ``KEEP_DELETED_CELLS``; ``COMPRESSION``, ``BLOOMFILTER`` and ``BLOCKSIZE`` mapped to
+    their Parquet equivalents), the table attributes as ``hbase.attr.*`` properties, and
+    every cell of every HFile as stored, delete markers included, in HBase's order
+    (module docstring). One commit makes it all visible.
+
+    Args:
+        root: The HBase root directory or ``ExportSnapshot`` target (path or fsspec URL).
+        name: The snapshot.
+        warehouse: The cellstore warehouse (``cellstore.connect(...)``).
+        table: The new table's name (``ns:name``); it must not exist, unless an earlier
+            attempt of this same import created it.
+        storage_options: fsspec options for ``root``.
+        import_id: Idempotency key, recorded as the commit's load id (default: derived
+            from the source, :func:`derive_import_id`): a retry with an id the table has
+            committed does nothing and reports ``applied_before``.
+        client: A ``distributed.Client`` to run the tasks on (default: local threads).
+        workers: Threads for local runs (default: the CPU count).
+        memory_budget: Bytes of decoded cells one task holds (large stores are cut).
+        max_file_bytes: Output store files roll at about this many uncompressed bytes.
+        row_group_cells: Cells per Parquet row group.
+        progress: Called with ``(done, total)`` tasks.
+
+    Returns:
+        An :class:`ImportReport`.
+
+    Raises:
+        SnapshotNotFoundError: no such snapshot (the message lists the snapshots).
+        CorruptFileError: a manifest, descriptor or HFile that does not parse.
+        MissingFileError: a store file in none of the places HBase looks.
+        UnsupportedFormatError: MOB, encrypted data, ``NEW_VERSION_BEHAVIOR=true``.
+        TableExistsError: ``table`` exists (and was not created by this import).
+        InvalidNameError: a bad table name or ``import_id``.
+    """
+    source = open_snapshot(root, name, storage_options=storage_options)
+    return import_hbase_table(
+        source,
+        warehouse,
+        table,
+        root=root,
+        import_id=import_id,
+        client=client,
+        workers=workers,
+        memory_budget=memory_budget,
+        max_file_bytes=max_file_bytes,
+        row_group_cells=row_group_cells,
+        progress=progress,
+    )
+
+
+def import_table(
+    root: str,
+    name: str,
+    warehouse: ImportWarehouse,
+    table: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    import_id: str | None = None,
+    client: Any = None,
+    workers: int | None = None,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    progress: ProgressFn | None = None,
+) -> ImportReport:
+    """Import a table of an HBase root directory (0.94 or 2.x/3.x) into a new table.
+
+    As :func:`import_snapshot`, reading the table's region directories instead of a
+    manifest. Only flushed data is in the files: import a snapshot of a live cluster, or
+    the root of a stopped one. ``name`` is ``ns:table`` (0.94 tables by name).
+
+    Raises:
+        TableNotFoundError: no such HBase table (the message lists the tables).
+        CorruptFileError, MissingFileError, UnsupportedFormatError, TableExistsError,
+        InvalidNameError: as :func:`import_snapshot`.
+    """
+    source = open_table(root, name, storage_options=storage_options)
+    return import_hbase_table(
+        source,
+        warehouse,
+        table,
+        root=root,
+        import_id=import_id,
+        client=client,
+        workers=workers,
+        memory_budget=memory_budget,
+        max_file_bytes=max_file_bytes,
+        row_group_cells=row_group_cells,
+        progress=progress,
+    )
