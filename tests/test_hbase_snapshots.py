@@ -52,7 +52,7 @@ def root094(tmp_path_factory: pytest.TempPathFactory):
 def test_describe_regions_and_family(export_root: Path, name: str) -> None:
     t = open_snapshot(str(export_root), name)
     d = t.describe()
-    assert d.snapshot == name
+    assert d.snapshot == name and d.regions_from == "manifest"
     assert d.name == name.replace("snapshot", "table")
     bounds = [(r.start, r.end) for r in d.regions]
     keys = [b""] + [str(i).encode() for i in range(10, 100, 10)] + [b""]
@@ -77,6 +77,11 @@ def test_scan_all_rows(export_root: Path, name: str) -> None:
     assert set(cells.column("qualifier").to_pylist()) == {b"a"}
     assert set(cells.column("family").to_pylist()) == {"cf"}
     assert t.scan().count_rows() == 100
+    batches = list(t.scan(start_row="35", stop_row="52").to_batches())
+    assert len(batches) == 3  # one per region in the range: [30,40), [40,50), [50,60)
+    assert sum(b.num_rows for b in batches) == 17
+    df = t.scan(row_prefix="7").to_pandas()
+    assert list(df["value"]) == [f"value{i}".encode() for i in range(70, 80)]
     # Independent check: the HFiles read raw hold exactly these cells.
     raw = sorted(
         (c["row"], c["value"])

@@ -6,9 +6,11 @@ Expected results come from an independent computation: every HFile read raw with
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tarfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from cellstore.cli.console import cli
-from cellstore.errors import MissingFileError, TableNotFoundError
+from cellstore.errors import CorruptFileError, MissingFileError, TableNotFoundError
 from cellstore.hbase import hfile_info, open_table, read_hfile, write_hfile
+from cellstore.hbase.meta import read_meta_regions
 from cellstore.hbase.tables import HBaseTable, _drop_superseded, _Run
 
 try:
@@ -86,6 +89,7 @@ def _got(table: pa.Table) -> list[tuple]:
 def test_094_tables_match_the_model(root094: Path, name: str, raw: bool, versions: int | None):
     t = open_table(str(root094), name)
     assert t.describe().layout == "0.94"
+    assert t.describe().regions_from == "hbase:meta"  # the root's .META. lists it
     got = _got(t.scan(raw=raw, max_versions=versions, now_ms=NOW).to_arrow())
     assert got == _expected(t, raw=raw, versions=versions)
     assert got
@@ -117,6 +121,18 @@ def test_split_parents_are_skipped(tmp_path: Path) -> None:
     rows = t.scan().to_arrow().column("row").to_pylist()
     assert len(rows) == len(set(rows)) == 100  # parents' full copies not double-counted
     assert t.scan().count_rows() == 100
+    # The regions come from the real .META. (its rows, as HBase 0.92 wrote them): 8 split
+    # parents (offline, split, splitA/splitB set) besides the 9 online regions. Listing
+    # the directories (newest region of each overlap) agrees.
+    assert t.describe().regions_from == "hbase:meta"
+    meta = tmp_path / "TestMetaMigrationConvertToPB" / "-META-" / "1028785192" / "info"
+    files = [str(p) for p in sorted(meta.iterdir()) if not p.name.startswith(".")]
+    found = read_meta_regions(t.fs, files, "TestTable", now_ms=NOW)
+    parents = [m for m in found if not m.online]
+    assert len(parents) == 8
+    assert all(m.info.is_split_parent and m.has_daughters for m in parents)
+    listed = open_table(str(tmp_path / "TestMetaMigrationConvertToPB"), "TestTable", use_meta=False)
+    assert listed.regions == t.regions and listed.describe().regions_from == "directories"
 
 
 # ------------------------------------------------------------------- synthetic 2.x root
@@ -261,3 +277,287 @@ def test_cli_describe_scan_count(root094: Path) -> None:
     assert res.exit_code != 0 and "nope" in res.output
     res = runner.invoke(cli, ["hbase", "count", str(root094)])
     assert res.exit_code == 2
+
+
+# ------------------------------------------------------------- store file tracking (FILE)
+def _track_file(names: list[str], timestamp: int) -> bytes:
+    """A ``.filelist`` file as ``StoreFileListFile`` writes it: length, message, CRC32."""
+    msg = _f(1, timestamp) + b"".join(_f(2, _f(1, n.encode()) + _f(2, 1)) for n in names)
+    return len(msg).to_bytes(4, "big") + msg + zlib.crc32(msg).to_bytes(4, "big")
+
+
+def _use_file_tracker(root: Path) -> tuple[Path, Path]:
+    """Switch _root2's table to the FILE tracker; return its two family directories."""
+    tdir = root / "data" / "default" / "t"
+    fam = _f(1, b"f") + _f(2, _pair("VERSIONS", "2"))
+    tracker = _pair("hbase.store.file-tracker.impl", "FILE")
+    schema = _f(1, _table_name("default", "t")) + _f(2, tracker) + _f(3, fam)
+    (tdir / ".tabledesc" / ".tableinfo.0000000002").write_bytes(b"PBUF" + schema)
+    from cellstore.hbase.descriptors import encoded_region_name
+
+    first, second = (encoded_region_name("t", start, 2) for start in (b"", b"m"))
+    return tdir / first / "f", tdir / second / "f"
+
+
+def test_file_tracker_lists_exactly_the_live_files(tmp_path: Path) -> None:
+    root, parent = _root2(tmp_path)
+    f1, f2 = _use_file_tracker(root)
+    # A compacted-away file still in the directory: only the tracker knows it is gone.
+    write_hfile(str(f1 / "eeee"), _cells([("c", 9, 4, "stale")]), family=b"f")
+    (f1 / ".filelist").mkdir()
+    (f1 / ".filelist" / "f1.100").write_bytes(_track_file(["aaaa_SeqId_5_"], 7))
+    (f1 / ".filelist" / "f2.100").write_bytes(_track_file(["aaaa_SeqId_5_", "bbbb_SeqId_7_"], 8))
+    (f1 / ".filelist" / "f1.50").write_bytes(_track_file(["eeee"], 99))  # older sequence
+    (f2 / ".filelist").mkdir()
+    refs = [f"t={parent}-cccc", f"cccc.{parent}"]
+    (f2 / ".filelist" / "f1.3").write_bytes(_track_file(refs, 1))
+    t = open_table(str(root), "t")
+    assert [r.files for r in t.describe().regions] == [2, 2]
+    values = {c["value"] for c in t.scan().to_arrow().to_pylist()}
+    assert b"stale" not in values and b"new" in values
+    # The newest list is cut short (a write in progress): HBase takes the other one.
+    (f1 / ".filelist" / "f2.100").write_bytes(_track_file(["bbbb_SeqId_7_"], 9)[:-3])
+    t = open_table(str(root), "t")
+    assert t.describe().regions[0].files == 1
+    assert {c["value"] for c in t.scan(start_row="a", stop_row="b").to_arrow().to_pylist()} == {
+        b"old"
+    }
+
+
+def test_file_tracker_problems_are_clear_errors(tmp_path: Path) -> None:
+    root, parent = _root2(tmp_path)
+    f1, f2 = _use_file_tracker(root)
+    with pytest.raises(MissingFileError, match=r"has no \.filelist.*file-tracker\.impl=FILE"):
+        open_table(str(root), "t")
+    (f2 / ".filelist").mkdir()
+    (f2 / ".filelist" / "f2.1").write_bytes(_track_file([f"t={parent}-cccc"], 1))
+    (f1 / ".filelist").mkdir()
+    data = bytearray(_track_file(["aaaa_SeqId_5_"], 7))
+    data[-1] ^= 0xFF
+    (f1 / ".filelist" / "f1.1").write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=r"f1\.1: store file list checksum mismatch"):
+        open_table(str(root), "t")
+    (f1 / ".filelist" / "f1.1").write_bytes(_track_file(["gone"], 7))
+    with pytest.raises(CorruptFileError, match="gone"):
+        open_table(str(root), "t")  # a listed name that is no store-file name
+
+
+# ------------------------------------------------------------------- hbase:meta regions
+META_COMPARATOR = "org.apache.hadoop.hbase.CellComparatorImpl$MetaCellComparator"
+
+
+def _meta_info(rid: int, start: bytes, end: bytes, *, split: bool = False) -> bytes:
+    """``info:regioninfo``: PBUF + a RegionInfo, not delimited (layout section 2)."""
+    msg = _f(1, rid) + _f(2, _table_name("default", "t")) + _f(3, start) + _f(4, end)
+    if split:
+        msg += _f(5, 1) + _f(6, 1)
+    return b"PBUF" + msg
+
+
+def _meta_cells(cells: list[tuple[bytes, bytes, int, int, bytes]]) -> pa.Table:
+    return pa.table(
+        {
+            "row": pa.array([c[0] for c in cells], pa.binary()),
+            "qualifier": pa.array([c[1] for c in cells], pa.binary()),
+            "ts": pa.array([c[2] for c in cells], pa.int64()),
+            "type": pa.array([c[3] for c in cells], pa.int8()),
+            "value": pa.array([c[4] for c in cells], pa.binary()),
+        }
+    )
+
+
+def _root_split(tmp: Path, *, split_done: bool) -> Path:
+    """A 2.x root whose region P ['', '') split into D1 ['', 'm') and D2 ['m', '').
+
+    Every region has a directory and a file (P: value "p", daughters: "d"). hbase:meta
+    (two flushed files) says the split finished (P: SPLIT, offline+split, splitA/B) or
+    not (P: OPEN, daughters SPLITTING_NEW); a stale region row is deleted by a newer
+    DeleteFamily, and a row of table ``t2`` is ignored.
+    """
+    from cellstore.hbase.descriptors import encoded_region_name
+
+    root = tmp / "hbase"
+    tdir = root / "data" / "default" / "t"
+    (tdir / ".tabledesc").mkdir(parents=True)
+    (root / "hbase.version").write_bytes(b"PBUF" + _f(1, b"8"))
+    schema = _f(1, _table_name("default", "t")) + _f(3, _f(1, b"f"))
+    (tdir / ".tabledesc" / ".tableinfo.0000000001").write_bytes(b"PBUF" + schema)
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    regions = {
+        "P": (1, b"", b"", letters, "p"),
+        "D1": (2, b"", b"m", [x for x in letters if x < "m"], "d"),
+        "D2": (2, b"m", b"", [x for x in letters if x >= "m"], "d"),
+    }
+    enc = {k: encoded_region_name("t", v[1], v[0]) for k, v in regions.items()}
+    for key, (rid, start, end, rows, value) in regions.items():
+        (tdir / enc[key] / "f").mkdir(parents=True)
+        (tdir / enc[key] / ".regioninfo").write_bytes(_region_info(rid, start, end))
+        write_hfile(
+            str(tdir / enc[key] / "f" / {"P": "aa", "D1": "bb", "D2": "cc"}[key]),
+            _cells([(x, 1, 4, value) for x in rows]),
+            family=b"f",
+        )
+
+    def row(key: str) -> bytes:
+        rid, start = regions[key][0], regions[key][1]
+        return b"t," + start + b"," + str(rid).encode() + b"." + enc[key].encode() + b"."
+
+    stale = b"t,,0." + encoded_region_name("t", b"", 0).encode() + b"."
+    old = [
+        (stale, b"regioninfo", 100, 4, _meta_info(0, b"", b"")),
+        (stale, b"state", 100, 4, b"OPEN"),
+        (row("P"), b"regioninfo", 100, 4, _meta_info(1, b"", b"")),
+        (row("P"), b"state", 100, 4, b"OPEN"),
+        (b"t2,,5.abc.", b"regioninfo", 100, 4, _meta_info(5, b"", b"")),
+    ]
+    new = [(stale, b"", 200, 14, b"")]  # DeleteFamily: the row is gone (R5)
+    if split_done:
+        new += [
+            (row("P"), b"regioninfo", 200, 4, _meta_info(1, b"", b"", split=True)),
+            (row("P"), b"splitA", 200, 4, _meta_info(2, b"", b"m")),
+            (row("P"), b"splitB", 200, 4, _meta_info(2, b"m", b"")),
+            (row("P"), b"state", 200, 4, b"SPLIT"),
+        ]
+    for key in ("D1", "D2"):
+        rid, start, end = regions[key][:3]
+        new += [
+            (row(key), b"regioninfo", 200, 4, _meta_info(rid, start, end)),
+            (row(key), b"state", 200, 4, b"OPEN" if split_done else b"SPLITTING_NEW"),
+        ]
+    mdir = root / "data" / "hbase" / "meta" / "1588230740" / "info"
+    mdir.mkdir(parents=True)
+    for name, cells in (("0001", old), ("0002", sorted(new))):
+        write_hfile(
+            str(mdir / name), _meta_cells(cells), family=b"info", comparator=META_COMPARATOR
+        )
+    return root
+
+
+@pytest.mark.parametrize("split_done", [True, False])
+def test_regions_come_from_hbase_meta(tmp_path: Path, split_done: bool) -> None:
+    root = _root_split(tmp_path, split_done=split_done)
+    t = open_table(str(root), "t")
+    values = t.scan().to_arrow().column("value").to_pylist()
+    assert len(values) == 26
+    if split_done:  # the daughters serve the rows; the parent is a split parent
+        assert [r.start for r in t.regions] == [b"", b"m"] and set(values) == {b"d"}
+    else:  # the split did not finish: the parent still serves every row
+        assert [r.start for r in t.regions] == [b""] and set(values) == {b"p"}
+    # Without meta, the directories alone say the daughters (newer ids) replaced P.
+    listed = open_table(str(root), "t", use_meta=False)
+    assert set(listed.scan().to_arrow().column("value").to_pylist()) == {b"d"}
+    assert t.describe().regions_from == "hbase:meta"
+    assert listed.describe().to_dict()["regions-from"] == "directories"
+
+
+def test_meta_region_without_directory_is_a_clear_error(tmp_path: Path) -> None:
+    root = _root_split(tmp_path, split_done=True)
+    d2 = next(r.id for r in open_table(str(root), "t").regions if r.start == b"m")
+    shutil.rmtree(root / "data" / "default" / "t" / d2)
+    with pytest.raises(MissingFileError, match=rf"hbase:meta .* lists region {d2}.*flush"):
+        open_table(str(root), "t")
+
+
+# ---------------------------------------------------------------------------- bad input
+def _encrypt_trailer(path: Path) -> None:
+    """Add an ``encryption_key`` (field 13) to a v3 trailer, as an encrypted file has."""
+    data = bytearray(path.read_bytes())
+    body = len(data) - 4096
+    n, pos, shift = 0, body + 8, 0
+    while True:
+        b = data[pos]
+        n |= (b & 0x7F) << shift
+        pos += 1
+        shift += 7
+        if not b & 0x80:
+            break
+    msg = bytes(data[pos : pos + n]) + _f(13, b"wrapped-key")
+    new = _varint(len(msg)) + msg
+    data[body + 8 : body + 8 + len(new)] = new
+    path.write_bytes(bytes(data))
+
+
+def test_wrong_family_mob_and_encrypted_files_are_refused(tmp_path: Path) -> None:
+    from cellstore.errors import UnsupportedFormatError
+
+    root, _ = _root2(tmp_path)
+    t = open_table(str(root), "t")
+    f1 = root / "data" / "default" / "t" / t.regions[0].id / "f"
+    stray = f1 / "ffff"
+    write_hfile(str(stray), _cells([("c", 1, 4, "x")]), family=b"g")
+    with pytest.raises(CorruptFileError, match=r"ffff.*family 'f' holds cells of family 'g'"):
+        open_table(str(root), "t").scan().to_arrow()
+    write_hfile(str(stray), _cells([("c", 1, 4, "x")]), family=b"f")
+    assert open_table(str(root), "t").scan().count_rows() > 0
+    _encrypt_trailer(stray)
+    with pytest.raises(UnsupportedFormatError, match=r"ffff: encrypted HFile"):
+        open_table(str(root), "t").scan().to_arrow()
+    stray.unlink()
+    mob = f1 / ("ab" * 16 + "_" + "cd" * 16)
+    write_hfile(str(mob), _cells([("c", 1, 4, "x")]), family=b"f")
+    with pytest.raises(UnsupportedFormatError, match=r"region .*family f: store file .* MOB"):
+        open_table(str(root), "t")
+    mob.unlink()
+    tdir = root / "data" / "default" / "t"
+    fam = _f(1, b"f") + _f(2, _pair("IS_MOB", "true"))
+    schema = _f(1, _table_name("default", "t")) + _f(3, fam)
+    (tdir / ".tabledesc" / ".tableinfo.0000000002").write_bytes(b"PBUF" + schema)
+    with pytest.raises(UnsupportedFormatError, match="family f is a MOB family"):
+        open_table(str(root), "t")
+
+
+# ------------------------------------------------------------------------------ planning
+def test_big_stores_split_at_index_blocks_with_known_divisions(tmp_path: Path) -> None:
+    from cellstore.hbase.descriptors import encoded_region_name
+
+    root = tmp_path / "hbase"
+    tdir = root / "data" / "default" / "t"
+    (tdir / ".tabledesc").mkdir(parents=True)
+    schema = _f(1, _table_name("default", "t")) + _f(3, _f(1, b"f"))
+    (tdir / ".tabledesc" / ".tableinfo.0000000001").write_bytes(b"PBUF" + schema)
+    rows = [f"r{i:05d}" for i in range(4000)]
+    for start, end in [(b"", b"r02000"), (b"r02000", b"")]:
+        enc = encoded_region_name("t", start, 2)
+        (tdir / enc / "f").mkdir(parents=True)
+        (tdir / enc / ".regioninfo").write_bytes(_region_info(2, start, end))
+        mine = [r for r in rows if start.decode() <= r and (not end or r < end.decode())]
+        for n, part in enumerate((mine[0::2], mine[1::2])):  # two files per store
+            write_hfile(
+                str(tdir / enc / "f" / f"{n:032x}"),
+                _cells([(r, 1, 4, "v" * 20) for r in part]),
+                family=b"f",
+                block_size=1024,
+            )
+    t = open_table(str(root), "t")
+    whole = t.scan().plan()
+    assert [(task.start, task.stop) for task in whole] == [(b"", b"r02000"), (b"r02000", b"")]
+    scan = t.scan(memory_budget=64 * 1024)
+    tasks = scan.plan()
+    assert len(tasks) > 4  # regions cut at data-block first rows
+    bounds = [(task.start, task.stop) for task in tasks]
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))  # row-aligned, no gaps
+    assert b"r02000" in [s for s, _ in bounds]  # never across a region boundary
+    ddf = scan.to_dask()
+    assert ddf.known_divisions and ddf.npartitions == len(tasks)
+    assert ddf.divisions[-1] == b"r03999"
+    for i in range(ddf.npartitions):
+        part = ddf.get_partition(i).compute()
+        assert all(ddf.divisions[i] <= r for r in part.index)
+    got = t.scan(memory_budget=64 * 1024).to_arrow().column("row").to_pylist()
+    assert got == [r.encode() for r in rows]  # independent: the rows written
+
+
+def test_meta_behind_a_split_is_a_clear_error(tmp_path: Path) -> None:
+    root = _root_split(tmp_path, split_done=True)
+    d2 = next(r.id for r in open_table(str(root), "t").regions if r.start == b"m")
+    mdir = root / "data" / "hbase" / "meta" / "1588230740" / "info"
+    row = b"t,m,2." + d2.encode() + b"."
+    write_hfile(
+        str(mdir / "0003"),
+        _meta_cells([(row, b"", 300, 14, b"")]),  # D2's row deleted: a gap after 'm'
+        family=b"info",
+        comparator=META_COMPARATOR,
+    )
+    with pytest.raises(CorruptFileError, match=r"last region ends at b'm'.*use_meta=False"):
+        open_table(str(root), "t")
+    assert open_table(str(root), "t", use_meta=False).scan().count_rows() == 26

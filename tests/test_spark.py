@@ -14,6 +14,9 @@ import pickle
 import shutil
 import struct
 import sys
+import tarfile
+import zipfile
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -727,3 +730,174 @@ def test_read_and_write_on_s3(spark, s3_root, s3_options):
     df = read(spark, s3_root, "ns:s3", storage_options=opts)
     assert df.rdd.getNumPartitions() == 2
     same(df, t.scan().to_arrow())
+
+
+# ------------------------------------------------------------- HBase data read in place
+VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-hfiles"
+BIGTABLE = VECTORS / "google-bigtable-hbase" / "EndToEndIT-snapshot.zip"
+NS_UPGRADE = VECTORS / "apache-hbase" / "TestNamespaceUpgrade.0.98.tgz"
+needs_vectors = pytest.mark.skipif(
+    not (BIGTABLE.exists() and NS_UPGRADE.exists()), reason="HBase test vectors not present"
+)
+
+
+@pytest.fixture(scope="module")
+def hbase_export(tmp_path_factory) -> str:
+    """The exported snapshots (10 regions, 100 rows) unpacked in place of an export root."""
+    d = tmp_path_factory.mktemp("hbase-export")
+    with zipfile.ZipFile(BIGTABLE) as z:
+        z.extractall(d)
+    return str(d / "data")
+
+
+@pytest.fixture(scope="module")
+def hbase094(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("hbase094")
+    with tarfile.open(NS_UPGRADE) as t:
+        t.extractall(d, filter="data")
+    return str(d / "hbase")
+
+
+def hbase_read(spark, root, **options):
+    r = spark.read.format("cellstore").option("hbase.root", root)
+    for k, v in options.items():
+        r = r.option(k.replace("_dot_", "."), v)
+    return r.load()
+
+
+HBASE_READS = [
+    pytest.param({}, {}, id="all"),
+    pytest.param({"start_row": "15", "stop_row": "47"}, {"start_row": "15", "stop_row": "47"}),
+    pytest.param({"row_prefix": "6"}, {"row_prefix": "6"}, id="prefix"),
+    pytest.param({"columns": "cf:a"}, {"columns": ["cf:a"]}, id="columns"),
+    pytest.param({"time_range": "0,1617828991"}, {"time_range": (0, 1617828991)}, id="time"),
+    pytest.param({"time_range": "0,1617828990"}, {"time_range": (0, 1617828990)}, id="none"),
+    pytest.param(
+        {"filter": "ValueFilter(=, 'substring:e4')"},
+        {"filter": parse_filter("ValueFilter(=, 'substring:e4')")},
+        id="filter",
+    ),
+    pytest.param({"memory_budget": "1"}, {"memory_budget": 1}, id="small-tasks"),
+]
+
+
+@needs_vectors
+@pytest.mark.parametrize(("options", "kwargs"), HBASE_READS)
+def test_hbase_snapshot_reads_equal_open_snapshot(spark, hbase_export, options, kwargs):
+    from cellstore.hbase import open_snapshot
+
+    df = hbase_read(spark, hbase_export, hbase_dot_snapshot="test-snapshot", **options)
+    scan = open_snapshot(hbase_export, "test-snapshot").scan(**kwargs)
+    want = scan.to_arrow()
+    assert df.rdd.getNumPartitions() == max(1, len(scan.plan()))
+    same(df, want)
+    if options.get("time_range") == "0,1617828990":
+        assert want.num_rows == 0  # the cells are at 1617828990: max is exclusive (R7.1)
+    else:
+        assert want.num_rows > 0
+
+
+@needs_vectors
+def test_hbase_snapshot_independent_rows_and_wide_shape(spark, hbase_export):
+    # Independent of the reader: the snapshot holds rows 00..99, cf:a=value<N> (README).
+    df = hbase_read(spark, hbase_export, **{"hbase.snapshot": "test-snappy-snapshot"})
+    got = sorted((r["row"], r["value"]) for r in df.collect())
+    assert got == [(f"{i:02d}".encode(), f"value{i}".encode()) for i in range(100)]
+    wide = hbase_read(
+        spark,
+        hbase_export,
+        **{"hbase.snapshot": "test-snapshot", "shape": "wide", "column_types": "cf:a=string"},
+    )
+    assert [(f.name, f.dataType.simpleString()) for f in wide.schema] == [
+        ("row", "binary"),
+        ("cf:a", "string"),
+    ]
+    assert wide.filter(F.col("row") == F.lit(b"42")).collect()[0]["cf:a"] == "value42"
+
+
+@needs_vectors
+@pytest.mark.parametrize(("raw", "versions"), [("false", None), ("true", "10")])
+def test_hbase_table_of_a_094_root(spark, hbase094, raw, versions):
+    from cellstore.hbase import open_table
+
+    options = {
+        "hbase.table": "data",
+        "raw": raw,
+        **({"max_versions": versions} if versions else {}),
+    }
+    df = hbase_read(spark, hbase094, **options)
+    want = open_table(hbase094, "data").scan(
+        raw=raw == "true", max_versions=int(versions) if versions else None
+    )
+    same(df, want.to_arrow())
+    types = set(df.toArrow().column("type").to_pylist())
+    assert (DELETE_COLUMN in types) is (raw == "true")  # markers only in raw scans (R5)
+
+
+@needs_vectors
+def test_hbase_pushed_filters_narrow_the_regions(hbase_export):
+    from cellstore.hbase import open_snapshot
+
+    table = open_snapshot(hbase_export, "test-snapshot")
+    opts = ReadOptions.parse({"hbase.root": hbase_export, "hbase.snapshot": "test-snapshot"})
+    schema = spark_schema(table.scan().partition_reader().schema())
+    reader = CellstoreReader(opts, schema)
+    assert len(reader.partitions()) == 10  # one task per region
+    keep = reader.pushFilters([GreaterThanOrEqual(ROW, b"35"), LessThan(ROW, b"52")])
+    parts = reader.partitions()
+    assert keep == [] and len(parts) == 3  # regions [30,40), [40,50), [50,60)
+    got = pa.Table.from_batches([b for p in parts for b in reader.read(p)])
+    assert got.column("row").to_pylist() == [str(i).encode() for i in range(35, 52)]
+    fam = EqualTo(("family",), "cf")
+    assert reader.pushFilters([fam, EqualTo(ROW, b"07")]) == []
+    (part,) = reader.partitions()
+    assert pickle.loads(pickle.dumps(part)).task == part.task
+    assert [b.num_rows for b in reader.read(part)] == [1]
+    reader.pushFilters([EqualTo(("family",), "nope")])
+    assert reader.partitions() == []
+
+
+@needs_vectors
+def test_hbase_options_are_checked(spark, hbase_export):
+    base = {"hbase.root": hbase_export}
+    opts = ReadOptions.parse({**base, "HBase.Table": "ns:t", "storage_options": '{"a": 1}'})
+    assert opts.hbase is not None and opts.hbase.table == "ns:t" and opts.hbase.snapshot is None
+    assert opts.hbase.use_meta is True
+    no_meta = ReadOptions.parse({**base, "hbase.table": "t", "hbase.use_meta": "false"})
+    assert no_meta.hbase is not None and no_meta.hbase.use_meta is False
+    assert opts.storage_options == {"a": 1} and opts.root == hbase_export
+    bad = [
+        ({**base, "hbase.snapshot": "s", "hbase.table": "t"}, "exactly one of"),
+        ({**base}, "exactly one of"),
+        ({"hbase.snapshot": "s"}, "'hbase.root'"),
+        ({**base, "hbase.snapshot": "s", "version": "2"}, r"\['version'\] do not apply"),
+        ({**base, "hbase.snapshot": "s", "root": "/wh"}, "do not apply"),
+        ({**base, "hbase.snapshot": "s", "colums": "x"}, "unknown cellstore option"),
+    ]
+    for options, message in bad:
+        with pytest.raises(InvalidArgumentError, match=message):
+            ReadOptions.parse(options)
+    with pytest.raises(InvalidArgumentError, match="read in place, never written"):
+        WriteOptions.parse({"root": "/wh", "table": "t", "hbase.root": "/h", "columns": "f:a=a"})
+    with pytest.raises(Exception, match=r"'nope'.*test-snappy-snapshot"):
+        _ = hbase_read(spark, hbase_export, **{"hbase.snapshot": "nope"}).schema
+    with pytest.raises(Exception, match=r"InvalidFamilyError.*nope"):
+        hbase_read(spark, hbase_export, **{"hbase.snapshot": "test-snapshot", "families": "nope"})
+
+
+@needs_vectors
+@pytest.mark.s3
+def test_hbase_snapshot_on_s3(spark, hbase_export, s3_root, s3_options):
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    fs.put(hbase_export, s3_root, recursive=True)
+    fs.invalidate_cache()
+    df = hbase_read(
+        spark,
+        s3_root,
+        **{"hbase.snapshot": "test-snapshot", "storage_options": json.dumps(s3_options)},
+    )
+    assert df.rdd.getNumPartitions() == 10
+    rows_ = sorted(r["row"] for r in df.filter(F.col("row") >= F.lit(b"90")).collect())
+    assert rows_ == [str(i).encode() for i in range(90, 100)]

@@ -5,10 +5,13 @@
 * :func:`hfile_might_contain`: a Bloom-filter lookup;
 * :func:`verify_hfile`: every checksum and the key order;
 * :func:`read_hfiles`: many HFiles as one Dask DataFrame.
-* :func:`write_hfile`: write cells as a bulk-loadable HFile v3.3 (:class:`WrittenHFile`).
+* :func:`write_hfile`: write cells as a bulk-loadable HFile v3.3 (:class:`WrittenHFile`);
+  :class:`HFileWriter` streams cells already in order into one, batch by batch.
 * :func:`open_table`, :func:`open_snapshot`: an HBase root directory's table, or a
   snapshot (exported or not), read in place as a read-only :class:`HBaseTable`
   (``docs/hbase.md``).
+* :func:`import_snapshot`, :func:`import_table`: convert a snapshot or table into a new
+  cellstore table in one commit (:class:`ImportReport`).
 
 Cells use the scan results' ``cells`` columns: ``row``, ``family``, ``qualifier``,
 ``ts``, ``type`` (HBase's codes), ``value``, plus ``seq_id`` and ``tags`` on request.
@@ -28,9 +31,10 @@ from cellstore.hbase.hfiles import (
     read_hfile,
     verify_hfile,
 )
+from cellstore.hbase.importer import ImportReport, import_snapshot, import_table
 from cellstore.hbase.partitions import read_hfiles
 from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snapshot, open_table
-from cellstore.hbase.write import WrittenHFile, write_hfile
+from cellstore.hbase.write import HFileWriter, WrittenHFile, write_hfile
 from cellstore.storefiles.hfile.reader import BlockProblem, HFileReader
 
 __all__ = [
@@ -40,9 +44,13 @@ __all__ = [
     "HFileInfo",
     "HFileReader",
     "HFileVerifyReport",
+    "HFileWriter",
+    "ImportReport",
     "WrittenHFile",
     "hfile_info",
     "hfile_might_contain",
+    "import_snapshot",
+    "import_table",
     "iter_hfile_batches",
     "open_hfile",
     "open_snapshot",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -33,14 +34,17 @@ __all__ = [
     "HBaseRegionInfo",
     "ReferenceInfo",
     "SnapshotInfo",
+    "StoreFileList",
     "StoreFileListing",
     "TableDescriptor",
     "encoded_region_name",
     "parse_data_manifest",
+    "parse_meta_region_info",
     "parse_reference",
     "parse_region_info",
     "parse_region_manifest",
     "parse_snapshot_info",
+    "parse_store_file_list",
     "parse_table_descriptor",
 ]
 
@@ -184,6 +188,14 @@ class StoreFileListing:
     name: str
     reference: ReferenceInfo | None = None
     size: int | None = None
+
+
+@dataclass(frozen=True)
+class StoreFileList:
+    """A ``.filelist/f1.*``/``f2.*`` file: the store's live files at ``timestamp``."""
+
+    timestamp: int
+    files: tuple[StoreFileListing, ...]
 
 
 @dataclass(frozen=True)
@@ -382,6 +394,65 @@ def _pb_store_file(data: bytes, where: str) -> StoreFileListing:
     return StoreFileListing(name, ref, size)
 
 
+def _pb_tracked_file(data: bytes, where: str) -> StoreFileListing:
+    """A ``StoreFileEntry``: ``name`` (1), ``size`` (2), ``reference`` (3, newer HBase)."""
+    name, size, ref = "", None, None
+    for num, v in _fields(data, where):
+        if num == 1:
+            name = _text(v, where)
+        elif num == 2:
+            size = _int(v, where)
+        elif num == 3:
+            ref = _pb_reference(_bytes(v, where), where)
+    if not name:
+        raise CorruptFileError(f"{where}: a store file entry has no name")
+    return StoreFileListing(name, ref, size)
+
+
+def parse_store_file_list(data: bytes, *, where: str) -> StoreFileList | None:
+    """Decode a store-file tracker file (``StoreFileListFile``, layout sections 1-2).
+
+    The file is ``int32 BE length | StoreFileList | int32 BE CRC32 of those bytes``.
+    ``StoreFileList`` holds ``timestamp`` (1), repeated ``StoreFileEntry`` (2: ``name`` 1,
+    ``size`` 2, ``reference`` 3) and ``version`` (3, default 1).
+
+    Returns:
+        The list, or None for a file cut short (HBase skips those: a write in progress).
+
+    Raises:
+        CorruptFileError: a bad length, a checksum mismatch, a message that does not parse
+            or a version newer than 2 (HBase refuses those too).
+    """
+    if len(data) < 4:
+        return None
+    (n,) = struct.unpack_from(">i", data)
+    if n <= 0 or n > 16 * 1024 * 1024:
+        raise CorruptFileError(f"{where}: store file list length {n} is out of range")
+    if len(data) < 8 + n:
+        return None
+    body = data[4 : 4 + n]
+    (stored,) = struct.unpack_from(">I", data, 4 + n)
+    if zlib.crc32(body) != stored:
+        raise CorruptFileError(
+            f"{where}: store file list checksum mismatch (stored {stored:#010x}, "
+            f"computed {zlib.crc32(body):#010x})"
+        )
+    timestamp, version = None, 1
+    files: list[StoreFileListing] = []
+    for num, v in _fields(body, where):
+        if num == 1:
+            timestamp = _int(v, where)
+        elif num == 2:
+            files.append(_pb_tracked_file(_bytes(v, where), where))
+        elif num == 3:
+            version = _int(v, where)
+    if timestamp is None:
+        raise CorruptFileError(f"{where}: store file list has no timestamp")
+    if version > 2:
+        raise CorruptFileError(f"{where}: store file list version {version} is not supported")
+    return StoreFileList(timestamp, tuple(files))
+
+
 def parse_data_manifest(
     data: bytes, *, where: str
 ) -> tuple[TableDescriptor, list[tuple[HBaseRegionInfo, dict[str, list[StoreFileListing]]]]]:
@@ -496,6 +567,20 @@ def parse_region_info(data: bytes, *, where: str) -> HBaseRegionInfo:
     if data.startswith(PBUF_MAGIC):
         n, pos = read_pb_varint(data, len(PBUF_MAGIC))
         return _pb_region_info(data[pos : pos + n], where)
+    return _writable_region_info(data, where)
+
+
+def parse_meta_region_info(data: bytes, *, where: str) -> HBaseRegionInfo:
+    """Decode an ``info:regioninfo`` cell of hbase:meta.
+
+    The value is ``PBUF`` + ``RegionInfo`` (not delimited), or a Writable ``HRegionInfo``
+    (0.94 ``.META.``).
+
+    Raises:
+        CorruptFileError: the value does not parse.
+    """
+    if data.startswith(PBUF_MAGIC):
+        return _pb_region_info(data[len(PBUF_MAGIC) :], where)
     return _writable_region_info(data, where)
 
 

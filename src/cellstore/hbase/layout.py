@@ -18,6 +18,7 @@ from typing import Final, Literal
 
 import fsspec
 
+from cellstore.commit import now_ms
 from cellstore.errors import (
     CorruptFileError,
     MissingFileError,
@@ -27,6 +28,7 @@ from cellstore.errors import (
 )
 from cellstore.hbase.descriptors import (
     PBUF_MAGIC,
+    FamilyDescriptor,
     HBaseRegionInfo,
     ReferenceInfo,
     SnapshotInfo,
@@ -37,10 +39,19 @@ from cellstore.hbase.descriptors import (
     parse_region_info,
     parse_region_manifest,
     parse_snapshot_info,
+    parse_store_file_list,
     parse_table_descriptor,
 )
+from cellstore.hbase.meta import read_meta_regions
 
-__all__ = ["HBaseLayout", "HFileRef", "RegionFiles", "load_snapshot", "load_table"]
+__all__ = [
+    "HBaseLayout",
+    "HFileRef",
+    "RegionFiles",
+    "load_file_list",
+    "load_snapshot",
+    "load_table",
+]
 
 _HFILE: Final = r"[0-9a-f]+(?:_SeqId_[0-9]+_|_del)?"
 _LINK: Final = rf"(?:([_\w]+)=)?([_\w][-_.\w]*)=([a-f0-9]+)-({_HFILE})"
@@ -48,6 +59,9 @@ _LINK_RE: Final = re.compile(rf"^{_LINK}$")
 _REF_RE: Final = re.compile(rf"^({_HFILE}|{_LINK})\.(.+)$")
 _HFILE_RE: Final = re.compile(rf"^{_HFILE}$")
 _MOB_RE: Final = re.compile(rf"^{_HFILE}_{_HFILE}$")
+_TRACK_RE: Final = re.compile(r"^f(1|2)(?:\.([0-9]+))?$")
+_TRACKER_KEY: Final = "hbase.store.file-tracker.impl"
+_MIGRATION_SRC_KEY: Final = "hbase.store.file-tracker.migration.src.impl"
 _CATALOG: Final = frozenset({"-ROOT-", ".META.", "-META-", "hbase:meta", "hbase:namespace"})
 
 Version = Literal["0.94", "2"]
@@ -101,6 +115,8 @@ class HBaseLayout:
         descriptor: The table descriptor.
         regions: Regions in key order, split parents and replicas dropped.
         snapshot: The snapshot read, or None for a table directory.
+        regions_from: Where the regions came from: ``"manifest"`` (a snapshot),
+            ``"hbase:meta"`` or ``"directories"`` (the region directories of a root).
     """
 
     root: str
@@ -108,6 +124,7 @@ class HBaseLayout:
     descriptor: TableDescriptor
     regions: tuple[RegionFiles, ...]
     snapshot: SnapshotInfo | None = None
+    regions_from: Literal["manifest", "hbase:meta", "directories"] = "directories"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -208,6 +225,129 @@ class _Resolver:
         raise MissingFileError(f"{what} not found; tried: {', '.join(tried)}")
 
 
+def _tracker(desc: TableDescriptor, fam: FamilyDescriptor) -> str:
+    """The store-file tracker of a family: ``DEFAULT``, ``FILE`` or ``MIGRATION`` (section 7).
+
+    The family's configuration, then its attributes, then the table's attributes decide
+    (``StoreFileTrackerFactory``); class names map to their short names. A migration
+    reads from its source tracker.
+    """
+
+    def lookup(key: str) -> str:
+        for values in (fam.configuration, fam.attributes, desc.attributes):
+            if key in values:
+                return values[key].strip()
+        return ""
+
+    def short(name: str) -> str:
+        base = name.rsplit(".", 1)[-1].upper()
+        return {
+            "DEFAULTSTOREFILETRACKER": "DEFAULT",
+            "FILEBASEDSTOREFILETRACKER": "FILE",
+            "MIGRATIONSTOREFILETRACKER": "MIGRATION",
+        }.get(base, base or "DEFAULT")
+
+    impl = short(lookup(_TRACKER_KEY))
+    if impl == "MIGRATION":
+        return short(lookup(_MIGRATION_SRC_KEY))
+    return impl
+
+
+def load_file_list(fs: fsspec.AbstractFileSystem, family_dir: str) -> list[StoreFileListing] | None:
+    """The live files of a store per its ``.filelist`` (FILE tracker), or None if it has none.
+
+    Tracker files are ``f1.<seq>`` and ``f2.<seq>``; the highest ``<seq>`` with a
+    complete file wins, and of its two files the one with the larger
+    ``StoreFileList.timestamp`` (``StoreFileListFile#load``). Files cut short are skipped.
+
+    Raises:
+        CorruptFileError: a damaged tracker file, more than two for one ``<seq>``, or no
+            complete tracker file at all.
+    """
+    tdir = posixpath.join(family_dir, ".filelist")
+    if not fs.isdir(tdir):
+        return None
+    groups: dict[int, list[str]] = {}
+    for path in fs.ls(tdir, detail=False):
+        m = _TRACK_RE.match(posixpath.basename(str(path).rstrip("/")))
+        if m:
+            groups.setdefault(int(m.group(2) or -1), []).append(str(path))
+    for seq in sorted(groups, reverse=True):
+        paths = sorted(groups[seq], key=posixpath.basename)
+        if len(paths) > 2:
+            raise CorruptFileError(
+                f"{tdir}: {len(paths)} store file lists for sequence {seq} (at most 2): "
+                f"{', '.join(paths)}"
+            )
+        lists = [parse_store_file_list(_read(fs, p), where=p) for p in paths]
+        done = [(lst.timestamp, -i, lst) for i, lst in enumerate(lists) if lst is not None]
+        if done:
+            return list(max(done, key=lambda d: (d[0], d[1]))[2].files)
+    raise CorruptFileError(f"{tdir}: no complete store file list (f1.*/f2.*) in the directory")
+
+
+def _store_files(
+    fs: fsspec.AbstractFileSystem, fdir: str, *, tracker: str, where: str
+) -> list[tuple[StoreFileListing, str]]:
+    """A store's files with their paths: the ``.filelist`` if any, else the listing.
+
+    Raises:
+        MissingFileError: the family uses the FILE tracker but has no ``.filelist``.
+    """
+    if not fs.isdir(fdir):
+        return []
+    tracked = load_file_list(fs, fdir)
+    if tracked is not None:
+        return [(f, posixpath.join(fdir, f.name)) for f in tracked]
+    if tracker == "FILE":
+        raise MissingFileError(
+            f"{where}: {fdir} has no .filelist, but the table descriptor sets "
+            f"{_TRACKER_KEY}=FILE (the live store files are only listed there)"
+        )
+    found = []
+    for d in sorted(fs.ls(fdir, detail=True), key=lambda d: str(d["name"])):
+        name = posixpath.basename(str(d["name"]).rstrip("/"))
+        if d["type"] == "directory" or name.startswith("."):
+            continue
+        if not d["size"] and not _LINK_RE.match(name):
+            continue  # not a valid store file (StoreFileInfo.isValid)
+        found.append((StoreFileListing(name), str(d["name"])))
+    return found
+
+
+def _meta_online(
+    fs: fsspec.AbstractFileSystem, root: str, version: Version, table: str, where: str
+) -> list[HBaseRegionInfo] | None:
+    """The online regions of ``table`` per the catalog's HFiles; None if it lists none.
+
+    The catalog is ``data/hbase/meta`` (0.96+) or ``.META.`` (``-META-`` before 0.92
+    final) in a 0.94 root; its rows are read by :func:`read_meta_regions`.
+    """
+    if version == "2":
+        ns, qual = "hbase", "meta"
+    else:
+        ns = "default"
+        qual = next(
+            (q for q in (".META.", "-META-") if fs.isdir(posixpath.join(root, q))), ".META."
+        )
+    mdir = posixpath.join(root, _table_rel(version, ns, qual))
+    if not fs.isdir(mdir):
+        return None
+    resolver = _Resolver(fs, root, version, ns, qual, f"{table} in the catalog of {root}")
+    paths: list[str] = []
+    for rdir in sorted(fs.ls(mdir, detail=False)):
+        region = posixpath.basename(str(rdir).rstrip("/"))
+        if region.startswith(".") or not fs.isdir(rdir):
+            continue
+        fdir = posixpath.join(rdir, "info")
+        for listing, path in _store_files(fs, fdir, tracker="DEFAULT", where=where):
+            paths.append(resolver.resolve(region, "info", listing, ref_path=path).path)
+    regions = read_meta_regions(fs, paths, table, now_ms=now_ms())
+    if not regions:
+        return None
+    return [m.info for m in regions if m.online]
+
+
 def _tile(regions: list[RegionFiles], where: str) -> tuple[RegionFiles, ...]:
     """Regions in key order; they must cover every key exactly once (section 8.4)."""
     regions.sort(key=lambda r: r.info.start)
@@ -248,18 +388,27 @@ def _check_descriptor(desc: TableDescriptor, where: str) -> None:
 
 
 # --------------------------------------------------------------------------- tables
-def load_table(fs: fsspec.AbstractFileSystem, root: str, table: str) -> HBaseLayout:
+def load_table(
+    fs: fsspec.AbstractFileSystem, root: str, table: str, *, use_meta: bool = True
+) -> HBaseLayout:
     """A table of a root directory (0.94 or 2.x/3.x; a copy of one is fine).
 
-    Regions are the region directories with a ``.regioninfo``; split parents (whose range
-    a newer region covers) are dropped, as hbase:meta would. Data in WALs or memstores is
-    not visible (flush first, or read a snapshot).
+    Regions are those ``hbase:meta`` lists as online (its flushed HFiles under
+    ``data/hbase/meta``, or ``.META.`` in 0.94; split and merged parents, daughters still
+    being made and replicas skipped) when it lists the table and ``use_meta``; otherwise the
+    region directories with a ``.regioninfo``, split parents (whose range a newer region
+    covers) dropped. A store's files are those its ``.filelist`` names (FILE tracker),
+    else those in its directory. Data in WALs or memstores is not visible (flush first,
+    or read a snapshot).
 
     Raises:
         TableNotFoundError: no such table under ``root`` (the message lists the tables).
         UnsupportedFormatError: a catalog table, MOB or encrypted data.
-        MissingFileError: a store file is missing from every location HBase looks in.
-        CorruptFileError: a descriptor or region info does not parse, regions do not tile.
+        MissingFileError: a store file is missing from every location HBase looks in, a
+            region hbase:meta lists has no directory, or a FILE-tracked store has no
+            ``.filelist``.
+        CorruptFileError: a descriptor, region info or file list does not parse, regions
+            do not tile.
     """
     version = _version(fs, root)
     ns, qual = _split_name(table)
@@ -279,13 +428,26 @@ def load_table(fs: fsspec.AbstractFileSystem, root: str, table: str) -> HBaseLay
     desc = parse_table_descriptor(_read(fs, info), where=info)
     _check_descriptor(desc, where)
     infos: dict[str, HBaseRegionInfo] = {}
-    for entry in fs.ls(tdir, detail=False):
-        rfile = posixpath.join(entry, ".regioninfo")
-        if posixpath.basename(entry).startswith(".") or not fs.exists(rfile):
-            continue
-        r = parse_region_info(_read(fs, rfile), where=rfile)
-        infos[posixpath.basename(entry)] = r
-    kept = _newest_cover([r for r in infos.values() if r.replica_id == 0])
+    online = _meta_online(fs, root, version, desc.name, where) if use_meta else None
+    if online is not None:
+        for r in online:
+            rdir = posixpath.join(tdir, r.encoded)
+            if not fs.isdir(rdir):
+                raise MissingFileError(
+                    f"{where}: hbase:meta (as flushed to its HFiles) lists region {r.encoded} "
+                    f"[{r.start!r}, {r.end!r}) but {rdir} does not exist; flush hbase:meta, "
+                    "read a snapshot, or pass use_meta=False"
+                )
+            infos[r.encoded] = r
+        kept = list(infos.values())
+    else:
+        for entry in fs.ls(tdir, detail=False):
+            rfile = posixpath.join(entry, ".regioninfo")
+            if posixpath.basename(entry).startswith(".") or not fs.exists(rfile):
+                continue
+            r = parse_region_info(_read(fs, rfile), where=rfile)
+            infos[posixpath.basename(entry)] = r
+        kept = _newest_cover([r for r in infos.values() if r.replica_id == 0])
     resolver = _Resolver(fs, root, version, ns, qual, where)
     regions = []
     by_info = {id(r): d for d, r in infos.items()}
@@ -293,23 +455,29 @@ def load_table(fs: fsspec.AbstractFileSystem, root: str, table: str) -> HBaseLay
         rdir = posixpath.join(tdir, by_info[id(r)])
         files = {}
         for fam in desc.families:
-            fdir = posixpath.join(rdir, fam.name)
-            found = []
-            if fs.isdir(fdir):
-                for d in sorted(fs.ls(fdir, detail=True), key=lambda d: str(d["name"])):
-                    name = posixpath.basename(str(d["name"]).rstrip("/"))
-                    if d["type"] == "directory" or name.startswith("."):
-                        continue
-                    if not d["size"] and not _LINK_RE.match(name):
-                        continue  # not a valid store file (StoreFileInfo.isValid)
-                    found.append(
-                        resolver.resolve(
-                            by_info[id(r)], fam.name, StoreFileListing(name), ref_path=d["name"]
-                        )
-                    )
-            files[fam.name] = tuple(found)
+            listed = _store_files(
+                fs,
+                posixpath.join(rdir, fam.name),
+                tracker=_tracker(desc, fam),
+                where=f"{where}, region {by_info[id(r)]}, family {fam.name}",
+            )
+            if listed and fam.is_mob:
+                raise UnsupportedFormatError(f"{where}: family {fam.name} is a MOB family")
+            files[fam.name] = tuple(
+                resolver.resolve(by_info[id(r)], fam.name, listing, ref_path=path)
+                for listing, path in listed
+            )
         regions.append(RegionFiles(r, files))
-    return HBaseLayout(root, version, desc, _tile(regions, where))
+    if online is None:
+        return HBaseLayout(root, version, desc, _tile(regions, where))
+    try:
+        tiled = _tile(regions, f"{where} (regions from hbase:meta)")
+    except CorruptFileError as e:
+        raise CorruptFileError(
+            f"{e}; hbase:meta's flushed HFiles may be behind a split or merge: flush "
+            "hbase:meta, read a snapshot, or pass use_meta=False"
+        ) from e
+    return HBaseLayout(root, version, desc, tiled, regions_from="hbase:meta")
 
 
 def list_tables(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
@@ -422,7 +590,7 @@ def load_snapshot(fs: fsspec.AbstractFileSystem, root: str, name: str) -> HBaseL
                 for f in listed
             )
         regions.append(RegionFiles(region, files))
-    return HBaseLayout(root, version, desc, _tile(regions, where), info)
+    return HBaseLayout(root, version, desc, _tile(regions, where), info, "manifest")
 
 
 def _v1_region(

@@ -35,13 +35,19 @@ from cellstore.core.filters import Filter, normalize_filters
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
-from cellstore.errors import InvalidArgumentError, MissingFileError, UnsupportedFormatError
+from cellstore.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    MissingFileError,
+    UnsupportedFormatError,
+)
 from cellstore.fs import resolve_filesystem
 from cellstore.hbase.descriptors import FamilyDescriptor
 from cellstore.hbase.layout import HBaseLayout, HFileRef, load_snapshot, load_table
 from cellstore.reader import Scan, ScanOptions
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask
 from cellstore.storefiles.hfile.index import key_row
+from cellstore.storefiles.hfile.keys import parse_key
 from cellstore.storefiles.hfile.reader import HFileReader
 
 __all__ = [
@@ -89,37 +95,85 @@ class HFileStore:
         Files whose Bloom filter rules out ``point_row`` are not read (R3.5).
 
         Raises:
-            MissingFileError, CorruptFileError: a file is gone or damaged.
-            UnsupportedFormatError: an hbase:meta file, HFile v1 or an encrypted file.
+            MissingFileError, CorruptFileError: a file is gone or damaged, or holds cells
+                of another family than its store's.
+            UnsupportedFormatError: an hbase:meta file, HFile v1 or an encrypted file
+                (the trailer carries an encryption key).
         """
-        runs: list[_Run] = []
-        for ref in self.files:
-            bounds = ref.clip(start, stop)
-            if bounds is None:
-                continue
-            try:
-                reader = HFileReader(fs, ref.path, where=ref.path)
-            except FileNotFoundError as e:
-                raise MissingFileError(f"HFile {ref.path} ({ref.name}) is gone: {e}") from e
-            if reader.trailer.is_meta_comparator:
-                raise UnsupportedFormatError(f"{ref.path}: hbase:meta files cannot be scanned")
-            if point_row is not None and not reader.might_contain(point_row):
-                continue
-            lo, hi = bounds
-            cells = reader.read(
-                start_row=lo or None, stop_row=hi or None, columns=_COLUMNS, with_seq_id=True
-            )
-            info = reader.decoded_file_info()
-            seq, bulk_time = _file_seq(ref, info)
-            cell_seq = cells.column("seq_id").to_numpy().astype(np.int64)
-            if bulk_time is not None and not info.get("SKIP_RESET_SEQ_ID"):
-                cell_seq = np.full(cells.num_rows, seq, np.int64)  # R14.5
-            rank_key = (seq, -ref.size, float("inf") if bulk_time is None else bulk_time, ref.name)
-            if cells.num_rows:
-                runs.append(_Run(rank_key, cells.drop_columns(["seq_id"]), cell_seq))
+        found = [
+            self._read_file(fs, ref, start, stop, point_row)
+            for ref in self.files
+            if ref.clip(start, stop) is not None
+        ]
+        runs = [r for r in found if r is not None]
         runs.sort(key=lambda r: r.rank_key)  # R3.1: oldest first
         tables = _drop_superseded(runs)
         return tables, list(range(len(tables)))
+
+    def _read_file(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        ref: HFileRef,
+        start: bytes,
+        stop: bytes,
+        point_row: bytes | None,
+    ) -> _Run | None:
+        """One file's cells in ``[start, stop)`` as a run, or None when it has none."""
+        bounds = ref.clip(start, stop)
+        assert bounds is not None
+        try:
+            reader = HFileReader(fs, ref.path, where=ref.path)
+        except FileNotFoundError as e:
+            raise MissingFileError(f"HFile {ref.path} ({ref.name}) is gone: {e}") from e
+        if reader.trailer.is_meta_comparator:
+            raise UnsupportedFormatError(f"{ref.path}: hbase:meta files cannot be scanned")
+        self._check_family(reader, ref)
+        if point_row is not None and not reader.might_contain(point_row):
+            return None
+        info = reader.decoded_file_info()
+        seq, bulk_time = _file_seq(ref, info)
+        bulk_seq = bulk_time is not None and not info.get("SKIP_RESET_SEQ_ID")  # R14.5
+        # Cell sequence ids are only read when they can differ within the file.
+        same_seq = bulk_seq or not reader.flags.mvcc or reader.flags.mvcc_one_byte
+        lo, hi = _needed_bounds(reader, *bounds)
+        cells = reader.read(
+            start_row=lo or None,
+            stop_row=hi or None,
+            columns=_COLUMNS if not same_seq else _COLUMNS[:-1],
+            with_seq_id=not same_seq,
+        )
+        if bulk_seq:
+            cell_seq = np.full(cells.num_rows, seq, np.int64)
+        elif same_seq:
+            cell_seq = np.zeros(cells.num_rows, np.int64)
+        else:
+            cell_seq = cells.column("seq_id").to_numpy().astype(np.int64)
+            cells = cells.drop_columns(["seq_id"])
+        rank_key = (seq, -ref.size, float("inf") if bulk_time is None else bulk_time, ref.name)
+        return _Run(rank_key, cells, cell_seq) if cells.num_rows else None
+
+    def _check_family(self, reader: HFileReader, ref: HFileRef) -> None:
+        """Refuse a file whose first or last cell is of another family than its store."""
+        want = self.family.encode("utf-8")
+        for key in (reader.first_key, reader.last_key):
+            if key is None:
+                continue
+            got = parse_key(key, where=ref.path).family
+            if got and got != want:
+                raise CorruptFileError(
+                    f"{ref.path} ({ref.name}): a store file of family {self.family!r} holds "
+                    f"cells of family {got.decode('utf-8', 'replace')!r}"
+                )
+
+
+def _needed_bounds(reader: HFileReader, lo: bytes, hi: bytes) -> tuple[bytes, bytes]:
+    """``[lo, hi)``, or no bounds where the file's rows all lie inside them (no filtering)."""
+    first, last = reader.first_key, reader.last_key
+    if first is not None and lo and key_row(first) >= lo:
+        lo = b""
+    if last is not None and hi and key_row(last) < hi:
+        hi = b""
+    return lo, hi
 
 
 def _file_seq(ref: HFileRef, info: Mapping[str, object]) -> tuple[int, int | None]:
@@ -356,7 +410,11 @@ class HBaseRegionDescription:
 
 @dataclass(frozen=True)
 class HBaseTableDescription:
-    """What ``HBaseTable.describe`` reports."""
+    """What ``HBaseTable.describe`` reports.
+
+    ``regions_from`` says where the regions came from: ``manifest`` (a snapshot),
+    ``hbase:meta`` or ``directories`` (a root's region directories).
+    """
 
     name: str
     root: str
@@ -365,6 +423,7 @@ class HBaseTableDescription:
     attributes: Mapping[str, str]
     families: tuple[HBaseFamilyDescription, ...]
     regions: tuple[HBaseRegionDescription, ...]
+    regions_from: str = "directories"
 
     @property
     def files(self) -> int:
@@ -383,6 +442,7 @@ class HBaseTableDescription:
             "root": self.root,
             "layout": self.layout,
             "snapshot": self.snapshot,
+            "regions-from": self.regions_from,
             "attributes": dict(self.attributes),
             "families": [f.to_dict() for f in self.families],
             "regions": [
@@ -450,6 +510,11 @@ class HBaseTable:
         return self._families
 
     @property
+    def metadata(self) -> TableMetadata:
+        """The table as cellstore's planner sees it: families and regions, no store files."""
+        return self._metadata
+
+    @property
     def regions(self) -> tuple[Region, ...]:
         """Regions in key order (ids are encoded region names)."""
         return self._regions
@@ -482,6 +547,7 @@ class HBaseTable:
                 for s, d in zip(self._families, desc.families, strict=True)
             ),
             regions=tuple(regions),
+            regions_from=self.layout.regions_from,
         )
 
     def _scan(self, options: ScanOptions) -> HBaseScan:
@@ -609,23 +675,35 @@ def _names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None
 
 
 def open_table(
-    root: str, table: str, *, storage_options: Mapping[str, Any] | None = None
+    root: str,
+    table: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    use_meta: bool = True,
 ) -> HBaseTable:
     """Open a table of an HBase root directory (0.94 or 2.x/3.x, or a copy of one).
+
+    Regions come from ``hbase:meta``'s HFiles when it lists the table (online regions
+    only), else from the region directories; store files from each store's
+    ``.filelist`` when it has one, else from its directory (``docs/hbase.md``).
 
     Args:
         root: The root directory (``hbase.rootdir``): a local path or any fsspec URL.
         table: ``ns:table`` (or ``table`` in the default namespace; 0.94 tables by name).
         storage_options: fsspec options for ``root``'s filesystem.
+        use_meta: Take a 2.x/3.x root's regions from ``hbase:meta`` when it lists them;
+            False lists the region directories instead (e.g. when meta was not flushed
+            since the last split).
 
     Raises:
         TableNotFoundError: no such table (the message lists the tables found).
-        MissingFileError: a store file is in none of the places HBase looks.
-        CorruptFileError: a descriptor or region info that does not parse.
+        MissingFileError: a store file is in none of the places HBase looks, a region
+            meta lists has no directory, a FILE-tracked store has no ``.filelist``.
+        CorruptFileError: a descriptor, region info or file list that does not parse.
         UnsupportedFormatError: MOB, encrypted data or a catalog table.
     """
     fs, path = resolve_filesystem(root, storage_options=storage_options)
-    return HBaseTable(fs, load_table(fs, path, table))
+    return HBaseTable(fs, load_table(fs, path, table, use_meta=use_meta))
 
 
 def open_snapshot(

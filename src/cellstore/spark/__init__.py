@@ -18,6 +18,10 @@ scan planner, read path, mapping and loader tasks as the Dask API::
      .option("mapping", "s3://bucket/mappings/users.toml")
      .save())                                           # one commit for the whole write
 
+HBase data is read in place the same way: ``.option("hbase.root", ROOT)`` with
+``.option("hbase.snapshot", NAME)`` or ``.option("hbase.table", "ns:t")`` instead of
+``root``/``table`` (``docs/hbase.md``, "Spark").
+
 Needs ``pip install "cellstore[spark]"`` (pyspark >= 4.1) and Java 17. Options and
 semantics are in the README, "Running on a cluster". Spark's filters on ``row`` and
 ``family`` are pushed into the scan only where Spark plans every query afresh (see

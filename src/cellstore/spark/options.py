@@ -21,8 +21,10 @@ from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
 __all__ = [
     "DEFAULT_WRITE_MEMORY",
+    "HBASE_OPTIONS",
     "READ_OPTIONS",
     "WRITE_OPTIONS",
+    "HBaseSource",
     "ReadOptions",
     "RowBounds",
     "WriteOptions",
@@ -35,31 +37,39 @@ __all__ = [
 DEFAULT_WRITE_MEMORY: Final = 256 << 20
 
 _COMMON: Final = frozenset({"root", "table", "storage_options", "path"})
+#: Options that read an HBase root directory or snapshot in place instead of a warehouse.
+HBASE_OPTIONS: Final = frozenset({"hbase.root", "hbase.snapshot", "hbase.table", "hbase.use_meta"})
+#: Read options an HBase source has no use for (HBase tables have no versions or row-key spec).
+_NOT_FOR_HBASE: Final = frozenset({"root", "table", "path", "version", "key", "key_columns"})
 #: Options a read understands (Spark lower-cases option names).
-READ_OPTIONS: Final = _COMMON | frozenset(
-    {
-        "version",
-        "start_row",
-        "stop_row",
-        "row_prefix",
-        "columns",
-        "families",
-        "time_range",
-        "timestamp",
-        "max_versions",
-        "raw",
-        "filter",
-        "max_results_per_family",
-        "row_offset_per_family",
-        "shape",
-        "column_types",
-        "decode_errors",
-        "memory_budget",
-        "key",
-        "key_columns",
-        "now_ms",
-        "pushdown",
-    }
+READ_OPTIONS: Final = (
+    _COMMON
+    | HBASE_OPTIONS
+    | frozenset(
+        {
+            "version",
+            "start_row",
+            "stop_row",
+            "row_prefix",
+            "columns",
+            "families",
+            "time_range",
+            "timestamp",
+            "max_versions",
+            "raw",
+            "filter",
+            "max_results_per_family",
+            "row_offset_per_family",
+            "shape",
+            "column_types",
+            "decode_errors",
+            "memory_budget",
+            "key",
+            "key_columns",
+            "now_ms",
+            "pushdown",
+        }
+    )
 )
 #: Options a write understands.
 WRITE_OPTIONS: Final = _COMMON | frozenset(
@@ -163,7 +173,15 @@ def _storage_options(options: Mapping[str, str]) -> dict[str, Any]:
 def _location(options: Mapping[str, str], known: frozenset[str]) -> tuple[str, str]:
     unknown = sorted(k for k in options if k.lower() not in known)
     if unknown:
-        raise InvalidArgumentError(f"unknown cellstore option(s) {unknown}; known: {sorted(known)}")
+        hint = ""
+        if any(k.lower() in HBASE_OPTIONS for k in unknown):
+            hint = (
+                " (HBase data is read in place, never written from Spark: write HFiles for "
+                "HBase's bulk load with cellstore.jobs.export_hfiles)"
+            )
+        raise InvalidArgumentError(
+            f"unknown cellstore option(s) {unknown}; known: {sorted(known)}{hint}"
+        )
     root = options.get("root")
     table = options.get("table") or options.get("path")
     if not root:
@@ -224,14 +242,72 @@ class RowBounds:
         return self.intersect(lo=prefix, hi=prefix_stop_row(prefix))
 
 
+@dataclass(frozen=True)
+class HBaseSource:
+    """An HBase table or snapshot read in place.
+
+    Options ``hbase.root`` and ``hbase.snapshot`` or ``hbase.table`` name it.
+
+    Attributes:
+        root: The HBase root directory (or an ``ExportSnapshot`` target) URL.
+        snapshot: The snapshot's name, or None.
+        table: The table's name (``ns:table``), or None.
+        use_meta: Take a root's regions from ``hbase:meta`` when it lists the table
+            (option ``hbase.use_meta``, default true; see ``hbase.open_table``).
+    """
+
+    root: str
+    snapshot: str | None = None
+    table: str | None = None
+    use_meta: bool = True
+
+    @property
+    def name(self) -> str:
+        """``snapshot NAME`` or ``table NAME`` (for messages)."""
+        return f"snapshot {self.snapshot}" if self.snapshot else f"table {self.table}"
+
+
+def _hbase_source(options: Mapping[str, str]) -> HBaseSource | None:
+    """The HBase source of lower-cased read options, or None for a warehouse table.
+
+    Raises:
+        InvalidArgumentError: HBase options mixed with warehouse ones, or not exactly one
+            of ``hbase.snapshot`` and ``hbase.table``.
+    """
+    given = {k: v for k, v in options.items() if k in HBASE_OPTIONS and v}
+    if not given:
+        return None
+    clash = sorted(k for k in options if k in _NOT_FOR_HBASE)
+    if clash:
+        raise InvalidArgumentError(
+            f"option(s) {clash} do not apply to an HBase source (hbase.root, with "
+            "hbase.snapshot or hbase.table); HBase tables have no versions or row-key spec"
+        )
+    root = given.get("hbase.root")
+    if not root:
+        raise InvalidArgumentError(
+            "option 'hbase.root' (the HBase root directory or ExportSnapshot target) is "
+            "required with 'hbase.snapshot' or 'hbase.table'"
+        )
+    snapshot, table = given.get("hbase.snapshot"), given.get("hbase.table")
+    if bool(snapshot) == bool(table):
+        raise InvalidArgumentError(
+            "give exactly one of options 'hbase.snapshot' (a snapshot's name) and "
+            "'hbase.table' (ns:table) with 'hbase.root'"
+        )
+    use_meta = parse_bool(options.get("hbase.use_meta", "true"), name="hbase.use_meta")
+    return HBaseSource(root, snapshot, table, use_meta)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReadOptions:
     """A Spark read's options, parsed (see :data:`READ_OPTIONS` and the README).
 
     Attributes:
-        root: Warehouse root URL.
-        table: Table name.
+        root: Warehouse root URL (the HBase root for an HBase source).
+        table: Table name (``snapshot NAME``/``table NAME`` for an HBase source).
         storage_options: fsspec options for the root.
+        hbase: The HBase table or snapshot to read in place, or None for a cellstore table.
         version: Table version to read (as-of read), or None for the latest.
         scan: Keyword arguments of ``Table.scan`` other than the row range.
         bounds: The row range from ``start_row``/``stop_row``/``row_prefix``.
@@ -245,6 +321,7 @@ class ReadOptions:
     root: str
     table: str
     storage_options: Mapping[str, Any] = field(default_factory=dict)
+    hbase: HBaseSource | None = None
     version: int | None = None
     scan: Mapping[str, Any] = field(default_factory=dict)
     bounds: RowBounds = RowBounds()
@@ -258,7 +335,12 @@ class ReadOptions:
             InvalidArgumentError: a missing, unknown or malformed option, naming it.
         """
         opts = {k.lower(): v for k, v in options.items()}
-        root, table = _location(opts, READ_OPTIONS)
+        hbase = _hbase_source(opts)
+        if hbase is None:
+            root, table = _location(opts, READ_OPTIONS)
+        else:
+            _location({"root": hbase.root, "table": hbase.name, **opts}, READ_OPTIONS)
+            root, table = hbase.root, hbase.name
         scan: dict[str, Any] = {}
         for name in ("columns", "families"):
             if opts.get(name):
@@ -313,6 +395,7 @@ class ReadOptions:
             root=root,
             table=table,
             storage_options=_storage_options(opts),
+            hbase=hbase,
             version=_int(opts["version"], name="version") if opts.get("version") else None,
             scan=scan,
             bounds=bounds,

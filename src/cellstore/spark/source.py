@@ -62,6 +62,7 @@ from pyspark.sql.types import (
 )
 
 from cellstore.errors import InvalidArgumentError
+from cellstore.hbase.tables import HBaseTable
 from cellstore.reader import ScanTask
 from cellstore.reader.scan import Scan, ScanPartitionReader
 from cellstore.spark.options import ReadOptions, WriteOptions
@@ -212,7 +213,23 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     )
 
 
-def _open_table(options: ReadOptions) -> Table:
+def _open_table(options: ReadOptions) -> Table | HBaseTable:
+    """The table the options name: a warehouse table, or an HBase table or snapshot."""
+    source = options.hbase
+    if source is not None:
+        from cellstore.hbase import open_snapshot, open_table
+
+        if source.snapshot is not None:
+            return open_snapshot(
+                source.root, source.snapshot, storage_options=options.storage_options
+            )
+        assert source.table is not None
+        return open_table(
+            source.root,
+            source.table,
+            storage_options=options.storage_options,
+            use_meta=source.use_meta,
+        )
     wh = connect(options.root, storage_options=options.storage_options)
     return wh.table(options.table, version=options.version)
 
@@ -409,7 +426,9 @@ class CellstoreDataSource(DataSource):
     """``spark.read.format("cellstore")`` / ``df.write.format("cellstore")``.
 
     Register it with ``spark.dataSource.register(CellstoreDataSource)`` or
-    :func:`cellstore.spark.register`. Options are listed in the README ("Spark").
+    :func:`cellstore.spark.register`. Options are listed in the README ("Spark"); reads
+    of HBase data in place (``hbase.root`` with ``hbase.snapshot`` or ``hbase.table``) in
+    ``docs/hbase.md``.
     """
 
     @classmethod
