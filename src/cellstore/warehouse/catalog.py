@@ -13,6 +13,8 @@ import fsspec
 from cellstore.commit import Commit, Staged, commit
 from cellstore.core.family import Family
 from cellstore.core.metadata import (
+    DEFAULT_FORMAT_VERSION,
+    FileTotals,
     HistoryEntry,
     TableMetadata,
     sorted_families,
@@ -235,6 +237,8 @@ class Warehouse:
             ),
             properties=props,
             row_key=spec,
+            format_version=DEFAULT_FORMAT_VERSION,
+            totals=FileTotals(),
         )
         return self._register(tname, meta)
 
@@ -290,7 +294,7 @@ class Warehouse:
         location = join(tname.namespace, tname.qualifier, table_uuid)
         meta = meta.evolve(table_uuid=table_uuid, name=tname.full)
         log = TableLog(self.fs, join(self.root, location))
-        log.create(1, meta.to_json())
+        log.create_table(meta)
         created = meta.last_history.timestamp_ms
 
         def add(tables: dict[str, Any]) -> dict[str, Any]:

@@ -21,13 +21,17 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import fsspec
 
-from cellstore.core.metadata import TableMetadata
+import pyarrow as pa
+
+from cellstore.core.metadata import FileTotals, ManifestRef, TableMetadata
 from cellstore.errors import CommitConflictError, CorruptFileError
 from cellstore.fs import join, write_bytes, write_exclusive
+from cellstore.manifest.files import apply_last_wins, read_manifest, rows_of, write_manifest
+from cellstore.manifest.live import LiveFiles, entry_key
 
 __all__ = [
     "CommitOutcome",
@@ -40,6 +44,12 @@ T = TypeVar("T")
 
 #: How many times a commit re-applies its change before giving up.
 MAX_COMMIT_ATTEMPTS: Final = 64
+#: Format version 2: this many newest manifests of one level are merged into one of the
+#: next level by the commit that makes them so many (size-tiered, docs/format.md 13.4).
+MERGE_FAN_IN: Final = 16
+#: A commit merges manifests inline only while the run holds at most this many rows;
+#: bigger runs are left to ``rewrite_manifests`` (jobs), readers stay correct either way.
+MAX_INLINE_MERGE_ENTRIES: Final = 100_000
 
 
 def version_file_name(version: int) -> str:
@@ -174,7 +184,7 @@ class TableLog(VersionLog):
         self.table_path = table_path
 
     def read(self, version: int) -> TableMetadata:
-        """Metadata version ``version``.
+        """Metadata version ``version`` (format version 2: with its lazy live set).
 
         Raises:
             FileNotFoundError: if the version does not exist.
@@ -185,7 +195,113 @@ class TableLog(VersionLog):
             raise CorruptFileError(
                 f"{self.version_path(version)} claims to be version {meta.version}"
             )
+        if meta.format_version >= 2:
+            meta = meta.evolve(files=LiveFiles(self.fs, self.table_path, meta.manifests))
         return meta
+
+    def encode(
+        self,
+        new: TableMetadata,
+        base: TableMetadata | None,
+        *,
+        reuse: dict[Any, ManifestRef] | None = None,
+    ) -> TableMetadata:
+        """Write what version ``new`` needs besides its root document; return it as stored.
+
+        Format version 1 needs nothing. For version 2 the change of ``new.files`` from
+        ``base`` (a delta staged with :meth:`LiveFiles.with_delta`, or any other sequence,
+        compared entry by entry) is written as one new level-0 manifest, runs of
+        :data:`MERGE_FAN_IN` manifests of one level are merged, and the result carries the
+        new manifest list and totals; its :meth:`TableMetadata.to_json` is the root.
+
+        Args:
+            new: The next version as built by a change.
+            base: The version it was built on (None for a new table).
+            reuse: Manifests written by earlier attempts of the same commit, by content: a
+                retry whose delta is the same reuses the file.
+        """
+        if new.format_version < 2:
+            return new
+        files = new.files
+        base_refs = base.manifests if base is not None and base.format_version >= 2 else ()
+        if isinstance(files, LiveFiles) and files.refs == base_refs and base is not None:
+            adds, removes = files.adds, files.removes
+            totals = (base.totals or FileTotals()).plus(adds, removes)
+            refs = base_refs
+        else:
+            old = tuple(base.files) if base is not None else ()
+            mine = tuple(files)
+            before = set(old)
+            keys = {entry_key(e) for e in mine}
+            adds = tuple(e for e in mine if e not in before)
+            removes = tuple(e for e in old if entry_key(e) not in keys)
+            totals = FileTotals.of(mine)
+            refs = base_refs
+        if adds or removes:
+            key = (adds, removes)
+            ref = (reuse or {}).get(key)
+            if ref is None:
+                starts = {r.id: r.start for r in new.regions}
+                if base is not None:
+                    for r in base.regions:
+                        starts.setdefault(r.id, r.start)
+                rows = rows_of(adds, removes, starts)
+                ref = write_manifest(
+                    self.fs, self.table_path, rows, level=0, added_version=new.version
+                )
+                if reuse is not None:
+                    reuse[key] = ref
+            refs = self._merge((*refs, ref), version=new.version)
+        elif isinstance(files, LiveFiles) and files.refs == refs and not files.has_delta:
+            return new.evolve(manifests=refs, totals=totals)
+        live = LiveFiles(self.fs, self.table_path, refs)
+        return new.evolve(files=live, manifests=refs, totals=totals)
+
+    def _merge(self, refs: tuple[ManifestRef, ...], *, version: int) -> tuple[ManifestRef, ...]:
+        """Merge runs of :data:`MERGE_FAN_IN` newest manifests of one level (cascading)."""
+        while len(refs) >= MERGE_FAN_IN:
+            run = refs[-MERGE_FAN_IN:]
+            level = run[0].level
+            if any(r.level != level for r in run):
+                break
+            if sum(r.entries for r in run) > MAX_INLINE_MERGE_ENTRIES:
+                break
+            merged = self.merge_manifests(refs, len(refs) - MERGE_FAN_IN, version=version)
+            refs = merged
+        return refs
+
+    def merge_manifests(
+        self, refs: tuple[ManifestRef, ...], start: int, *, version: int
+    ) -> tuple[ManifestRef, ...]:
+        """Replace ``refs[start:]`` by one manifest of the next level (same live set).
+
+        Add/remove pairs inside the run cancel; removes are dropped too when the run starts
+        at the oldest manifest (there is nothing older for them to cancel).
+        """
+        run = refs[start:]
+        tables = [read_manifest(self.fs, self.table_path, r) for r in run]
+        rows = apply_last_wins(tables, keep_removes=start > 0)
+        level = max(r.level for r in run) + 1
+        if rows.num_rows == 0 and start == 0:
+            return ()
+        ref = write_manifest(self.fs, self.table_path, rows, level=level, added_version=version)
+        return (*refs[:start], ref)
+
+    def rewrite_manifests(self, meta: TableMetadata, *, version: int) -> tuple[ManifestRef, ...]:
+        """All of ``meta``'s manifests merged into one (the live entries only)."""
+        if not meta.manifests:
+            return ()
+        return self.merge_manifests(meta.manifests, 0, version=version)
+
+    def create_table(self, meta: TableMetadata) -> TableMetadata:
+        """Create version 1 of a new table from ``meta`` (writing its manifest if any).
+
+        Raises:
+            FileExistsError: if the table has a version 1 already.
+        """
+        stored = self.encode(meta, None)
+        self.create(1, stored.to_json())
+        return stored
 
     def commit_table(
         self,
@@ -197,11 +313,13 @@ class TableLog(VersionLog):
 
         ``change`` receives the current metadata and returns the next one (built with
         :meth:`TableMetadata.next_version`); it runs again on the newer metadata after a
-        conflict, so it must re-validate its preconditions there.
+        conflict, so it must re-validate its preconditions there. On a format-version-2
+        table the change's files become one new manifest (see :meth:`encode`).
 
         Raises:
             CommitConflictError: if ``change`` refuses the newer base, or retries run out.
         """
+        reuse: dict[Any, ManifestRef] = {}
 
         def update(doc: TableMetadata | None, version: int) -> tuple[bytes, TableMetadata]:
             if doc is None:
@@ -209,6 +327,15 @@ class TableLog(VersionLog):
             new = change(doc)
             if new.version != version:
                 raise AssertionError("change() must build exactly the next version")
-            return new.to_json(), new
+            stored = self.encode(new, doc, reuse=reuse)
+            return stored.to_json(), stored
 
         return self.commit(self.read, update, base_version=base_version)
+
+
+def manifest_entries(
+    fs: fsspec.AbstractFileSystem, table_path: str, refs: tuple[ManifestRef, ...]
+) -> pa.Table:
+    """The live rows of a manifest list (a helper for jobs that work on columns)."""
+    return apply_last_wins([read_manifest(fs, table_path, r) for r in refs])
+
