@@ -51,6 +51,7 @@ __all__ = [
     "parse_duration",
     "restore_cmd",
     "snapshot_group",
+    "upgrade_cmd",
     "vacuum_cmd",
     "verify_cmd",
 ]
@@ -601,6 +602,43 @@ def verify_cmd(cli_ctx: CliContext, *, table: str, version: int | None, workers:
     r.raise_for_problems()
 
 
+@click.command("upgrade")
+@click.argument("table")
+@pass_cli_context
+def upgrade_cmd(cli_ctx: CliContext, *, table: str) -> None:
+    """Rewrite TABLE's metadata as format version 2 (manifest files), in one commit.
+
+    Data files are untouched; older versions stay readable. A table already at format
+    version 2 is left as it is.
+
+    \b
+    Examples:
+      cellstore upgrade ns:events
+    """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
+    t = cli_ctx.warehouse().table(table)
+    before = t.metadata.format_version
+    upgraded = t.upgrade()
+    doc = {
+        "table": str(t.name),
+        "upgraded": upgraded,
+        "from-format-version": before,
+        "format-version": t.metadata.format_version,
+        "version": t.version,
+        "manifests": len(t.metadata.manifests),
+    }
+
+    def lines() -> list[str]:
+        if not upgraded:
+            return [f"Table {t.name} is at format version {before} already; nothing to do"]
+        return [
+            f"Upgraded table {t.name} from format version {before} to "
+            f"{t.metadata.format_version} (version {t.version}, "
+            f"{len(t.metadata.manifests)} manifest file(s))"
+        ]
+
+    _emit(cli_ctx.output, doc, lines)
+
+
 #: The commands this module adds to the root group.
 COMMANDS: tuple[click.Command, ...] = (
     snapshot_group,
@@ -610,4 +648,5 @@ COMMANDS: tuple[click.Command, ...] = (
     copy_cmd,
     vacuum_cmd,
     verify_cmd,
+    upgrade_cmd,
 )

@@ -229,7 +229,8 @@ class TableLog(VersionLog):
             totals = (base.totals or FileTotals()).plus(adds, removes)
             refs = base_refs
         else:
-            old = tuple(base.files) if base is not None else ()
+            # a version-1 base (an upgrade) has no manifests: every entry is added
+            old = tuple(base.files) if base is not None and base_refs else ()
             mine = tuple(files)
             before = set(old)
             keys = {entry_key(e) for e in mine}
