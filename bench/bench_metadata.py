@@ -4,6 +4,8 @@ Usage::
 
     .venv/bin/python bench/bench_metadata.py                       # 1,000 regions, 12 loads
     .venv/bin/python bench/bench_metadata.py --regions 1000 --loads 50 --files-per-load 1000
+    .venv/bin/python bench/bench_metadata.py --initial-files 1000000 --loads 20   # 1M live
+    .venv/bin/python bench/bench_metadata.py --format-version 1 --loads 12        # baseline
 
 A table of ``--regions`` regions takes ``--loads`` commits of ``--files-per-load`` store
 files each (one per region, round robin), committed through ``cellstore.commit.commit``
@@ -15,6 +17,12 @@ metadata is measured). After each commit it records:
 * the time to open the table from a fresh warehouse handle and plan a point get (the
   files a get of one row would read), which is what every reader pays first.
 
+``--format-version`` picks the table's metadata format (2, manifests, is the default; 1
+is the single-document format for comparison). ``--initial-files N`` starts the table with
+one commit of N synthetic entries (not measured) so the loads run against N live files.
+At the end the summary compares ``_meta`` with one full file list: the size of a single
+manifest of every live entry (format 2) or of the newest version document (format 1).
+
 Prints one line per commit (or every ``--every`` commits) and a summary; ``--json FILE``
 writes every measurement. Results go to docs/performance.md by hand. Never part of the
 test suite.
@@ -23,6 +31,7 @@ test suite.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -39,11 +48,11 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _entries(meta, load: int, count: int) -> list[FileEntry]:
+def _entries(meta, load: int, count: int, *, offset: int = 0) -> list[FileEntry]:
     regions = meta.regions
     out = []
     for i in range(count):
-        r = regions[(load * count + i) % len(regions)]
+        r = regions[(offset + load * count + i) % len(regions)]
         first = r.start + b"\x00" if r.start else b"\x00"
         out.append(
             FileEntry(
@@ -81,6 +90,8 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=12)
     parser.add_argument("--files-per-load", type=int, default=1000)
     parser.add_argument("--every", type=int, default=1)
+    parser.add_argument("--format-version", type=int, choices=(1, 2), default=2)
+    parser.add_argument("--initial-files", type=int, default=0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -88,9 +99,23 @@ def main() -> None:
         root = os.path.join(tmp, "wh")
         wh = cellstore.connect(root)
         splits = [b"%06d" % (i * 1000) for i in range(1, args.regions)]
-        t = wh.create_table("bench:meta", families=[cellstore.Family(name="cf")], splits=splits)
+        t = wh.create_table(
+            "bench:meta",
+            families=[cellstore.Family(name="cf")],
+            splits=splits,
+            format_version=args.format_version,
+        )
         meta_dir = Path(t.path) / "_meta"
         rows = []
+        initial = args.initial_files
+        if initial:
+            start = time.perf_counter()
+            entries = [
+                dataclasses.replace(e, path=e.path.replace("load", "init"))
+                for e in _entries(t.metadata, 0, initial)
+            ]
+            commit(t.log, Commit(operation="load", changes=[FileChange(add=entries)], new_seq=True))
+            print(f"initial commit of {initial} entries: {time.perf_counter() - start:.1f} s")
         for load in range(args.loads):
             meta = t.refresh().metadata
             entries = _entries(meta, load, args.files_per_load)
@@ -111,23 +136,33 @@ def main() -> None:
             open_s, files = _open_and_plan(root, "bench:meta", mid + b"\x00")
             rec = {
                 "commit": load + 1,
-                "live_files": (load + 1) * args.files_per_load,
+                "live_files": initial + (load + 1) * args.files_per_load,
                 "commit_s": round(took, 4),
                 "written_bytes": total - before,
                 "meta_bytes": total,
                 "open_plan_get_s": round(open_s, 4),
                 "get_files": files,
+                "manifests": len(t.log.read(t.log.latest_version()).manifests),
             }
             rows.append(rec)
             if (load + 1) % args.every == 0 or load + 1 == args.loads:
                 print(json.dumps(rec))
+        latest = t.log.read(t.log.latest_version())
+        if latest.format_version >= 2:
+            full = t.log.rewrite_manifests(latest, version=latest.version)[0].size
+        else:
+            full = len(t.log.read_bytes(latest.version))
         if args.json:
-            args.json.write_text(json.dumps(rows, indent=1))
+            args.json.write_text(json.dumps({"rows": rows, "full_list_bytes": full}, indent=1))
         last = rows[-1]
         print(
             f"after {last['commit']} commits, {last['live_files']} live files: commit "
             f"{last['commit_s']:.3f} s writing {last['written_bytes'] / 1e6:.2f} MB, _meta "
             f"{last['meta_bytes'] / 1e6:.1f} MB, open + plan a get {last['open_plan_get_s']:.3f} s"
+        )
+        print(
+            f"one full file list: {full / 1e6:.1f} MB; _meta is {last['meta_bytes'] / full:.2f}x "
+            f"that; {last['manifests']} manifests"
         )
 
 

@@ -228,7 +228,9 @@ def commit(log: TableLog, c: Commit) -> CommitResult:
             raise _Done(CommitResult(meta, committed=False, applied_before=True))
         _check_regions(meta, c)
         _check_families(meta, c)
-        if isinstance(meta.files, LiveFiles):  # format version 2: read only the entries of the regions that lose files
+        if isinstance(
+            meta.files, LiveFiles
+        ):  # format version 2: read only the entries of the regions that lose files
             touched = {e.region for fc in c.changes for e in fc.remove}
             live = {entry_key(e): e for e in meta.files_in(touched)} if touched else {}
         else:

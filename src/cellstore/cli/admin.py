@@ -87,8 +87,6 @@ def _human_ms(ms: int) -> str:
     return f"{ms}ms"
 
 
-
-
 def _emit(output: Output, doc: Any, lines: Callable[[], Sequence[str]]) -> None:
     """One JSON document, or the text lines."""
     if isinstance(output, JsonOutput):

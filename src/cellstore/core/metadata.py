@@ -186,7 +186,6 @@ class SnapshotRef:
         return cls(version=int(d["version"]), created_ms=int(d["created-ms"]))
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class ManifestRef:
     """A format-version-2 root's reference to one immutable manifest file (docs/format.md 13).

@@ -19,6 +19,7 @@ Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_sn
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -339,7 +340,7 @@ def restore(table: Table, snapshot: str) -> RestoreReport:
     ref = _ref(_current(table), snapshot)
     snap = _read_version(table, ref.version)
     ensure_exclusive_create(table.fs, table.warehouse.root)
-    before: list[tuple[FileEntry, ...]] = []
+    before: list[Sequence[FileEntry]] = []
 
     def update(staged: Staged) -> dict[str, Any]:
         meta = staged.meta

@@ -221,9 +221,7 @@ def manifest_file_problems(
         return out
     for ref in meta.manifests:
         where = f"manifest file {ref.path}"
-        if entry_path_problem(ref.path) is not None or not ref.path.startswith(
-            MANIFEST_DIR + "/"
-        ):
+        if entry_path_problem(ref.path) is not None or not ref.path.startswith(MANIFEST_DIR + "/"):
             out.append(VerifyProblem("manifest", f"{where}: path is not under {MANIFEST_DIR}/"))
             continue
         try:
@@ -235,16 +233,20 @@ def manifest_file_problems(
         except (CellstoreError, OSError) as e:
             out.append(VerifyProblem("manifest", f"{where} is unreadable: {e}"))
             continue
-        actual = ref_of(rows, path=ref.path, level=ref.level, added_version=ref.added_version,
-                        size=size)
+        actual = ref_of(
+            rows, path=ref.path, level=ref.level, added_version=ref.added_version, size=size
+        )
         if actual != ref:
             out.append(
-                VerifyProblem("manifest", f"manifest {ref.path}: summary {ref} != contents {actual}")
+                VerifyProblem(
+                    "manifest", f"manifest {ref.path}: summary {ref} != contents {actual}"
+                )
             )
         if not set(rows.column("action").unique().to_pylist()) <= {"add", "remove"}:
             out.append(VerifyProblem("manifest", f"manifest {ref.path}: unknown action"))
-        keys = set(zip(*(rows.column(c).to_pylist() for c in ("path", "region", "family")),
-                       strict=True))
+        keys = set(
+            zip(*(rows.column(c).to_pylist() for c in ("path", "region", "family")), strict=True)
+        )
         if len(keys) != rows.num_rows:
             out.append(VerifyProblem("manifest", f"manifest {ref.path}: a key appears twice"))
     if not out:

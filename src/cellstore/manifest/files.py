@@ -245,9 +245,7 @@ def write_manifest(
     return ref_of(rows, path=rel, level=level, added_version=added_version, size=len(data))
 
 
-def ref_of(
-    rows: pa.Table, *, path: str, level: int, added_version: int, size: int
-) -> ManifestRef:
+def ref_of(rows: pa.Table, *, path: str, level: int, added_version: int, size: int) -> ManifestRef:
     """The summary of a manifest's rows (what a root records about it)."""
     n = rows.num_rows
     adds = int(pc.sum(pc.equal(rows.column("action"), ADD)).as_py() or 0) if n else 0

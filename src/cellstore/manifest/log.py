@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import fsspec
-
 import pyarrow as pa
 
 from cellstore.core.metadata import FileTotals, ManifestRef, TableMetadata
@@ -177,11 +176,27 @@ class VersionLog:
 
 
 class TableLog(VersionLog):
-    """The metadata log of one table (``<table>/_meta/``)."""
+    """The metadata log of one table (``<table>/_meta/``).
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, table_path: str) -> None:
+    Args:
+        fs: The filesystem.
+        table_path: The table directory.
+        merge_fan_in: Format version 2: merge this many newest manifests of one level.
+        max_inline_merge_entries: Format version 2: merge inline only runs this small.
+    """
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        table_path: str,
+        *,
+        merge_fan_in: int = MERGE_FAN_IN,
+        max_inline_merge_entries: int = MAX_INLINE_MERGE_ENTRIES,
+    ) -> None:
         super().__init__(fs, join(table_path, "_meta"))
         self.table_path = table_path
+        self.merge_fan_in = max(2, merge_fan_in)
+        self.max_inline_merge_entries = max_inline_merge_entries
 
     def read(self, version: int) -> TableMetadata:
         """Metadata version ``version`` (format version 2: with its lazy live set).
@@ -228,6 +243,11 @@ class TableLog(VersionLog):
             adds, removes = files.adds, files.removes
             totals = (base.totals or FileTotals()).plus(adds, removes)
             refs = base_refs
+        elif isinstance(files, LiveFiles) and files.table_path == self.table_path:
+            # a rewritten manifest list of this table (rewrite-manifests), maybe with a delta
+            adds, removes = files.adds, files.removes
+            refs = files.refs
+            totals = FileTotals.of(LiveFiles(self.fs, self.table_path, refs)).plus(adds, removes)
         else:
             # a version-1 base (an upgrade) has no manifests: every entry is added
             old = tuple(base.files) if base is not None and base_refs else ()
@@ -259,16 +279,16 @@ class TableLog(VersionLog):
         return new.evolve(files=live, manifests=refs, totals=totals)
 
     def _merge(self, refs: tuple[ManifestRef, ...], *, version: int) -> tuple[ManifestRef, ...]:
-        """Merge runs of :data:`MERGE_FAN_IN` newest manifests of one level (cascading)."""
-        while len(refs) >= MERGE_FAN_IN:
-            run = refs[-MERGE_FAN_IN:]
+        """Merge runs of ``merge_fan_in`` newest manifests of one level (cascading)."""
+        k = self.merge_fan_in
+        while len(refs) >= k:
+            run = refs[-k:]
             level = run[0].level
             if any(r.level != level for r in run):
                 break
-            if sum(r.entries for r in run) > MAX_INLINE_MERGE_ENTRIES:
+            if sum(r.entries for r in run) > self.max_inline_merge_entries:
                 break
-            merged = self.merge_manifests(refs, len(refs) - MERGE_FAN_IN, version=version)
-            refs = merged
+            refs = self.merge_manifests(refs, len(refs) - k, version=version)
         return refs
 
     def merge_manifests(
@@ -339,4 +359,3 @@ def manifest_entries(
 ) -> pa.Table:
     """The live rows of a manifest list (a helper for jobs that work on columns)."""
     return apply_last_wins([read_manifest(fs, table_path, r) for r in refs])
-

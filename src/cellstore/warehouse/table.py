@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import fsspec
 import pyarrow as pa
 
+from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.core.family import Family
 from cellstore.core.filters import Filter, normalize_filters
-from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.core.metadata import (
     METADATA_FORMAT_VERSION,
     FileEntry,
@@ -442,7 +442,10 @@ class Table:
             if mapping is not None:
                 raise InvalidArgumentError("a mapping needs an input to advise on")
             return advise_table(
-                self.fs, self.path, self._metadata, sample_keys=sample_keys,
+                self.fs,
+                self.path,
+                self._metadata,
+                sample_keys=sample_keys,
                 thresholds=thresholds,
             )
         if mapping is None:
