@@ -52,7 +52,7 @@ def _new_table(root: str, *, fan_in: int) -> tuple[Any, TableLog]:
     wh = cellstore.connect(root)
     t = wh.create_table("ns:t", families=["f", "g"], splits=[b"g", b"p"])
     assert [r.id for r in t.regions] == REGIONS
-    return t, TableLog(t.fs, t.path, merge_fan_in=fan_in)
+    return t, TableLog(t.fs, t.path, merge_fan_in=fan_in, upper_merge_fan_in=2)
 
 
 def _keys(entries: Any) -> dict[tuple[str, str, str], FileEntry]:
@@ -297,3 +297,36 @@ def test_point_get_plans_without_reading_every_manifest(tmp_path: Path) -> None:
     assert got.column("value").to_pylist() == [b"2"]
     assert not fresh.metadata.files.loaded  # the live set was never materialized
     assert fresh.describe().files == 3
+
+
+def test_large_regions_and_load_ids_live_in_parts(tmp_path: Path) -> None:
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    splits = [b"%04d" % i for i in range(1, 100)]  # 100 regions: more than a root lists
+    t = wh.create_table("ns:t", families=["cf"], splits=splits)
+    log = t.log
+    for i in range(70):  # more load ids than a root lists
+        commit(log, Commit("load", load_id=f"load-{i:03d}"))
+    doc = json.loads(log.read_bytes(log.latest_version()))
+    assert "regions" not in doc and doc["regions-ref"].startswith("_meta/parts/")
+    assert len(doc["load-ids"]) < 64 and doc["load-ids-ref"]["count"] >= 64
+    meta = log.read(log.latest_version())
+    assert len(meta.regions) == 100 and meta.load_ids[-1] == "load-069"
+    assert meta.load_ids == tuple(f"load-{i:03d}" for i in range(70))
+    # a retried load id found in the page is not applied again
+    again = commit(log, Commit("load", load_id="load-001"))
+    assert again.applied_before and not again.committed
+    # the regions part is shared by every version while the regions do not change
+    refs = {json.loads(log.read_bytes(v))["regions-ref"] for v in range(1, meta.version + 1)}
+    assert len(refs) == 1
+    sizes = [len(log.read_bytes(v)) for v in range(2, meta.version + 1)]
+    assert max(sizes) < 8_000  # the roots stay small
+
+
+def test_load_ids_are_trimmed_when_the_page_is_rewritten(tmp_path: Path) -> None:
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table("ns:t", families=["cf"])
+    for i in range(1100):
+        commit(t.log, Commit("load", load_id=f"l{i}"))
+    meta = t.log.read(t.log.latest_version())
+    assert 1000 <= len(meta.load_ids) < 1000 + 64
+    assert meta.load_ids[-1] == "l1099" and "l0" not in meta.load_ids

@@ -352,6 +352,11 @@ class TableMetadata:
         manifests: Format version 2: the manifest files whose entries, applied oldest
             first, make the live set (empty for version 1).
         totals: Format version 2: totals over the live files (None for version 1).
+        regions_ref: Format version 2: path of the part document holding ``regions``
+            when the root refers to one instead of listing them (docs/format.md 13.1).
+        load_ids_ref: Format version 2: path of the part document holding the first
+            ``load_ids_paged`` of ``load_ids`` (the root lists the rest).
+        load_ids_paged: See ``load_ids_ref``.
     """
 
     table_uuid: str
@@ -371,6 +376,9 @@ class TableMetadata:
     format_version: int = 1
     manifests: tuple[ManifestRef, ...] = ()
     totals: FileTotals | None = None
+    regions_ref: str | None = None
+    load_ids_ref: str | None = None
+    load_ids_paged: int = 0
 
     # ----------------------------------------------------------------- lookups
     def family(self, name: str) -> Family:
@@ -452,12 +460,15 @@ class TableMetadata:
             timestamp_ms=timestamp_ms,
             summary=dict(summary or {}),
         )
-        load_ids = changes.pop("load_ids", self.load_ids)
+        load_ids = tuple(changes.pop("load_ids", self.load_ids))
+        if self.format_version < 2 or changes.get("format_version", 2) < 2:
+            load_ids = load_ids[-MAX_REMEMBERED_LOAD_IDS:]
+        # format version 2: the log trims them when it writes a new page (13.1)
         return dataclasses.replace(
             self,
             version=version,
             last_history=entry,
-            load_ids=tuple(load_ids)[-MAX_REMEMBERED_LOAD_IDS:],
+            load_ids=load_ids,
             **changes,
         )
 
@@ -477,9 +488,7 @@ class TableMetadata:
             "version": self.version,
             "families": [f.to_dict() for f in self.families],
             "salt-buckets": self.salt_buckets,
-            "regions": [
-                {"id": r.id, "start": _hex(r.start), "end": _hex(r.end)} for r in self.regions
-            ],
+            "regions": regions_to_list(self.regions),
             "next-sequence-number": self.next_seq,
             "next-region-id": self.next_region_id,
             "history": self.last_history.to_dict(),
@@ -489,6 +498,12 @@ class TableMetadata:
         if self.format_version >= 2:
             doc["manifests"] = [m.to_dict() for m in self.manifests]
             doc["totals"] = (self.totals or FileTotals()).to_dict()
+            if self.regions_ref is not None:
+                del doc["regions"]
+                doc["regions-ref"] = self.regions_ref
+            if self.load_ids_ref is not None:
+                doc["load-ids"] = list(self.load_ids[self.load_ids_paged :])
+                doc["load-ids-ref"] = {"path": self.load_ids_ref, "count": self.load_ids_paged}
         else:
             doc["files"] = [f.to_dict() for f in self.files]
         if self.row_key is not None:
@@ -500,7 +515,9 @@ class TableMetadata:
         return doc
 
     def to_json(self) -> bytes:
-        """Serialized JSON bytes (UTF-8, stable key order)."""
+        """Serialized JSON bytes (UTF-8, stable key order; compact for format version 2)."""
+        if self.format_version >= 2:  # one root per commit: keep it small
+            return json.dumps(self.to_dict(), separators=(",", ":")).encode("utf-8")
         return json.dumps(self.to_dict(), indent=1, sort_keys=False).encode("utf-8")
 
     @classmethod
@@ -512,7 +529,9 @@ class TableMetadata:
             source: Where the document came from (its path), for error messages.
 
         A format-version-2 document parses with ``files`` empty: its reader
-        (:meth:`cellstore.manifest.TableLog.read`) attaches the lazy live set.
+        (:meth:`cellstore.manifest.TableLog.read`) attaches the lazy live set, and
+        replaces ``regions-ref`` / ``load-ids-ref`` by the parts' lists (``regions``, the
+        full ``load-ids``) before calling this; the references are kept.
 
         Raises:
             FormatVersionError: if the format version is newer than this release reads.
@@ -555,6 +574,9 @@ class TableMetadata:
                 format_version=version,
                 manifests=tuple(ManifestRef.from_dict(m) for m in d.get("manifests", ())),
                 totals=FileTotals.from_dict(d["totals"]) if version >= 2 else None,
+                regions_ref=_opt_str(d.get("regions-ref")),
+                load_ids_ref=_opt_str((d.get("load-ids-ref") or {}).get("path")),
+                load_ids_paged=int((d.get("load-ids-ref") or {}).get("count", 0)),
             )
         except FormatVersionError:
             raise
@@ -584,6 +606,17 @@ class TableMetadata:
         if not isinstance(doc, dict):
             raise CorruptFileError(f"{source or 'table metadata'}: not a JSON object")
         return cls.from_dict(doc, source=source)
+
+
+def regions_to_list(regions: Iterable[Region]) -> list[dict[str, str]]:
+    """JSON form of a region list (the root's ``regions``, or a regions part, 13.1)."""
+    return [{"id": r.id, "start": _hex(r.start), "end": _hex(r.end)} for r in regions]
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{value!r} is not a string")
 
 
 #: JSON types of the metadata fields whose consumers need them exact (None: may be null).

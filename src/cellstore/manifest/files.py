@@ -236,6 +236,7 @@ def write_manifest(
         rows,
         sink,
         compression="zstd",
+        use_dictionary=False,  # smaller and faster to read at these sizes
         row_group_size=ROW_GROUP_ENTRIES,
         write_statistics=True,
     )
@@ -271,16 +272,6 @@ def ref_of(rows: pa.Table, *, path: str, level: int, added_version: int, size: i
     )
 
 
-def _open(fs: fsspec.AbstractFileSystem, path: str) -> pq.ParquetFile:
-    try:
-        data = fs.cat_file(path)
-        return pq.ParquetFile(pa.BufferReader(data))
-    except FileNotFoundError:
-        raise
-    except (OSError, pa.ArrowException, ValueError) as e:
-        raise CorruptFileError(f"{path}: not a readable manifest file ({e})") from e
-
-
 def read_manifest(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
@@ -290,32 +281,49 @@ def read_manifest(
 ) -> pa.Table:
     """Rows of one manifest; with ``region_starts``, only row groups that can hold them.
 
+    Reads the footer and then only the chosen row groups (ranged reads).
+
     Raises:
         FileNotFoundError: the manifest is missing.
         CorruptFileError: it is not a manifest (wrong columns, unreadable).
     """
     path = join(table_path, ref.path)
-    pf = _open(fs, path)
     try:
-        if region_starts is None:
-            table = pf.read()
-        else:
-            col = pf.schema_arrow.get_field_index("region-start")
-            groups = []
-            for i in range(pf.metadata.num_row_groups):
-                stats = pf.metadata.row_group(i).column(col).statistics
-                if stats is None or not stats.has_min_max:
-                    groups.append(i)
-                    continue
-                lo, hi = _as_bytes(stats.min), _as_bytes(stats.max)
-                if any(lo <= s <= hi for s in region_starts):
-                    groups.append(i)
-            table = pf.read_row_groups(groups) if groups else MANIFEST_SCHEMA.empty_table()
-        if table.schema.names != MANIFEST_SCHEMA.names:
-            raise CorruptFileError(f"{path}: manifest columns {table.schema.names} are not ours")
+        with fs.open(path, "rb") as f:
+            pf = pq.ParquetFile(f)
+            if pf.schema_arrow.names != MANIFEST_SCHEMA.names:
+                raise CorruptFileError(
+                    f"{path}: manifest columns {pf.schema_arrow.names} are not ours"
+                )
+            if region_starts is None:
+                table = pf.read(use_threads=False)
+            else:
+                groups = _row_groups(pf, region_starts)
+                table = (
+                    pf.read_row_groups(groups, use_threads=False)
+                    if groups
+                    else MANIFEST_SCHEMA.empty_table()
+                )
         return table.cast(MANIFEST_SCHEMA)
-    except (pa.ArrowException, ValueError) as e:
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as e:
         raise CorruptFileError(f"{path}: not a readable manifest file ({e})") from e
+
+
+def _row_groups(pf: pq.ParquetFile, region_starts: Sequence[bytes]) -> list[int]:
+    """Row groups whose region-start statistics can hold one of ``region_starts``."""
+    col = 1  # region-start
+    groups = []
+    for i in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(i).column(col).statistics
+        if stats is None or not stats.has_min_max:
+            groups.append(i)
+            continue
+        lo, hi = _as_bytes(stats.min), _as_bytes(stats.max)
+        if any(lo <= s <= hi for s in region_starts):
+            groups.append(i)
+    return groups
 
 
 def _as_bytes(value: object) -> bytes:

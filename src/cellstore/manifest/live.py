@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellstore.core.metadata import FileEntry, ManifestRef
 from cellstore.manifest.files import apply_last_wins, entries_of, read_manifest
@@ -62,13 +64,14 @@ class _Base:
             index = self.region_index()
             return [e for rid, _ in regions for e in index.get(rid, ())]
         starts = sorted({start for _, start in regions})
-        tables = [
-            read_manifest(self.fs, self.table_path, r, region_starts=starts)
-            for r in self.refs
-            if any(r.may_hold(s) for s in starts)
-        ]
-        ids = {rid for rid, _ in regions}
-        return [e for e in entries_of(apply_last_wins(tables)) if e.region in ids]
+        ids = pa.array(sorted({rid for rid, _ in regions}), pa.string())
+        tables = []
+        for ref in self.refs:
+            if any(ref.may_hold(s) for s in starts):
+                rows = read_manifest(self.fs, self.table_path, ref, region_starts=starts)
+                # a key includes its region: other regions' rows cannot change these keys
+                tables.append(rows.filter(pc.is_in(rows.column("region"), value_set=ids)))
+        return entries_of(apply_last_wins(tables))
 
 
 class LiveFiles(Sequence[FileEntry]):

@@ -17,6 +17,8 @@ table names (``<root>/_catalog/``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import random
 import time
 from collections.abc import Callable
@@ -26,7 +28,13 @@ from typing import Any, Final, TypeVar
 import fsspec
 import pyarrow as pa
 
-from cellstore.core.metadata import FileTotals, ManifestRef, TableMetadata
+from cellstore.core.metadata import (
+    MAX_REMEMBERED_LOAD_IDS,
+    FileTotals,
+    ManifestRef,
+    TableMetadata,
+    regions_to_list,
+)
 from cellstore.errors import CommitConflictError, CorruptFileError
 from cellstore.fs import join, write_bytes, write_exclusive
 from cellstore.manifest.files import apply_last_wins, read_manifest, rows_of, write_manifest
@@ -43,9 +51,18 @@ T = TypeVar("T")
 
 #: How many times a commit re-applies its change before giving up.
 MAX_COMMIT_ATTEMPTS: Final = 64
-#: Format version 2: this many newest manifests of one level are merged into one of the
-#: next level by the commit that makes them so many (size-tiered, docs/format.md 13.4).
+#: Format version 2: this many newest level-0 manifests are merged into one of level 1 by
+#: the commit that makes them so many (size-tiered, docs/format.md 13.4).
 MERGE_FAN_IN: Final = 16
+#: ... and this many newest manifests of a higher level L into one of level L + 1.
+UPPER_MERGE_FAN_IN: Final = 4
+#: Format version 2: a root lists at most this many regions itself (more go to a part).
+INLINE_REGIONS: Final = 64
+#: Format version 2: a root lists fewer than this many load ids itself; the rest are in a
+#: part document rewritten (trimmed to MAX_REMEMBERED_LOAD_IDS) when the inline ones fill.
+INLINE_LOAD_IDS: Final = 64
+#: Directory of part documents (regions, load ids), relative to the table directory.
+PARTS_DIR: Final = "_meta/parts"
 #: A commit merges manifests inline only while the run holds at most this many rows;
 #: bigger runs are left to ``rewrite_manifests`` (jobs), readers stay correct either way.
 MAX_INLINE_MERGE_ENTRIES: Final = 100_000
@@ -181,7 +198,9 @@ class TableLog(VersionLog):
     Args:
         fs: The filesystem.
         table_path: The table directory.
-        merge_fan_in: Format version 2: merge this many newest manifests of one level.
+        merge_fan_in: Format version 2: merge this many newest level-0 manifests.
+        upper_merge_fan_in: Format version 2: merge this many newest manifests of a
+            higher level.
         max_inline_merge_entries: Format version 2: merge inline only runs this small.
     """
 
@@ -191,11 +210,13 @@ class TableLog(VersionLog):
         table_path: str,
         *,
         merge_fan_in: int = MERGE_FAN_IN,
+        upper_merge_fan_in: int = UPPER_MERGE_FAN_IN,
         max_inline_merge_entries: int = MAX_INLINE_MERGE_ENTRIES,
     ) -> None:
         super().__init__(fs, join(table_path, "_meta"))
         self.table_path = table_path
         self.merge_fan_in = max(2, merge_fan_in)
+        self.upper_merge_fan_in = max(2, upper_merge_fan_in)
         self.max_inline_merge_entries = max_inline_merge_entries
 
     def read(self, version: int) -> TableMetadata:
@@ -205,7 +226,17 @@ class TableLog(VersionLog):
             FileNotFoundError: if the version does not exist.
             CorruptFileError: if the file is not valid metadata.
         """
-        meta = TableMetadata.from_json(self.read_bytes(version), source=self.version_path(version))
+        source = self.version_path(version)
+        data = self.read_bytes(version)
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            raise CorruptFileError(f"{source}: not valid JSON ({e})") from e
+        if not isinstance(doc, dict):
+            raise CorruptFileError(f"{source}: not a JSON object")
+        if doc.get("format-version") == 2:
+            self._resolve_parts(doc, source)
+        meta = TableMetadata.from_dict(doc, source=source)
         if meta.version != version:
             raise CorruptFileError(
                 f"{self.version_path(version)} claims to be version {meta.version}"
@@ -213,6 +244,70 @@ class TableLog(VersionLog):
         if meta.format_version >= 2:
             meta = meta.evolve(files=LiveFiles(self.fs, self.table_path, meta.manifests))
         return meta
+
+    # ------------------------------------------------------------------- parts
+    def _read_part(self, path: Any, source: str) -> list[Any]:
+        if not isinstance(path, str) or not path.startswith(PARTS_DIR + "/"):
+            raise CorruptFileError(f"{source}: part path {path!r} is not under {PARTS_DIR}/")
+        try:
+            part = json.loads(self.fs.cat_file(join(self.table_path, path)))
+        except FileNotFoundError as e:
+            raise CorruptFileError(f"{source}: part {path} is missing") from e
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            raise CorruptFileError(f"{source}: part {path} is not valid JSON ({e})") from e
+        if not isinstance(part, list):
+            raise CorruptFileError(f"{source}: part {path} is not a JSON list")
+        return part
+
+    def _resolve_parts(self, doc: dict[str, Any], source: str) -> None:
+        """Replace a root's part references by the parts' lists (keeping the references)."""
+        if "regions-ref" in doc:
+            doc["regions"] = self._read_part(doc["regions-ref"], source)
+        ref = doc.get("load-ids-ref")
+        if ref is not None:
+            if not isinstance(ref, dict) or not isinstance(ref.get("count"), int):
+                raise CorruptFileError(f"{source}: load-ids-ref {ref!r} is malformed")
+            paged = self._read_part(ref.get("path"), source)
+            if len(paged) != ref["count"]:
+                raise CorruptFileError(
+                    f"{source}: load-ids part holds {len(paged)} ids, not {ref['count']}"
+                )
+            inline = doc.get("load-ids") or []
+            if not isinstance(inline, list):
+                raise CorruptFileError(f"{source}: load-ids is not a list")
+            doc["load-ids"] = [*paged, *inline]
+
+    def _write_part(self, items: list[Any]) -> str:
+        """Write a part document (content-addressed: an existing one is reused)."""
+        data = json.dumps(items, separators=(",", ":")).encode("utf-8")
+        rel = f"{PARTS_DIR}/{hashlib.sha256(data).hexdigest()[:32]}.json"
+        with contextlib.suppress(FileExistsError):
+            write_exclusive(self.fs, join(self.table_path, rel), data)
+        return rel
+
+    def _parts(self, new: TableMetadata, base: TableMetadata | None) -> TableMetadata:
+        """``new`` with its regions and load ids placed in parts where large (13.1)."""
+        v2base = base if base is not None and base.format_version >= 2 else None
+        regions_ref: str | None = None
+        if len(new.regions) > INLINE_REGIONS:
+            if v2base is not None and v2base.regions_ref and v2base.regions == new.regions:
+                regions_ref = v2base.regions_ref
+            else:
+                regions_ref = self._write_part(regions_to_list(new.regions))
+        ids = new.load_ids
+        ref, paged = None, 0
+        if v2base is not None and v2base.load_ids_ref is not None:
+            n = v2base.load_ids_paged
+            if ids[:n] == v2base.load_ids[:n] and len(ids) - n < INLINE_LOAD_IDS:
+                ref, paged = v2base.load_ids_ref, n
+        if ref is None and len(ids) >= INLINE_LOAD_IDS:
+            ids = ids[-MAX_REMEMBERED_LOAD_IDS:]
+            ref, paged = self._write_part(list(ids)), len(ids)
+        if ref is None:
+            ids = ids[-MAX_REMEMBERED_LOAD_IDS:]
+        return new.evolve(
+            regions_ref=regions_ref, load_ids=ids, load_ids_ref=ref, load_ids_paged=paged
+        )
 
     def encode(
         self,
@@ -236,7 +331,8 @@ class TableLog(VersionLog):
                 retry whose delta is the same reuses the file.
         """
         if new.format_version < 2:
-            return new
+            return new.evolve(regions_ref=None, load_ids_ref=None, load_ids_paged=0)
+        new = self._parts(new, base)
         files = new.files
         base_refs = base.manifests if base is not None and base.format_version >= 2 else ()
         if isinstance(files, LiveFiles) and files.refs == base_refs and base is not None:
@@ -279,12 +375,12 @@ class TableLog(VersionLog):
         return new.evolve(files=live, manifests=refs, totals=totals)
 
     def _merge(self, refs: tuple[ManifestRef, ...], *, version: int) -> tuple[ManifestRef, ...]:
-        """Merge runs of ``merge_fan_in`` newest manifests of one level (cascading)."""
-        k = self.merge_fan_in
-        while len(refs) >= k:
+        """Merge the newest run of manifests of one level while it is full (cascading)."""
+        while refs:
+            level = refs[-1].level
+            k = self.merge_fan_in if level == 0 else self.upper_merge_fan_in
             run = refs[-k:]
-            level = run[0].level
-            if any(r.level != level for r in run):
+            if len(run) < k or any(r.level != level for r in run):
                 break
             if sum(r.entries for r in run) > self.max_inline_merge_entries:
                 break
