@@ -330,3 +330,43 @@ def test_load_ids_are_trimmed_when_the_page_is_rewritten(tmp_path: Path) -> None
     meta = t.log.read(t.log.latest_version())
     assert 1000 <= len(meta.load_ids) < 1000 + 64
     assert meta.load_ids[-1] == "l1099" and "l0" not in meta.load_ids
+
+
+def test_expire_deletes_old_versions_and_their_manifests_only(tmp_path: Path) -> None:
+    from cellstore.jobs import expire, snapshot, vacuum
+
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table("ns:t", families=["cf"])
+    log = TableLog(t.fs, t.path, merge_fan_in=4)
+    t.log = log
+    for i in range(6):
+        t.load_cells(cells_table([(b"r%d" % i, "cf", b"q", 1, 4, b"v%d" % i)]))
+    snap_version = t.version
+    snapshot(t, "keep")
+    for i in range(6, 12):
+        t.load_cells(cells_table([(b"r%d" % i, "cf", b"q", 1, 4, b"v%d" % i)]))
+    expected = _rows(t)
+    far = int(1e13)  # "now" far in the future: every version is older than the retention
+    dry = expire(t, retention_ms=3_600_000, now_ms=far)
+    assert dry.dry_run and 2 in dry.versions_deleted and log.exists(2)
+    report = expire(t, retention_ms=3_600_000, now_ms=far, dry_run=False, rewrite=True)
+    assert report.rewritten
+    latest = log.latest_version()
+    assert set(report.versions_kept) == {1, snap_version, latest}
+    for v in range(2, latest):
+        assert log.exists(v) == (v == snap_version)
+    assert report.files_deleted  # manifests only the expired versions listed
+    # what is left reads: newest, the snapshot's version, version 1
+    assert _rows(wh.table("ns:t")) == expected
+    assert len(wh.table("ns:t", version=snap_version).files) == 6
+    assert t.history()[0].operation == "rewrite-manifests"
+    assert verify(wh.table("ns:t")).problems == ()
+    # the newest version is found even without the hint
+    Path(log.hint_path).unlink()
+    assert log.latest_version() == latest
+    # a later commit and vacuum still work
+    t.load_cells(cells_table([(b"z", "cf", b"q", 1, 4, b"z")]))
+    assert len(wh.table("ns:t").files) == 13
+    assert vacuum(wh.table("ns:t"), dry_run=True).deleted == ()
+    with pytest.raises(cellstore.errors.TableNotFoundError):
+        wh.table("ns:t", version=2)

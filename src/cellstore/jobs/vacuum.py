@@ -31,12 +31,14 @@ from datetime import datetime
 from typing import Any, Final
 
 import fsspec
+import pyarrow as pa
 
 from cellstore.commit import now_ms as clock
 from cellstore.core.metadata import TableMetadata
 from cellstore.errors import InvalidArgumentError, TableNotFoundError
 from cellstore.fs import is_local, join
 from cellstore.manifest import TableLog
+from cellstore.manifest.files import apply_last_wins, read_manifest
 from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, entry_path_problem
 from cellstore.warehouse import Table
 
@@ -124,8 +126,8 @@ def retained_versions(
 
     Yields ``("current", newest)``, then ``("snapshot", v)`` for each snapshot's version,
     then ``("as-of", v)`` for every older version that was current at some time at or
-    after ``cutoff_ms`` (version v is current from its commit until the next one's).
-    Reads one metadata file per version; lists nothing.
+    after ``cutoff_ms`` (version v is current from its commit until the next one's),
+    stopping at an expired version. Reads one metadata file per version; lists nothing.
     """
     if latest is None:
         latest = log.read(log.latest_version())
@@ -135,7 +137,10 @@ def retained_versions(
     successor_ts = latest.last_history.timestamp_ms
     v = latest.version - 1
     while v >= 1 and successor_ts >= cutoff_ms:
-        meta = log.read(v)
+        try:
+            meta = log.read(v)
+        except FileNotFoundError:  # expired (jobs.expire): nothing older can be read
+            return
         yield "as-of", meta
         successor_ts = meta.last_history.timestamp_ms
         v -= 1
@@ -245,10 +250,19 @@ def vacuum(
 
     reason_of: dict[str, str] = {}
     retained = 0
+    tables: dict[str, pa.Table] = {}  # manifests shared by versions are read once
     for reason, meta in retained_versions(log, cutoff_ms=cutoff, latest=latest):
         retained += reason == "as-of"
-        for f in meta.files:
-            path = entry_path(table.path, f.path, table=table.name, version=meta.version)
+        if meta.format_version >= 2:
+            for ref in meta.manifests:
+                if ref.path not in tables:
+                    tables[ref.path] = read_manifest(fs, table.path, ref)
+            live = apply_last_wins([tables[ref.path] for ref in meta.manifests])
+            paths = sorted(set(live.column("path").to_pylist()))
+        else:
+            paths = [f.path for f in meta.files]
+        for rel in paths:
+            path = entry_path(table.path, rel, table=table.name, version=meta.version)
             reason_of.setdefault(path, reason)
     data_dir = join(table.path, DATA_DIR)
     for path in _links_into(table, data_dir + "/", cutoff):

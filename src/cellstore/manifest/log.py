@@ -102,6 +102,28 @@ class VersionLog:
         """Path of the ``latest`` hint file."""
         return join(self.path, "latest")
 
+    @property
+    def oldest_path(self) -> str:
+        """Path of the ``oldest`` file: versions 2 .. oldest - 1 were expired."""
+        return join(self.path, "oldest")
+
+    def oldest_version(self) -> int:
+        """Lowest version of the unbroken run that ends at the newest (1 unless expired).
+
+        Version 1 is never expired; versions 2 .. ``oldest - 1`` may have been
+        (docs/format.md 13.5).
+        """
+        try:
+            self.fs.invalidate_cache(self.oldest_path)
+            text = self.fs.cat_file(self.oldest_path).decode("ascii").strip()
+            return max(int(text), 1)
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return 1
+
+    def set_oldest_version(self, version: int) -> None:
+        """Record that versions below ``version`` (but 1) may be deleted (expire only)."""
+        write_bytes(self.fs, self.oldest_path, str(version).encode("ascii"))
+
     def read_bytes(self, version: int) -> bytes:
         """Bytes of version ``version``.
 
@@ -132,11 +154,15 @@ class VersionLog:
 
         Starts from the hint and probes forward while the next version exists. If the hint
         points at a missing version (it can only run ahead after manual tampering), falls
-        back to probing from version 1.
+        back to probing from version 1, or from the ``oldest`` version when versions were
+        expired (format version 2, docs/format.md 13.5).
         """
         v = self._hint()
         if v > 0 and not self.exists(v):
             v = 0
+        oldest = self.oldest_version()
+        if v < oldest and oldest > 1 and self.exists(oldest):
+            v = oldest  # versions were expired: never probe across the gap
         while self.exists(v + 1):
             v += 1
         return v

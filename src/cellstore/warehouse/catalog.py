@@ -303,7 +303,7 @@ class Warehouse:
         location = join(tname.namespace, tname.qualifier, table_uuid)
         meta = meta.evolve(table_uuid=table_uuid, name=tname.full)
         log = TableLog(self.fs, join(self.root, location))
-        log.create_table(meta)
+        meta = log.create_table(meta)
         created = meta.last_history.timestamp_ms
 
         def add(tables: dict[str, Any]) -> dict[str, Any]:

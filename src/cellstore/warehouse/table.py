@@ -676,11 +676,17 @@ class Table:
         return result.committed
 
     def history(self, *, limit: int | None = None) -> list[HistoryEntry]:
-        """Commits that made this table, newest first (reads one metadata file each)."""
+        """Commits that made this table, newest first (reads one metadata file each).
+
+        Stops at the first expired version (docs/format.md 13.5).
+        """
         out: list[HistoryEntry] = []
         v = self.version
         while v >= 1 and (limit is None or len(out) < limit):
-            out.append(self.log.read(v).last_history)
+            try:
+                out.append(self.log.read(v).last_history)
+            except FileNotFoundError:  # expired (jobs.expire): older history is gone
+                break
             v -= 1
         return out
 
