@@ -92,6 +92,11 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1)
     parser.add_argument("--format-version", type=int, choices=(1, 2), default=2)
     parser.add_argument("--initial-files", type=int, default=0)
+    parser.add_argument(
+        "--expire",
+        action="store_true",
+        help="at the end, expire every version but the newest (and 1); report _meta after",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -147,13 +152,26 @@ def main() -> None:
             rows.append(rec)
             if (load + 1) % args.every == 0 or load + 1 == args.loads:
                 print(json.dumps(rec))
+        mid = t.refresh().metadata.regions[len(t.metadata.regions) // 2].start + b"\x00"
+        best_open = min(_open_and_plan(root, "bench:meta", mid)[0] for _ in range(5))
+        expired_bytes = None
+        if args.expire:
+            from cellstore.jobs import expire
+
+            expire(t, retention_ms=0, enforce_retention=False, dry_run=False)
+            expired_bytes = _dir_bytes(meta_dir)
         latest = t.log.read(t.log.latest_version())
         if latest.format_version >= 2:
             full = t.log.rewrite_manifests(latest, version=latest.version)[0].size
         else:
             full = len(t.log.read_bytes(latest.version))
         if args.json:
-            args.json.write_text(json.dumps({"rows": rows, "full_list_bytes": full}, indent=1))
+            summary = {
+                "full_list_bytes": full,
+                "best_open_plan_get_s": best_open,
+                "meta_bytes_after_expire": expired_bytes,
+            }
+            args.json.write_text(json.dumps({"rows": rows, **summary}, indent=1))
         last = rows[-1]
         print(
             f"after {last['commit']} commits, {last['live_files']} live files: commit "
@@ -162,8 +180,14 @@ def main() -> None:
         )
         print(
             f"one full file list: {full / 1e6:.1f} MB; _meta is {last['meta_bytes'] / full:.2f}x "
-            f"that; {last['manifests']} manifests"
+            f"that; {last['manifests']} manifests; open + plan a get, best of 5: "
+            f"{best_open:.3f} s"
         )
+        if expired_bytes is not None:
+            print(
+                f"after expiring all but the newest version: _meta {expired_bytes / 1e6:.1f} "
+                f"MB, {expired_bytes / full:.2f}x one full file list"
+            )
 
 
 if __name__ == "__main__":

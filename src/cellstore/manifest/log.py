@@ -12,6 +12,12 @@ Nothing here lists directories.
 
 Two logs exist: each table's metadata (``<table>/_meta/``) and the warehouse catalog of
 table names (``<root>/_catalog/``).
+
+For a format-version-2 table (docs/format.md section 13) :class:`TableLog` also writes
+what a root refers to: one manifest file per commit that changes files (merging runs of
+manifests size-tiered), and part documents for large region lists and load ids; and it
+resolves them when it reads a version (the live set lazily, see
+:class:`~cellstore.manifest.live.LiveFiles`).
 """
 
 from __future__ import annotations
