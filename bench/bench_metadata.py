@@ -84,6 +84,47 @@ def _open_and_plan(root: str, name: str, row: bytes) -> tuple[float, int]:
     return time.perf_counter() - start, files
 
 
+def _svg(series: dict[str, list[dict]], path: Path) -> None:
+    """Three panels (commit s, KB written, open + plan s against commits), one line per run."""
+    panels = [
+        ("commit_s", "commit time (s)"),
+        ("written_bytes", "bytes written per commit"),
+        ("open_plan_get_s", "open + plan a get (s)"),
+    ]
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    w, h, pad = 360, 220, 40
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * 3}" height="{h + 40}" '
+        'font-family="sans-serif" font-size="11">'
+    ]
+    for p, (key, title) in enumerate(panels):
+        x0 = p * w
+        ys = [r[key] for rows in series.values() for r in rows]
+        xs = [r["commit"] for rows in series.values() for r in rows]
+        ymax, xmax = max(ys) or 1, max(xs) or 1
+        out.append(f'<text x="{x0 + pad}" y="14">{title}, max {ymax:.3g}</text>')
+        out.append(
+            f'<rect x="{x0 + pad}" y="20" width="{w - pad - 10}" height="{h - 40}" '
+            'fill="none" stroke="#999"/>'
+        )
+        out.append(f'<text x="{x0 + pad}" y="{h - 5}">0</text>')
+        out.append(f'<text x="{x0 + w - 60}" y="{h - 5}">{xmax} commits</text>')
+        for i, (name, rows) in enumerate(series.items()):
+            pts = " ".join(
+                f"{x0 + pad + (r['commit'] / xmax) * (w - pad - 10):.1f},"
+                f"{20 + (h - 40) * (1 - r[key] / ymax):.1f}"
+                for r in rows
+            )
+            color = colors[i % len(colors)]
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1" points="{pts}"/>')
+            if p == 0:
+                out.append(
+                    f'<text x="{x0 + pad + 8}" y="{34 + 14 * i}" fill="{color}">{name}</text>'
+                )
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regions", type=int, default=1000)
@@ -98,7 +139,21 @@ def main() -> None:
         help="at the end, expire every version but the newest (and 1); report _meta after",
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--svg",
+        nargs="+",
+        metavar=("OUT", "NAME=JSON"),
+        help="only draw OUT.svg from earlier --json outputs (NAME=FILE ...), then exit",
+    )
     args = parser.parse_args()
+    if args.svg:
+        out, *inputs = args.svg
+        series = {}
+        for spec in inputs:
+            name, _, file = spec.partition("=")
+            series[name] = json.loads(Path(file).read_text())["rows"]
+        _svg(series, Path(out))
+        return
 
     with tempfile.TemporaryDirectory(prefix="bench-meta-") as tmp:
         root = os.path.join(tmp, "wh")

@@ -158,7 +158,7 @@ def test_commit_writes_one_manifest_and_reads_only_touched_regions(tmp_path: Pat
 
 def test_manifest_rows_sorted_with_small_row_groups(tmp_path: Path) -> None:
     t, log = _new_table(str(tmp_path / "wh"), fan_in=16)
-    entries = [_entry(i, REGIONS[i % 3], seq=3 - i % 3) for i in range(3000)]
+    entries = [_entry(i, REGIONS[i % 3], seq=3 - i % 3) for i in range(12_000)]
     commit(log, Commit("load", changes=[FileChange(add=entries)]))
     ref = log.read(log.latest_version()).manifests[0]
     rows = read_manifest(t.fs, t.path, ref)
@@ -168,11 +168,12 @@ def test_manifest_rows_sorted_with_small_row_groups(tmp_path: Path) -> None:
 
     md = pq.ParquetFile(f"{t.path}/{ref.path}").metadata
     assert md.num_row_groups == 3 and md.row_group(0).column(0).compression == "ZSTD"
+    assert md.row_group(0).column(1).statistics.has_min_max
     # one region's read touches only its row groups
     only = read_manifest(t.fs, t.path, ref, region_starts=[b"p"])
     regions = only.column("region").to_pylist()
-    assert only.num_rows == 3000 - 1024  # row groups 2 and 3 of 3
-    assert regions.count("r000003") == 1000 and "r000001" not in regions
+    assert only.num_rows == 12_000 - 4096  # row groups 2 and 3 of 3
+    assert regions.count("r000003") == 4000 and "r000001" not in regions
 
 
 def test_merge_cancels_pairs_and_keeps_removes_of_older_adds() -> None:
@@ -272,7 +273,7 @@ def test_verify_reports_missing_and_mismatched_manifests(tmp_path: Path) -> None
     fs.rm(f"{t.path}/{meta.manifests[-1].path}")
     found = [p.message for p in verify(wh.table("ns:t", version=meta.version)).problems]
     assert any("is missing" in p for p in found), found
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(CorruptFileError, match="missing"):
         list(wh.table("ns:t", version=meta.version).files)
 
 
@@ -370,3 +371,31 @@ def test_expire_deletes_old_versions_and_their_manifests_only(tmp_path: Path) ->
     assert vacuum(wh.table("ns:t"), dry_run=True).deleted == ()
     with pytest.raises(cellstore.errors.TableNotFoundError):
         wh.table("ns:t", version=2)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("footer-digest", "ABCDEF0123456789", "footer-digest"),
+        ("action", "replace", "action"),
+        ("size", -1, "negative size"),
+    ],
+)
+def test_a_manifest_with_bad_values_is_corrupt(
+    tmp_path: Path, column: str, value: Any, message: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table("ns:t", families=["cf"])
+    t.load_cells(cells_table([(b"a", "cf", b"q", 1, 4, b"v")]))
+    path = f"{t.path}/{t.metadata.manifests[0].path}"
+    rows = pq.read_table(path)
+    i = rows.schema.get_field_index(column)
+    rows = rows.set_column(i, rows.schema.field(i), pa.array([value], rows.schema.field(i).type))
+    pq.write_table(rows, path)
+    with pytest.raises(CorruptFileError, match=message):
+        list(wh.table("ns:t").files)
+    found = [p.message for p in verify(wh.table("ns:t")).problems]
+    assert any(message in p for p in found), found

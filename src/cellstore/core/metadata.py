@@ -245,8 +245,8 @@ class ManifestRef:
         for key in ("level", "adds", "removes", "min-seq", "max-seq", "added-version", "size"):
             if not _is(d[key], (int,)) or d[key] < 0:
                 raise ValueError(f"manifest {key} {d[key]!r} is not a non-negative integer")
-        if not isinstance(d["path"], str):
-            raise TypeError("manifest path is not a string")
+        if not isinstance(d["path"], str) or not _MANIFEST_PATH.fullmatch(d["path"]):
+            raise ValueError(f"manifest path {d['path']!r} is not _meta/manifests/<hex>.parquet")
         return cls(
             path=d["path"],
             level=d["level"],
@@ -322,6 +322,10 @@ class LiveFileSource(Protocol):
     @property
     def loaded(self) -> bool:
         """Whether the whole live set has been read already."""
+        ...
+
+    def __len__(self) -> int:
+        """Number of live entries (reads the whole live set)."""
         ...
 
 
@@ -411,12 +415,20 @@ class TableMetadata:
         return [r.start for r in self.regions[1:]]
 
     def files_of(self, region: str, family: str) -> tuple[FileEntry, ...]:
-        """Live files of one region and family, oldest (lowest seq) first."""
+        """Live files of one region and family, oldest (lowest seq) first.
+
+        Callers loop over many stores (jobs), so on format version 2 this reads the whole
+        live set once and answers from an index by region; a reader of a few regions uses
+        :meth:`files_in` instead.
+        """
+        files = self.files
+        if isinstance(files, LiveFileSource):
+            len(files)  # materialize once (cached by the live set)
+            found: Iterable[FileEntry] = files.for_regions([(region, b"")])
+        else:
+            found = (f for f in files if f.region == region)
         return tuple(
-            sorted(
-                (f for f in self.files_in([region]) if f.family == family),
-                key=lambda f: (f.seq, f.path),
-            )
+            sorted((f for f in found if f.family == family), key=lambda f: (f.seq, f.path))
         )
 
     def files_in(self, regions: Iterable[str]) -> tuple[FileEntry, ...]:
@@ -647,6 +659,8 @@ _ENTRY_TYPES: Final[dict[str, tuple[type, ...]]] = {
 }
 #: A file entry's ``footer-digest``: XXH3-64 as 16 lower-case hex digits.
 _FOOTER_DIGEST: Final = re.compile(r"[0-9a-f]{16}")
+#: A format-version-2 manifest path (docs/format.md 13.1).
+_MANIFEST_PATH: Final = re.compile(r"_meta/manifests/[0-9a-f]{32}\.parquet")
 
 
 def _check_types(d: Mapping[str, Any]) -> None:

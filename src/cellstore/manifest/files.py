@@ -3,7 +3,8 @@
 A manifest is an immutable Parquet file ``_meta/manifests/<uuid>.parquet`` with one row per
 entry: an ``action`` (``add`` or ``remove``), the region start key of the entry's region and
 the fields of a :class:`~cellstore.core.metadata.FileEntry`. Rows are sorted by region start,
-family, seq and path, in row groups of :data:`ROW_GROUP_ENTRIES` rows with statistics, so a
+family, seq and path, in row groups of :data:`ROW_GROUP_ENTRIES` rows with statistics of
+``region-start``, so a
 reader of one region reads only the row groups whose region-start range can hold it.
 
 A version's live set is its manifests applied oldest first, **last action wins** per key
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import fsspec
 import pyarrow as pa
@@ -42,8 +43,9 @@ __all__ = [
 
 #: Directory of manifest files, relative to the table directory.
 MANIFEST_DIR: Final = "_meta/manifests"
-#: Rows per Parquet row group of a manifest.
-ROW_GROUP_ENTRIES: Final = 1024
+#: Rows per Parquet row group of a manifest: a region's read decodes one or two groups,
+#: and a 1M-entry manifest's footer stays small (250 groups) and quick to scan.
+ROW_GROUP_ENTRIES: Final = 4096
 #: Action values.
 ADD: Final = "add"
 REMOVE: Final = "remove"
@@ -99,25 +101,33 @@ def rows_of(
     Raises:
         KeyError: an entry's region is not in ``starts``.
     """
-    cols: dict[str, list[object]] = {f.name: [] for f in MANIFEST_SCHEMA}
-    for action, entries in ((ADD, adds), (REMOVE, removes)):
-        for e in entries:
-            cols["action"].append(action)
-            cols["region-start"].append(starts[e.region])
-            cols["path"].append(e.path)
-            cols["region"].append(e.region)
-            cols["family"].append(e.family)
-            cols["seq"].append(e.seq)
-            cols["cells"].append(e.cells)
-            cols["delete-markers"].append(e.delete_markers)
-            cols["size"].append(e.size)
-            cols["first-row"].append(e.first_row)
-            cols["last-row"].append(e.last_row)
-            cols["min-ts"].append(e.min_ts)
-            cols["max-ts"].append(e.max_ts)
-            cols["load-id"].append(e.load_id)
-            cols["footer-digest"].append(e.footer_digest)
+    added, removed = list(adds), list(removes)
+    entries = added + removed
+    cols: dict[str, list[Any]] = {
+        "action": [ADD] * len(added) + [REMOVE] * len(removed),
+        "region-start": [starts[e.region] for e in entries],
+    }
+    for name, attr in _FIELDS:
+        cols[name] = [getattr(e, attr) for e in entries]
     return pa.table(cols, schema=MANIFEST_SCHEMA)
+
+
+#: Manifest columns holding a :class:`FileEntry` field, and the field.
+_FIELDS: Final = (
+    ("path", "path"),
+    ("region", "region"),
+    ("family", "family"),
+    ("seq", "seq"),
+    ("cells", "cells"),
+    ("delete-markers", "delete_markers"),
+    ("size", "size"),
+    ("first-row", "first_row"),
+    ("last-row", "last_row"),
+    ("min-ts", "min_ts"),
+    ("max-ts", "max_ts"),
+    ("load-id", "load_id"),
+    ("footer-digest", "footer_digest"),
+)
 
 
 def entries_of(table: pa.Table) -> list[FileEntry]:
@@ -238,7 +248,7 @@ def write_manifest(
         compression="zstd",
         use_dictionary=False,  # smaller and faster to read at these sizes
         row_group_size=ROW_GROUP_ENTRIES,
-        write_statistics=True,
+        write_statistics=["region-start"],  # what readers select row groups by
     )
     data = sink.getvalue().to_pybytes()
     rel = manifest_relpath()
@@ -284,8 +294,8 @@ def read_manifest(
     Reads the footer and then only the chosen row groups (ranged reads).
 
     Raises:
-        FileNotFoundError: the manifest is missing.
-        CorruptFileError: it is not a manifest (wrong columns, unreadable).
+        CorruptFileError: it is missing, or not a manifest (wrong columns, unreadable,
+            invalid values).
     """
     path = join(table_path, ref.path)
     try:
@@ -304,11 +314,31 @@ def read_manifest(
                     if groups
                     else MANIFEST_SCHEMA.empty_table()
                 )
-        return table.cast(MANIFEST_SCHEMA)
-    except FileNotFoundError:
-        raise
+        table = table.cast(MANIFEST_SCHEMA)
+    except FileNotFoundError as e:
+        raise CorruptFileError(f"{path}: manifest file is missing") from e
     except (OSError, pa.ArrowException, ValueError) as e:
         raise CorruptFileError(f"{path}: not a readable manifest file ({e})") from e
+    problem = _problem(table)
+    if problem:
+        raise CorruptFileError(f"{path}: manifest {problem}")
+    return table
+
+
+def _problem(table: pa.Table) -> str | None:
+    """What makes manifest rows invalid (checked on whole columns), or None."""
+    if table.num_rows == 0:
+        return None
+    if not pc.all(pc.is_in(table.column("action"), value_set=pa.array([ADD, REMOVE]))).as_py():
+        return "has an action other than add and remove"
+    for name in ("cells", "delete-markers", "size"):
+        if pc.min(table.column(name)).as_py() < 0:
+            return f"has a negative {name}"
+    digests = table.column("footer-digest")
+    ok = pc.match_substring_regex(digests, r"^[0-9a-f]{16}$")
+    if not pc.all(pc.or_kleene(ok, pc.is_null(digests))).as_py():
+        return "has a footer-digest that is not 16 lower-case hex digits"
+    return None
 
 
 def _row_groups(pf: pq.ParquetFile, region_starts: Sequence[bytes]) -> list[int]:

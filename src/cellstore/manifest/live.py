@@ -134,10 +134,12 @@ class LiveFiles(Sequence[FileEntry]):
         """
         adds = tuple(adds)
         removes = tuple(removes)
-        gone = {entry_key(e) for e in removes} | {entry_key(e) for e in adds}
-        mine = tuple(a for a in self.adds if entry_key(a) not in gone)
-        staged = {entry_key(a) for a in self.adds}
-        out_removes = self.removes + tuple(r for r in removes if entry_key(r) not in staged)
+        mine, out_removes = self.adds, self.removes + removes
+        if self.adds:  # a change on top of a staged change
+            gone = {entry_key(e) for e in removes} | {entry_key(e) for e in adds}
+            mine = tuple(a for a in self.adds if entry_key(a) not in gone)
+            staged = {entry_key(a) for a in self.adds}
+            out_removes = self.removes + tuple(r for r in removes if entry_key(r) not in staged)
         return LiveFiles(
             self.fs,
             self.table_path,

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ INLINE_REGIONS: Final = 64
 INLINE_LOAD_IDS: Final = 64
 #: Directory of part documents (regions, load ids), relative to the table directory.
 PARTS_DIR: Final = "_meta/parts"
+_PART_PATH: Final = re.compile(r"_meta/parts/[0-9a-f]{32}\.json")
 #: A commit merges manifests inline only while the run holds at most this many rows;
 #: bigger runs are left to ``rewrite_manifests`` (jobs), readers stay correct either way.
 MAX_INLINE_MERGE_ENTRIES: Final = 100_000
@@ -279,8 +281,8 @@ class TableLog(VersionLog):
 
     # ------------------------------------------------------------------- parts
     def _read_part(self, path: Any, source: str) -> list[Any]:
-        if not isinstance(path, str) or not path.startswith(PARTS_DIR + "/"):
-            raise CorruptFileError(f"{source}: part path {path!r} is not under {PARTS_DIR}/")
+        if not isinstance(path, str) or not _PART_PATH.fullmatch(path):
+            raise CorruptFileError(f"{source}: part path {path!r} is not {PARTS_DIR}/<hex>.json")
         try:
             part = json.loads(self.fs.cat_file(join(self.table_path, path)))
         except FileNotFoundError as e:
@@ -387,7 +389,11 @@ class TableLog(VersionLog):
             totals = FileTotals.of(mine)
             refs = base_refs
         if adds or removes:
-            key = (adds, removes)
+            # what the manifest's content depends on, cheap to hash (C tuples of str/int)
+            key = (
+                tuple((e.path, e.region, e.family, e.seq) for e in adds),
+                tuple((e.path, e.region, e.family, e.seq) for e in removes),
+            )
             ref = (reuse or {}).get(key)
             if ref is None:
                 starts = {r.id: r.start for r in new.regions}
