@@ -1,8 +1,9 @@
 """Snapshots: name a table version, list and delete names, restore a table, clone a snapshot.
 
-Metadata versions are immutable and never deleted, so a snapshot is only a name for one of
-them: the table's metadata carries ``snapshots`` (name -> version and creation time,
-docs/format.md section 6), and taking, deleting or restoring a snapshot is one ordinary
+Metadata versions are immutable and deleted only by ``jobs.expire``, which keeps every
+snapshot's version, so a snapshot is only a name for one of them: the table's metadata
+carries ``snapshots`` (name -> version and creation time, docs/format.md section 6), and
+taking, deleting or restoring a snapshot is one ordinary
 commit. Reading a snapshot is reading the table at that version. Vacuum keeps every file a
 snapshot's version references.
 
@@ -255,7 +256,7 @@ def snapshot(table: Table, name: str, *, version: int | None = None) -> Snapshot
     _check_name(name)
     wanted = table.version if table.pinned and version is None else version
     if wanted is not None:
-        _read_version(table, wanted)  # must exist (and it stays: versions are never deleted)
+        _read_version(table, wanted)  # must exist (expire keeps it once the snapshot names it)
     ensure_exclusive_create(table.fs, table.warehouse.root)
     created = now_ms()
 

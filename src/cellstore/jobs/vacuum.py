@@ -16,8 +16,9 @@ file only when
   :mod:`cellstore.jobs.snapshots`).
 
 It also deletes bulk-load reports (``_loads/``) and leftover temporary files of exclusive
-writes (``_meta/*.tmp``) older than the retention period. Metadata versions are never
-deleted. Dry run by default: the report says what would be deleted.
+writes (``_meta/*.tmp``) older than the retention period. It never deletes metadata
+versions, manifest files or parts (:mod:`cellstore.jobs.expire` does, in step with this
+retention). Dry run by default: the report says what would be deleted.
 """
 
 from __future__ import annotations
