@@ -399,3 +399,34 @@ def test_a_manifest_with_bad_values_is_corrupt(
         list(wh.table("ns:t").files)
     found = [p.message for p in verify(wh.table("ns:t")).problems]
     assert any(message in p for p in found), found
+
+
+def test_vacuum_keeps_files_of_as_of_versions_after_restore_and_compaction(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from cellstore.jobs import compact, delete_snapshot, restore, snapshot, vacuum
+
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table("ns:t", families=["cf"])
+    for i in range(3):
+        t.load_cells(cells_table([(b"r%d" % i, "cf", b"q", 1, 4, b"v%d" % i)]))
+    first = {f.path for f in t.files}
+    snapshot(t, "s")
+    compact(t, major=True)
+    time.sleep(0.3)  # the first files are older than the cutoff below
+    restore(t, "s")  # the first files are live again (the snapshot's manifests)
+    restored = t.version
+    delete_snapshot(t, "s")
+    compact(t, major=True)  # and gone again from the newest version
+    t = wh.table("ns:t")
+    assert not first & {f.path for f in t.files}
+    cutoff = t.log.read(restored).last_history.timestamp_ms - 50
+    hour = 3_600_000
+    report = vacuum(t, dry_run=False, retention_ms=hour, now_ms=cutoff + hour)
+    assert report.versions_retained >= 2  # the versions current since the cutoff
+    for v in range(restored - 1, t.version + 1):  # every version current since then reads
+        assert _rows(wh.table("ns:t", version=v))
+        for f in wh.table("ns:t", version=v).files:
+            assert Path(f"{t.path}/{f.path}").exists(), (v, f.path)
