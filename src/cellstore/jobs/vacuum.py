@@ -287,16 +287,16 @@ def vacuum(
         # Every file live in some as-of version: live in the oldest, or added since by a
         # manifest one of them lists (13.4: each commit's adds stay in a manifest its own
         # version lists), without applying every version's manifests (a superset: safe).
-        paths = live_paths(oldest)
-        listed = {ref.path for ref in oldest.manifests}
+        asof_paths = live_paths(oldest)
+        oldest_refs = {ref.path for ref in oldest.manifests}
         for ref in asof_refs.values():
             # newer manifests, and older ones a later version took up (a restore)
-            if ref.added_version > oldest.version or ref.path not in listed:
+            if ref.added_version > oldest.version or ref.path not in oldest_refs:
                 r = rows(ref)
-                paths.update(
+                asof_paths.update(
                     r.filter(pc.equal(r.column("action"), "add")).column("path").to_pylist()
                 )
-        keep(paths, "as-of", oldest.version)
+        keep(asof_paths, "as-of", oldest.version)
     data_dir = join(table.path, DATA_DIR)
     for path in _links_into(table, data_dir + "/", cutoff):
         reason_of.setdefault(path, "clone")
