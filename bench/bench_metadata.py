@@ -4,6 +4,8 @@ Usage::
 
     .venv/bin/python bench/bench_metadata.py                       # 1,000 regions, 12 loads
     .venv/bin/python bench/bench_metadata.py --regions 1000 --loads 50 --files-per-load 1000
+    .venv/bin/python bench/bench_metadata.py --initial-files 1000000 --loads 20   # 1M live
+    .venv/bin/python bench/bench_metadata.py --format-version 1 --loads 12        # baseline
 
 A table of ``--regions`` regions takes ``--loads`` commits of ``--files-per-load`` store
 files each (one per region, round robin), committed through ``cellstore.commit.commit``
@@ -15,6 +17,12 @@ metadata is measured). After each commit it records:
 * the time to open the table from a fresh warehouse handle and plan a point get (the
   files a get of one row would read), which is what every reader pays first.
 
+``--format-version`` picks the table's metadata format (2, manifests, is the default; 1
+is the single-document format for comparison). ``--initial-files N`` starts the table with
+one commit of N synthetic entries (not measured) so the loads run against N live files.
+At the end the summary compares ``_meta`` with one full file list: the size of a single
+manifest of every live entry (format 2) or of the newest version document (format 1).
+
 Prints one line per commit (or every ``--every`` commits) and a summary; ``--json FILE``
 writes every measurement. Results go to docs/performance.md by hand. Never part of the
 test suite.
@@ -23,6 +31,7 @@ test suite.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -39,11 +48,11 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _entries(meta, load: int, count: int) -> list[FileEntry]:
+def _entries(meta, load: int, count: int, *, offset: int = 0) -> list[FileEntry]:
     regions = meta.regions
     out = []
     for i in range(count):
-        r = regions[(load * count + i) % len(regions)]
+        r = regions[(offset + load * count + i) % len(regions)]
         first = r.start + b"\x00" if r.start else b"\x00"
         out.append(
             FileEntry(
@@ -75,22 +84,98 @@ def _open_and_plan(root: str, name: str, row: bytes) -> tuple[float, int]:
     return time.perf_counter() - start, files
 
 
+def _svg(series: dict[str, list[dict]], path: Path) -> None:
+    """Three panels (commit s, KB written, open + plan s against commits), one line per run."""
+    panels = [
+        ("commit_s", "commit time (s)"),
+        ("written_bytes", "bytes written per commit"),
+        ("open_plan_get_s", "open + plan a get (s)"),
+    ]
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    w, h, pad = 360, 220, 40
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * 3}" height="{h + 40}" '
+        'font-family="sans-serif" font-size="11">'
+    ]
+    for p, (key, title) in enumerate(panels):
+        x0 = p * w
+        ys = [r[key] for rows in series.values() for r in rows]
+        xs = [r["commit"] for rows in series.values() for r in rows]
+        ymax, xmax = max(ys) or 1, max(xs) or 1
+        out.append(f'<text x="{x0 + pad}" y="14">{title}, max {ymax:.3g}</text>')
+        out.append(
+            f'<rect x="{x0 + pad}" y="20" width="{w - pad - 10}" height="{h - 40}" '
+            'fill="none" stroke="#999"/>'
+        )
+        out.append(f'<text x="{x0 + pad}" y="{h - 5}">0</text>')
+        out.append(f'<text x="{x0 + w - 60}" y="{h - 5}">{xmax} commits</text>')
+        for i, (name, rows) in enumerate(series.items()):
+            pts = " ".join(
+                f"{x0 + pad + (r['commit'] / xmax) * (w - pad - 10):.1f},"
+                f"{20 + (h - 40) * (1 - r[key] / ymax):.1f}"
+                for r in rows
+            )
+            color = colors[i % len(colors)]
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1" points="{pts}"/>')
+            if p == 0:
+                out.append(
+                    f'<text x="{x0 + pad + 8}" y="{34 + 14 * i}" fill="{color}">{name}</text>'
+                )
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regions", type=int, default=1000)
     parser.add_argument("--loads", type=int, default=12)
     parser.add_argument("--files-per-load", type=int, default=1000)
     parser.add_argument("--every", type=int, default=1)
+    parser.add_argument("--format-version", type=int, choices=(1, 2), default=2)
+    parser.add_argument("--initial-files", type=int, default=0)
+    parser.add_argument(
+        "--expire",
+        action="store_true",
+        help="at the end, expire every version but the newest (and 1); report _meta after",
+    )
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--svg",
+        nargs="+",
+        metavar=("OUT", "NAME=JSON"),
+        help="only draw OUT.svg from earlier --json outputs (NAME=FILE ...), then exit",
+    )
     args = parser.parse_args()
+    if args.svg:
+        out, *inputs = args.svg
+        series = {}
+        for spec in inputs:
+            name, _, file = spec.partition("=")
+            series[name] = json.loads(Path(file).read_text())["rows"]
+        _svg(series, Path(out))
+        return
 
     with tempfile.TemporaryDirectory(prefix="bench-meta-") as tmp:
         root = os.path.join(tmp, "wh")
         wh = cellstore.connect(root)
         splits = [b"%06d" % (i * 1000) for i in range(1, args.regions)]
-        t = wh.create_table("bench:meta", families=[cellstore.Family(name="cf")], splits=splits)
+        t = wh.create_table(
+            "bench:meta",
+            families=[cellstore.Family(name="cf")],
+            splits=splits,
+            format_version=args.format_version,
+        )
         meta_dir = Path(t.path) / "_meta"
         rows = []
+        initial = args.initial_files
+        if initial:
+            start = time.perf_counter()
+            entries = [
+                dataclasses.replace(e, path=e.path.replace("load", "init"))
+                for e in _entries(t.metadata, 0, initial)
+            ]
+            commit(t.log, Commit(operation="load", changes=[FileChange(add=entries)], new_seq=True))
+            print(f"initial commit of {initial} entries: {time.perf_counter() - start:.1f} s")
         for load in range(args.loads):
             meta = t.refresh().metadata
             entries = _entries(meta, load, args.files_per_load)
@@ -111,24 +196,53 @@ def main() -> None:
             open_s, files = _open_and_plan(root, "bench:meta", mid + b"\x00")
             rec = {
                 "commit": load + 1,
-                "live_files": (load + 1) * args.files_per_load,
+                "live_files": initial + (load + 1) * args.files_per_load,
                 "commit_s": round(took, 4),
                 "written_bytes": total - before,
                 "meta_bytes": total,
                 "open_plan_get_s": round(open_s, 4),
                 "get_files": files,
+                "manifests": len(t.log.read(t.log.latest_version()).manifests),
             }
             rows.append(rec)
             if (load + 1) % args.every == 0 or load + 1 == args.loads:
                 print(json.dumps(rec))
+        mid = t.refresh().metadata.regions[len(t.metadata.regions) // 2].start + b"\x00"
+        best_open = min(_open_and_plan(root, "bench:meta", mid)[0] for _ in range(5))
+        expired_bytes = None
+        if args.expire:
+            from cellstore.jobs import expire
+
+            expire(t, retention_ms=0, enforce_retention=False, dry_run=False)
+            expired_bytes = _dir_bytes(meta_dir)
+        latest = t.log.read(t.log.latest_version())
+        if latest.format_version >= 2:
+            full = t.log.rewrite_manifests(latest, version=latest.version)[0].size
+        else:
+            full = len(t.log.read_bytes(latest.version))
         if args.json:
-            args.json.write_text(json.dumps(rows, indent=1))
+            summary = {
+                "full_list_bytes": full,
+                "best_open_plan_get_s": best_open,
+                "meta_bytes_after_expire": expired_bytes,
+            }
+            args.json.write_text(json.dumps({"rows": rows, **summary}, indent=1))
         last = rows[-1]
         print(
             f"after {last['commit']} commits, {last['live_files']} live files: commit "
             f"{last['commit_s']:.3f} s writing {last['written_bytes'] / 1e6:.2f} MB, _meta "
             f"{last['meta_bytes'] / 1e6:.1f} MB, open + plan a get {last['open_plan_get_s']:.3f} s"
         )
+        print(
+            f"one full file list: {full / 1e6:.1f} MB; _meta is {last['meta_bytes'] / full:.2f}x "
+            f"that; {last['manifests']} manifests; open + plan a get, best of 5: "
+            f"{best_open:.3f} s"
+        )
+        if expired_bytes is not None:
+            print(
+                f"after expiring all but the newest version: _meta {expired_bytes / 1e6:.1f} "
+                f"MB, {expired_bytes / full:.2f}x one full file list"
+            )
 
 
 if __name__ == "__main__":

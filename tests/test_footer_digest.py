@@ -74,6 +74,19 @@ def table(tmp_path: Path) -> Any:
     clear_footer_cache()
 
 
+@pytest.fixture
+def table_v1(tmp_path: Path) -> Any:
+    """As ``table``, at metadata format version 1 (file entries in the JSON document)."""
+    clear_footer_cache()
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table(
+        "ns:t", families=[Family(name="f", compression="none")], splits=["m"], format_version=1
+    )
+    t.load_cells(pa.concat_tables([grid("a", 300), grid("n", 300)]))
+    yield t
+    clear_footer_cache()
+
+
 def reopen(t: Any) -> Any:
     clear_footer_cache()
     return cellstore.connect(t.warehouse.root).table(t.name)
@@ -179,15 +192,17 @@ def test_footer_digest_in_the_entry_json_only_when_recorded(table: Any) -> None:
 
 
 @pytest.mark.parametrize("bad", [7, None, "ABCDEF0123456789", "0123", "0123456789abcdeg", []])
-def test_a_malformed_footer_digest_makes_the_metadata_corrupt(table: Any, bad: Any) -> None:
+def test_a_malformed_footer_digest_makes_the_metadata_corrupt(table_v1: Any, bad: Any) -> None:
+    table = table_v1
     doc = table.metadata.to_dict()
     doc["files"][0]["footer-digest"] = bad
     with pytest.raises(CorruptFileError, match="footer-digest"):
         TableMetadata.from_dict(doc, source="v.json")
 
 
-def test_unknown_entry_keys_are_ignored(table: Any) -> None:
+def test_unknown_entry_keys_are_ignored(table_v1: Any) -> None:
     """What lets a release without footer digests read tables that record them."""
+    table = table_v1
     doc = table.metadata.to_dict()
     doc["files"][0]["x-future-field"] = {"any": 1}
     assert TableMetadata.from_dict(doc).files == table.metadata.files
@@ -249,8 +264,9 @@ def test_a_same_size_file_with_another_footer_is_caught_only_by_the_digest(
     assert check(LOCAL, str(path), entry=dataclasses.replace(entry, footer_digest=None)).ok
 
 
-def test_entries_without_a_digest_still_read(table: Any) -> None:
+def test_entries_without_a_digest_still_read(table_v1: Any) -> None:
     """A table written before footer digests (no ``footer-digest`` keys) reads as before."""
+    table = table_v1
     expected = table.scan(raw=True).to_arrow()
     vfile = Path(table.log.version_path(table.version))
     doc = json.loads(vfile.read_bytes())

@@ -69,7 +69,8 @@ def test_snapshots_field_is_written_only_when_present_and_round_trips(tmp_path: 
     meta = t.metadata.evolve(snapshots={"s1": SnapshotRef(version=2, created_ms=5)})
     doc = meta.to_dict()
     assert doc["snapshots"] == {"s1": {"version": 2, "created-ms": 5}}
-    assert TableMetadata.from_json(meta.to_json()) == meta
+    # format version 2: the root parses without its live set, which the log attaches
+    assert TableMetadata.from_json(meta.to_json()).evolve(files=meta.files) == meta
 
 
 # -------------------------------------------------------------------- create/list/delete

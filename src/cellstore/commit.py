@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.errors import CommitConflictError, JobConflictError, RegionsChangedError
-from cellstore.manifest import TableLog
+from cellstore.manifest import LiveFiles, TableLog, entry_key
 from cellstore.storefiles.writer import WrittenFile
 
 __all__ = [
@@ -54,11 +54,6 @@ __all__ = [
 def now_ms() -> int:
     """Wall-clock milliseconds since the epoch (HBase's ``EnvironmentEdge`` default)."""
     return time.time_ns() // 1_000_000
-
-
-def entry_key(entry: FileEntry) -> tuple[str, str, str]:
-    """Identity of a live entry: (path, region, family)."""
-    return (entry.path, entry.region, entry.family)
 
 
 def file_entry(written: WrittenFile, *, seq: int, load_id: str) -> FileEntry:
@@ -233,14 +228,20 @@ def commit(log: TableLog, c: Commit) -> CommitResult:
             raise _Done(CommitResult(meta, committed=False, applied_before=True))
         _check_regions(meta, c)
         _check_families(meta, c)
-        live = {entry_key(e) for e in meta.files}
+        if isinstance(
+            meta.files, LiveFiles
+        ):  # format version 2: read only the entries of the regions that lose files
+            touched = {e.region for fc in c.changes for e in fc.remove}
+            live = {entry_key(e): e for e in meta.files_in(touched)} if touched else {}
+        else:
+            live = {entry_key(e): e for e in meta.files}
         seq = meta.next_seq
         top_rank = 0
         remove: set[tuple[str, str, str]] = set()
         add: list[FileEntry] = []
         for i, fc in enumerate(c.changes):
             keys = {entry_key(e) for e in fc.remove}
-            gone = keys - live
+            gone = keys - live.keys()
             if gone:
                 if c.stale == "skip":
                     skipped.append(i)
@@ -262,7 +263,11 @@ def commit(log: TableLog, c: Commit) -> CommitResult:
                     add.append(file_entry(a, seq=a_seq, load_id=c.load_id or a.info.load_id))
         if c.changes and len(skipped) == len(c.changes):  # every change was stale
             raise _Done(CommitResult(meta, committed=False, skipped=tuple(skipped)))
-        files = tuple(e for e in meta.files if entry_key(e) not in remove) + tuple(add)
+        files: Sequence[FileEntry]
+        if isinstance(meta.files, LiveFiles):
+            files = meta.files.with_delta(add, [live[k] for k in sorted(remove)])
+        else:
+            files = tuple(e for e in meta.files if entry_key(e) not in remove) + tuple(add)
         fields: dict[str, Any] = {"files": files}
         summary = dict(c.summary)
         if c.new_seq:

@@ -1,6 +1,9 @@
-"""Regenerate tests/golden/v1 (run once per format version; the output is committed).
+"""Regenerate tests/golden/vN (run once per format version; the output is committed).
 
     python tests/golden/make_golden.py tests/golden/v1
+    python tests/golden/make_golden.py tests/golden/v2
+
+The directory name gives the table-metadata format version the table is created with.
 
 Every later release must still read the committed tables and find ``expected.json``.
 """
@@ -31,6 +34,7 @@ def main(out: Path) -> None:
                    bloom_filter=False, min_versions=1),
         ],
         splits=[b"com.m", b"org\x00"],
+        format_version=int(out.name.removeprefix("v")),
     )
 
     def cells(rows):

@@ -1,4 +1,4 @@
-r"""Admin commands: snapshots, ``clone``, ``restore``, ``export``, ``copy``, ``vacuum``, ``verify``.
+r"""Admin commands: snapshots, clone, restore, export, copy, vacuum, verify, expire, upgrade.
 
 The HBase shell's ``snapshot`` / ``list_snapshots`` / ``delete_snapshot`` become
 ``snapshot create|list|delete``; ``clone_snapshot`` and ``restore_snapshot`` become
@@ -51,6 +51,8 @@ __all__ = [
     "parse_duration",
     "restore_cmd",
     "snapshot_group",
+    "expire_cmd",
+    "upgrade_cmd",
     "vacuum_cmd",
     "verify_cmd",
 ]
@@ -84,8 +86,6 @@ def _human_ms(ms: int) -> str:
         if ms >= size and ms % size == 0:
             return f"{ms // size}{unit}"
     return f"{ms}ms"
-
-
 
 
 def _emit(output: Output, doc: Any, lines: Callable[[], Sequence[str]]) -> None:
@@ -601,6 +601,124 @@ def verify_cmd(cli_ctx: CliContext, *, table: str, version: int | None, workers:
     r.raise_for_problems()
 
 
+@click.command("expire")
+@click.argument("table")
+@click.option(
+    "--older-than",
+    "older_than",
+    default="7d",
+    show_default=True,
+    metavar="DURATION",
+    help="Delete metadata versions not current within this period: 7d, 12h, 30m.",
+)
+@click.option(
+    "--dry-run/--yes",
+    "dry_run",
+    default=True,
+    show_default=True,
+    help="--dry-run only shows what would be deleted; --yes deletes.",
+)
+@click.option(
+    "--rewrite-manifests",
+    "rewrite",
+    is_flag=True,
+    help="First fold the newest version's manifest files into one (a commit).",
+)
+@click.option(
+    "--no-retention-check",
+    is_flag=True,
+    help="Allow a period under 1 hour (only when no load or job can be running).",
+)
+@_NOW
+@pass_cli_context
+def expire_cmd(
+    cli_ctx: CliContext,
+    *,
+    table: str,
+    older_than: str,
+    dry_run: bool,
+    rewrite: bool,
+    no_retention_check: bool,
+    now_ms: int | None,
+) -> None:
+    """Delete TABLE's old metadata versions and the manifest files only they list.
+
+    Kept, as vacuum keeps their files: the newest version, snapshots' versions, versions
+    current within the period, and version 1. As-of reads of deleted versions fail.
+
+    \b
+    Examples:
+      cellstore expire ns:events                        # what would go
+      cellstore expire ns:events --older-than 7d --yes
+    """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
+    from cellstore.jobs import expire
+
+    try:
+        retention_ms = parse_duration(older_than)
+    except InvalidArgumentError as e:
+        raise click.BadParameter(str(e), param_hint="'--older-than'") from None
+    r = expire(
+        cli_ctx.warehouse().table(table),
+        retention_ms=retention_ms,
+        dry_run=dry_run,
+        rewrite=rewrite,
+        enforce_retention=not no_retention_check,
+        now_ms=now_ms,
+    )
+
+    def lines() -> list[str]:
+        verb = "Would delete" if r.dry_run else "Deleted"
+        out = [
+            f"{verb} {len(r.versions_deleted)} metadata version(s) and "
+            f"{len(r.files_deleted)} manifest/part file(s) of table {r.table}; kept "
+            f"{len(r.versions_kept)} version(s)",
+        ]
+        if r.rewritten:
+            out.append("Rewrote the newest version's manifests into one")
+        if r.dry_run and (r.versions_deleted or r.files_deleted):
+            out.append("Dry run: nothing was deleted; run again with --yes to delete")
+        return out
+
+    _emit(cli_ctx.output, r.to_dict(), lines)
+
+
+@click.command("upgrade")
+@click.argument("table")
+@pass_cli_context
+def upgrade_cmd(cli_ctx: CliContext, *, table: str) -> None:
+    """Rewrite TABLE's metadata as format version 2 (manifest files), in one commit.
+
+    Data files are untouched; older versions stay readable. A table already at format
+    version 2 is left as it is.
+
+    \b
+    Examples:
+      cellstore upgrade ns:events
+    """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
+    t = cli_ctx.warehouse().table(table)
+    before = t.metadata.format_version
+    upgraded = t.upgrade()
+    doc = {
+        "table": str(t.name),
+        "upgraded": upgraded,
+        "from-format-version": before,
+        "format-version": t.metadata.format_version,
+        "version": t.version,
+        "manifests": len(t.metadata.manifests),
+    }
+
+    def lines() -> list[str]:
+        if not upgraded:
+            return [f"Table {t.name} is at format version {before} already; nothing to do"]
+        return [
+            f"Upgraded table {t.name} from format version {before} to "
+            f"{t.metadata.format_version} (version {t.version}, "
+            f"{len(t.metadata.manifests)} manifest file(s))"
+        ]
+
+    _emit(cli_ctx.output, doc, lines)
+
+
 #: The commands this module adds to the root group.
 COMMANDS: tuple[click.Command, ...] = (
     snapshot_group,
@@ -610,4 +728,6 @@ COMMANDS: tuple[click.Command, ...] = (
     copy_cmd,
     vacuum_cmd,
     verify_cmd,
+    upgrade_cmd,
+    expire_cmd,
 )

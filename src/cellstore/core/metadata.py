@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from cellstore.core.family import Family
 from cellstore.core.regions import MAX_SALT_BUCKETS, Region, check_regions
@@ -21,15 +21,21 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError, InvalidFamilyError
 
 __all__ = [
+    "DEFAULT_FORMAT_VERSION",
     "METADATA_FORMAT_VERSION",
     "FileEntry",
+    "FileTotals",
     "HistoryEntry",
+    "LiveFileSource",
+    "ManifestRef",
     "SnapshotRef",
     "TableMetadata",
 ]
 
-#: Version of the table-metadata JSON this release writes (and the highest it reads).
-METADATA_FORMAT_VERSION: Final = 1
+#: Highest version of the table-metadata JSON this release reads (and writes on upgrade).
+METADATA_FORMAT_VERSION: Final = 2
+#: Format version of the tables this release creates.
+DEFAULT_FORMAT_VERSION: Final = 2
 #: How many recent load ids a table remembers to make retried loads idempotent.
 MAX_REMEMBERED_LOAD_IDS: Final = 1000
 
@@ -181,6 +187,149 @@ class SnapshotRef:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ManifestRef:
+    """A format-version-2 root's reference to one immutable manifest file (docs/format.md 13).
+
+    Attributes:
+        path: Path of the manifest relative to the table directory
+            (``_meta/manifests/<uuid>.parquet``).
+        level: Merge level: 0 for a commit's own manifest, L+1 for a merge of level-L ones.
+        adds: Number of ``add`` rows.
+        removes: Number of ``remove`` rows.
+        min_region_start: Lowest region start key among its rows.
+        max_region_start: Highest region start key among its rows.
+        min_seq: Lowest sequence number among its rows (0 when it has none).
+        max_seq: Highest sequence number among its rows (0 when it has none).
+        added_version: The table version whose commit wrote it.
+        size: File size in bytes.
+    """
+
+    path: str
+    level: int
+    adds: int
+    removes: int
+    min_region_start: bytes
+    max_region_start: bytes
+    min_seq: int
+    max_seq: int
+    added_version: int
+    size: int
+
+    @property
+    def entries(self) -> int:
+        """Rows in the manifest."""
+        return self.adds + self.removes
+
+    def may_hold(self, region_start: bytes) -> bool:
+        """Whether rows of a region starting at ``region_start`` can be in it."""
+        return self.entries > 0 and self.min_region_start <= region_start <= self.max_region_start
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see docs/format.md)."""
+        return {
+            "path": self.path,
+            "level": self.level,
+            "adds": self.adds,
+            "removes": self.removes,
+            "min-region-start": _hex(self.min_region_start),
+            "max-region-start": _hex(self.max_region_start),
+            "min-seq": self.min_seq,
+            "max-seq": self.max_seq,
+            "added-version": self.added_version,
+            "size": self.size,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ManifestRef:
+        """Inverse of :meth:`to_dict` (types are checked by :meth:`TableMetadata.from_dict`)."""
+        for key in ("level", "adds", "removes", "min-seq", "max-seq", "added-version", "size"):
+            if not _is(d[key], (int,)) or d[key] < 0:
+                raise ValueError(f"manifest {key} {d[key]!r} is not a non-negative integer")
+        if not isinstance(d["path"], str) or not _MANIFEST_PATH.fullmatch(d["path"]):
+            raise ValueError(f"manifest path {d['path']!r} is not _meta/manifests/<hex>.parquet")
+        return cls(
+            path=d["path"],
+            level=d["level"],
+            adds=d["adds"],
+            removes=d["removes"],
+            min_region_start=_unhex(d["min-region-start"]),
+            max_region_start=_unhex(d["max-region-start"]),
+            min_seq=d["min-seq"],
+            max_seq=d["max-seq"],
+            added_version=d["added-version"],
+            size=d["size"],
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileTotals:
+    """Totals over a version's live files (kept in a format-version-2 root).
+
+    Attributes:
+        files: Live store files.
+        cells: Cells in them.
+        bytes: Their total size.
+    """
+
+    files: int = 0
+    cells: int = 0
+    bytes: int = 0
+
+    @classmethod
+    def of(cls, entries: Iterable[FileEntry]) -> FileTotals:
+        """Totals of ``entries``."""
+        files = cells = size = 0
+        for e in entries:
+            files += 1
+            cells += e.cells
+            size += e.size
+        return cls(files=files, cells=cells, bytes=size)
+
+    def plus(self, adds: Iterable[FileEntry], removes: Iterable[FileEntry]) -> FileTotals:
+        """These totals with ``adds`` joining and ``removes`` leaving."""
+        a, r = FileTotals.of(adds), FileTotals.of(removes)
+        return FileTotals(
+            files=self.files + a.files - r.files,
+            cells=self.cells + a.cells - r.cells,
+            bytes=self.bytes + a.bytes - r.bytes,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """JSON form."""
+        return {"files": self.files, "cells": self.cells, "bytes": self.bytes}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FileTotals:
+        """Inverse of :meth:`to_dict`."""
+        for key in ("files", "cells", "bytes"):
+            if not _is(d[key], (int,)) or d[key] < 0:
+                raise ValueError(f"totals {key} {d[key]!r} is not a non-negative integer")
+        return cls(files=d["files"], cells=d["cells"], bytes=d["bytes"])
+
+
+@runtime_checkable
+class LiveFileSource(Protocol):
+    """A lazily read live file set (format version 2; see :mod:`cellstore.manifest`).
+
+    ``TableMetadata.files`` of a version-2 table is such a sequence: iterating it reads
+    every manifest once; :meth:`for_regions` reads only what can match.
+    """
+
+    def for_regions(self, regions: Sequence[tuple[str, bytes]]) -> tuple[FileEntry, ...]:
+        """Live entries of the regions ``(id, start key)`` given, in no particular order."""
+        ...
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the whole live set has been read already."""
+        ...
+
+    def __len__(self) -> int:
+        """Number of live entries (reads the whole live set)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class TableMetadata:
     """One committed version of a table.
 
@@ -191,7 +340,9 @@ class TableMetadata:
         families: Column families in name order.
         regions: Regions in key order (contiguous, covering all keys).
         salt_buckets: Phoenix-style salt bucket count, or None for an unsalted table.
-        files: Live store files.
+        files: Live store files. For a format-version-2 table it is a lazy sequence
+            (:class:`LiveFileSource`) read from the manifests on first use; prefer
+            :meth:`files_in` / :meth:`files_of`, which read only what can match.
         next_seq: Sequence number the next commit that adds data will take.
         next_region_id: Number of the next region id to hand out.
         last_history: The commit that made this version.
@@ -202,6 +353,14 @@ class TableMetadata:
         snapshots: Named snapshots: name to the version it names (see
             :mod:`cellstore.jobs.snapshots`).
         format_version: Metadata format version.
+        manifests: Format version 2: the manifest files whose entries, applied oldest
+            first, make the live set (empty for version 1).
+        totals: Format version 2: totals over the live files (None for version 1).
+        regions_ref: Format version 2: path of the part document holding ``regions``
+            when the root refers to one instead of listing them (docs/format.md 13.1).
+        load_ids_ref: Format version 2: path of the part document holding the first
+            ``load_ids_paged`` of ``load_ids`` (the root lists the rest).
+        load_ids_paged: See ``load_ids_ref``.
     """
 
     table_uuid: str
@@ -210,7 +369,7 @@ class TableMetadata:
     families: tuple[Family, ...]
     regions: tuple[Region, ...]
     salt_buckets: int | None
-    files: tuple[FileEntry, ...]
+    files: Sequence[FileEntry]
     next_seq: int
     next_region_id: int
     last_history: HistoryEntry
@@ -218,7 +377,12 @@ class TableMetadata:
     properties: Mapping[str, str] = field(default_factory=dict)
     row_key: RowKeySpec | None = None
     snapshots: Mapping[str, SnapshotRef] = field(default_factory=dict)
-    format_version: int = METADATA_FORMAT_VERSION
+    format_version: int = 1
+    manifests: tuple[ManifestRef, ...] = ()
+    totals: FileTotals | None = None
+    regions_ref: str | None = None
+    load_ids_ref: str | None = None
+    load_ids_paged: int = 0
 
     # ----------------------------------------------------------------- lookups
     def family(self, name: str) -> Family:
@@ -251,13 +415,41 @@ class TableMetadata:
         return [r.start for r in self.regions[1:]]
 
     def files_of(self, region: str, family: str) -> tuple[FileEntry, ...]:
-        """Live files of one region and family, oldest (lowest seq) first."""
+        """Live files of one region and family, oldest (lowest seq) first.
+
+        Callers loop over many stores (jobs), so on format version 2 this reads the whole
+        live set once and answers from an index by region; a reader of a few regions uses
+        :meth:`files_in` instead.
+        """
+        files = self.files
+        if isinstance(files, LiveFileSource):
+            len(files)  # materialize once (cached by the live set)
+            found: Iterable[FileEntry] = files.for_regions([(region, b"")])
+        else:
+            found = (f for f in files if f.region == region)
         return tuple(
-            sorted(
-                (f for f in self.files if f.region == region and f.family == family),
-                key=lambda f: (f.seq, f.path),
-            )
+            sorted((f for f in found if f.family == family), key=lambda f: (f.seq, f.path))
         )
+
+    def files_in(self, regions: Iterable[str]) -> tuple[FileEntry, ...]:
+        """Live files of the regions with these ids (any order).
+
+        On a format-version-2 table whose live set has not been read, this reads only the
+        manifests (and their row groups) that can hold those regions' entries. A region id
+        that is not one of this version's regions has no files.
+        """
+        wanted = set(regions)
+        files = self.files
+        if isinstance(files, LiveFileSource) and not files.loaded:
+            keys = [(r.id, r.start) for r in self.regions if r.id in wanted]
+            return files.for_regions(keys) if keys else ()
+        return tuple(f for f in files if f.region in wanted)
+
+    def file_totals(self) -> FileTotals:
+        """Totals over the live files (from the root on format version 2, no manifest read)."""
+        if self.totals is not None:
+            return self.totals
+        return FileTotals.of(self.files)
 
     # ---------------------------------------------------------------- builders
     def evolve(self, **changes: Any) -> TableMetadata:
@@ -280,12 +472,15 @@ class TableMetadata:
             timestamp_ms=timestamp_ms,
             summary=dict(summary or {}),
         )
-        load_ids = changes.pop("load_ids", self.load_ids)
+        load_ids = tuple(changes.pop("load_ids", self.load_ids))
+        if self.format_version < 2 or changes.get("format_version", 2) < 2:
+            load_ids = load_ids[-MAX_REMEMBERED_LOAD_IDS:]
+        # format version 2: the log trims them when it writes a new page (13.1)
         return dataclasses.replace(
             self,
             version=version,
             last_history=entry,
-            load_ids=tuple(load_ids)[-MAX_REMEMBERED_LOAD_IDS:],
+            load_ids=load_ids,
             **changes,
         )
 
@@ -295,6 +490,8 @@ class TableMetadata:
 
         ``row-key`` is written only when the table has a spec, ``snapshots`` only when it
         has some, so older readers and the golden files see the documents they know.
+        Format version 1 lists ``files``; version 2 lists ``manifests`` and ``totals``
+        instead (the manifest files themselves are written by :mod:`cellstore.manifest`).
         """
         doc: dict[str, Any] = {
             "format-version": self.format_version,
@@ -303,16 +500,24 @@ class TableMetadata:
             "version": self.version,
             "families": [f.to_dict() for f in self.families],
             "salt-buckets": self.salt_buckets,
-            "regions": [
-                {"id": r.id, "start": _hex(r.start), "end": _hex(r.end)} for r in self.regions
-            ],
+            "regions": regions_to_list(self.regions),
             "next-sequence-number": self.next_seq,
             "next-region-id": self.next_region_id,
-            "files": [f.to_dict() for f in self.files],
             "history": self.last_history.to_dict(),
             "load-ids": list(self.load_ids),
             "properties": dict(self.properties),
         }
+        if self.format_version >= 2:
+            doc["manifests"] = [m.to_dict() for m in self.manifests]
+            doc["totals"] = (self.totals or FileTotals()).to_dict()
+            if self.regions_ref is not None:
+                del doc["regions"]
+                doc["regions-ref"] = self.regions_ref
+            if self.load_ids_ref is not None:
+                doc["load-ids"] = list(self.load_ids[self.load_ids_paged :])
+                doc["load-ids-ref"] = {"path": self.load_ids_ref, "count": self.load_ids_paged}
+        else:
+            doc["files"] = [f.to_dict() for f in self.files]
         if self.row_key is not None:
             doc["row-key"] = self.row_key.to_dict()
         if self.snapshots:
@@ -322,7 +527,9 @@ class TableMetadata:
         return doc
 
     def to_json(self) -> bytes:
-        """Serialized JSON bytes (UTF-8, stable key order)."""
+        """Serialized JSON bytes (UTF-8, stable key order; compact for format version 2)."""
+        if self.format_version >= 2:  # one root per commit: keep it small
+            return json.dumps(self.to_dict(), separators=(",", ":")).encode("utf-8")
         return json.dumps(self.to_dict(), indent=1, sort_keys=False).encode("utf-8")
 
     @classmethod
@@ -332,6 +539,11 @@ class TableMetadata:
         Args:
             d: The parsed JSON document.
             source: Where the document came from (its path), for error messages.
+
+        A format-version-2 document parses with ``files`` empty: its reader
+        (:meth:`cellstore.manifest.TableLog.read`) attaches the lazy live set, and
+        replaces ``regions-ref`` / ``load-ids-ref`` by the parts' lists (``regions``, the
+        full ``load-ids``) before calling this; the references are kept.
 
         Raises:
             FormatVersionError: if the format version is newer than this release reads.
@@ -360,7 +572,7 @@ class TableMetadata:
                 families=tuple(Family.from_dict(f) for f in d["families"]),
                 regions=regions,
                 salt_buckets=d["salt-buckets"],
-                files=tuple(FileEntry.from_dict(f) for f in d["files"]),
+                files=tuple(FileEntry.from_dict(f) for f in d["files"]) if version == 1 else (),
                 next_seq=int(d["next-sequence-number"]),
                 next_region_id=int(d["next-region-id"]),
                 last_history=HistoryEntry.from_dict(d["history"]),
@@ -372,6 +584,11 @@ class TableMetadata:
                     for name, ref in (d.get("snapshots") or {}).items()
                 },
                 format_version=version,
+                manifests=tuple(ManifestRef.from_dict(m) for m in d.get("manifests", ())),
+                totals=FileTotals.from_dict(d["totals"]) if version >= 2 else None,
+                regions_ref=_opt_str(d.get("regions-ref")),
+                load_ids_ref=_opt_str((d.get("load-ids-ref") or {}).get("path")),
+                load_ids_paged=int((d.get("load-ids-ref") or {}).get("count", 0)),
             )
         except FormatVersionError:
             raise
@@ -403,6 +620,17 @@ class TableMetadata:
         return cls.from_dict(doc, source=source)
 
 
+def regions_to_list(regions: Iterable[Region]) -> list[dict[str, str]]:
+    """JSON form of a region list (the root's ``regions``, or a regions part, 13.1)."""
+    return [{"id": r.id, "start": _hex(r.start), "end": _hex(r.end)} for r in regions]
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{value!r} is not a string")
+
+
 #: JSON types of the metadata fields whose consumers need them exact (None: may be null).
 _FIELD_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "table-uuid": (str,),
@@ -431,6 +659,8 @@ _ENTRY_TYPES: Final[dict[str, tuple[type, ...]]] = {
 }
 #: A file entry's ``footer-digest``: XXH3-64 as 16 lower-case hex digits.
 _FOOTER_DIGEST: Final = re.compile(r"[0-9a-f]{16}")
+#: A format-version-2 manifest path (docs/format.md 13.1).
+_MANIFEST_PATH: Final = re.compile(r"_meta/manifests/[0-9a-f]{32}\.parquet")
 
 
 def _check_types(d: Mapping[str, Any]) -> None:
@@ -439,7 +669,12 @@ def _check_types(d: Mapping[str, Any]) -> None:
     ``int(...)`` would otherwise accept floats and strings, and a wrong type would only
     fail later, far from the file, with an exception that is not a cellstore error.
     """
+    v2 = d["format-version"] >= 2
     for key, types in _FIELD_TYPES.items():
+        if key == "files" and v2:
+            key, types = "manifests", (list,)
+            if not _is(d.get("totals"), (dict,)):
+                raise TypeError("totals is not an object")
         if not _is(d[key], types):
             raise TypeError(f"{key} is {type(d[key]).__name__}, not {types[0].__name__}")
     buckets = d["salt-buckets"]
@@ -448,7 +683,10 @@ def _check_types(d: Mapping[str, Any]) -> None:
     for r in d["regions"]:
         if not isinstance(r, dict) or not all(_is(r[k], (str,)) for k in ("id", "start", "end")):
             raise TypeError(f"region {r!r} is not an object of id, start and end strings")
-    for f in d["files"]:
+    for m in d.get("manifests", ()) if v2 else ():
+        if not isinstance(m, dict):
+            raise TypeError(f"manifest reference {m!r} is not an object")
+    for f in () if v2 else d["files"]:
         if not isinstance(f, dict):
             raise TypeError(f"file entry {f!r} is not an object")
         for key, types in _ENTRY_TYPES.items():

@@ -1,7 +1,7 @@
 """Batch jobs that keep a table healthy.
 
 Compaction, TTL purge, region split and merge, snapshots, export and copy, HFile export for
-HBase's bulk load, vacuum, verify and secondary indexes.
+HBase's bulk load, vacuum, metadata expiry, verify and secondary indexes.
 
 Each job is a plain function taking a :class:`~cellstore.warehouse.Table` (and keyword-only
 options) and returning a typed report; each commits at most once, only if its inputs are
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import CompactionReport, compact
+from cellstore.jobs.expire import ExpireReport, expire, rewrite_manifests
 from cellstore.jobs.export import CopyReport, ExportReport, copy_table, export
 from cellstore.jobs.hfile_export import ExportedHFile, HFileExportReport, export_hfiles
 from cellstore.jobs.index import (
@@ -61,6 +62,7 @@ __all__ = [
     "purge_ttl",
     "CloneReport",
     "CopyReport",
+    "ExpireReport",
     "ExportReport",
     "RestoreReport",
     "SnapshotInfo",
@@ -70,6 +72,7 @@ __all__ = [
     "clone",
     "copy_table",
     "delete_snapshot",
+    "expire",
     "export",
     "export_hfiles",
     "ExportedHFile",
@@ -87,6 +90,7 @@ __all__ = [
     "merge_small",
     "new_job_id",
     "region_sizes",
+    "rewrite_manifests",
     "split",
     "split_point",
     "Index",

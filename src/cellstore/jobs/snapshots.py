@@ -1,8 +1,9 @@
 """Snapshots: name a table version, list and delete names, restore a table, clone a snapshot.
 
-Metadata versions are immutable and never deleted, so a snapshot is only a name for one of
-them: the table's metadata carries ``snapshots`` (name -> version and creation time,
-docs/format.md section 6), and taking, deleting or restoring a snapshot is one ordinary
+Metadata versions are immutable and deleted only by ``jobs.expire``, which keeps every
+snapshot's version, so a snapshot is only a name for one of them: the table's metadata
+carries ``snapshots`` (name -> version and creation time, docs/format.md section 6), and
+taking, deleting or restoring a snapshot is one ordinary
 commit. Reading a snapshot is reading the table at that version. Vacuum keeps every file a
 snapshot's version references.
 
@@ -19,6 +20,7 @@ Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_sn
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -254,7 +256,7 @@ def snapshot(table: Table, name: str, *, version: int | None = None) -> Snapshot
     _check_name(name)
     wanted = table.version if table.pinned and version is None else version
     if wanted is not None:
-        _read_version(table, wanted)  # must exist (and it stays: versions are never deleted)
+        _read_version(table, wanted)  # must exist (expire keeps it once the snapshot names it)
     ensure_exclusive_create(table.fs, table.warehouse.root)
     created = now_ms()
 
@@ -339,7 +341,7 @@ def restore(table: Table, snapshot: str) -> RestoreReport:
     ref = _ref(_current(table), snapshot)
     snap = _read_version(table, ref.version)
     ensure_exclusive_create(table.fs, table.warehouse.root)
-    before: list[tuple[FileEntry, ...]] = []
+    before: list[Sequence[FileEntry]] = []
 
     def update(staged: Staged) -> dict[str, Any]:
         meta = staged.meta

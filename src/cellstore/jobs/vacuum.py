@@ -16,8 +16,9 @@ file only when
   :mod:`cellstore.jobs.snapshots`).
 
 It also deletes bulk-load reports (``_loads/``) and leftover temporary files of exclusive
-writes (``_meta/*.tmp``) older than the retention period. Metadata versions are never
-deleted. Dry run by default: the report says what would be deleted.
+writes (``_meta/*.tmp``) older than the retention period. It never deletes metadata
+versions, manifest files or parts (:mod:`cellstore.jobs.expire` does, in step with this
+retention). Dry run by default: the report says what would be deleted.
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ from datetime import datetime
 from typing import Any, Final
 
 import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
-from cellstore.core.metadata import TableMetadata
+from cellstore.core.metadata import ManifestRef, TableMetadata
 from cellstore.errors import InvalidArgumentError, TableNotFoundError
 from cellstore.fs import is_local, join
 from cellstore.manifest import TableLog
+from cellstore.manifest.files import apply_last_wins, read_manifest
 from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, entry_path_problem
 from cellstore.warehouse import Table
 
@@ -55,6 +59,9 @@ DEFAULT_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
 #: longer than the retention period could otherwise lose files it has written but not yet
 #: committed.
 MIN_RETENTION_MS: Final = 3600 * 1000
+#: Operations whose version may list manifests of an older version again (a restore takes
+#: up the snapshot's): vacuum reads such an as-of version's whole live set.
+_ADOPTING_OPERATIONS: Final = frozenset({"restore"})
 #: Why a data file was kept, in the order the reasons are tested.
 KEEP_REASONS: Final = ("current", "snapshot", "as-of", "clone", "recent")
 
@@ -124,8 +131,8 @@ def retained_versions(
 
     Yields ``("current", newest)``, then ``("snapshot", v)`` for each snapshot's version,
     then ``("as-of", v)`` for every older version that was current at some time at or
-    after ``cutoff_ms`` (version v is current from its commit until the next one's).
-    Reads one metadata file per version; lists nothing.
+    after ``cutoff_ms`` (version v is current from its commit until the next one's),
+    stopping at an expired version. Reads one metadata file per version; lists nothing.
     """
     if latest is None:
         latest = log.read(log.latest_version())
@@ -135,7 +142,10 @@ def retained_versions(
     successor_ts = latest.last_history.timestamp_ms
     v = latest.version - 1
     while v >= 1 and successor_ts >= cutoff_ms:
-        meta = log.read(v)
+        try:
+            meta = log.read(v)
+        except FileNotFoundError:  # expired (jobs.expire): nothing older can be read
+            return
         yield "as-of", meta
         successor_ts = meta.last_history.timestamp_ms
         v -= 1
@@ -245,11 +255,48 @@ def vacuum(
 
     reason_of: dict[str, str] = {}
     retained = 0
+    tables: dict[str, pa.Table] = {}  # manifests shared by versions are read once
+
+    def rows(ref: ManifestRef) -> pa.Table:
+        if ref.path not in tables:
+            tables[ref.path] = read_manifest(fs, table.path, ref)
+        return tables[ref.path]
+
+    def live_paths(meta: TableMetadata) -> set[str]:
+        if meta.format_version < 2:
+            return {f.path for f in meta.files}
+        live = apply_last_wins([rows(ref) for ref in meta.manifests])
+        return set(live.column("path").to_pylist())
+
+    def keep(paths: set[str], reason: str, version: int) -> None:
+        for rel in sorted(paths):
+            path = entry_path(table.path, rel, table=table.name, version=version)
+            reason_of.setdefault(path, reason)
+
+    asof_refs: dict[str, ManifestRef] = {}
+    oldest: TableMetadata | None = None
     for reason, meta in retained_versions(log, cutoff_ms=cutoff, latest=latest):
         retained += reason == "as-of"
-        for f in meta.files:
-            path = entry_path(table.path, f.path, table=table.name, version=meta.version)
-            reason_of.setdefault(path, reason)
+        if reason == "as-of" and meta.format_version >= 2:
+            asof_refs.update((ref.path, ref) for ref in meta.manifests)
+            oldest = meta  # as-of versions come newest first
+            if meta.last_history.operation not in _ADOPTING_OPERATIONS:
+                continue  # else: it may list older manifests again; read its live set
+        keep(live_paths(meta), reason, meta.version)
+    if oldest is not None:
+        # Every file live in some as-of version: live in the oldest, or added since by a
+        # manifest one of them lists (13.4: each commit's adds stay in a manifest its own
+        # version lists), without applying every version's manifests (a superset: safe).
+        asof_paths = live_paths(oldest)
+        oldest_refs = {ref.path for ref in oldest.manifests}
+        for ref in asof_refs.values():
+            # newer manifests, and older ones a later version took up (a restore)
+            if ref.added_version > oldest.version or ref.path not in oldest_refs:
+                r = rows(ref)
+                asof_paths.update(
+                    r.filter(pc.equal(r.column("action"), "add")).column("path").to_pylist()
+                )
+        keep(asof_paths, "as-of", oldest.version)
     data_dir = join(table.path, DATA_DIR)
     for path in _links_into(table, data_dir + "/", cutoff):
         reason_of.setdefault(path, "clone")

@@ -9,6 +9,9 @@ Two kinds of checks (docs/format.md sections 6, 8 and 9):
   as a clone's link ``../../../<namespace>/<qualifier>/<uuid>/...``, which stays inside
   the warehouse root; :func:`cellstore.storefiles.layout.entry_path_problem`); snapshot
   versions exist. A file whose path is refused is not opened.
+- **manifest files** (format version 2): every manifest the root lists exists, parses,
+  holds each key at most once and matches the root's summary of it; the root's totals
+  match the live set (:func:`manifest_file_problems`).
 - **files**, for every entry (in parallel): the file exists and has the entry's size; its
   Parquet footer has the entry's footer digest, if recorded (compared before the footer is
   parsed: a mismatch is a problem, never a crash); it opens and its footer parses; every
@@ -31,14 +34,23 @@ from typing import Any, Final, Literal
 
 import fsspec
 
-from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.metadata import FileEntry, FileTotals, TableMetadata
 from cellstore.core.regions import Region, check_regions
 from cellstore.errors import CellstoreError, VerifyError
+from cellstore.fs import join
+from cellstore.manifest.files import MANIFEST_DIR, read_manifest, ref_of
 from cellstore.storefiles import check
 from cellstore.storefiles.layout import entry_path, entry_path_problem
 from cellstore.warehouse import Table
 
-__all__ = ["VerifyProblem", "VerifyReport", "check_entry", "manifest_problems", "verify"]
+__all__ = [
+    "VerifyProblem",
+    "VerifyReport",
+    "check_entry",
+    "manifest_file_problems",
+    "manifest_problems",
+    "verify",
+]
 
 #: Files checked at once by default (reading and decoding release the GIL).
 DEFAULT_WORKERS: Final = 4
@@ -193,6 +205,62 @@ def manifest_problems(meta: TableMetadata, *, table_path: str = "") -> list[Veri
     return out
 
 
+def manifest_file_problems(
+    fs: fsspec.AbstractFileSystem, table_path: str, meta: TableMetadata
+) -> list[VerifyProblem]:
+    """Problems of a format-version-2 version's manifest files (docs/format.md 13).
+
+    Every listed manifest exists, parses as a manifest, holds each key at most once, has
+    only ``add``/``remove`` actions and matches the summary the root records (row counts,
+    region-start and seq ranges, byte size); the root's totals match the live set. A
+    problem whose message starts with ``manifest file`` means the live set cannot be read.
+    Version-1 metadata has none of these.
+    """
+    out: list[VerifyProblem] = []
+    if meta.format_version < 2:
+        return out
+    for ref in meta.manifests:
+        where = f"manifest file {ref.path}"
+        if entry_path_problem(ref.path) is not None or not ref.path.startswith(MANIFEST_DIR + "/"):
+            out.append(VerifyProblem("manifest", f"{where}: path is not under {MANIFEST_DIR}/"))
+            continue
+        try:
+            rows = read_manifest(fs, table_path, ref)
+            size = int(fs.info(join(table_path, ref.path))["size"])
+        except FileNotFoundError:
+            out.append(VerifyProblem("manifest", f"{where} is missing"))
+            continue
+        except (CellstoreError, OSError) as e:
+            out.append(VerifyProblem("manifest", f"{where} is unreadable: {e}"))
+            continue
+        actual = ref_of(
+            rows, path=ref.path, level=ref.level, added_version=ref.added_version, size=size
+        )
+        if actual != ref:
+            out.append(
+                VerifyProblem(
+                    "manifest", f"manifest {ref.path}: summary {ref} != contents {actual}"
+                )
+            )
+        if not set(rows.column("action").unique().to_pylist()) <= {"add", "remove"}:
+            out.append(VerifyProblem("manifest", f"manifest {ref.path}: unknown action"))
+        keys = set(
+            zip(*(rows.column(c).to_pylist() for c in ("path", "region", "family")), strict=True)
+        )
+        if len(keys) != rows.num_rows:
+            out.append(VerifyProblem("manifest", f"manifest {ref.path}: a key appears twice"))
+    if not out:
+        try:
+            actual_totals = FileTotals.of(meta.files)
+        except (CellstoreError, OSError) as e:
+            return [VerifyProblem("manifest", f"manifest file list unreadable: {e}")]
+        if meta.totals != actual_totals:
+            out.append(
+                VerifyProblem("manifest", f"totals {meta.totals} != live files {actual_totals}")
+            )
+    return out
+
+
 # ----------------------------------------------------------------------------------- files
 def check_entry(
     fs: fsspec.AbstractFileSystem, table_path: str, entry: FileEntry, region: Region | None
@@ -244,7 +312,18 @@ def verify(
         problems into a :class:`~cellstore.errors.VerifyError`.
     """
     meta = table.metadata
-    problems = manifest_problems(meta, table_path=table.path)
+    structure = manifest_file_problems(table.fs, table.path, meta)
+    if any(p.message.startswith("manifest file") for p in structure):
+        # the live set cannot be read: report what is wrong, check no store file
+        return VerifyReport(
+            table=str(table.name),
+            version=meta.version,
+            files=0,
+            cells=0,
+            bytes=0,
+            problems=tuple(structure),
+        )
+    problems = [*structure, *manifest_problems(meta, table_path=table.path)]
     regions = {r.id: r for r in meta.regions}
     entries: Sequence[FileEntry] = meta.files
     args = [(table.fs, table.path, e, regions.get(e.region)) for e in entries]

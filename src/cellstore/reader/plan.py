@@ -213,11 +213,19 @@ def plan_tasks(
         filters: The scan's filters, carried by every task.
         strip_salt: Tasks drop the salt byte from returned rows.
     """
-    for f in metadata.files:  # refuse a path leaving the table's warehouse before reading
+    wanted = [r for r in metadata.regions if any(r.overlaps(a, b) for a, b in ranges)]
+    by_store: dict[tuple[str, str], list[FileEntry]] = {}
+    # Only the entries of the regions the ranges touch: on a format-version-2 table this
+    # reads only the manifests (and row groups) that can hold them.
+    for f in metadata.files_in(r.id for r in wanted):
+        # refuse a path leaving the table's warehouse before reading
         entry_path(table_path, f.path, table=metadata.name, version=metadata.version)
+        by_store.setdefault((f.region, f.family), []).append(f)
+    for store in by_store.values():
+        store.sort(key=lambda f: (f.seq, f.path))
     tasks: list[ScanTask] = []
     for start, stop in ranges:
-        for region in metadata.regions:
+        for region in wanted:
             if not region.overlaps(start, stop):
                 continue
             t_start = max(start, region.start)
@@ -228,7 +236,7 @@ def plan_tasks(
                 lo_ts = spec.time_range[0] if spec.time_range is not None else 0
                 entries = tuple(
                     f
-                    for f in metadata.files_of(region.id, fname)
+                    for f in by_store.get((region.id, fname), ())
                     if _overlaps(f, t_start, t_stop) and f.max_ts >= lo_ts
                 )
                 files = tuple((f.path, f.seq) for f in entries)
@@ -268,10 +276,13 @@ def split_tasks(
     Returns:
         The tasks, in the same order, with large ones replaced by their pieces.
     """
-    sizes = {f.path: f.size for f in metadata.files}
     out: list[ScanTask] = []
     for task in tasks:
+        entries = {e.path: e for fam in task.families for e in fam.entries}
         paths = [(fam, p) for fam in task.families for p, _ in fam.files]
+        if any(p not in entries for _, p in paths):  # a task built without its entries
+            entries.update((e.path, e) for e in metadata.files_in([task.region]))
+        sizes = {p: e.size for p, e in entries.items()}
         if sum(sizes.get(p, 0) for _, p in paths) * _MAX_EXPANSION <= budget:
             out.append(task)
             continue
@@ -280,7 +291,6 @@ def split_tasks(
             out.append(task)
             continue
         bounds = [task.start, *cuts, task.stop]
-        entries = {f.path: f for f in metadata.files}
         for lo, hi in itertools.pairwise(bounds):
             reads = tuple(
                 replace(

@@ -13,6 +13,9 @@ import fsspec
 from cellstore.commit import Commit, Staged, commit
 from cellstore.core.family import Family
 from cellstore.core.metadata import (
+    DEFAULT_FORMAT_VERSION,
+    METADATA_FORMAT_VERSION,
+    FileTotals,
     HistoryEntry,
     TableMetadata,
     sorted_families,
@@ -166,6 +169,7 @@ class Warehouse:
         salt_buckets: int | None = None,
         properties: Mapping[str, str] | None = None,
         row_key: RowKeySpec | Mapping[str, Any] | None = None,
+        format_version: int = DEFAULT_FORMAT_VERSION,
     ) -> Table:
         """Create a table.
 
@@ -182,6 +186,9 @@ class Warehouse:
                 dict form) stored with the table: the loader builds row keys from input
                 columns with it and readers decode them back into columns. A salted spec
                 salts the table (``salt_buckets`` may be omitted, or must agree).
+            format_version: Metadata format version (docs/format.md): 2 (the default,
+                manifest files) or 1 (one JSON document per version, for readers that
+                know only version 1).
 
         Returns:
             The new table.
@@ -193,6 +200,10 @@ class Warehouse:
             TableExistsError: a table of that name exists.
         """
         tname = TableName.parse(name)
+        if format_version not in (1, METADATA_FORMAT_VERSION):
+            raise InvalidArgumentError(
+                f"format_version must be 1 or {METADATA_FORMAT_VERSION}, got {format_version!r}"
+            )
         fams = sorted_families(_as_family(f) for f in families)
         spec = _as_row_key_spec(row_key)
         if spec is not None and spec.salt_buckets is not None:
@@ -235,6 +246,8 @@ class Warehouse:
             ),
             properties=props,
             row_key=spec,
+            format_version=format_version,
+            totals=FileTotals() if format_version >= 2 else None,
         )
         return self._register(tname, meta)
 
@@ -290,7 +303,7 @@ class Warehouse:
         location = join(tname.namespace, tname.qualifier, table_uuid)
         meta = meta.evolve(table_uuid=table_uuid, name=tname.full)
         log = TableLog(self.fs, join(self.root, location))
-        log.create(1, meta.to_json())
+        meta = log.create_table(meta)
         created = meta.last_history.timestamp_ms
 
         def add(tables: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import fsspec
 import pyarrow as pa
 
+from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.core.family import Family
 from cellstore.core.filters import Filter, normalize_filters
 from cellstore.core.metadata import (
+    METADATA_FORMAT_VERSION,
     FileEntry,
     HistoryEntry,
     TableMetadata,
@@ -124,8 +126,8 @@ class Table:
         return self._metadata.regions
 
     @property
-    def files(self) -> tuple[FileEntry, ...]:
-        """Live store files."""
+    def files(self) -> Sequence[FileEntry]:
+        """Live store files (format version 2: read from the manifests on first use)."""
         return self._metadata.files
 
     def refresh(self) -> Table:
@@ -511,7 +513,10 @@ class Table:
             if mapping is not None:
                 raise InvalidArgumentError("a mapping needs an input to advise on")
             return advise_table(
-                self.fs, self.path, self._metadata, sample_keys=sample_keys,
+                self.fs,
+                self.path,
+                self._metadata,
+                sample_keys=sample_keys,
                 thresholds=thresholds,
             )
         if mapping is None:
@@ -681,8 +686,12 @@ class Table:
         """Families, regions with their files and sizes, totals and the last commit."""
         meta = self._metadata
         regions = []
+        by_region: dict[str, list[FileEntry]] = {}
+        for f in meta.files:
+            by_region.setdefault(f.region, []).append(f)
+        totals = meta.file_totals()
         for r in meta.regions:
-            files = [f for f in meta.files if f.region == r.id]
+            files = by_region.get(r.id, [])
             regions.append(
                 RegionDescription(
                     r.id,
@@ -700,21 +709,55 @@ class Table:
             families=meta.families,
             salt_buckets=meta.salt_buckets,
             regions=tuple(regions),
-            files=len(meta.files),
-            cells=sum(f.cells for f in meta.files),
-            bytes=sum(f.size for f in meta.files),
+            files=totals.files,
+            cells=totals.cells,
+            bytes=totals.bytes,
             next_seq=meta.next_seq,
             last_commit=meta.last_history,
             properties=meta.properties,
             row_key=meta.row_key,
         )
 
+    def upgrade(self) -> bool:
+        """Rewrite a format-version-1 table's metadata as format version 2, in one commit.
+
+        The live entries move into one manifest file (docs/format.md, section 13); data
+        files, regions, history and snapshots stay as they are, and older versions stay
+        version 1 documents (as-of reads and snapshots of them keep working). The handle
+        moves to the new version.
+
+        Returns:
+            True if the table was upgraded, False if it was format version 2 already.
+        """
+        self._writable("upgrade")
+
+        def update(staged: Staged) -> Mapping[str, Any]:
+            meta = staged.meta
+            if meta.format_version >= METADATA_FORMAT_VERSION:
+                raise NothingToCommit
+            files = tuple(meta.files)
+            return {
+                "format_version": METADATA_FORMAT_VERSION,
+                "files": files,
+                "summary": {"from-format-version": meta.format_version, "files": len(files)},
+            }
+
+        result = commit(self.log, Commit("upgrade", update=update))
+        self._metadata = result.metadata
+        return result.committed
+
     def history(self, *, limit: int | None = None) -> list[HistoryEntry]:
-        """Commits that made this table, newest first (reads one metadata file each)."""
+        """Commits that made this table, newest first (reads one metadata file each).
+
+        Stops at the first expired version (docs/format.md 13.5).
+        """
         out: list[HistoryEntry] = []
         v = self.version
         while v >= 1 and (limit is None or len(out) < limit):
-            out.append(self.log.read(v).last_history)
+            try:
+                out.append(self.log.read(v).last_history)
+            except FileNotFoundError:  # expired (jobs.expire): older history is gone
+                break
             v -= 1
         return out
 

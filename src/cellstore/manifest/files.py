@@ -1,0 +1,364 @@
+"""Manifest files of format-version-2 table metadata (docs/format.md, section 13).
+
+A manifest is an immutable Parquet file ``_meta/manifests/<uuid>.parquet`` with one row per
+entry: an ``action`` (``add`` or ``remove``), the region start key of the entry's region and
+the fields of a :class:`~cellstore.core.metadata.FileEntry`. Rows are sorted by region start,
+family, seq and path, in row groups of :data:`ROW_GROUP_ENTRIES` rows with statistics of
+``region-start``, so a
+reader of one region reads only the row groups whose region-start range can hold it.
+
+A version's live set is its manifests applied oldest first, **last action wins** per key
+``(path, region, family)``: an ``add`` makes the key live with that entry (replacing an
+earlier one), a ``remove`` makes it not live. Everything here works on whole columns
+(pyarrow.compute); only turning rows into :class:`FileEntry` objects is per entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from cellstore.core.metadata import FileEntry, ManifestRef
+from cellstore.errors import CorruptFileError
+from cellstore.fs import join, write_exclusive
+
+__all__ = [
+    "MANIFEST_DIR",
+    "MANIFEST_SCHEMA",
+    "ROW_GROUP_ENTRIES",
+    "apply_last_wins",
+    "entries_of",
+    "manifest_relpath",
+    "read_manifest",
+    "ref_of",
+    "rows_of",
+    "write_manifest",
+]
+
+#: Directory of manifest files, relative to the table directory.
+MANIFEST_DIR: Final = "_meta/manifests"
+#: Rows per Parquet row group of a manifest: a region's read decodes one or two groups,
+#: and a 1M-entry manifest's footer stays small (250 groups) and quick to scan.
+ROW_GROUP_ENTRIES: Final = 4096
+#: Action values.
+ADD: Final = "add"
+REMOVE: Final = "remove"
+
+#: Column layout of a manifest file (docs/format.md, section 13.2).
+MANIFEST_SCHEMA: Final = pa.schema(
+    [
+        pa.field("action", pa.string(), nullable=False),
+        pa.field("region-start", pa.binary(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("region", pa.string(), nullable=False),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("cells", pa.int64(), nullable=False),
+        pa.field("delete-markers", pa.int64(), nullable=False),
+        pa.field("size", pa.int64(), nullable=False),
+        pa.field("first-row", pa.binary(), nullable=False),
+        pa.field("last-row", pa.binary(), nullable=False),
+        pa.field("min-ts", pa.int64(), nullable=False),
+        pa.field("max-ts", pa.int64(), nullable=False),
+        pa.field("load-id", pa.string(), nullable=False),
+        pa.field("footer-digest", pa.string(), nullable=True),
+    ]
+)
+_SORT_KEYS: Final = [
+    ("region-start", "ascending"),
+    ("family", "ascending"),
+    ("seq", "ascending"),
+    ("path", "ascending"),
+    ("region", "ascending"),
+]
+#: Column holding a row's position in apply order while combining manifests.
+_ORDER: Final = "__order"
+
+
+def manifest_relpath() -> str:
+    """A fresh manifest path relative to the table directory."""
+    return f"{MANIFEST_DIR}/{uuid.uuid4().hex}.parquet"
+
+
+def rows_of(
+    adds: Iterable[FileEntry],
+    removes: Iterable[FileEntry],
+    starts: dict[str, bytes],
+) -> pa.Table:
+    """The manifest rows of ``adds`` and ``removes`` (unsorted).
+
+    Args:
+        adds: Entries that join the live set.
+        removes: Entries that leave it.
+        starts: Region id to region start key, for every region of the entries.
+
+    Raises:
+        KeyError: an entry's region is not in ``starts``.
+    """
+    added, removed = list(adds), list(removes)
+    entries = added + removed
+    cols: dict[str, list[Any]] = {
+        "action": [ADD] * len(added) + [REMOVE] * len(removed),
+        "region-start": [starts[e.region] for e in entries],
+    }
+    for name, attr in _FIELDS:
+        cols[name] = [getattr(e, attr) for e in entries]
+    return pa.table(cols, schema=MANIFEST_SCHEMA)
+
+
+#: Manifest columns holding a :class:`FileEntry` field, and the field.
+_FIELDS: Final = (
+    ("path", "path"),
+    ("region", "region"),
+    ("family", "family"),
+    ("seq", "seq"),
+    ("cells", "cells"),
+    ("delete-markers", "delete_markers"),
+    ("size", "size"),
+    ("first-row", "first_row"),
+    ("last-row", "last_row"),
+    ("min-ts", "min_ts"),
+    ("max-ts", "max_ts"),
+    ("load-id", "load_id"),
+    ("footer-digest", "footer_digest"),
+)
+
+
+def entries_of(table: pa.Table) -> list[FileEntry]:
+    """The :class:`FileEntry` of every row of a manifest table (action ignored)."""
+    c = {name: table.column(name).to_pylist() for name in MANIFEST_SCHEMA.names}
+    return [
+        FileEntry(
+            path=p,
+            region=r,
+            family=f,
+            seq=s,
+            cells=n,
+            delete_markers=d,
+            size=z,
+            first_row=fr,
+            last_row=lr,
+            min_ts=lo,
+            max_ts=hi,
+            load_id=lid,
+            footer_digest=fd,
+        )
+        for p, r, f, s, n, d, z, fr, lr, lo, hi, lid, fd in zip(
+            c["path"],
+            c["region"],
+            c["family"],
+            c["seq"],
+            c["cells"],
+            c["delete-markers"],
+            c["size"],
+            c["first-row"],
+            c["last-row"],
+            c["min-ts"],
+            c["max-ts"],
+            c["load-id"],
+            c["footer-digest"],
+            strict=True,
+        )
+    ]
+
+
+def _keys(table: pa.Table) -> pa.Array:
+    """One string per row identifying its key (path, region, family)."""
+    sep = "\x00"
+    return pc.binary_join_element_wise(
+        table.column("path"), table.column("region"), table.column("family"), sep
+    )
+
+
+def apply_last_wins(
+    tables: Sequence[pa.Table], *, keep_removes: bool = False, drop_cancelled: bool = True
+) -> pa.Table:
+    """Combine manifest tables given oldest first: the last row of every key.
+
+    Args:
+        tables: Manifest tables in apply order.
+        keep_removes: Keep keys whose last action is ``remove`` (a merge of a run that
+            does not start at the oldest manifest must keep them, to cancel older adds),
+            except those whose first action in ``tables`` is ``add`` (``drop_cancelled``):
+            the key was not live before the run, so the pair cancels.
+        drop_cancelled: See ``keep_removes``.
+
+    Returns:
+        Rows in manifest order (region start, family, seq, path) without the order column;
+        with ``keep_removes`` False, only ``add`` rows: the live entries.
+    """
+    parts = []
+    offset = 0
+    for t in tables:
+        t = t.select(MANIFEST_SCHEMA.names).cast(MANIFEST_SCHEMA)
+        parts.append(t.append_column(_ORDER, pa.array(range(offset, offset + len(t)), pa.int64())))
+        offset += len(t)
+    if not parts:
+        return MANIFEST_SCHEMA.empty_table()
+    both = pa.concat_tables(parts)
+    if both.num_rows == 0:
+        return both.drop_columns([_ORDER])
+    both = both.append_column("__key", _keys(both))
+    both = both.take(pc.sort_indices(both, [("__key", "ascending"), (_ORDER, "ascending")]))
+    keys = both.column("__key").combine_chunks()
+    n = both.num_rows
+    nxt = pc.not_equal(keys.slice(0, n - 1), keys.slice(1))
+    last = pa.concat_arrays([nxt, pa.array([True])])
+    prev = pa.concat_arrays([pa.array([True]), nxt])
+    is_add = pc.equal(both.column("action"), ADD)
+    if keep_removes:
+        keep = last
+        if drop_cancelled:
+            # first action of the key (where it starts) is add, last is remove: cancelled
+            first_action = pc.if_else(prev, both.column("action"), pa.scalar(None, pa.string()))
+            first_filled = pc.fill_null_forward(first_action)
+            cancelled = pc.and_(pc.equal(first_filled, ADD), pc.invert(is_add))
+            keep = pc.and_(keep, pc.invert(cancelled))
+    else:
+        keep = pc.and_(last, is_add)
+    out = both.filter(keep).drop_columns(["__key", _ORDER])
+    return out.take(pc.sort_indices(out, _SORT_KEYS))
+
+
+def write_manifest(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    rows: pa.Table,
+    *,
+    level: int,
+    added_version: int,
+) -> ManifestRef:
+    """Write ``rows`` as a new manifest file (sorted, zstd, small row groups).
+
+    Returns:
+        The reference a root lists it by.
+    """
+    rows = rows.select(MANIFEST_SCHEMA.names).cast(MANIFEST_SCHEMA)
+    rows = rows.take(pc.sort_indices(rows, _SORT_KEYS))
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        rows,
+        sink,
+        compression="zstd",
+        use_dictionary=False,  # smaller and faster to read at these sizes
+        row_group_size=ROW_GROUP_ENTRIES,
+        write_statistics=["region-start"],  # what readers select row groups by
+    )
+    data = sink.getvalue().to_pybytes()
+    rel = manifest_relpath()
+    write_exclusive(fs, join(table_path, rel), data)
+    return ref_of(rows, path=rel, level=level, added_version=added_version, size=len(data))
+
+
+def ref_of(rows: pa.Table, *, path: str, level: int, added_version: int, size: int) -> ManifestRef:
+    """The summary of a manifest's rows (what a root records about it)."""
+    n = rows.num_rows
+    adds = int(pc.sum(pc.equal(rows.column("action"), ADD)).as_py() or 0) if n else 0
+    if n:
+        starts = pc.min_max(rows.column("region-start"))
+        seqs = pc.min_max(rows.column("seq"))
+        lo, hi = starts["min"].as_py(), starts["max"].as_py()
+        min_seq, max_seq = seqs["min"].as_py(), seqs["max"].as_py()
+    else:
+        lo = hi = b""
+        min_seq = max_seq = 0
+    return ManifestRef(
+        path=path,
+        level=level,
+        adds=adds,
+        removes=n - adds,
+        min_region_start=lo,
+        max_region_start=hi,
+        min_seq=min_seq,
+        max_seq=max_seq,
+        added_version=added_version,
+        size=size,
+    )
+
+
+def read_manifest(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    ref: ManifestRef,
+    *,
+    region_starts: Sequence[bytes] | None = None,
+) -> pa.Table:
+    """Rows of one manifest; with ``region_starts``, only row groups that can hold them.
+
+    Reads the footer and then only the chosen row groups (ranged reads).
+
+    Raises:
+        CorruptFileError: it is missing, or not a manifest (wrong columns, unreadable,
+            invalid values).
+    """
+    path = join(table_path, ref.path)
+    try:
+        with fs.open(path, "rb") as f:
+            pf = pq.ParquetFile(f)
+            if pf.schema_arrow.names != MANIFEST_SCHEMA.names:
+                raise CorruptFileError(
+                    f"{path}: manifest columns {pf.schema_arrow.names} are not ours"
+                )
+            if region_starts is None:
+                table = pf.read(use_threads=False)
+            else:
+                groups = _row_groups(pf, region_starts)
+                table = (
+                    pf.read_row_groups(groups, use_threads=False)
+                    if groups
+                    else MANIFEST_SCHEMA.empty_table()
+                )
+        table = table.cast(MANIFEST_SCHEMA)
+    except FileNotFoundError as e:
+        raise CorruptFileError(f"{path}: manifest file is missing") from e
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise CorruptFileError(f"{path}: not a readable manifest file ({e})") from e
+    problem = _problem(table)
+    if problem:
+        raise CorruptFileError(f"{path}: manifest {problem}")
+    return table
+
+
+def _problem(table: pa.Table) -> str | None:
+    """What makes manifest rows invalid (checked on whole columns), or None."""
+    if table.num_rows == 0:
+        return None
+    if not pc.all(pc.is_in(table.column("action"), value_set=pa.array([ADD, REMOVE]))).as_py():
+        return "has an action other than add and remove"
+    for name in ("cells", "delete-markers", "size"):
+        if pc.min(table.column(name)).as_py() < 0:
+            return f"has a negative {name}"
+    digests = table.column("footer-digest")
+    ok = pc.match_substring_regex(digests, r"^[0-9a-f]{16}$")
+    if not pc.all(pc.or_kleene(ok, pc.is_null(digests))).as_py():
+        return "has a footer-digest that is not 16 lower-case hex digits"
+    return None
+
+
+def _row_groups(pf: pq.ParquetFile, region_starts: Sequence[bytes]) -> list[int]:
+    """Row groups whose region-start statistics can hold one of ``region_starts``."""
+    col = 1  # region-start
+    groups = []
+    for i in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(i).column(col).statistics
+        if stats is None or not stats.has_min_max:
+            groups.append(i)
+            continue
+        lo, hi = _as_bytes(stats.min), _as_bytes(stats.max)
+        if any(lo <= s <= hi for s in region_starts):
+            groups.append(i)
+    return groups
+
+
+def _as_bytes(value: object) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    raise TypeError(f"unexpected statistics value {value!r}")
