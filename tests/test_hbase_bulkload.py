@@ -524,3 +524,246 @@ def test_family_settings_from_hbase_descriptor_attributes() -> None:
         hfile_settings_of({"BLOOMFILTER": "ROWPREFIX_FIXED_LENGTH"}, family="cf", table="ns:t")
     with pytest.raises(InvalidArgumentError, match="HFile compression 'bogus'"):
         HFileSettings(compression="bogus")
+
+
+# ----------------------------------------------------------- without a cellstore table
+def test_tableless_csv_with_split_keys_file(tmp_path: Path) -> None:
+    """ImportTsv's case: input + mapping + the HBase table's split keys, no cellstore table;
+    CSV input (another read path than the frames above), duplicates: last record wins."""
+    from cellstore.loader import write_hfiles
+
+    df = frame(700, dup_every=7)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    keys = tmp_path / "splits.txt"
+    keys.write_text("k00100\nk0040\\x00\n")
+    out = tmp_path / "bulk"
+    report = write_hfiles(
+        str(tmp_path / "in.csv"), mapping=MAPPING, output=str(out), split_keys=str(keys), now_ms=NOW
+    )
+    regions = [(b"", b"k00100"), (b"k00100", b"k0040\x00"), (b"k0040\x00", b"")]
+    per_store = check_output(out, report, regions=regions, expected=model(df))
+    assert set(per_store) == {(r, f) for r in range(3) for f in ("cf", "g")}
+    assert report.hfile_output.split_source == "split-keys" and report.table == ""
+    assert report.rows == len(df) and report.duplicates_dropped > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bulk", "in.csv", "splits.txt"]
+    # No split points at all: one region holding every key.
+    one = write_hfiles(df, mapping=MAPPING, output=str(tmp_path / "one"), now_ms=NOW)
+    check_output(tmp_path / "one", one, regions=[(b"", b"")], expected=model(df))
+    assert one.hfile_output.split_source == "single-region" and one.hfile_output.regions == 1
+
+
+def test_tableless_regions_and_settings_from_an_exported_snapshot(
+    tmp_path: Path, snapshot_root: Path
+) -> None:
+    from cellstore.loader import write_hfiles
+
+    df = pd.DataFrame({"id": [f"{i:02d}x" for i in range(99, -1, -1)]})
+    df["a"] = [f"v{i}" for i in range(100)]
+    out = tmp_path / "bulk"
+    report = write_hfiles(
+        df,
+        mapping=Mapping.simple(row_key="id", columns=["cf:a=a"]).to_dict(),  # dict form
+        output=str(out),
+        hbase_root=str(snapshot_root),
+        hbase_snapshot="test-snappy-snapshot",
+        hfile_settings=HFileSettings(compression="gz"),  # the descriptor wins
+        now_ms=NOW,
+    )
+    keys = [b""] + [str(i).encode() for i in range(10, 100, 10)] + [b""]
+    expected = {
+        "cf": sorted(
+            (r.encode(), "cf", b"a", NOW, PUT, v.encode()) for r, v in zip(df.id, df.a, strict=True)
+        )
+    }
+    per_store = check_output(
+        out, report, regions=list(itertools.pairwise(keys)), expected=expected, compression="SNAPPY"
+    )
+    assert len(per_store) == 10 and report.table == "test-snappy-table"
+    assert report.hfile_output.split_source == "hbase-snapshot"
+    # A family the HBase table lacks: named, with the table's families; nothing written.
+    with pytest.raises(
+        InvalidFamilyError,
+        match=r"HBase table test-snappy-table has no family 'zz' \(families: cf\)",
+    ):
+        write_hfiles(
+            df.assign(z="1"),
+            mapping=Mapping.simple(row_key="id", columns=["cf:a=a", "zz:z=z"]),
+            output=str(tmp_path / "bad"),
+            hbase_root=str(snapshot_root),
+            hbase_snapshot="test-snappy-snapshot",
+        )
+    assert not (tmp_path / "bad").exists()
+    no_staging_left(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a\nc\nb\n", r"splits.txt, line 3: split keys are not sorted: 'b' comes after 'c'"),
+        ("a\n\nb\nb\n", r"splits.txt, line 4: split key 'b' is duplicated \(also at .*line 3\)"),
+    ],
+)
+def test_tableless_bad_input_writes_nothing(tmp_path: Path, text: str, message: str) -> None:
+    from cellstore.loader import write_hfiles
+
+    keys = tmp_path / "splits.txt"
+    keys.write_text(text)
+    out = tmp_path / "bulk"
+    with pytest.raises(InvalidArgumentError, match=message):
+        write_hfiles(frame(10), mapping=MAPPING, output=str(out), split_keys=str(keys))
+    assert not out.exists()
+    with pytest.raises(InvalidArgumentError, match="needs the row key in the mapping"):
+        write_hfiles(
+            frame(10), mapping=Mapping.simple(row_key=None, columns=["cf:a=a"]), output=str(out)
+        )
+    with pytest.raises(InvalidArgumentError, match="needs report_dir"):
+        write_hfiles(frame(10), mapping=MAPPING, output=str(out), skip_bad_records=True)
+    assert not out.exists()
+    out.mkdir()
+    (out / "old").write_text("x")
+    with pytest.raises(InvalidArgumentError, match="exists and is not an empty directory"):
+        write_hfiles(frame(10), mapping=MAPPING, output=str(out))
+    assert [p.name for p in out.iterdir()] == ["old"]
+    # Bad records skipped into report_dir (not under the output directory).
+    df = frame(20).assign(a=lambda d: d["a"].str.len().astype(str))
+    df.loc[3, "a"] = "notanumber"
+    strict = Mapping.simple(row_key="id", columns=["cf:a=a:long"])
+    rep = write_hfiles(
+        df,
+        mapping=strict,
+        output=str(tmp_path / "ok"),
+        skip_bad_records=True,
+        report_dir=str(tmp_path / "reports"),
+        now_ms=NOW,
+    )
+    assert rep.bad_records == 1 and rep.cells == 19
+    assert rep.bad_records_path is not None and Path(rep.bad_records_path).exists()
+    assert [p.name for p in (tmp_path / "ok").iterdir()] == ["cf"]
+    no_staging_left(tmp_path)
+
+
+def test_cli_tableless_hfile_output(tmp_path: Path, snapshot_root: Path) -> None:
+    """``cellstore load --hfile-output DIR INPUT... --mapping M --split-keys F``: no TABLE,
+    no warehouse (nothing is created under --root)."""
+    df = frame(60, dup_every=9)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "m.json").write_text(json.dumps(MAPPING.to_dict()))
+    (tmp_path / "splits.txt").write_text("k00020\nk00040\n")
+    root = tmp_path / "wh"
+    out = tmp_path / "bulk"
+    runner = CliRunner()
+    base = ["--root", str(root), "--output", "json", "load", "--hfile-output"]
+    result = runner.invoke(
+        cli,
+        [
+            *base,
+            str(out),
+            str(tmp_path / "in.csv"),
+            "--mapping",
+            str(tmp_path / "m.json"),
+            "--split-keys",
+            str(tmp_path / "splits.txt"),
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["table-less"] is True and doc["hfile-output"]["regions"] == 3
+    got: dict[str, list[tuple[Any, ...]]] = {}
+    for f in sorted(doc["hfile-output"]["files"], key=lambda f: (f["family"], f["first-row"])):
+        got.setdefault(f["family"], []).extend(tuples(read_hfile(f["path"])))
+    # Cells get the load's time as timestamp (no --now on the command line): one value.
+    (ts,) = {c[3] for cells in got.values() for c in cells}
+    assert got == {
+        fam: [(r, f, q, ts, t, v) for r, f, q, _, t, v in cells] for fam, cells in model(df).items()
+    }
+    assert not root.exists()
+    # Regions and settings from the exported snapshot; text output names the HBase table.
+    snap = pd.DataFrame({"id": ["05", "55", "95"], "a": ["x", "y", "z"]})
+    snap.to_csv(tmp_path / "s.csv", index=False)
+    text = runner.invoke(
+        cli,
+        [
+            *base[:2],
+            "load",
+            "--hfile-output",
+            str(tmp_path / "snap"),
+            str(tmp_path / "s.csv"),
+            "--row-key",
+            "id",
+            "--column",
+            "cf:a=a",
+            "--hbase-root",
+            str(snapshot_root),
+            "--hbase-snapshot",
+            "test-snappy-snapshot",
+        ],
+    )
+    assert text.exit_code == 0, text.output
+    assert "regions from hbase-snapshot: 10" in text.output
+    assert f"completebulkload {tmp_path / 'snap'} test-snappy-table" in text.output
+    assert len(list((tmp_path / "snap" / "cf").iterdir())) == 3  # one file per region hit
+    # Unsorted split keys: a usage error naming the line, nothing written.
+    (tmp_path / "bad.txt").write_text("b\na\n")
+    bad = runner.invoke(
+        cli,
+        [
+            *base,
+            str(tmp_path / "o2"),
+            str(tmp_path / "in.csv"),
+            "--mapping",
+            str(tmp_path / "m.json"),
+            "--split-keys",
+            str(tmp_path / "bad.txt"),
+        ],
+    )
+    assert bad.exit_code == 2 and "bad.txt, line 2" in bad.output, bad.output
+    assert not (tmp_path / "o2").exists() and not root.exists()
+    # A first positional that is neither an input nor a cellstore table: both said.
+    typo = runner.invoke(
+        cli,
+        [
+            *base[:2],
+            "load",
+            "ns:nope",
+            str(tmp_path / "in.csv"),
+            "--mapping",
+            str(tmp_path / "m.json"),
+            "--hfile-output",
+            str(tmp_path / "o3"),
+        ],
+    )
+    assert typo.exit_code == 2, typo.output
+    assert "input 'ns:nope' does not exist, and no cellstore table" in typo.output
+    assert not (tmp_path / "o3").exists()
+
+
+def test_tableless_row_key_spec_in_the_mapping(tmp_path: Path) -> None:
+    """A salted composite row-key spec given inline (no table stores it): keys are what the
+    spec's own encoder gives, and each salt bucket's rows land in its region."""
+    from cellstore.core.rowkey import KeyField, RowKeySpec
+    from cellstore.loader import write_hfiles
+
+    spec = RowKeySpec(
+        fields=(KeyField(name="user"), KeyField(name="n", type="int64")), salt_buckets=3
+    )
+    df = pd.DataFrame({"user": list("abcdefgh"), "n": range(8), "v": [f"x{i}" for i in range(8)]})
+    out = tmp_path / "bulk"
+    report = write_hfiles(
+        df,
+        mapping={
+            "row_key": spec.to_dict(),
+            "cells": [{"family": "f", "qualifier": "v", "value": "v"}],
+        },
+        output=str(out),
+        split_keys=[b"\x01", b"\x02"],
+        now_ms=NOW,
+    )
+    rows = spec.encode(pa.table(df)).to_pylist()
+    cells = zip(rows, df.v, strict=True)
+    expected = {"f": sorted((r, "f", b"v", NOW, PUT, v.encode()) for r, v in cells)}
+    regions = [(b"", b"\x01"), (b"\x01", b"\x02"), (b"\x02", b"")]
+    per_store = check_output(out, report, regions=regions, expected=expected)
+    for (r, _), files in per_store.items():  # the salt byte is the region's
+        salts = {row[0] for f in files for row in read_hfile(str(f)).column("row").to_pylist()}
+        assert salts == {r}

@@ -3,8 +3,14 @@ r"""The ``load`` command: the bulk loader (HBase's ImportTsv + completebulkload 
 ``cellstore load TABLE INPUT... --mapping FILE`` (or inline ``--row-key`` / ``--column``
 options) makes one library call, :meth:`~cellstore.warehouse.Table.load`, after creating
 the table when ``--create`` asks for it (families, ``--regions N`` pre-split at sampled key
-quantiles, or ``--salt-buckets N``). A progress bar over the load's tasks shows on stderr
-when it is a terminal; the final report is text or (``--output json``) one JSON document.
+quantiles, or ``--salt-buckets N``). ``cellstore load --hfile-output DIR INPUT... --mapping
+FILE [--split-keys F | --hbase-root R (--hbase-table T | --hbase-snapshot S)]`` without a
+TABLE is ImportTsv's bulk output for an HBase user with no cellstore table
+(:func:`~cellstore.loader.write_hfiles`): with ``--hfile-output`` the first positional is
+TABLE only when a cellstore table of that name exists under ``--root`` (and is not an
+existing local file); otherwise every positional is an INPUT. A progress bar over the
+load's tasks shows on stderr when it is a terminal; the final report is text or
+(``--output json``) one JSON document.
 
 pyarrow, dask, tqdm and the warehouse are imported inside the command body only.
 """
@@ -15,7 +21,7 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import click
@@ -74,16 +80,22 @@ SIZE: Final = _SizeType()
 class LoadOutcome:
     """What ``load`` did: the report plus whether this run created the table."""
 
-    def __init__(self, report: LoadReport, *, created: bool, splits: int) -> None:
+    def __init__(
+        self, report: LoadReport, *, created: bool, splits: int, tableless: bool = False
+    ) -> None:
         self.report = report
         self.created = created
         self.splits = splits
+        self.tableless = tableless
 
     def to_dict(self) -> dict[str, Any]:
-        """The report's dict plus ``created`` and ``split-keys``."""
-        return {**self.report.to_dict(), "created": self.created, "split-keys": self.splits}
-
-
+        """The report's dict plus ``created``, ``split-keys`` and ``table-less``."""
+        return {
+            **self.report.to_dict(),
+            "created": self.created,
+            "split-keys": self.splits,
+            "table-less": self.tableless,
+        }
 
 
 def render_load_report(output: Output, outcome: LoadOutcome) -> None:
@@ -94,9 +106,10 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     r = outcome.report
     lines: list[str] = []
     if outcome.created:
-        lines.append(f"Created table {r.table}" + (
-            f" with {outcome.splits + 1} regions" if outcome.splits else ""
-        ))
+        lines.append(
+            f"Created table {r.table}"
+            + (f" with {outcome.splits + 1} regions" if outcome.splits else "")
+        )
     if r.already_applied:
         lines.append(f"Load {r.load_id} was already applied to table {r.table}; nothing done")
         click.echo("\n".join(lines))
@@ -106,7 +119,12 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
         lines.append(
             f"Wrote {r.cells} cells of {r.rows} rows as {r.files} HFiles, "
             f"{human_bytes(r.bytes)}, for HBase's bulk load under {h.url} (regions from "
-            f"{h.split_source}: {h.regions}); nothing committed to table {r.table}"
+            f"{h.split_source}: {h.regions}); "
+            + (
+                "no cellstore table involved"
+                if outcome.tableless
+                else f"nothing committed to table {r.table}"
+            )
         )
     elif r.version is None:
         lines.append(f"No cells to load into table {r.table}; nothing committed")
@@ -123,8 +141,10 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     if r.duplicates_dropped:
         lines.append(f"{r.duplicates_dropped} duplicate cells dropped (the last given wins)")
     if r.merged_runs:
-        lines.append(f"{r.merged_runs} sorted runs merged (more than the files allowed per "
-                     "region and family)")
+        lines.append(
+            f"{r.merged_runs} sorted runs merged (more than the files allowed per "
+            "region and family)"
+        )
     if r.rerouted_files:
         lines.append(f"{r.rerouted_files} files re-routed after a concurrent region change")
     if r.bad_records:
@@ -133,14 +153,17 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     if h is not None and h.stores:
         from cellstore.core.keys import to_string_binary
 
-        lines.append("FAMILY           REGION                            FILES      CELLS  "
-                     "BYTES      START KEY")
+        lines.append(
+            "FAMILY           REGION                            FILES      CELLS  "
+            "BYTES      START KEY"
+        )
         lines += [
             f"{st.family:<16} {st.region:<33} {st.files:>5} {st.cells:>10}  "
             f"{human_bytes(st.bytes):<10} {to_string_binary(st.start)!r}"
             for st in h.stores
         ]
-        lines.append(f"then: hbase completebulkload {h.url} <table>")
+        target = r.table if outcome.tableless and r.table else "<table>"
+        lines.append(f"then: hbase completebulkload {h.url} {target}")
     elif r.files_per_region:
         lines.append("REGION    FILES")
         lines += [f"{region:<9} {n:>5}" for region, n in sorted(r.files_per_region.items())]
@@ -148,8 +171,10 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
         lines.append(f"warning: {w.code}: {w.message}")
         lines.append(f"  fix: {w.fix}")
     if r.warnings:
-        lines.append(f"(key-design check on sampled keys; 'cellstore advise {r.table} INPUT... "
-                     "--mapping FILE' checks an input before loading it)")
+        lines.append(
+            f"(key-design check on sampled keys; 'cellstore advise {r.table} INPUT... "
+            "--mapping FILE' checks an input before loading it)"
+        )
     if r.report_path:
         lines.append(f"report: {r.report_path}")
     click.echo("\n".join(lines))
@@ -234,90 +259,204 @@ def _inline_mapping(
 
 
 @click.command("load")
-@click.argument("table")
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
-@click.option("--mapping", "mapping_path", metavar="FILE",
-              help="LoadMapping file (TOML or JSON; any fsspec URL).")
-@click.option("--row-key", metavar="COLUMN[:CODEC]",
-              help="Inline mapping: the row-key column (codec default string).")
-@click.option("--column", "columns", multiple=True, metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
-              help="Inline mapping: a cell column (repeatable). FAMILY:{COL} takes the "
-              "qualifier from input column COL.")
-@click.option("--timestamp", metavar="COLUMN[:UNIT]",
-              help="Inline mapping: timestamp column, unit s|ms|us|ns (default: load time).")
-@click.option("--operation", metavar="COLUMN",
-              help="Inline mapping: column with Put/Delete/DeleteColumn/DeleteFamily/... ")
-@click.option("--format", "input_format", type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
-              help="Input format (default: from each file's extension).")
+@click.argument("args", nargs=-1, required=True, metavar="[TABLE] INPUT...")
+@click.option(
+    "--mapping",
+    "mapping_path",
+    metavar="FILE",
+    help="LoadMapping file (TOML or JSON; any fsspec URL).",
+)
+@click.option(
+    "--row-key",
+    metavar="COLUMN[:CODEC]",
+    help="Inline mapping: the row-key column (codec default string).",
+)
+@click.option(
+    "--column",
+    "columns",
+    multiple=True,
+    metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
+    help="Inline mapping: a cell column (repeatable). FAMILY:{COL} takes the "
+    "qualifier from input column COL.",
+)
+@click.option(
+    "--timestamp",
+    metavar="COLUMN[:UNIT]",
+    help="Inline mapping: timestamp column, unit s|ms|us|ns (default: load time).",
+)
+@click.option(
+    "--operation",
+    metavar="COLUMN",
+    help="Inline mapping: column with Put/Delete/DeleteColumn/DeleteFamily/... ",
+)
+@click.option(
+    "--format",
+    "input_format",
+    type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
+    help="Input format (default: from each file's extension).",
+)
 @click.option("--delimiter", metavar="CHAR", help="CSV field delimiter (default , or tab).")
 @click.option("--no-header", is_flag=True, help="Text files have no header line.")
-@click.option("--column-names", metavar="A,B,...",
-              help="Input column names (required with --no-header).")
-@click.option("--multiline", is_flag=True,
-              help="CSV/TSV: quoted values may span lines (default: one record per line; a "
-              "quote left open at the end of its line makes the record bad).")
-@click.option("--create", is_flag=True,
-              help="Create the table if it does not exist (families: --family, or the "
-              "mapping's families with default settings).")
-@click.option("--family", "families", type=FAMILY, multiple=True,
-              help="With --create: a column family spec, as for 'create' (repeatable).")
-@click.option("--regions", type=click.IntRange(1, 10_000), default=None,
-              help="With --create: pre-split into N regions at sampled row-key quantiles.")
-@click.option("--salt-buckets", type=click.IntRange(1, 256), default=None,
-              help="With --create: Phoenix-style salting, one region per bucket.")
-@click.option("--skip-bad-records", is_flag=True,
-              help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.")
-@click.option("--load-id", type=LOAD_ID, default=None,
-              help="Idempotency key: a load id the table already committed is not applied again.")
-@click.option("--memory-budget", type=SIZE, default=None, metavar="SIZE",
-              help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).")
-@click.option("--max-file-size", type=SIZE, default=None, metavar="SIZE",
-              help="Roll store files at about this many cell bytes (default 1G).")
-@click.option("--max-files-per-region", type=click.IntRange(1, 100_000), default=None,
-              help="Spill mode: merge a region's sorted runs (per family) when there are more "
-              "than N (default 32, HBase's bulk-load limit).")
-@click.option("--workers", type=click.IntRange(1, 1024), default=None,
-              help="Parallel tasks (default: CPU count, or the cluster's threads).")
-@click.option("--scheduler", metavar="ADDRESS", default=None,
-              help="Run on a dask.distributed scheduler (tcp://host:8786) instead of local "
-              "threads.")
-@click.option("--report-dir", metavar="URL", default=None,
-              help="Where the report and bad-records file go (default <table>/_loads).")
-@click.option("--input-storage-option", "input_storage_options", type=STORAGE_OPTION,
-              multiple=True, help="fsspec option for the inputs' filesystem (repeatable).")
-@click.option("--hfile-output", metavar="DIR", default=None,
-              help="Write HBase bulk-load HFiles to DIR (DIR/<family>/<hex>, absent or empty) "
-              "instead of committing, like ImportTsv -Dimporttsv.bulk.output; then run "
-              "'hbase completebulkload DIR TABLE'.")
-@click.option("--split-keys", "split_keys_file", metavar="FILE", default=None,
-              help="With --hfile-output: the HBase table's split keys, one per line, \\xNN "
-              "escapes as the HBase shell prints them (default: this table's regions).")
-@click.option("--hbase-root", metavar="ROOT", default=None,
-              help="With --hfile-output: HBase root dir (or exported snapshot) of the target "
-              "table: its regions and family settings are used.")
-@click.option("--hbase-table", metavar="NS:TABLE", default=None,
-              help="With --hbase-root: the target table.")
-@click.option("--hbase-snapshot", metavar="NAME", default=None,
-              help="With --hbase-root: a snapshot of the target table.")
-@click.option("--hfile-compression", type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
-              default=None, help="With --hfile-output: codec of families without an HBase "
-              "descriptor (default none).")
-@click.option("--hfile-encoding",
-              type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
-              default=None, help="With --hfile-output: data block encoding (default none).")
-@click.option("--hfile-block-size", type=SIZE, default=None, metavar="SIZE",
-              help="With --hfile-output: data block size (default: the family's, 64K).")
-@click.option("--hfile-bloom", type=click.Choice(["none", "row", "rowcol"]), default=None,
-              help="With --hfile-output: Bloom filter type (default row).")
-@click.option("--hfile-storage-option", "hfile_storage_options", type=STORAGE_OPTION,
-              multiple=True, help="fsspec option for --hfile-output, --split-keys and "
-              "--hbase-root (repeatable).")
+@click.option(
+    "--column-names", metavar="A,B,...", help="Input column names (required with --no-header)."
+)
+@click.option(
+    "--multiline",
+    is_flag=True,
+    help="CSV/TSV: quoted values may span lines (default: one record per line; a "
+    "quote left open at the end of its line makes the record bad).",
+)
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the table if it does not exist (families: --family, or the "
+    "mapping's families with default settings).",
+)
+@click.option(
+    "--family",
+    "families",
+    type=FAMILY,
+    multiple=True,
+    help="With --create: a column family spec, as for 'create' (repeatable).",
+)
+@click.option(
+    "--regions",
+    type=click.IntRange(1, 10_000),
+    default=None,
+    help="With --create: pre-split into N regions at sampled row-key quantiles.",
+)
+@click.option(
+    "--salt-buckets",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="With --create: Phoenix-style salting, one region per bucket.",
+)
+@click.option(
+    "--skip-bad-records",
+    is_flag=True,
+    help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.",
+)
+@click.option(
+    "--load-id",
+    type=LOAD_ID,
+    default=None,
+    help="Idempotency key: a load id the table already committed is not applied again.",
+)
+@click.option(
+    "--memory-budget",
+    type=SIZE,
+    default=None,
+    metavar="SIZE",
+    help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).",
+)
+@click.option(
+    "--max-file-size",
+    type=SIZE,
+    default=None,
+    metavar="SIZE",
+    help="Roll store files at about this many cell bytes (default 1G).",
+)
+@click.option(
+    "--max-files-per-region",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="Spill mode: merge a region's sorted runs (per family) when there are more "
+    "than N (default 32, HBase's bulk-load limit).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Parallel tasks (default: CPU count, or the cluster's threads).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Run on a dask.distributed scheduler (tcp://host:8786) instead of local threads.",
+)
+@click.option(
+    "--report-dir",
+    metavar="URL",
+    default=None,
+    help="Where the report and bad-records file go (default <table>/_loads).",
+)
+@click.option(
+    "--input-storage-option",
+    "input_storage_options",
+    type=STORAGE_OPTION,
+    multiple=True,
+    help="fsspec option for the inputs' filesystem (repeatable).",
+)
+@click.option(
+    "--hfile-output",
+    metavar="DIR",
+    default=None,
+    help="Write HBase bulk-load HFiles to DIR (DIR/<family>/<hex>, absent or empty) "
+    "instead of committing, like ImportTsv -Dimporttsv.bulk.output; then run "
+    "'hbase completebulkload DIR TABLE'.",
+)
+@click.option(
+    "--split-keys",
+    "split_keys_file",
+    metavar="FILE",
+    default=None,
+    help="With --hfile-output: the HBase table's split keys, one per line, \\xNN "
+    "escapes as the HBase shell prints them (default: this table's regions).",
+)
+@click.option(
+    "--hbase-root",
+    metavar="ROOT",
+    default=None,
+    help="With --hfile-output: HBase root dir (or exported snapshot) of the target "
+    "table: its regions and family settings are used.",
+)
+@click.option(
+    "--hbase-table", metavar="NS:TABLE", default=None, help="With --hbase-root: the target table."
+)
+@click.option(
+    "--hbase-snapshot",
+    metavar="NAME",
+    default=None,
+    help="With --hbase-root: a snapshot of the target table.",
+)
+@click.option(
+    "--hfile-compression",
+    type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
+    default=None,
+    help="With --hfile-output: codec of families without an HBase descriptor (default none).",
+)
+@click.option(
+    "--hfile-encoding",
+    type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
+    default=None,
+    help="With --hfile-output: data block encoding (default none).",
+)
+@click.option(
+    "--hfile-block-size",
+    type=SIZE,
+    default=None,
+    metavar="SIZE",
+    help="With --hfile-output: data block size (default: the family's, 64K).",
+)
+@click.option(
+    "--hfile-bloom",
+    type=click.Choice(["none", "row", "rowcol"]),
+    default=None,
+    help="With --hfile-output: Bloom filter type (default row).",
+)
+@click.option(
+    "--hfile-storage-option",
+    "hfile_storage_options",
+    type=STORAGE_OPTION,
+    multiple=True,
+    help="fsspec option for --hfile-output, --split-keys and --hbase-root (repeatable).",
+)
 @pass_cli_context
 def load_cmd(
     cli_ctx: CliContext,
     *,
-    table: str,
-    inputs: tuple[str, ...],
+    args: tuple[str, ...],
     mapping_path: str | None,
     row_key: str | None,
     columns: tuple[str, ...],
@@ -359,6 +498,11 @@ def load_cmd(
     naming the file, line and field, and nothing is committed; --skip-bad-records skips
     them into a side file instead. The whole load is one commit.
 
+    With --hfile-output DIR, HBase bulk-load HFiles are written instead (ImportTsv with
+    importtsv.bulk.output). TABLE may then be left out: families and row key come from
+    the mapping, regions and family settings from --split-keys or --hbase-root (else one
+    region). The first positional is TABLE only if a cellstore table of that name exists.
+
     \b
     Examples:
       cellstore load ns:web pages.csv --mapping web.toml --create --regions 8
@@ -366,6 +510,8 @@ def load_cmd(
           --column info:name=name --column info:age=age:int --timestamp updated:s
       cellstore load ns:users users.csv --mapping users.toml \\
           --hfile-output /staging/users --hbase-root hdfs:///hbase --hbase-table ns:users
+      cellstore load --hfile-output /staging/users users.csv --mapping users.toml \\
+          --split-keys splits.txt
     """  # noqa: D301 (click's \b marker)
     from cellstore.errors import TableNotFoundError
     from cellstore.loader import sample_split_keys
@@ -375,12 +521,18 @@ def load_cmd(
         raise click.UsageError("--family, --regions and --salt-buckets need --create")
     if regions is not None and salt_buckets is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
-    hfile_opts = (split_keys_file, hbase_root, hbase_table, hbase_snapshot, hfile_compression,
-                  hfile_encoding, hfile_block_size, hfile_bloom)
+    hfile_opts = (
+        split_keys_file,
+        hbase_root,
+        hbase_table,
+        hbase_snapshot,
+        hfile_compression,
+        hfile_encoding,
+        hfile_block_size,
+        hfile_bloom,
+    )
     if hfile_output is None and (any(o is not None for o in hfile_opts) or hfile_storage_options):
-        raise click.UsageError(
-            "--split-keys, --hbase-*, --hfile-* options need --hfile-output"
-        )
+        raise click.UsageError("--split-keys, --hbase-*, --hfile-* options need --hfile-output")
     if split_keys_file is not None and hbase_root is not None:
         raise click.UsageError("give --split-keys or --hbase-root, not both")
     if hbase_root is not None and (hbase_table is None) == (hbase_snapshot is None):
@@ -406,23 +558,92 @@ def load_cmd(
             "hfile_storage_options": dict(hfile_storage_options),
         }
     in_opts = dict(input_storage_options)
-    mapping = read_mapping(mapping_path=mapping_path, row_key=row_key, columns=columns,
-                           timestamp=timestamp, operation=operation, storage_options=in_opts)
-    text = text_options(mapping, delimiter=delimiter, no_header=no_header,
-                        column_names=column_names, multiline=multiline)
+    mapping = read_mapping(
+        mapping_path=mapping_path,
+        row_key=row_key,
+        columns=columns,
+        timestamp=timestamp,
+        operation=operation,
+        storage_options=in_opts,
+    )
+    text = text_options(
+        mapping,
+        delimiter=delimiter,
+        no_header=no_header,
+        column_names=column_names,
+        multiline=multiline,
+    )
     fmt: Any = input_format or mapping.input_options.get("format")
+    sizes: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("memory_budget", memory_budget),
+            ("max_file_bytes", max_file_size),
+            ("max_files_per_region", max_files_per_region),
+        )
+        if v is not None
+    }
+    common: dict[str, Any] = {
+        "load_id": load_id,
+        "skip_bad_records": skip_bad_records,
+        "format": fmt,
+        "text": text,
+        "storage_options": in_opts,
+        "workers": workers,
+        "report_dir": report_dir,
+        **sizes,
+    }
+    table, inputs = _table_and_inputs(
+        cli_ctx, args, tableless_ok=hfile_output is not None and not create
+    )
+    if table is None:
+        from cellstore.loader import write_hfiles
+
+        try:
+            with _running(cli_ctx, scheduler, label="write HFiles") as (client, progress):
+                report = write_hfiles(
+                    list(inputs),
+                    mapping=mapping,
+                    output=hfile_kwargs["hfile_output"],
+                    split_keys=split_keys_file,
+                    hbase_root=hbase_root,
+                    hbase_table=hbase_table,
+                    hbase_snapshot=hbase_snapshot,
+                    hfile_settings=hfile_kwargs["hfile_settings"],
+                    output_storage_options=hfile_kwargs["hfile_storage_options"],
+                    client=client,
+                    progress=progress,
+                    **common,
+                )
+        except InvalidArgumentError as e:
+            if f"input {inputs[0]!r} does not exist" not in str(e):
+                raise
+            raise InvalidArgumentError(
+                f"{e}, and no cellstore table of that name exists under --root"
+            ) from None
+        outcome = LoadOutcome(report, created=False, splits=0, tableless=True)
+        render_load_report(cli_ctx.output, outcome)
+        return
     warehouse = cli_ctx.warehouse()
     created = False
     splits: list[bytes] = []
     sources: Any = list(inputs)
     if create and not warehouse.exists(table):
         # Resolve globs and check the inputs exist before creating anything.
-        discover_inputs(sources, columns=mapping.input_columns(), format=fmt, text=text,
-                        storage_options=in_opts, target_part_bytes=64 << 20,
-                        column_uses=mapping.column_uses())
+        discover_inputs(
+            sources,
+            columns=mapping.input_columns(),
+            format=fmt,
+            text=text,
+            storage_options=in_opts,
+            target_part_bytes=64 << 20,
+            column_uses=mapping.column_uses(),
+        )
         fams = list(families) or [Family(name=f) for f in mapping.families]
-        spec = None if mapping.row_key is None or hasattr(mapping.row_key, "column") else (
-            mapping.row_key
+        spec = (
+            None
+            if mapping.row_key is None or hasattr(mapping.row_key, "column")
+            else (mapping.row_key)
         )
         if regions is not None and regions > 1:
             splits = sample_split_keys(
@@ -434,7 +655,10 @@ def load_cmd(
                 input_storage_options=in_opts,
             )
         handle = warehouse.create_table(
-            table, families=fams, splits=splits or None, salt_buckets=salt_buckets,
+            table,
+            families=fams,
+            splits=splits or None,
+            salt_buckets=salt_buckets,
             row_key=spec,
         )
         created = True
@@ -443,45 +667,76 @@ def load_cmd(
             handle = warehouse.table(table)
         except TableNotFoundError as e:
             raise TableNotFoundError(f"{e}; add --create to create it") from None
+    try:
+        with _running(cli_ctx, scheduler, label=f"load {handle.name}") as (client, progress):
+            report = handle.load(
+                sources,
+                mapping=mapping,
+                client=client,
+                progress=progress,
+                key_advice="report",
+                **common,
+                **hfile_kwargs,
+            )
+    except BaseException:
+        if created:
+            _drop_if_empty(warehouse, table)
+        raise
+    render_load_report(cli_ctx.output, LoadOutcome(report, created=created, splits=len(splits)))
+
+
+def _table_and_inputs(
+    cli_ctx: CliContext, args: tuple[str, ...], *, tableless_ok: bool
+) -> tuple[str | None, tuple[str, ...]]:
+    """Split the positionals into TABLE and INPUTs.
+
+    Without ``tableless_ok`` (no ``--hfile-output``, or ``--create``) the first is TABLE.
+    With it, the first is TABLE only when it is not an existing local file and a cellstore
+    table of that name exists under ``--root``; otherwise there is no TABLE.
+
+    Raises:
+        click.UsageError: TABLE without any INPUT.
+    """
+    import os
+
+    from cellstore.errors import CellstoreError
+
+    first = args[0]
+    if tableless_ok:
+        is_table = False
+        if len(args) > 1 and "://" not in first and not os.path.exists(first):
+            try:
+                is_table = cli_ctx.warehouse().exists(first)
+            except (CellstoreError, OSError, ValueError):
+                is_table = False
+        if not is_table:
+            return None, args
+    if len(args) < 2:
+        raise click.UsageError(
+            "give TABLE and at least one INPUT (without a cellstore table, with "
+            "--hfile-output DIR, give the INPUTs only)"
+        )
+    return first, args[1:]
+
+
+@contextlib.contextmanager
+def _running(
+    cli_ctx: CliContext, scheduler: str | None, *, label: str
+) -> Iterator[tuple[Any, Any]]:
+    """A Dask client (``--scheduler``, else None) and a progress callback, closed after."""
     client = None
     if scheduler is not None:
         from distributed import Client
 
         client = Client(scheduler)  # type: ignore[no-untyped-call]
-    sizes: dict[str, Any] = {
-        k: v
-        for k, v in (("memory_budget", memory_budget), ("max_file_bytes", max_file_size),
-                     ("max_files_per_region", max_files_per_region))
-        if v is not None
-    }
-    progress, bar = _progress_bar(cli_ctx.output, label=f"load {handle.name}")
+    progress, bar = _progress_bar(cli_ctx.output, label=label)
     try:
-        report = handle.load(
-            sources,
-            mapping=mapping,
-            load_id=load_id,
-            skip_bad_records=skip_bad_records,
-            format=fmt,
-            text=text,
-            storage_options=in_opts,
-            client=client,
-            workers=workers,
-            progress=progress,
-            report_dir=report_dir,
-            **sizes,
-            key_advice="report",
-            **hfile_kwargs,
-        )
-    except BaseException:
-        if created:
-            _drop_if_empty(warehouse, table)
-        raise
+        yield client, progress
     finally:
         if bar is not None:
             bar.close()
         if client is not None:
             client.close()  # type: ignore[no-untyped-call]
-    render_load_report(cli_ctx.output, LoadOutcome(report, created=created, splits=len(splits)))
 
 
 def _drop_if_empty(warehouse: Warehouse, table: str) -> None:

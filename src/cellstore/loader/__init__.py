@@ -4,13 +4,15 @@ Plan, then execute: :func:`~cellstore.loader.plan.plan_load` builds a frozen, pi
 :class:`LoadPlan` (inputs cut into parts, the mapping bound to the table, the mode), and
 :func:`run_load` executes it on Dask and commits once. ``Table.load`` is the Python API;
 ``cellstore load`` the command line. With ``hfile_output`` the same pipeline writes HBase
-bulk-load HFiles instead of committing (:mod:`cellstore.loader.hfiles`).
+bulk-load HFiles instead of committing (:mod:`cellstore.loader.hfiles`);
+:func:`write_hfiles` does so without a cellstore table (ImportTsv's bulk output).
 :mod:`cellstore.loader.advise` checks row-key designs (``cellstore advise``; every load
 runs its cheap checks too).
 """
 
 from cellstore.loader.advise import advise_input, advise_table
 from cellstore.loader.execute import ProgressFn, commit_load, reroute_files, run_load
+from cellstore.loader.hfiles import write_hfiles
 from cellstore.loader.inputs import INPUT_FORMATS, InputFormat, InputPart, TextOptions
 from cellstore.loader.keycheck import AdviceThresholds, KeyAdvice, KeyFinding
 from cellstore.loader.mapping import CellMapping, KeyColumn, LoadMapping, parse_cell_option
@@ -57,4 +59,5 @@ __all__ = [
     "reroute_files",
     "run_load",
     "sample_split_keys",
+    "write_hfiles",
 ]

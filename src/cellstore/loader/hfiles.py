@@ -34,6 +34,7 @@ be strictly increasing.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,15 +42,26 @@ from typing import Any
 
 import fsspec
 
+from cellstore.commit import now_ms as clock_ms
+from cellstore.core.family import Family
 from cellstore.core.keys import from_string_binary, to_string_binary
-from cellstore.core.metadata import TableMetadata
+from cellstore.core.metadata import HistoryEntry, TableMetadata
+from cellstore.core.names import validate_load_id
 from cellstore.core.regions import Region, region_id
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.fs import resolve_filesystem
+from cellstore.loader.direct import new_load_id
 from cellstore.loader.execute import ProgressFn, execute_plan, key_warnings, report_location
 from cellstore.loader.inputs import InputFormat, TextOptions
-from cellstore.loader.mapping import LoadMapping
-from cellstore.loader.plan import HFileTarget, LoadSettings, plan_load
+from cellstore.loader.mapping import KeyColumn, LoadMapping
+from cellstore.loader.plan import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES_PER_REGION,
+    DEFAULT_MEMORY_BUDGET,
+    HFileTarget,
+    LoadSettings,
+    plan_load,
+)
 from cellstore.loader.report import (
     HFileOutputReport,
     HFileStoreSummary,
@@ -69,6 +81,8 @@ __all__ = [
     "parse_split_keys",
     "read_split_keys",
     "run_hfile_load",
+    "tableless_metadata",
+    "write_hfiles",
 ]
 
 #: HBase descriptor values -> HFile writer names.
@@ -205,7 +219,8 @@ class HFileRegions:
     Attributes:
         regions: The target regions, in key order, tiling the key space.
         families: HFile settings per family (from an HBase descriptor), or empty.
-        source: ``table``, ``split-keys``, ``hbase-table`` or ``hbase-snapshot``.
+        source: ``table``, ``split-keys``, ``hbase-table``, ``hbase-snapshot`` or
+            ``single-region`` (a table-less load without split points).
         known_families: Families the target table has (None: not known, the cellstore
             table's families apply).
         table: The target's name, for messages.
@@ -222,7 +237,7 @@ class HFileRegions:
 
 
 def hfile_regions(
-    metadata: TableMetadata,
+    metadata: TableMetadata | None,
     *,
     split_keys: Sequence[bytes | str] | str | None = None,
     hbase_root: str | None = None,
@@ -233,7 +248,9 @@ def hfile_regions(
     """Resolve where a ``hfile_output`` load's regions and family settings come from.
 
     Args:
-        metadata: The cellstore table (its regions are the default).
+        metadata: The cellstore table (its regions are the default), or None for a
+            table-less load (:func:`write_hfiles`), whose default is one region holding
+            every key.
         split_keys: Split keys (bytes or printable-form strings), or the path/URL of a
             split-key file.
         hbase_root: An HBase root directory (or an exported snapshot's) holding the
@@ -264,7 +281,7 @@ def hfile_regions(
             families={},
             source="split-keys",
             known_families=None,
-            table=metadata.name,
+            table=metadata.name if metadata is not None else "",
         )
     if hbase_root is not None:
         from cellstore.hbase import open_snapshot, open_table
@@ -297,6 +314,14 @@ def hfile_regions(
             known_families=tuple(f.descriptor.name for f in desc.families),
             table=desc.name,
             unsupported=unsupported,
+        )
+    if metadata is None:
+        return HFileRegions(
+            regions=_regions_of([]),
+            families={},
+            source="single-region",
+            known_families=None,
+            table="",
         )
     return HFileRegions(
         regions=metadata.regions,
@@ -332,8 +357,8 @@ def _summaries(
 
 def run_hfile_load(
     *,
-    fs: fsspec.AbstractFileSystem,
-    table_path: str,
+    fs: fsspec.AbstractFileSystem | None,
+    table_path: str | None,
     metadata: TableMetadata,
     source: Any,
     mapping: LoadMapping,
@@ -352,6 +377,10 @@ def run_hfile_load(
     report_dir: str | None = None,
 ) -> LoadReport:
     """Plan and execute a load whose output is bulk-load HFiles (nothing is committed).
+
+    The one implementation behind ``Table.load(hfile_output=...)`` and the table-less
+    :func:`write_hfiles` (``metadata`` from :func:`tableless_metadata`, ``fs`` and
+    ``table_path`` None: then the report and bad records go to ``report_dir`` only).
 
     Returns:
         A :class:`LoadReport` with ``hfile_output`` set (``version`` and ``seq`` None).
@@ -419,8 +448,14 @@ def run_hfile_load(
     reasons: dict[str, int] = {}
     for b in bad:
         reasons[b.reason] = reasons.get(b.reason, 0) + 1
-    rfs, rdir = report_location(fs, table_path, report_dir, {})
-    bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad else None
+    rfs: fsspec.AbstractFileSystem | None = None
+    rdir = ""
+    if fs is not None and table_path is not None:
+        rfs, rdir = report_location(fs, table_path, report_dir, {})
+    elif report_dir is not None:
+        rfs, rdir = resolve_filesystem(report_dir)
+        rdir = rdir.rstrip("/")
+    bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad and rfs is not None else None
     per_region: dict[str, int] = {}
     for f in files:
         per_region[f.region] = per_region.get(f.region, 0) + 1
@@ -453,7 +488,184 @@ def run_hfile_load(
         seconds=time.perf_counter() - started,
         hfile_output=out,
     )
-    if report_dir is not None:
+    if report_dir is not None and rfs is not None:
         path = write_report(rfs, rdir, report)
         report = replace(report, report_path=path)
     return report
+
+
+# ------------------------------------------------------------------- without a table
+def tableless_metadata(mapping: LoadMapping, *, name: str) -> TableMetadata:
+    """The stand-in table version a table-less :func:`write_hfiles` plans against.
+
+    Families are the mapping's (default settings: the HFiles' settings come from the HBase
+    descriptor or ``hfile_settings``, and every mapped cell is written); the row key is
+    the mapping's (a column, or a row-key spec with its salting). Regions are not used
+    (the load routes by its :class:`HFileRegions`).
+
+    Raises:
+        InvalidArgumentError: the mapping has no row key.
+        InvalidFamilyError: a family name HBase does not allow.
+    """
+    key = mapping.row_key
+    if key is None:
+        raise InvalidArgumentError(
+            "writing HFiles without a cellstore table needs the row key in the mapping: "
+            "row_key (a column) or a row-key spec"
+        )
+    salt = None if isinstance(key, KeyColumn) else getattr(key, "salt_buckets", None)
+    return TableMetadata(
+        table_uuid="",
+        name=name,
+        version=0,
+        families=tuple(Family(name=f) for f in sorted(mapping.families)),
+        regions=_regions_of([]),
+        salt_buckets=salt,
+        files=(),
+        next_seq=1,
+        next_region_id=2,
+        last_history=HistoryEntry(version=0, operation="hfile-output", timestamp_ms=0),
+    )
+
+
+def write_hfiles(
+    source: Any,
+    *,
+    mapping: LoadMapping | Mapping[str, Any] | str,
+    output: str,
+    split_keys: Sequence[bytes | str] | str | None = None,
+    hbase_root: str | None = None,
+    hbase_table: str | None = None,
+    hbase_snapshot: str | None = None,
+    hfile_settings: HFileSettings | None = None,
+    table: str | None = None,
+    format: InputFormat | None = None,
+    text: TextOptions | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    output_storage_options: Mapping[str, Any] | None = None,
+    skip_bad_records: bool = False,
+    report_dir: str | None = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION,
+    workers: int | None = None,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+    load_id: str | None = None,
+    now_ms: int | None = None,
+) -> LoadReport:
+    r"""Write input records as HBase bulk-load HFiles, without a cellstore table.
+
+    ImportTsv with ``-Dimporttsv.bulk.output=DIR``: the input, a mapping and the target
+    HBase table's regions are all it needs. The same pipeline as
+    ``Table.load(hfile_output=...)`` (:func:`run_hfile_load`): records are read, mapped,
+    keyed, routed to the target regions, sorted and written as
+    ``output/<family>/<32 hex>``, ready for ``hbase completebulkload output ns:table``.
+
+    * **Families** are the mapping's; with ``hbase_root`` each must exist in the HBase
+      table's descriptor.
+    * **Row keys** come from the mapping (``row_key``: a column, or a row-key spec).
+    * **Regions** come from ``split_keys`` (a list, or a split-key file, see
+      :func:`parse_split_keys`) or from ``hbase_root`` with ``hbase_table`` or
+      ``hbase_snapshot``; with neither, one region holds every key.
+    * **Family settings** come from the HBase descriptor, else ``hfile_settings``.
+
+    Args:
+        source: Input paths/URLs/globs, a list of them, a pandas/Dask DataFrame or an
+            Arrow table (as ``Table.load``).
+        mapping: A :class:`~cellstore.loader.LoadMapping`, its dict form, or the path/URL
+            of a TOML or JSON mapping file (read with ``storage_options``).
+        output: The output directory (path or URL); absent or empty.
+        split_keys: The target table's split keys, or a split-key file's path/URL.
+        hbase_root: An HBase root directory (or exported snapshot) holding the target.
+        hbase_table: The target table in ``hbase_root`` (``ns:table``).
+        hbase_snapshot: A snapshot of the target table in ``hbase_root``.
+        hfile_settings: HFile settings of families without an HBase descriptor.
+        table: The target's name for the report (default: the HBase table's name, else
+            empty).
+        format: Input format (default: from the extension or the mapping's ``[input]``).
+        text: CSV/TSV/JSON-lines options (default: the mapping's ``[input]``).
+        storage_options: fsspec options for the inputs and the mapping file.
+        output_storage_options: fsspec options for ``output``, the split-key file and
+            ``hbase_root``.
+        skip_bad_records: Skip bad records (into ``report_dir``) instead of failing.
+        report_dir: Where the JSON report and skipped records go (required with
+            ``skip_bad_records``; default: no report file).
+        memory_budget: Memory the load may hold at once (more input spills sorted runs).
+        max_file_bytes: Roll HFiles at about this many bytes (between rows only).
+        max_files_per_region: At most this many HFiles per region and family (32).
+        workers: Parallel tasks (default: the cluster's threads or the CPU count).
+        client: A ``dask.distributed`` client (default: local threads).
+        progress: Called with ``(done, total)`` tasks.
+        load_id: Names the run (``BULKLOAD_SOURCE_TASK``); default a fresh id.
+        now_ms: Cell timestamp when the mapping has no timestamp column, and the files'
+            ``BULKLOAD_TIMESTAMP`` (default: now).
+
+    Returns:
+        A :class:`~cellstore.loader.LoadReport` with ``hfile_output`` set (``version``
+        and ``seq`` None).
+
+    Raises:
+        InvalidArgumentError: ``output`` exists and is not empty; split keys unsorted or
+            duplicated (naming the line); conflicting options; no row key in the mapping;
+            ``skip_bad_records`` without ``report_dir``.
+        InvalidFamilyError: a mapped family the HBase table lacks (naming its families).
+        TableNotFoundError, SnapshotNotFoundError: an unknown HBase table or snapshot.
+        BadRecordError: a bad record (without ``skip_bad_records``).
+        In every error case nothing is left under ``output``.
+    """
+    if skip_bad_records and report_dir is None:
+        raise InvalidArgumentError(
+            "skip_bad_records without a cellstore table needs report_dir (where the skipped "
+            "records are written)"
+        )
+    if isinstance(mapping, str):
+        mapping = LoadMapping.from_file(mapping, storage_options=storage_options)
+    elif not isinstance(mapping, LoadMapping):
+        mapping = LoadMapping.from_dict(mapping)
+    input_opts = dict(mapping.input_options)
+    if format is None and input_opts.get("format"):
+        format = input_opts["format"]
+    if text is None and input_opts:
+        text = TextOptions.from_options(input_opts)
+    load_id = validate_load_id(load_id or new_load_id())
+    target = hfile_regions(
+        None,
+        split_keys=split_keys,
+        hbase_root=hbase_root,
+        hbase_table=hbase_table,
+        hbase_snapshot=hbase_snapshot,
+        storage_options=output_storage_options,
+    )
+    metadata = tableless_metadata(mapping, name=table if table is not None else target.table)
+    if workers is None:
+        workers = (
+            max(1, sum(client.nthreads().values())) if client is not None else os.cpu_count() or 2
+        )
+    settings = LoadSettings(
+        memory_budget=memory_budget,
+        max_file_bytes=max_file_bytes,
+        skip_bad_records=skip_bad_records,
+        workers=workers,
+        max_files_per_region=max_files_per_region,
+    )
+    return run_hfile_load(
+        fs=None,
+        table_path=None,
+        metadata=metadata,
+        source=source,
+        mapping=mapping,
+        load_id=load_id,
+        now_ms=now_ms if now_ms is not None else clock_ms(),
+        settings=settings,
+        hfile_output=output,
+        target=target,
+        hfile_settings=hfile_settings,
+        output_storage_options=output_storage_options,
+        input_format=format,
+        text=text,
+        input_storage_options=storage_options,
+        client=client,
+        progress=progress,
+        report_dir=report_dir,
+    )
