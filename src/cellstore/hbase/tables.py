@@ -110,6 +110,31 @@ class HFileStore:
         tables = _drop_superseded(runs)
         return tables, list(range(len(tables)))
 
+    def chunk_bounds(
+        self, fs: fsspec.AbstractFileSystem, start: bytes, stop: bytes, *, target_cells: int
+    ) -> list[tuple[bytes, bytes]]:
+        """``[start, stop)`` cut at data-block first rows into ranges of ~``target_cells``.
+
+        The cells of a block are estimated from its on-disk size and its file's cells per
+        data byte (trailer). Data blocks of all files are taken in row order; a cut goes
+        before the block that would take the running count past ``target_cells``. Cuts
+        are rows, so each range holds whole rows (a row spanning blocks is read whole by
+        the range it starts in; a block across a cut is decoded by both ranges, each
+        keeping its rows).
+        """
+        blocks: list[tuple[bytes, float]] = []
+        for ref in self.files:
+            bounds = ref.clip(start, stop)
+            if bounds is None:
+                continue
+            reader = _open(fs, ref)
+            t = reader.trailer
+            data_bytes = t.load_on_open_offset - max(t.first_data_block_offset, 0)
+            per_byte = t.entry_count / data_bytes if data_bytes > 0 else 0.0
+            for e in reader.data_blocks(start_row=bounds[0] or None, stop_row=bounds[1] or None):
+                blocks.append((key_row(e.key), e.size * per_byte))
+        return _cut(blocks, start, stop, float(target_cells))
+
     def _read_file(
         self,
         fs: fsspec.AbstractFileSystem,
@@ -121,10 +146,7 @@ class HFileStore:
         """One file's cells in ``[start, stop)`` as a run, or None when it has none."""
         bounds = ref.clip(start, stop)
         assert bounds is not None
-        try:
-            reader = HFileReader(fs, ref.path, where=ref.path)
-        except FileNotFoundError as e:
-            raise MissingFileError(f"HFile {ref.path} ({ref.name}) is gone: {e}") from e
+        reader = _open(fs, ref)
         if reader.trailer.is_meta_comparator:
             raise UnsupportedFormatError(f"{ref.path}: hbase:meta files cannot be scanned")
         self._check_family(reader, ref)
@@ -137,11 +159,11 @@ class HFileStore:
         same_seq = bulk_seq or not reader.flags.mvcc or reader.flags.mvcc_one_byte
         lo, hi = _needed_bounds(reader, *bounds)
         cells = reader.read(
-            start_row=lo or None,
-            stop_row=hi or None,
+            blocks=reader.data_blocks(start_row=lo or None, stop_row=hi or None),
             columns=_COLUMNS if not same_seq else _COLUMNS[:-1],
             with_seq_id=not same_seq,
         )
+        cells = _trim_rows(cells, lo, hi)
         if bulk_seq:
             cell_seq = np.full(cells.num_rows, seq, np.int64)
         elif same_seq:
@@ -164,6 +186,50 @@ class HFileStore:
                     f"{ref.path} ({ref.name}): a store file of family {self.family!r} holds "
                     f"cells of family {got.decode('utf-8', 'replace')!r}"
                 )
+
+
+def _open(fs: fsspec.AbstractFileSystem, ref: HFileRef) -> HFileReader:
+    """Open a store file; a missing one is a :class:`MissingFileError` naming it."""
+    try:
+        return HFileReader(fs, ref.path, where=ref.path)
+    except FileNotFoundError as e:
+        raise MissingFileError(f"HFile {ref.path} ({ref.name}) is gone: {e}") from e
+
+
+def _cut(
+    blocks: list[tuple[bytes, float]], start: bytes, stop: bytes, target: float
+) -> list[tuple[bytes, bytes]]:
+    """``[start, stop)`` cut at block first rows into ranges of about ``target`` weight.
+
+    ``blocks`` are (first row, weight) of every file's blocks; a cut goes before the block
+    that would take the running weight past ``target``, never at or before the previous
+    cut nor at or past ``stop``.
+    """
+    cuts: list[bytes] = []
+    acc = 0.0
+    for row, weight in sorted(blocks):
+        after = row > (cuts[-1] if cuts else start)
+        if acc and acc + weight > target and after and (not stop or row < stop):
+            cuts.append(row)
+            acc = 0.0
+        acc += weight
+    return list(itertools.pairwise([start, *cuts, stop]))
+
+
+def _trim_rows(cells: pa.Table, lo: bytes, hi: bytes) -> pa.Table:
+    """The cells of rows ``[lo, hi)`` (empty: unbounded) of a file's cells, a zero-copy slice.
+
+    A file's cells are sorted by row, so the rows below ``lo`` are a prefix and those
+    from ``hi`` on a suffix; counting them is cheaper than filtering (which copies).
+    """
+    if not cells.num_rows or not (lo or hi):
+        return cells
+    rows = cells.column("row")
+    first = pc.sum(pc.less(rows, pa.scalar(lo, pa.binary()))).as_py() or 0 if lo else 0
+    end = cells.num_rows
+    if hi:
+        end -= pc.sum(pc.greater_equal(rows, pa.scalar(hi, pa.binary()))).as_py() or 0
+    return cells.slice(first, max(end - first, 0))
 
 
 def _needed_bounds(reader: HFileReader, lo: bytes, hi: bytes) -> tuple[bytes, bytes]:
@@ -257,6 +323,8 @@ class HBaseScan(Scan):
     One task per region overlapping the scan's range; a region whose files are large
     compared with the memory budget is cut at data-block first rows (the HFile block
     index), so every piece stays row-aligned.
+    Inside a task, the reader cuts each family's cells into row-aligned chunks read on a
+    thread pool (:meth:`HFileStore.chunk_bounds`).
     """
 
     def __init__(
@@ -320,28 +388,19 @@ class HBaseScan(Scan):
         refs = [f for fam in task.families if fam.source for f in _store(fam).files]
         if sum(f.size for f in refs) * _MAX_EXPANSION <= budget:
             return [task]
-        blocks: list[tuple[bytes, int]] = []
+        blocks: list[tuple[bytes, float]] = []
         for ref in refs:
             bounds = ref.clip(task.start, task.stop)
             if bounds is None:
                 continue
             reader = HFileReader(self.fs, ref.path, where=ref.path)
             for e in reader.data_blocks(start_row=bounds[0] or None, stop_row=bounds[1] or None):
-                blocks.append((key_row(e.key), e.size * _MAX_EXPANSION))
-        blocks.sort()
-        cuts: list[bytes] = []
-        acc = 0
-        for row, size in blocks:
-            after = row > (cuts[-1] if cuts else task.start)
-            if acc and acc + size > budget and after and (not task.stop or row < task.stop):
-                cuts.append(row)
-                acc = 0
-            acc += size
-        if not cuts:
+                blocks.append((key_row(e.key), float(e.size * _MAX_EXPANSION)))
+        pieces = _cut(blocks, task.start, task.stop, float(budget))
+        if len(pieces) == 1:
             return [task]
-        bounds_list = [task.start, *cuts, task.stop]
         out = []
-        for lo, hi in itertools.pairwise(bounds_list):
+        for lo, hi in pieces:
             reads = []
             for fam in task.families:
                 store = _store(fam)

@@ -4,7 +4,9 @@ A family's part of a task is read in row-aligned chunks of about :data:`CHUNK_CE
 cells, on a few threads at once (decoding Parquet, merging and resolving all release the
 GIL). Chunks are cut at row-group boundaries, which are row keys taken from the store
 files' row-group statistics, so a row never spans two chunks and every chunk is resolved on
-its own; the results are concatenated in key order. A row group that straddles a cut (its
+its own; the results are concatenated in key order. Another
+:class:`~cellstore.reader.plan.CellSource` (an HBase store's HFiles) is chunked the same
+way at the row keys its ``chunk_bounds`` gives. A row group that straddles a cut (its
 file's rows run past the next chunk's first row) is decoded once, by the first chunk that
 needs it, and handed to the next one. Point reads (``get``) and small tasks run inline as
 one chunk.
@@ -122,8 +124,7 @@ def _read_family(
 ) -> pa.Table:
     """One family's visible cells in ``[task.start, task.stop)``, in cell order."""
     if fam.source is not None:
-        runs, seqs = fam.source.read_runs(fs, task.start, task.stop, point_row=point_row)
-        return merge_resolve(runs, seqs, family=fam.family, spec=fam.spec)
+        return _read_source(fs, task, fam, point_row)
     readers: list[StoreFileReader] = []
     try:
         sources = []
@@ -140,16 +141,43 @@ def _read_family(
         chunks = [(task.start, task.stop)]
         if point_row is None:
             chunks = _chunk_bounds(sources, task.start, task.stop, CHUNK_CELLS)
-        reading = _ChunkedRead(sources, chunks, fam)
-        if len(chunks) == 1:
-            return reading.run(0)
-        threads = min(pa.cpu_count(), MAX_THREADS)
-        if threads == 1:
-            return pa.concat_tables([reading.run(i) for i in range(len(chunks))])
-        return pa.concat_tables(_in_order(reading.run, len(chunks), threads))
+        return _run_chunks(_ChunkedRead(sources, chunks, fam).run, len(chunks))
     finally:
         for reader in readers:
             reader.close()
+
+
+def _read_source(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
+) -> pa.Table:
+    """One family's visible cells from a :class:`~cellstore.reader.plan.CellSource`.
+
+    Like Parquet files, the range is cut into row-aligned chunks of about
+    :data:`CHUNK_CELLS` cells (the source's :meth:`chunk_bounds`), each read and resolved
+    on its own on the thread pool; point reads stay one chunk.
+    """
+    source = fam.source
+    assert source is not None
+    chunks = [(task.start, task.stop)]
+    if point_row is None:
+        chunks = source.chunk_bounds(fs, task.start, task.stop, target_cells=CHUNK_CELLS)
+
+    def run(i: int) -> pa.Table:
+        lo, hi = chunks[i]
+        runs, seqs = source.read_runs(fs, lo, hi, point_row=point_row)
+        return merge_resolve(runs, seqs, family=fam.family, spec=fam.spec)
+
+    return _run_chunks(run, len(chunks))
+
+
+def _run_chunks(run: Callable[[int], pa.Table], n: int) -> pa.Table:
+    """``run(0) ... run(n - 1)`` concatenated, on the thread pool when ``n > 1``."""
+    if n == 1:
+        return run(0)
+    threads = min(pa.cpu_count(), MAX_THREADS)
+    if threads == 1:
+        return pa.concat_tables([run(i) for i in range(n)])
+    return pa.concat_tables(_in_order(run, n, threads))
 
 
 def _chunk_bounds(

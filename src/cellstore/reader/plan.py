@@ -61,6 +61,19 @@ class CellSource(Protocol):
         """
         ...
 
+    def chunk_bounds(
+        self, fs: fsspec.AbstractFileSystem, start: bytes, stop: bytes, *, target_cells: int
+    ) -> list[tuple[bytes, bytes]]:
+        """``[start, stop)`` cut at row keys into ranges of about ``target_cells`` cells.
+
+        The ranges are consecutive (each starts where the previous one stops, the first at
+        ``start``, the last stops at ``stop``) and row-aligned, so :meth:`read_runs` of each
+        range can be merged and resolved on its own (HBase's semantics are per row) and
+        the results concatenated give exactly the cells of the whole range. A source that
+        cannot estimate returns ``[(start, stop)]``.
+        """
+        ...
+
 
 @dataclass(frozen=True)
 class FamilyRead:
