@@ -38,7 +38,10 @@ def test_example_dataset_with_mapping_file(run, root):
     first = run(*args)
     assert first.exit_code == 0, first.output
     assert "Created table example:users with 4 regions" in first.output
-    assert "Loaded 300 rows" in first.output
+    assert "Loaded 300 records as 1377 cells" in first.output
+    assert "300 records read from 1 input part in" in first.output
+    # The first command a user runs should not warn: the export is in no key order.
+    assert "warning:" not in first.output and "warning:" not in first.stderr
     again = run(*args, output="json")
     assert again.exit_code == 0
     doc = json.loads(again.output)
@@ -120,7 +123,7 @@ def test_create_with_unreadable_input_drops_the_table(run, root, tmp_path):
     good.write_text("k,v\na,1\n")
     res = run("load", "t", str(good), "--row-key", "k", "--column", "f:v=v", "--create")
     assert res.exit_code == 0, res.output
-    assert "Created table default:t" in res.output and "Loaded 1 rows" in res.output
+    assert "Created table default:t" in res.output and "Loaded 1 record as" in res.output
 
 
 def test_failed_load_keeps_an_existing_table(run, root, tmp_path):
@@ -188,3 +191,25 @@ def test_spill_runs_merged_through_the_cli(run, root, tmp_path):
     t = connect(root).table("t")
     assert len(t.files) <= 2 and t.scan().count_rows() == n
     assert t.history(limit=1)[0].summary["files"] == len(t.files)
+
+
+def test_summary_counts_and_the_missing_timestamp_hint(run, tmp_path):
+    """Issue 18: the summary says records vs cells in English, and a load that drops most
+    cells as duplicates (no timestamp column: every cell gets the load time) says why."""
+    versions = tmp_path / "versions.csv"
+    versions.write_text("id,v\na,1\na,2\na,3\nb,4\n")
+    res = run("load", "t", str(versions), "--row-key", "id", "--column", "f:v=v", "--create")
+    assert res.exit_code == 0, res.output
+    assert "Loaded 4 records as 2 cells into table default:t: 1 file, " in res.output
+    assert "4 records read from 1 input part in " in res.output
+    assert "2 duplicate cells dropped (same row, column and timestamp" in res.output
+    assert "hint: most cells were dropped as duplicates" in res.output
+    assert "--timestamp COLUMN[:unit]" in res.output
+    # With a timestamp column the versions are kept: no duplicates, no hint.
+    timed = tmp_path / "timed.csv"
+    timed.write_text("id,v,ts\nc,1,1000\nc,2,2000\n")
+    res = run("load", "t", str(timed), "--row-key", "id", "--column", "f:v=v",
+              "--timestamp", "ts")
+    assert res.exit_code == 0, res.output
+    assert "Loaded 2 records as 2 cells" in res.output
+    assert "duplicate" not in res.output and "hint:" not in res.output

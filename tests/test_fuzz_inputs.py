@@ -140,6 +140,7 @@ def test_fuzz_tsv(target, tmp_path, data):
 @example(data=b'{"k": "r1", "n": 1180591620717411303424}\n{"k": "r2", "v": {"x": 1}}\n')
 @example(data=b'{"k": "r1", "v": 1}\n{"k": "r2", "v": "x"}\n{"k": "r3"} {"k": "r4"}\n')
 @example(data=b'{"k": "\\ud800"}\n')
+@example(data=b'{"k": "r1", "ts": "\x80"}\n{"k": "r2", "v": "ok", "ts": 5}\n')  # raw non-UTF-8
 def test_fuzz_jsonl(target, tmp_path, data):
     load_file(target, tmp_path, "in.jsonl", data, mapping=MAPPING)
 

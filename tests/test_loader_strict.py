@@ -149,6 +149,20 @@ def test_jsonl_bad_lines_are_named_and_counted(tmp_path, table):
     assert values(table) == {b"r1": b"a", b"r6": b"6"}
 
 
+def test_jsonl_line_that_is_not_utf8_is_a_bad_record(tmp_path, table):
+    """Found by the fuzzer: pyarrow's JSON reader let raw non-UTF-8 bytes into a string
+    column, and the load crashed with UnicodeDecodeError instead of naming the line."""
+    data = b'{"k": "r1", "v": "a"}\n{"k": "r2", "v": "\x80"}\n{"k": "r3", "v": "c"}\n'
+    path = write(tmp_path, "in.jsonl", data)
+    with pytest.raises(BadRecordError) as e:
+        table.load(str(path), mapping=MAPPING, key_advice="off")
+    assert e.value.line == 2
+    report = table.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off")
+    assert [b["line"] for b in bad_lines(report)] == [2]
+    assert report.bad_records == 1 and report.rows == 2
+    assert values(table) == {b"r1": b"a", b"r3": b"c"}
+
+
 def test_jsonl_types_that_change_between_lines(tmp_path, table):
     path = write(tmp_path, "in.jsonl", '{"k": "r1", "v": 1}\n{"k": "r2", "v": "x"}\n')
     assert table.load(str(path), mapping=MAPPING, key_advice="off").rows == 2

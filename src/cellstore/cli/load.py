@@ -30,6 +30,7 @@ from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, human_bytes
 from cellstore.cli.params import FAMILY, LOAD_ID, STORAGE_OPTION, _ParamType
 from cellstore.core.family import Family
+from cellstore.core.text import plural
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -130,16 +131,27 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
         lines.append(f"No cells to load into table {r.table}; nothing committed")
     else:
         lines.append(
-            f"Loaded {r.rows} rows, {r.cells} cells into table {r.table}: {r.files} files, "
-            f"{human_bytes(r.bytes)} (version {r.version}, sequence number {r.seq})"
+            f"Loaded {plural(r.rows, 'record')} as {plural(r.cells, 'cell')} into table {r.table}: "
+            f"{plural(r.files, 'file')}, {human_bytes(r.bytes)} (version {r.version}, "
+            f"sequence number {r.seq})"
         )
     lines.append(
-        f"load id {r.load_id}; {r.records} records read from {r.inputs} input parts "
-        f"in {r.seconds:.2f} s ({r.cells_per_second:,.0f} cells/s, "
-        f"{r.megabytes_per_second:.1f} MB/s); mode {r.mode}"
+        f"load id {r.load_id}; {plural(r.records, 'record')} read from "
+        f"{plural(r.inputs, 'input part')} in {r.seconds:.2f} s "
+        f"({r.cells_per_second:,.0f} cells/s, {r.megabytes_per_second:.1f} MB/s); mode {r.mode}"
     )
     if r.duplicates_dropped:
-        lines.append(f"{r.duplicates_dropped} duplicate cells dropped (the last given wins)")
+        lines.append(
+            f"{plural(r.duplicates_dropped, 'duplicate cell')} dropped (same row, column and "
+            "timestamp: the last given wins)"
+        )
+        if r.duplicates_dropped >= r.cells:
+            lines.append(
+                "hint: most cells were dropped as duplicates. Without a timestamp column "
+                "every cell of a load gets the same timestamp (the load time), so records "
+                "that are versions of one cell overwrite each other: map one with "
+                "--timestamp COLUMN[:unit] or `timestamp = ...` in the mapping"
+            )
     if r.merged_runs:
         lines.append(
             f"{r.merged_runs} sorted runs merged (more than the files allowed per "

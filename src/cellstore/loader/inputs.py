@@ -282,9 +282,7 @@ class Batch:
         """``(line, text, field, reason)`` of every malformed record, lines as in the file."""
         out = []
         for i, (ln, text) in enumerate(self.malformed_lines()):
-            field, reason = (
-                self.malformed_why[i] if i < len(self.malformed_why) else _MALFORMED_WHY
-            )
+            field, reason = self.malformed_why[i] if i < len(self.malformed_why) else _MALFORMED_WHY
             out.append((ln, text, field, reason))
         return out
 
@@ -455,8 +453,9 @@ def discover_inputs(
                 compression = None
         if fmt == "parquet":
             found.extend(
-                _parquet_parts(url, opts, cols, target_part_bytes, start=len(found),
-                               uses=column_uses)
+                _parquet_parts(
+                    url, opts, cols, target_part_bytes, start=len(found), uses=column_uses
+                )
             )
             continue
         topts = text or TextOptions()
@@ -478,9 +477,7 @@ def discover_inputs(
                 if isinstance(e, FileNotFoundError):
                     raise
                 message = " ".join(str(e).split())
-                raise BadRecordError(
-                    f"{url}: cannot read as {fmt}: {message}", source=url
-                ) from e
+                raise BadRecordError(f"{url}: cannot read as {fmt}: {message}", source=url) from e
             if names is not None:
                 _check_columns(part, names, column_uses)
         found.append(part)
@@ -675,9 +672,7 @@ def read_part(part: InputPart, data: Any = None, *, batch_rows: int = 262_144) -
                     source=part.source,
                     field=missing[0],
                 )
-            table = pandas_to_arrow(
-                data, part.columns, source=f"<dask> partition {part.partition}"
-            )
+            table = pandas_to_arrow(data, part.columns, source=f"<dask> partition {part.partition}")
         else:
             assert part.table is not None
             table = part.table
@@ -783,14 +778,18 @@ class _CsvLines:
 
     def _scan_block(self) -> None:
         if self._file is None:
-            self._file = fsspec.open(self.part.source, "rb", compression=_compression(self.part),
-                                     **dict(self.part.storage_options)).open()
+            self._file = fsspec.open(
+                self.part.source,
+                "rb",
+                compression=_compression(self.part),
+                **dict(self.part.storage_options),
+            ).open()
         size = self.part.text.block_size if self.part.text else DEFAULT_BLOCK_SIZE
         block = self._file.read(size)
         data = self._carry + block
         # A quote at the end may be the first of a doubled quote: keep it for the next block.
         keep = 1 if block and data and data[-1] == self.quote else 0
-        self._carry = data[len(data) - keep:]
+        self._carry = data[len(data) - keep :]
         self._scan(data[: len(data) - keep])
         if not block:
             self._done = True
@@ -894,9 +893,7 @@ def _read_csv_multiline(part: InputPart) -> Iterator[Batch]:
         for batch in reader:
             n = batch.num_rows
             k = np.arange(record, record + n, dtype=np.int64)
-            invalid = np.array(
-                [ln for ln, _ in malformed if ln is not None], dtype=np.int64
-            )
+            invalid = np.array([ln for ln, _ in malformed if ln is not None], dtype=np.int64)
             new = tuple(malformed[seen_invalid:])
             seen_invalid = len(malformed)
             yield Batch(
@@ -1174,7 +1171,8 @@ def _parse_chunk(
     table = pv.read_csv(
         pa.py_buffer(data),
         read_options=pv.ReadOptions(
-            use_threads=False, block_size=max(topts.block_size, len(data) + 1),
+            use_threads=False,
+            block_size=max(topts.block_size, len(data) + 1),
             column_names=names,
         ),
         parse_options=pv.ParseOptions(
@@ -1353,17 +1351,16 @@ def _json_block(part: InputPart, data: bytes, first_line: int, record: int) -> B
     import pyarrow.json as pj
 
     lines = _line_numbers(data, first_line)
-    table: pa.Table | None
-    try:
-        table = pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(use_threads=False))
-    except pa.ArrowInvalid:
-        table = None
+    table: pa.Table | None = None
+    if _is_utf8(data):  # pyarrow's JSON reader lets bytes that are not UTF-8 into strings
+        try:
+            table = pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(use_threads=False))
+        except pa.ArrowInvalid:
+            table = None
     if table is not None and (
         table.num_rows != len(lines)
         or any(
-            _is_nested(table.schema.field(c).type)
-            for c in part.columns
-            if c in table.column_names
+            _is_nested(table.schema.field(c).type) for c in part.columns if c in table.column_names
         )
     ):
         table = None  # objects sharing a line, or nested values: look line by line

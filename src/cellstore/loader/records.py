@@ -203,8 +203,11 @@ def _timestamps(batch: pa.Table, mapping: LoadMapping, now: int) -> tuple[pa.Arr
         ms = _scale(col.cast(pa.int64()), t.unit, name, reasons)
     elif pa.types.is_date(t):
         ms = col.cast(pa.date64()).cast(pa.int64())
-    elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t) or (
-        pa.types.is_large_string(t) or pa.types.is_null(t)
+    elif (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_string(t)
+        or (pa.types.is_large_string(t) or pa.types.is_null(t))
     ):
         ms = _numeric_or_text_ts(col, unit, name, reasons)
     else:
@@ -615,8 +618,23 @@ def bad_record_rows(batch: pa.Table, bad: np.ndarray) -> list[dict[str, Any]]:
     """The bad records of a batch as JSON-ready dicts (error path: only bad records)."""
     if not bad.any():
         return []
-    rows: list[dict[str, Any]] = batch.filter(pa.array(bad)).to_pylist()
+    picked = batch.filter(pa.array(bad))
+    # Text readers may let bytes that are not UTF-8 into string columns (pyarrow's JSON
+    # reader does): read those as binary so a bad record is reported, never a decode crash.
+    columns = [_as_binary(c) for c in picked.columns]
+    rows: list[dict[str, Any]] = pa.table(columns, names=picked.column_names).to_pylist()
     return [{k: _jsonable(v) for k, v in r.items()} for r in rows]
+
+
+def _as_binary(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A string column viewed as binary (no UTF-8 check); other columns unchanged."""
+    if pa.types.is_string(column.type):
+        target = pa.binary()
+    elif pa.types.is_large_string(column.type):
+        target = pa.large_binary()
+    else:
+        return column
+    return pa.chunked_array([chunk.view(target) for chunk in column.chunks], target)
 
 
 def _jsonable(value: Any) -> Any:
