@@ -44,7 +44,7 @@ from cellstore.errors import (
 from cellstore.fs import resolve_filesystem
 from cellstore.hbase.descriptors import FamilyDescriptor
 from cellstore.hbase.layout import HBaseLayout, HFileRef, load_snapshot, load_table
-from cellstore.reader import Scan, ScanOptions
+from cellstore.reader import Scan, ScanOptions, as_names
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask
 from cellstore.storefiles.hfile.index import key_row
 from cellstore.storefiles.hfile.keys import parse_key
@@ -672,8 +672,8 @@ class HBaseTable:
             start_row=start_row,
             stop_row=stop_row,
             row_prefix=row_prefix,
-            columns=_names(columns),
-            families=_names(families),
+            columns=as_names(columns),
+            families=as_names(families),
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
@@ -713,8 +713,8 @@ class HBaseTable:
         options = ScanOptions(
             start_row=key,
             stop_row=key + b"\x00",
-            columns=_names(columns),
-            families=_names(families),
+            columns=as_names(columns),
+            families=as_names(families),
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
@@ -723,14 +723,6 @@ class HBaseTable:
             point_row=key,
         )
         return self._scan(options).to_arrow()
-
-
-def _names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None:
-    if values is None:
-        return None
-    if isinstance(values, bytes | str):
-        return (values,)
-    return tuple(values)
 
 
 def open_table(

@@ -7,7 +7,7 @@ semantics (``cellstore.core.semantics``).
 
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
 from cellstore.reader.plan import FamilyRead, ScanTask, prefix_stop_row
-from cellstore.reader.scan import Scan, ScanOptions
+from cellstore.reader.scan import Scan, ScanOptions, as_names
 
 __all__ = [
     "RESULT_SCHEMA",
@@ -15,6 +15,7 @@ __all__ = [
     "Scan",
     "ScanOptions",
     "ScanTask",
+    "as_names",
     "prefix_stop_row",
     "read_task",
 ]

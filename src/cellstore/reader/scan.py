@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,22 @@ from cellstore.reader.shapes import Shape, WideSpec, to_wide
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Scan", "ScanOptions"]
+__all__ = ["Scan", "ScanOptions", "as_names"]
+
+
+def as_names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None:
+    """One column/family name or an iterable of them, as a tuple (None stays None).
+
+    What ``Table.scan``/``get`` (cellstore's and HBase's) do with ``columns``/``families``.
+
+    >>> as_names("cf"), as_names(["a", "b"]), as_names(None)
+    (('cf',), ('a', 'b'), None)
+    """
+    if values is None:
+        return None
+    if isinstance(values, bytes | str):
+        return (values,)
+    return tuple(values)
 
 
 @dataclass(frozen=True, kw_only=True)

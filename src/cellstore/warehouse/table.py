@@ -62,7 +62,7 @@ from cellstore.loader.plan import (
     DEFAULT_MEMORY_BUDGET,
 )
 from cellstore.manifest import TableLog
-from cellstore.reader import Scan, ScanOptions
+from cellstore.reader import Scan, ScanOptions, as_names
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 from cellstore.storefiles.layout import entry_path, table_dir
 from cellstore.storefiles.writer import HFileSettings
@@ -623,8 +623,8 @@ class Table:
             start_row=start_row,
             stop_row=stop_row,
             row_prefix=row_prefix,
-            columns=_names(columns),
-            families=_names(families),
+            columns=as_names(columns),
+            families=as_names(families),
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
@@ -671,8 +671,8 @@ class Table:
         options = ScanOptions(
             start_row=key,
             stop_row=key + b"\x00",
-            columns=_names(columns),
-            families=_names(families),
+            columns=as_names(columns),
+            families=as_names(families),
             time_range=time_range,
             timestamp=timestamp,
             max_versions=max_versions,
@@ -760,15 +760,6 @@ class Table:
                 break
             v -= 1
         return out
-
-
-def _names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None:
-    """One column/family name or an iterable of them, as a tuple (None stays None)."""
-    if values is None:
-        return None
-    if isinstance(values, bytes | str):
-        return (values,)
-    return tuple(values)
 
 
 def _clock() -> int:
