@@ -59,7 +59,13 @@ from cellstore.errors import (
     UnsupportedFormatError,
 )
 from cellstore.fs import ensure_exclusive_create, join
-from cellstore.hbase.tables import HBaseTable, HFileStore, open_snapshot, open_table
+from cellstore.hbase.tables import (
+    HBaseTable,
+    HFileStore,
+    open_snapshot,
+    open_table,
+    plain_keys,
+)
 from cellstore.manifest import TableLog
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile, write_rolled
@@ -234,7 +240,7 @@ def run_import_task(
     try:
         for run, rank in zip(runs, ranks, strict=True):
             read += run.num_rows
-            cells = _first_of_equal_keys(run.select(CELL_SCHEMA.names))
+            cells = _first_of_equal_keys(plain_keys(run.select(CELL_SCHEMA.names)))
             kept += cells.num_rows
             files = write_rolled(
                 dest_fs,

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -44,7 +46,13 @@ from cellstore.errors import (
 from cellstore.fs import resolve_filesystem
 from cellstore.hbase.descriptors import FamilyDescriptor
 from cellstore.hbase.layout import HBaseLayout, HFileRef, load_snapshot, load_table
-from cellstore.reader import Scan, ScanOptions, as_names
+from cellstore.reader import (
+    FamilyTimeRanges,
+    Scan,
+    ScanOptions,
+    as_names,
+    normalize_family_time_ranges,
+)
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask
 from cellstore.storefiles.hfile.index import key_row
 from cellstore.storefiles.hfile.keys import parse_key
@@ -162,6 +170,7 @@ class HFileStore:
             blocks=reader.data_blocks(start_row=lo or None, stop_row=hi or None),
             columns=_COLUMNS if not same_seq else _COLUMNS[:-1],
             with_seq_id=not same_seq,
+            dictionary=True,
         )
         cells = _trim_rows(cells, lo, hi)
         if bulk_seq:
@@ -188,12 +197,37 @@ class HFileStore:
                 )
 
 
+#: Opened HFiles kept per process (trailer, indexes, FileInfo and Bloom meta parsed once).
+_READER_CACHE_SIZE: Final = 256
+_readers: OrderedDict[tuple[object, str, str], HFileReader] = OrderedDict()
+_readers_lock = threading.Lock()
+
+
 def _open(fs: fsspec.AbstractFileSystem, ref: HFileRef) -> HFileReader:
-    """Open a store file; a missing one is a :class:`MissingFileError` naming it."""
+    """Open a store file; a missing one is a :class:`MissingFileError` naming it.
+
+    An HFile never changes once written, so a reader (its parsed trailer, indexes, FileInfo
+    and Bloom meta; it holds no open handle) is reused by every chunk, task and scan of the
+    process while the file's identity (``fs.ukey``: size and modification time, or the
+    object store's ETag) is unchanged. A file rewritten in place gets a new key, hence a
+    fresh reader. At most :data:`_READER_CACHE_SIZE` readers are kept (least recently used
+    dropped first).
+    """
     try:
-        return HFileReader(fs, ref.path, where=ref.path)
+        key = (getattr(fs, "_fs_token", None) or id(fs), ref.path, str(fs.ukey(ref.path)))
+        with _readers_lock:
+            reader = _readers.get(key)
+            if reader is not None:
+                _readers.move_to_end(key)
+                return reader
+        reader = HFileReader(fs, ref.path, where=ref.path)
     except FileNotFoundError as e:
         raise MissingFileError(f"HFile {ref.path} ({ref.name}) is gone: {e}") from e
+    with _readers_lock:
+        _readers[key] = reader
+        while len(_readers) > _READER_CACHE_SIZE:
+            _readers.popitem(last=False)
+    return reader
 
 
 def _cut(
@@ -224,12 +258,37 @@ def _trim_rows(cells: pa.Table, lo: bytes, hi: bytes) -> pa.Table:
     """
     if not cells.num_rows or not (lo or hi):
         return cells
-    rows = cells.column("row")
-    first = pc.sum(pc.less(rows, pa.scalar(lo, pa.binary()))).as_py() or 0 if lo else 0
-    end = cells.num_rows
-    if hi:
-        end -= pc.sum(pc.greater_equal(rows, pa.scalar(hi, pa.binary()))).as_py() or 0
+    first = _cells_below(cells.column("row"), lo) if lo else 0
+    end = _cells_below(cells.column("row"), hi) if hi else cells.num_rows
     return cells.slice(first, max(end - first, 0))
+
+
+def plain_keys(cells: pa.Table) -> pa.Table:
+    """``cells`` with dictionary ``row``/``qualifier`` columns decoded to plain binary."""
+    for name in ("row", "qualifier"):
+        if name in cells.column_names and pa.types.is_dictionary(cells.schema.field(name).type):
+            i = cells.schema.get_field_index(name)
+            field = cells.schema.field(i)
+            cells = cells.set_column(
+                i, field.with_type(pa.binary()), cells.column(i).cast(pa.binary())
+            )
+    return cells
+
+
+def _cells_below(rows: pa.ChunkedArray, bound: bytes) -> int:
+    """How many of a file's sorted ``rows`` (plain or dictionary chunks) are below ``bound``."""
+    scalar = pa.scalar(bound, pa.binary())
+    count = 0
+    for chunk in rows.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            # The dictionary is the chunk's distinct rows in order: count those below,
+            # then the cells whose index points at one of them.
+            distinct = pc.sum(pc.less(chunk.dictionary, scalar)).as_py() or 0
+            indices = chunk.indices.to_numpy(zero_copy_only=False)
+            count += int(np.searchsorted(indices, distinct, side="left"))
+        else:
+            count += pc.sum(pc.less(chunk, scalar)).as_py() or 0
+    return count
 
 
 def _needed_bounds(reader: HFileReader, lo: bytes, hi: bytes) -> tuple[bytes, bytes]:
@@ -276,6 +335,7 @@ def _drop_superseded(runs: Sequence[_Run]) -> list[pa.Table]:
     ranges = [(int(r.cell_seq.min()), int(r.cell_seq.max())) for r in runs]
     if all(a[1] <= b[0] for a, b in itertools.pairwise(ranges)):
         return tables
+    tables = [plain_keys(t) for t in tables]
     keys = pa.concat_tables([t.select(["row", "qualifier", "ts", "type"]) for t in tables])
     keys = keys.append_column("cseq", pa.array(np.concatenate([r.cell_seq for r in runs])))
     rank = np.repeat(np.arange(len(runs), dtype=np.int64), [t.num_rows for t in tables])
@@ -393,7 +453,7 @@ class HBaseScan(Scan):
             bounds = ref.clip(task.start, task.stop)
             if bounds is None:
                 continue
-            reader = HFileReader(self.fs, ref.path, where=ref.path)
+            reader = _open(self.fs, ref)
             for e in reader.data_blocks(start_row=bounds[0] or None, stop_row=bounds[1] or None):
                 blocks.append((key_row(e.key), float(e.size * _MAX_EXPANSION)))
         pieces = _cut(blocks, task.start, task.stop, float(budget))
@@ -428,7 +488,7 @@ class HBaseScan(Scan):
         last_row = last.start
         for fam in last.families:
             for ref in _store(fam).files:
-                key = HFileReader(self.fs, ref.path, where=ref.path).last_key
+                key = _open(self.fs, ref).last_key
                 if key is not None:
                     last_row = max(last_row, key_row(key))
         if last.stop and last_row >= last.stop:
@@ -639,6 +699,7 @@ class HBaseTable:
         columns: Iterable[bytes | str] | bytes | str | None = None,
         families: Iterable[str] | str | None = None,
         time_range: tuple[int, int] | None = None,
+        family_time_ranges: FamilyTimeRanges | None = None,
         timestamp: int | None = None,
         max_versions: int | None = None,
         raw: bool = False,
@@ -675,6 +736,7 @@ class HBaseTable:
             columns=as_names(columns),
             families=as_names(families),
             time_range=time_range,
+            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
             timestamp=timestamp,
             max_versions=max_versions,
             raw=raw,
@@ -698,6 +760,7 @@ class HBaseTable:
         columns: Iterable[bytes | str] | bytes | str | None = None,
         families: Iterable[str] | str | None = None,
         time_range: tuple[int, int] | None = None,
+        family_time_ranges: FamilyTimeRanges | None = None,
         timestamp: int | None = None,
         max_versions: int | None = None,
         filter: Filter | Sequence[Filter] | None = None,
@@ -716,6 +779,7 @@ class HBaseTable:
             columns=as_names(columns),
             families=as_names(families),
             time_range=time_range,
+            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
             timestamp=timestamp,
             max_versions=max_versions,
             filter=normalize_filters(filter),

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from cellstore.errors import CorruptFileError
-from cellstore.storefiles.hfile.kernels import walk_none
+from cellstore.storefiles.hfile.kernels import decode_cells_dictionary, walk_none
 from cellstore.storefiles.hfile.varint import vlongs_at
 
 __all__ = [
@@ -316,6 +316,7 @@ def cells_to_table(
     columns: list[str] | None = None,
     with_seq_id: bool = False,
     with_tags: bool = False,
+    dictionary: bool = False,
 ) -> pa.Table:
     """Gather the fields of the cells starting at ``starts`` into an Arrow table.
 
@@ -326,9 +327,13 @@ def cells_to_table(
         columns: Columns to build (default: all of the schema for these options).
         with_seq_id: Add ``seq_id`` (the memstore timestamp; 0 when the file has none).
         with_tags: Add ``tags`` (the raw tag records; empty when the file has none).
+        dictionary: Return ``row`` and ``qualifier`` dictionary-encoded (int32 indices;
+            see :func:`dictionary_keys`): what the merge of sorted runs works on, without
+            building every cell's row and qualifier bytes.
 
     Returns:
-        The cells, schema :func:`cells_schema`.
+        The cells, schema :func:`cells_schema` (with dictionary ``row`` and ``qualifier``
+        when ``dictionary``).
 
     Raises:
         CorruptFileError: if a family name is not UTF-8.
@@ -343,6 +348,8 @@ def cells_to_table(
     kstart = starts + 8
     kend = kstart + klen
     cols: dict[str, pa.Array] = {}
+    if dictionary:
+        return _dictionary_table(buf, starts, flags=flags, schema=schema)
     if not _fixed_key_columns(buf, kstart, klen, rlen, want, cols):
         fpos = kstart + 2 + rlen
         flen = buf[fpos].astype(np.int64)
@@ -367,7 +374,7 @@ def cells_to_table(
     if "value" in want:
         cols["value"] = _take_bytes(buf, kend, vlen)
     if "tags" not in want and "seq_id" not in want:
-        return pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
+        return _table(cols, schema)
     after = kend + vlen
     if flags.tags:
         tlen = _be16(buf, after)
@@ -382,4 +389,85 @@ def cells_to_table(
     if "seq_id" in want:
         seq = vlongs_at(buf, after) if flags.mvcc and n else np.zeros(n, dtype=np.int64)
         cols["seq_id"] = pa.array(seq, pa.int64())
-    return pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
+    return _table(cols, schema)
+
+
+def _table(cols: dict[str, pa.Array], schema: pa.Schema) -> pa.Table:
+    """The table of ``cols`` in ``schema``'s order (key columns may be dictionaries)."""
+    fields = [
+        pa.field(f.name, cols[f.name].type, f.nullable, f.metadata)
+        if cols[f.name].type != f.type
+        else f
+        for f in schema
+    ]
+    return pa.Table.from_arrays([cols[f.name] for f in schema], schema=pa.schema(fields))
+
+
+def _gather_bytes(
+    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> pa.Array:
+    """``buf[starts[i] : starts[i] + lengths[i]]`` as a binary array, in any order of starts."""
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+    out = pa.Array.from_buffers(
+        pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(buf[idx])]
+    )
+    return out.cast(pa.binary())
+
+
+def _dictionary_table(
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    *,
+    flags: CellFlags,
+    schema: pa.Schema,
+) -> pa.Table:
+    """:func:`cells_to_table` with ``row`` and ``qualifier`` as dictionary arrays.
+
+    One compiled pass (:func:`~cellstore.storefiles.hfile.kernels.decode_cells_dictionary`)
+    reads every cell's key and copies its value; only the distinct rows and qualifiers are
+    then gathered as bytes.
+    """
+    bad, row_idx, row_first, q_idx, q_first, q_len, ts, typ, vlen, vend = (
+        decode_cells_dictionary(np.ascontiguousarray(buf, np.uint8), starts.astype(np.int64))
+    )
+    if bad >= 0:
+        raise CorruptFileError("a cell's row or family length overruns its key")
+    n = len(starts)
+    cols: dict[str, pa.Array] = {}
+    names = set(schema.names)
+    if "row" in names:
+        rows = _take_bytes(buf, row_first, _be16(buf, row_first - 2))
+        cols["row"] = pa.DictionaryArray.from_arrays(pa.array(row_idx, pa.int32()), rows)
+    if "qualifier" in names:
+        quals = _gather_bytes(buf, q_first, q_len)
+        cols["qualifier"] = pa.DictionaryArray.from_arrays(pa.array(q_idx, pa.int32()), quals)
+    if "family" in names:
+        kstart = starts + 8
+        fpos = kstart + 2 + _be16(buf, kstart)
+        flen = buf[fpos].astype(np.int64)
+        try:
+            cols["family"] = _take_bytes(buf, fpos + 1, flen).cast(pa.string())
+        except pa.ArrowInvalid as e:
+            raise CorruptFileError(f"a family name is not UTF-8: {e}") from e
+    cols["ts"] = pa.array(ts, pa.int64())
+    cols["type"] = pa.array(typ, pa.int8())
+    if "value" in names:
+        cols["value"] = _take_bytes(buf, vend - vlen, vlen)
+    after = vend
+    tpos = tlen = None
+    if flags.tags and ("tags" in names or "seq_id" in names):
+        tlen = _be16(buf, after)
+        tpos = after + 2
+        after = tpos + tlen
+    if "tags" in names:
+        if tpos is not None and tlen is not None:
+            cols["tags"] = _take_bytes(buf, tpos, tlen)
+        else:
+            none = np.zeros(n, dtype=np.int64)
+            cols["tags"] = _take_bytes(buf, none, none)
+    if "seq_id" in names:
+        seq = vlongs_at(buf, after) if flags.mvcc and n else np.zeros(n, dtype=np.int64)
+        cols["seq_id"] = pa.array(seq, pa.int64())
+    return _table(cols, schema)

@@ -12,10 +12,11 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 
@@ -30,10 +31,12 @@ __all__ = [
 CHECKSUM_NAMES: Final[dict[int, str]] = {0: "NULL", 1: "CRC32", 2: "CRC32C"}
 
 
-def _crc32c(data: bytes | memoryview) -> int:
+@functools.cache
+def _crc32c() -> Callable[[bytes | memoryview], int]:
+    """The C CRC32C function (imported on first use)."""
     import crc32c
 
-    return int(crc32c.crc32c(data))
+    return cast(Callable[[bytes | memoryview], int], crc32c.crc32c)
 
 
 def _crc32(data: bytes | memoryview) -> int:
@@ -51,7 +54,7 @@ def checksum_function(code: int) -> Callable[[bytes | memoryview], int] | None:
     if code == 1:
         return _crc32
     if code == 2:
-        return _crc32c
+        return _crc32c()
     raise KeyError(code)
 
 
@@ -92,13 +95,18 @@ def find_checksum_mismatch(
     if fn is None:
         return None
     n = len(data)
-    stored = np.frombuffer(sums, dtype=">u4")
-    chunks = max(1, -(-n // bytes_per_checksum)) if bytes_per_checksum > 0 else 0
+    step = bytes_per_checksum
+    if step <= 0:
+        return None
     view = memoryview(data)
-    for k in range(chunks):
-        actual = fn(view[k * bytes_per_checksum : min(n, (k + 1) * bytes_per_checksum)])
+    # One C call per chunk, compared all at once (the common, passing case).
+    actual = [fn(view[k : k + step]) for k in range(0, n, step)] if n else [fn(b"")]
+    stored = np.frombuffer(sums, dtype=">u4").tolist()
+    if actual == stored:
+        return None
+    for k, got in enumerate(actual):
         if k >= len(stored):
-            return ChecksumMismatch(chunk=k, expected=-1, actual=actual)
-        if int(stored[k]) != actual:
-            return ChecksumMismatch(chunk=k, expected=int(stored[k]), actual=actual)
+            return ChecksumMismatch(chunk=k, expected=-1, actual=got)
+        if stored[k] != got:
+            return ChecksumMismatch(chunk=k, expected=stored[k], actual=got)
     return None

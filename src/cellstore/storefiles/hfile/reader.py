@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 from typing import Any, Final, Literal
 
@@ -36,6 +37,7 @@ from cellstore.storefiles.hfile.blocks import (
     check_block,
     decode_block,
     parse_header,
+    verified_data_blocks,
 )
 from cellstore.storefiles.hfile.bloom import (
     BloomMeta,
@@ -330,10 +332,9 @@ class HFileReader:
         if self.trailer.is_meta_comparator:
             start_row = stop_row = None  # meta rows do not sort as raw bytes
         entries = self.root_index
+        rows = self._root_rows
         for _ in range(self.trailer.num_data_index_levels - 1):
-            lo, hi = block_range_for_rows(
-                [key_row(e.key) for e in entries], start_row=start_row, stop_row=stop_row
-            )
+            lo, hi = block_range_for_rows(rows, start_row=start_row, stop_row=stop_row)
             children: list[IndexEntry] = []
             for e in entries[lo:hi]:
                 block = self.read_block(e.offset, e.size)
@@ -346,10 +347,14 @@ class HFileReader:
                     parse_non_root_index(block.payload, where=f"{self.where}@{e.offset}")
                 )
             entries = children
-        lo, hi = block_range_for_rows(
-            [key_row(e.key) for e in entries], start_row=start_row, stop_row=stop_row
-        )
+            rows = [key_row(e.key) for e in entries]
+        lo, hi = block_range_for_rows(rows, start_row=start_row, stop_row=stop_row)
         return entries[lo:hi]
+
+    @cached_property
+    def _root_rows(self) -> list[bytes]:
+        """The row of each data-index root entry's key (computed once per reader)."""
+        return [key_row(e.key) for e in self.root_index]
 
     @property
     def first_key(self) -> bytes | None:
@@ -480,6 +485,20 @@ class HFileReader:
             if len(raw) < end - base + PAD:
                 raw += bytes(end - base + PAD - len(raw))
             hs = self.trailer.header_size
+            if self.verify_checksums:
+                fast = verified_data_blocks(
+                    raw,
+                    np.array(offs, dtype=np.int64) - base,
+                    np.array([e.size for e in batch.entries], dtype=np.int64),
+                    header_size=hs,
+                )
+                if fast is not None:
+                    return (
+                        np.frombuffer(raw, dtype=np.uint8),
+                        fast[0],
+                        fast[1],
+                        np.array(offs, dtype=np.int64),
+                    )
             blocks_view = memoryview(raw)[: end - base]
             starts: list[int] = []
             ends: list[int] = []
@@ -591,6 +610,7 @@ class HFileReader:
         problems: list[BlockProblem] | None = None,
         blocks: Sequence[IndexEntry] | None = None,
         threads: int = DEFAULT_THREADS,
+        dictionary: bool = False,
     ) -> Iterator[pa.Table]:
         """Yield the cells in file order, one table per group of data blocks.
 
@@ -608,6 +628,8 @@ class HFileReader:
             blocks: Read exactly these data blocks (default: those the row range needs).
             threads: Batches decoded concurrently (1: no thread pool). Memory holds up to
                 this many batches.
+            dictionary: ``row`` and ``qualifier`` as dictionary arrays (each batch its
+                own dictionaries; see :func:`~cellstore.storefiles.hfile.cells.dictionary_keys`).
 
         Yields:
             Non-empty tables of cells.
@@ -642,6 +664,7 @@ class HFileReader:
                 columns=build,
                 with_seq_id=with_seq_id,
                 with_tags=with_tags,
+                dictionary=dictionary,
             )
             if need_filter:
                 table = _filter_rows(table, start_row, stop_row)
@@ -707,11 +730,27 @@ def _check_data_block(head: BlockHeader, where: str) -> None:
 
 
 def _filter_rows(table: pa.Table, start_row: bytes | None, stop_row: bytes | None) -> pa.Table:
+    """The cells of ``table`` whose row is in ``[start_row, stop_row)``."""
     rows = table.column("row")
+    if not pa.types.is_dictionary(rows.type):
+        mask = _row_mask(rows, start_row, stop_row)
+        return table if mask is None else table.filter(mask)
+    # Dictionary rows: compare the distinct rows only, then spread the verdicts to cells.
+    masks = []
+    for chunk in rows.chunks:
+        inside = _row_mask(chunk.dictionary, start_row, stop_row)
+        if inside is None:
+            return table
+        masks.append(pc.take(inside, chunk.indices))
+    return table.filter(pa.chunked_array(masks, pa.bool_()))
+
+
+def _row_mask(rows: Any, start_row: bytes | None, stop_row: bytes | None) -> Any:
+    """Whether each of ``rows`` is in ``[start_row, stop_row)``; None for no bounds."""
     mask = None
     if start_row:
         mask = pc.greater_equal(rows, pa.scalar(start_row, pa.binary()))
     if stop_row:
         below = pc.less(rows, pa.scalar(stop_row, pa.binary()))
         mask = below if mask is None else pc.and_(mask, below)
-    return table if mask is None else table.filter(mask)
+    return mask
