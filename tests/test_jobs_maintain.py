@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
@@ -14,8 +15,10 @@ from click.testing import CliRunner
 import cellstore
 from cellstore.cli import cli
 from cellstore.core.family import Family
+from cellstore.errors import InvalidArgumentError
 from cellstore.jobs.compact import LAST_MAJOR_PROPERTY
-from cellstore.jobs.maintain import maintain
+from cellstore.jobs.maintain import is_off_peak, maintain
+from cellstore.jobs.selection import SelectionPolicy
 
 NOW = 10_000_000
 DAY = 24 * 3600 * 1000
@@ -23,8 +26,9 @@ DAY = 24 * 3600 * 1000
 
 def load(t: Any, row: bytes, ts: int, qual: bytes = b"q") -> None:
     t.load_cells(
-        pa.table({"row": [row], "family": ["f"], "qualifier": [qual], "ts": [ts],
-                  "value": [b"v%d" % ts]})
+        pa.table(
+            {"row": [row], "family": ["f"], "qualifier": [qual], "ts": [ts], "value": [b"v%d" % ts]}
+        )
     )
 
 
@@ -73,8 +77,15 @@ def test_maintain_dry_run_plans_without_committing(root: str) -> None:
 def test_maintain_splits_large_regions(root: str) -> None:
     t = make(root)
     t.load_cells(
-        pa.table({"row": [b"r%03d" % i for i in range(200)], "family": ["f"] * 200,
-                  "qualifier": [b"q"] * 200, "ts": [1] * 200, "value": [b"x" * 100] * 200}),
+        pa.table(
+            {
+                "row": [b"r%03d" % i for i in range(200)],
+                "family": ["f"] * 200,
+                "qualifier": [b"q"] * 200,
+                "ts": [1] * 200,
+                "value": [b"x" * 100] * 200,
+            }
+        ),
         row_group_cells=20,
     )
     before = t.scan().to_arrow()
@@ -107,3 +118,105 @@ def test_cli_compact_purge_and_maintain(root: str) -> None:
     assert doc["dry-run"] is True
     text = run_cli(root, "maintain", "t", "--no-major").output
     assert "needs nothing" in text
+
+
+# ------------------------------------------------- HBase's exploring selection in maintain
+def _big_then_small(root: str, **properties: str) -> Any:
+    """A store of one large old file and three small newer ones (one load each)."""
+    t = cellstore.connect(root).create_table(
+        "t", families=[Family(name="f")], properties=properties
+    )
+    rng = np.random.default_rng(7)
+    n = 400
+    t.load_cells(
+        pa.table(
+            {
+                "row": [b"r%04d" % i for i in range(n)],
+                "family": ["f"] * n,
+                "qualifier": [b"q"] * n,
+                "ts": [1] * n,
+                "value": [rng.bytes(200) for _ in range(n)],
+            }
+        )
+    )
+    for ts in range(3):
+        load(t, b"s", 10 + ts)
+    return t
+
+
+def test_maintain_minor_compaction_uses_the_exploring_selection(root: str) -> None:
+    """Ratio 1.0 with no small-file exemption (min.size 0): the large old file is out of
+    ratio, so the three small files are selected; the report lists them."""
+    t = _big_then_small(
+        root,
+        **{"hbase.hstore.compaction.ratio": "1.0", "hbase.hstore.compaction.min.size": "0"},
+    )
+    big, *small = (f.path for f in t.metadata.files_of(t.regions[0].id, "f"))
+    before = t.scan().to_arrow()
+    report = maintain(t, now_ms=NOW, major_interval_ms=None)
+    (action,) = report.actions
+    assert action["action"] == "compact" and "ratio 1.0" in action["reason"]
+    (store,) = action["result"]["stores"]
+    assert store["selection"] == {
+        "policy": "exploring",
+        "files": small,
+        "stuck": False,
+        "off-peak": False,
+        "skipped-large": 0,
+    }
+    assert store["drop-deletes"] is False
+    assert big in {f.path for f in t.files} and len(t.files) == 2
+    assert t.scan().to_arrow().equals(before)
+
+
+def test_maintain_selection_settings_from_properties_and_options(root: str) -> None:
+    props = {
+        "hbase.hstore.compaction.ratio": "1.0",
+        "hbase.hstore.compaction.min.size": "0",
+        "hbase.hstore.compaction.min": "5",
+    }
+    t = _big_then_small(root, **props)
+    # Fewer than hbase.hstore.compaction.min files qualify: nothing to do.
+    assert maintain(t, now_ms=NOW, major_interval_ms=None).actions == ()
+    # An option overrides the property; a huge off-peak ratio takes the large file too.
+    report = maintain(
+        t,
+        now_ms=NOW,
+        major_interval_ms=None,
+        max_store_files=2,
+        off_peak=True,
+        policy=SelectionPolicy(ratio=1.0, off_peak_ratio=1000.0, min_size=0),
+    )
+    (store,) = report.actions[0]["result"]["stores"]
+    assert store["input-files"] == 4 and store["selection"]["off-peak"] is True
+    assert store["drop-deletes"] is True  # all files (R13.3)
+
+
+def test_off_peak_hours_from_properties() -> None:
+    hour = 3_600_000
+    props = {"hbase.offpeak.start.hour": "22", "hbase.offpeak.end.hour": "6"}
+    assert is_off_peak(props, 23 * hour) and is_off_peak(props, 24 * hour + 5 * hour)
+    assert not is_off_peak(props, 6 * hour) and not is_off_peak(props, 12 * hour)
+    assert is_off_peak({"hbase.offpeak.start.hour": "1", "hbase.offpeak.end.hour": "3"}, hour)
+    assert not is_off_peak({}, hour)
+    with pytest.raises(InvalidArgumentError, match=r"hbase\.offpeak\.end\.hour"):
+        is_off_peak({"hbase.offpeak.start.hour": "1", "hbase.offpeak.end.hour": "24"}, hour)
+
+
+def test_cli_compact_files_and_maintain_selection(root: str) -> None:
+    t = _big_then_small(
+        root,
+        **{"hbase.hstore.compaction.ratio": "1.0", "hbase.hstore.compaction.min.size": "0"},
+    )
+    _, first, second, _ = (f.path for f in t.metadata.files_of(t.regions[0].id, "f"))
+    doc = json.loads(
+        run_cli(root, "--output", "json", "compact", "t", "--file", first, "--file", second).output
+    )
+    (store,) = doc["stores"]
+    assert store["selection"] == {"policy": "files", "files": [first, second]}
+    assert store["input-files"] == 2 and doc["version"] is not None
+    result = CliRunner().invoke(cli, ["--root", root, "compact", "t", "--file", first + "x"])
+    assert result.exit_code != 0 and "did you mean" in result.output
+    load(t, b"s", 20)
+    text = run_cli(root, "maintain", "t", "--no-major").output
+    assert "selected 3 files" in text

@@ -1,7 +1,9 @@
 """Compaction commands: ``compact``, ``purge-ttl`` and ``maintain`` (the compaction policy).
 
 ``cellstore compact TABLE [--major]`` is HBase shell's ``compact`` / ``major_compact``;
-``maintain`` runs the whole policy once (for cron or Airflow). Reports print as text lines
+``cellstore compact TABLE --file PATH ...`` compacts exactly the named store files (HBase's
+``CompactionTool``); ``maintain`` runs the whole policy once (for cron or Airflow), its minor
+compactions choosing files with HBase's exploring selection. Reports print as text lines
 or, with ``--output json``, one JSON document (the report's ``to_dict()``). The jobs are
 imported on first use; long runs show a progress bar on stderr (text output only).
 """
@@ -26,11 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "compact_cmd", "maintain_cmd", "purge_ttl_cmd"]
 
 
-
-
 def _progress(output: Output, label: str) -> tuple[Callable[[int, int], None] | None, Any]:
-    """A tqdm bar on stderr for text output (None for JSON output)."""
-    if isinstance(output, JsonOutput):
+    """A tqdm bar on stderr for text output to a terminal (else None: no bar in files)."""
+    if isinstance(output, JsonOutput) or sys.stderr is None or not sys.stderr.isatty():
         return None, None
     from tqdm import tqdm
 
@@ -90,14 +90,44 @@ def _render(output: Output, lines: Sequence[str], doc: dict[str, Any]) -> None:
 @click.option("--major", is_flag=True, help="Major compaction: all files, markers dropped.")
 @click.option("--region", "regions", multiple=True, help="Only this region id (repeatable).")
 @click.option("--family", "families", multiple=True, help="Only this family (repeatable).")
-@click.option("--min-files", type=int, default=3, show_default=True,
-              help="Fewest files a minor compaction takes per store.")
-@click.option("--max-files", type=int, default=10, show_default=True,
-              help="Most files a minor compaction takes per store.")
-@click.option("--time-to-purge-deletes", "ttp", type=int, default=0, show_default=True,
-              metavar="MS", help="Keep markers younger than this in a major compaction.")
-@click.option("--memory-budget", type=SIZE, default="256MiB", show_default=True,
-              help="Cells held per task; larger stores are compacted in row ranges.")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    metavar="PATH",
+    help="Compact exactly this store file, a path as `describe`/Table.files list "
+    "it (repeatable; minor unless it is all of its store's files).",
+)
+@click.option(
+    "--min-files",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Fewest files a minor compaction takes per store.",
+)
+@click.option(
+    "--max-files",
+    type=int,
+    default=10,
+    show_default=True,
+    help="Most files a minor compaction takes per store.",
+)
+@click.option(
+    "--time-to-purge-deletes",
+    "ttp",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="MS",
+    help="Keep markers younger than this in a major compaction.",
+)
+@click.option(
+    "--memory-budget",
+    type=SIZE,
+    default="256MiB",
+    show_default=True,
+    help="Cells held per task; larger stores are compacted in row ranges.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan; commit nothing.")
 @pass_cli_context
 def compact_cmd(
@@ -107,6 +137,7 @@ def compact_cmd(
     major: bool,
     regions: tuple[str, ...],
     families: tuple[str, ...],
+    files: tuple[str, ...],
     min_files: int,
     max_files: int,
     ttp: int,
@@ -124,6 +155,7 @@ def compact_cmd(
             major=major,
             regions=regions or None,
             families=families or None,
+            files=files or None,
             min_files=min_files,
             max_files=max_files,
             time_to_purge_deletes_ms=ttp,
@@ -156,25 +188,66 @@ def _maintain_lines(name: str, report: MaintainReport) -> list[str]:
     verb = "Would run" if report.dry_run else "Ran"
     lines = [f"{verb} {len(report.actions)} actions on table {name}:"]
     for a in report.actions:
-        status = f"error: {a['error']}" if "error" in a else (
-            f"version {a['result'].get('version')}" if not report.dry_run else "planned"
+        status = (
+            f"error: {a['error']}"
+            if "error" in a
+            else (f"version {a['result'].get('version')}" if not report.dry_run else "planned")
         )
         lines.append(f"  {a['action']:<14} {a['reason']} ({status})")
+        for store in a.get("result", {}).get("stores", ()):
+            sel = store.get("selection")
+            if sel is None:
+                continue
+            notes = [k for k in ("stuck", "off-peak") if sel.get(k)]
+            if sel.get("skipped-large"):
+                notes.append(f"{sel['skipped-large']} large files skipped")
+            extra = f" ({', '.join(notes)})" if notes else ""
+            lines.append(
+                f"    {store['region']}/{store['family']}: selected "
+                f"{len(sel['files'])} files{extra}: {' '.join(sel['files'])}"
+            )
     lines.append(f"table {name} is at version {report.version}")
     return lines
 
 
 @click.command("maintain")
 @click.argument("table")
-@click.option("--major-interval", type=float, default=7.0, show_default=True, metavar="DAYS",
-              help="Major-compact when the last major compaction is older (0 = every run).")
+@click.option(
+    "--major-interval",
+    type=float,
+    default=7.0,
+    show_default=True,
+    metavar="DAYS",
+    help="Major-compact when the last major compaction is older (0 = every run).",
+)
 @click.option("--no-major", is_flag=True, help="Never run scheduled major compactions.")
-@click.option("--max-store-files", type=int, default=3, show_default=True,
-              help="Minor-compact stores with more files than this.")
-@click.option("--split-over", type=SIZE, default="10GiB", show_default=True,
-              help="Split regions whose files total more than this.")
-@click.option("--merge-under", type=SIZE, default=None,
-              help="Merge runs of adjacent regions whose files together stay within this.")
+@click.option(
+    "--max-store-files",
+    type=int,
+    default=None,
+    help="Minor-compact only selections of more files than this (default: the "
+    "table property hbase.hstore.compaction.min, else 3 files or more).",
+)
+@click.option(
+    "--off-peak/--peak",
+    "off_peak",
+    default=None,
+    help="Use the off-peak compaction ratio (default: from the table properties "
+    "hbase.offpeak.start.hour/end.hour).",
+)
+@click.option(
+    "--split-over",
+    type=SIZE,
+    default="10GiB",
+    show_default=True,
+    help="Split regions whose files total more than this.",
+)
+@click.option(
+    "--merge-under",
+    type=SIZE,
+    default=None,
+    help="Merge runs of adjacent regions whose files together stay within this.",
+)
 @click.option("--no-purge", is_flag=True, help="Do not purge expired cells.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; commit nothing.")
 @pass_cli_context
@@ -184,7 +257,8 @@ def maintain_cmd(
     table: str,
     major_interval: float,
     no_major: bool,
-    max_store_files: int,
+    max_store_files: int | None,
+    off_peak: bool | None,
     split_over: int,
     merge_under: int | None,
     no_purge: bool,
@@ -198,6 +272,7 @@ def maintain_cmd(
         purge=not no_purge,
         major_interval_ms=None if no_major else int(major_interval * 24 * 3600 * 1000),
         max_store_files=max_store_files,
+        off_peak=off_peak,
         split_over_bytes=split_over,
         merge_under_bytes=merge_under,
         dry_run=dry_run,

@@ -6,7 +6,9 @@ and expired cells and versions past the family's VERSIONS (R13.4, R13.5); a **mi
 compaction takes a strict subset chosen like HBase's ratio-based policy and keeps markers
 (R13.2, R13.7); a minor selection that happens to take every file drops deletes, as HBase
 does (R13.3). Files made only of expired cells are dropped without reading them when
-MIN_VERSIONS is 0 (R8.7).
+MIN_VERSIONS is 0 (R8.7). ``files=[...]`` compacts exactly the named files, per store
+(HBase's ``CompactionTool``); ``policy=`` selects minor compactions with HBase's exploring
+policy (:mod:`cellstore.jobs.selection`, as ``maintain`` does).
 
 Plan, then execute: :func:`plan_compaction` returns frozen, picklable
 :class:`CompactionTask` objects (one per store, cut into row ranges that fit the memory
@@ -25,6 +27,7 @@ equal-key ties with files outside the compaction resolve exactly as before (R3.2
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +45,7 @@ from cellstore.core.names import validate_load_id
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.jobs.common import new_job_id
+from cellstore.jobs.selection import SelectionPolicy, select_files
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
@@ -104,6 +108,10 @@ class StoreCompaction:
         expired: Entries dropped whole because every cell expired (R8.7).
         drop_deletes: Whether markers were dropped (major, or all files: R13.3).
         tasks: The row-range tasks of the store.
+        selection: How the inputs were chosen, for reports: ``policy`` (``files`` for a
+            caller's list, ``exploring`` for HBase's policy), ``files`` (input paths) and
+            the policy's findings (``stuck``, ``off-peak``, ``skipped-large``); None for
+            major compactions and the legacy ratio selection.
     """
 
     region: str
@@ -112,6 +120,7 @@ class StoreCompaction:
     expired: tuple[FileEntry, ...]
     drop_deletes: bool
     tasks: tuple[CompactionTask, ...] = ()
+    selection: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """JSON-able description of the plan."""
@@ -124,6 +133,7 @@ class StoreCompaction:
             "input-markers": sum(e.delete_markers for e in self.inputs),
             "expired-files": len(self.expired),
             "drop-deletes": self.drop_deletes,
+            **({"selection": dict(self.selection)} if self.selection is not None else {}),
         }
 
 
@@ -218,6 +228,98 @@ def select_minor(
     return picked if len(picked) >= max(min_files, 2) else []
 
 
+def select_exploring(
+    files: Sequence[FileEntry], *, policy: SelectionPolicy, off_peak: bool = False
+) -> tuple[list[FileEntry], dict[str, Any]]:
+    """HBase's exploring minor selection (:mod:`cellstore.jobs.selection`) over a store's files.
+
+    The candidates are the store's loads, oldest first: the files of one load (one
+    sequence number) count as one candidate of their total size and are taken or left
+    together, as HBase sees one flushed or bulk-loaded file per store. The selection is a
+    contiguous run in sequence order, so equal-key ties keep resolving as before (R3.2).
+
+    Args:
+        files: The store's files, oldest first (``TableMetadata.files_of``).
+        policy: The selection settings.
+        off_peak: Use the off-peak ratio and size limit.
+
+    Returns:
+        The chosen files (empty when nothing qualifies) and a JSON-able description
+        (``policy``, ``files``, ``stuck``, ``off-peak``, ``skipped-large``).
+    """
+    groups = _seq_groups(files)
+    sel = select_files([sum(f.size for f in g) for g in groups], policy=policy, off_peak=off_peak)
+    picked = [f for g in groups[sel.start : sel.stop] for f in g]
+    info = {
+        "policy": "exploring",
+        "files": [f.path for f in picked],
+        "stuck": sel.stuck,
+        "off-peak": sel.off_peak,
+        "skipped-large": sel.skipped_large,
+    }
+    return picked, info
+
+
+def _selected_stores(
+    meta: TableMetadata, paths: Iterable[str]
+) -> dict[tuple[str, str], list[FileEntry]]:
+    """The live files named by ``paths``, grouped by store, each group oldest first.
+
+    Raises:
+        InvalidArgumentError: no path given, or a path that is not a live file (with the
+            closest live path as a suggestion).
+    """
+    wanted = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
+    if not wanted:
+        raise InvalidArgumentError("files: name at least one store file (a path of Table.files)")
+    live = {f.path: f for f in meta.files}
+    for path in wanted:
+        if path not in live:
+            close = difflib.get_close_matches(path, list(live), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidArgumentError(
+                f"{path!r} is not a live store file of table {meta.name} at version "
+                f"{meta.version} (paths as Table.files lists them){hint}"
+            )
+    stores: dict[tuple[str, str], list[FileEntry]] = {}
+    for path in wanted:
+        f = live[path]
+        stores.setdefault((f.region, f.family), []).append(f)
+    for group in stores.values():
+        group.sort(key=lambda f: (f.seq, f.path))
+    return stores
+
+
+def _check_order(store_files: Sequence[FileEntry], chosen: Sequence[FileEntry]) -> None:
+    """Refuse a selection whose output would reorder equal keys against a file left out.
+
+    The output takes the newest input's sequence number (``S``). A file ``F`` left out
+    keeps its rank against the output's cells only if it is newer than ``S``, or older
+    than every chosen file it shares rows with (R3.2). Files whose row ranges do not meet
+    cannot hold equal keys and never conflict.
+
+    Raises:
+        InvalidArgumentError: naming the file left out and the chosen file it would swap
+            places with.
+    """
+    top = max(f.seq for f in chosen)
+    keys = {entry_key(f) for f in chosen}
+    for other in store_files:
+        if entry_key(other) in keys or other.seq > top:
+            continue
+        for f in chosen:
+            if other.last_row < f.first_row or f.last_row < other.first_row:
+                continue
+            if other.seq < top and (other.seq, other.path) < (f.seq, f.path):
+                continue
+            raise InvalidArgumentError(
+                f"cannot compact {f.path!r} without {other.path!r}: they share rows, and "
+                f"the output takes sequence number {top}, which would rank {f.path!r}'s "
+                f"cells above {other.path!r}'s at equal keys (R3.2); add {other.path!r} "
+                "to the selection or leave out the files older than it"
+            )
+
+
 def _expired_files(files: Sequence[FileEntry], family: Family, now: int) -> list[FileEntry]:
     """Files made only of expired cells, droppable unread when MIN_VERSIONS = 0 (R8.7)."""
     ttl = family.ttl_ms
@@ -275,18 +377,33 @@ def plan_compaction(
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     job_id: str | None = None,
     skip_compacted: bool = False,
+    files: Iterable[str] | None = None,
+    policy: SelectionPolicy | None = None,
+    off_peak: bool = False,
 ) -> list[StoreCompaction]:
     """The stores to compact and their tasks (see :func:`compact` for the options).
 
     A store is planned when a major compaction finds at least one file (a single file is
     rewritten too: its markers and dead cells go), or a minor selection finds enough files,
-    or some file is entirely expired.
+    or some file is entirely expired, or ``files`` names some of its files.
     """
     meta = table.metadata
     now = now_ms if now_ms is not None else clock()
     job_id = validate_load_id(job_id or new_job_id("compact"))
     want_regions = _check_names("region", regions, {r.id for r in meta.regions})
     want_families = _check_names("family", families, set(meta.family_names))
+    selected: dict[tuple[str, str], list[FileEntry]] | None = None
+    if files is not None:
+        if major:
+            raise InvalidArgumentError(
+                "files and major exclude each other: a major compaction takes every file "
+                "of a store (use regions/families to pick stores)"
+            )
+        if regions is not None or families is not None:
+            raise InvalidArgumentError(
+                "files and regions/families exclude each other: the files name their stores"
+            )
+        selected = _selected_stores(meta, files)
     plans: list[StoreCompaction] = []
     for region in meta.regions:
         if want_regions is not None and region.id not in want_regions:
@@ -294,17 +411,31 @@ def plan_compaction(
         for fam in meta.families:
             if want_families is not None and fam.name not in want_families:
                 continue
-            files = list(meta.files_of(region.id, fam.name))
-            if not files:
+            store_files = list(meta.files_of(region.id, fam.name))
+            if not store_files:
                 continue
-            expired = _expired_files(files, fam, now)
-            gone = {entry_key(e) for e in expired}
-            live = [f for f in files if entry_key(f) not in gone]
-            if major:
-                skip = skip_compacted and _already_compact(live, fam, now)
-                inputs = [] if skip else live
+            selection: dict[str, Any] | None = None
+            if selected is not None:
+                inputs = selected.get((region.id, fam.name), [])
+                if not inputs:
+                    continue
+                _check_order(store_files, inputs)
+                expired: list[FileEntry] = []
+                live = store_files
+                selection = {"policy": "files", "files": [f.path for f in inputs]}
             else:
-                inputs = select_minor(live, min_files=min_files, max_files=max_files, ratio=ratio)
+                expired = _expired_files(store_files, fam, now)
+                gone = {entry_key(e) for e in expired}
+                live = [f for f in store_files if entry_key(f) not in gone]
+                if major:
+                    skip = skip_compacted and _already_compact(live, fam, now)
+                    inputs = [] if skip else live
+                elif policy is not None:
+                    inputs, selection = select_exploring(live, policy=policy, off_peak=off_peak)
+                else:
+                    inputs = select_minor(
+                        live, min_files=min_files, max_files=max_files, ratio=ratio
+                    )
             if not inputs and not expired:
                 continue
             drop_deletes = bool(inputs) and len(inputs) == len(live)  # R13.3
@@ -335,6 +466,7 @@ def plan_compaction(
                     expired=tuple(expired),
                     drop_deletes=drop_deletes,
                     tasks=tasks,
+                    selection=selection,
                 )
             )
     return plans
@@ -371,8 +503,13 @@ def _store_tasks(
         tuple(inputs),
     )
     whole = ScanTask(
-        table.path, region_id, region.start, region.end, (read,),
-        table=meta.name, version=meta.version,
+        table.path,
+        region_id,
+        region.start,
+        region.end,
+        (read,),
+        table=meta.name,
+        version=meta.version,
     )
     pieces = split_tasks(table.fs, [whole], budget=memory_budget, metadata=meta)
     out_seq = max(f.seq for f in inputs)
@@ -520,6 +657,9 @@ def compact(
     client: Any = None,
     progress: Any = None,
     skip_compacted: bool = False,
+    files: Iterable[str] | None = None,
+    policy: SelectionPolicy | None = None,
+    off_peak: bool = False,
 ) -> CompactionReport:
     """Compact the table's stores (hbase-semantics R13).
 
@@ -547,12 +687,27 @@ def compact(
             periodic major compactions; ``maintain`` sets it). By default a requested major
             compaction rewrites such a store too, as HBase's user-requested one does, so
             changed family settings (e.g. fewer VERSIONS) take effect.
+        files: Compact exactly these store files, named by their ``path`` as
+            ``Table.files`` lists them (HBase's ``CompactionTool`` over chosen files). Files
+            of several stores (region x family) are compacted per store, all in one
+            commit. Within a store this is a minor compaction (markers kept, R13.2) unless
+            the files are all of the store's files (markers dropped, R13.3). The output
+            takes the newest input's sequence number, so a file left out that shares rows
+            with the selection must be newer than every chosen file or older than those it
+            shares rows with (else :class:`InvalidArgumentError`, R3.2). Excludes
+            ``major``, ``regions`` and ``families``.
+        policy: Choose minor selections with HBase's exploring policy and these settings
+            (:func:`select_exploring`) instead of the ratio walk of :func:`select_minor`
+            (``min_files``/``max_files``/``ratio`` are then ignored). ``maintain`` sets it.
+        off_peak: With ``policy``: use its off-peak ratio and size limit.
 
     Returns:
         A :class:`CompactionReport`. Compacting again gives the same cells.
 
     Raises:
-        InvalidArgumentError: unknown region or family, or a pinned table handle.
+        InvalidArgumentError: unknown region, family or file (with the closest live path),
+            ``files`` together with ``major``/``regions``/``families``, a selection that
+            would reorder equal keys, or a pinned table handle.
     """
     started = time.perf_counter()
     table._writable("compact")
@@ -574,6 +729,9 @@ def compact(
         row_group_cells=row_group_cells,
         job_id=job_id,
         skip_compacted=skip_compacted,
+        files=files,
+        policy=policy,
+        off_peak=off_peak,
     )
     if dry_run or not plans:
         return CompactionReport(
@@ -596,9 +754,7 @@ def compact(
         results,
         operation="compact",
         summary={"job-id": job_id, "major": major},
-        properties={LAST_MAJOR_PROPERTY: str(now)}
-        if whole_table
-        else None,
+        properties={LAST_MAJOR_PROPERTY: str(now)} if whole_table else None,
     )
     table.refresh()
     skipped_ids = {id(s) for s in skipped}

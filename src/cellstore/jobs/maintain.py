@@ -6,8 +6,14 @@ Like a region server's background chores, in one pass over the table's newest ve
 2. **major compaction** of the whole table when the last one is older than
    ``major_interval_ms`` (HBase's ``hbase.hregion.majorcompaction``, 7 days), recorded in the
    table property ``compaction.last-major-ms``;
-3. otherwise a **minor compaction** of every store holding more than ``max_store_files``
-   files (HBase's ``hbase.hstore.compactionThreshold`` = 3);
+3. otherwise a **minor compaction** of every store where HBase's exploring selection
+   (:mod:`cellstore.jobs.selection`) picks files: at least ``hbase.hstore.compaction.min``
+   (3) and at most ``hbase.hstore.compaction.max`` (10) contiguous files in ratio
+   (``hbase.hstore.compaction.ratio`` 1.2; off-peak ``...ratio.offpeak`` 5.0 inside
+   ``hbase.offpeak.start.hour``..``hbase.offpeak.end.hour``, UTC), most files then
+   smallest size. The settings are table properties with HBase's names (HBase's defaults
+   when absent); ``maintain``'s options override them. The report lists each store's
+   selection (files, stuck, off-peak);
 4. **split** of every region whose files exceed ``split_over_bytes`` (HBase's
    ``hbase.hregion.max.filesize``, 10 GiB), near the middle of its data;
 5. optionally **merge** of runs of adjacent small regions (``merge_under_bytes``).
@@ -20,22 +26,25 @@ report; the next run picks it up).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from cellstore.commit import now_ms as clock
-from cellstore.errors import CommitConflictError
+from cellstore.errors import CommitConflictError, InvalidArgumentError
 from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact
 from cellstore.jobs.purge import purge_ttl
 from cellstore.jobs.regions import merge_small, region_sizes, split
+from cellstore.jobs.selection import SelectionPolicy
 from cellstore.warehouse import Table
 
-__all__ = ["MaintainReport", "maintain"]
+__all__ = ["MaintainReport", "is_off_peak", "maintain"]
 
 #: HBase's ``hbase.hregion.majorcompaction``: a week.
 DEFAULT_MAJOR_INTERVAL_MS: Final = 7 * 24 * 3600 * 1000
-#: Minor-compact a store with more files than this (HBase's compactionThreshold).
-DEFAULT_MAX_STORE_FILES: Final = 3
+#: Table properties of HBase's off-peak hours (hours 0-23 UTC; -1 = no off-peak hours).
+OFF_PEAK_START: Final = "hbase.offpeak.start.hour"
+OFF_PEAK_END: Final = "hbase.offpeak.end.hour"
 #: HBase's ``hbase.hregion.max.filesize``.
 DEFAULT_SPLIT_BYTES: Final = 10 << 30
 
@@ -74,7 +83,9 @@ def maintain(
     now_ms: int | None = None,
     purge: bool = True,
     major_interval_ms: int | None = DEFAULT_MAJOR_INTERVAL_MS,
-    max_store_files: int = DEFAULT_MAX_STORE_FILES,
+    max_store_files: int | None = None,
+    policy: SelectionPolicy | None = None,
+    off_peak: bool | None = None,
     split_over_bytes: int | None = DEFAULT_SPLIT_BYTES,
     merge_under_bytes: int | None = None,
     dry_run: bool = False,
@@ -88,7 +99,13 @@ def maintain(
         purge: Purge expired cells first.
         major_interval_ms: Major-compact when the last major compaction is older than this
             (or never happened); None disables scheduled major compactions.
-        max_store_files: Minor-compact stores with more files than this.
+        max_store_files: Minor-compact only stores where more than this many files are
+            selected (sets the policy's ``min_files`` to this + 1); None keeps the policy's
+            (``hbase.hstore.compaction.min``, 3).
+        policy: The minor-compaction selection settings (default: from the table's
+            properties, :meth:`SelectionPolicy.from_properties`).
+        off_peak: Whether this run is off-peak (default: from the table properties
+            ``hbase.offpeak.start.hour``/``end.hour`` and ``now_ms``, see :func:`is_off_peak`).
         split_over_bytes: Split regions whose files total more than this; None disables.
         merge_under_bytes: Merge runs of adjacent regions whose files together stay within
             this; None (default) disables.
@@ -145,13 +162,24 @@ def maintain(
             ),
         )
     else:
+        props = table.metadata.properties
+        chosen = policy or SelectionPolicy.from_properties(props)
+        if max_store_files is not None:
+            chosen = replace(
+                chosen,
+                min_files=max(max_store_files + 1, 2),
+                max_files=max(chosen.max_files, max_store_files + 1),
+            )
+        peak = is_off_peak(props, now) if off_peak is None else off_peak
         run(
             "compact",
-            f"stores with more than {max_store_files} files",
+            f"exploring selection (ratio {chosen.off_peak_ratio if peak else chosen.ratio}, "
+            f"{chosen.min_files}-{chosen.max_files} files{', off-peak' if peak else ''})",
             lambda: compact(
                 table,
                 now_ms=now,
-                min_files=max_store_files + 1,
+                policy=chosen,
+                off_peak=peak,
                 dry_run=dry_run,
                 client=client,
             ),
@@ -181,6 +209,32 @@ def maintain(
         version=table.version,
         seconds=time.perf_counter() - started,
     )
+
+
+def is_off_peak(properties: Mapping[str, str], now_ms: int) -> bool:
+    """Whether ``now_ms`` falls in the off-peak hours the table properties set.
+
+    As HBase's ``OffPeakHours``: hours ``start <= hour < end`` (UTC), wrapping past midnight
+    when ``start > end``; none when either is unset or -1 (HBase's default).
+
+    Raises:
+        InvalidArgumentError: an hour that is not an integer in -1..23.
+    """
+    hours = []
+    for key in (OFF_PEAK_START, OFF_PEAK_END):
+        raw = properties.get(key, "-1")
+        try:
+            hour = int(raw)
+        except ValueError:
+            hour = -2
+        if not -1 <= hour <= 23:
+            raise InvalidArgumentError(f"table property {key}={raw!r} is not an hour in -1..23")
+        hours.append(hour)
+    start, end = hours
+    if start == -1 or end == -1 or start == end:
+        return False
+    hour = (now_ms // 3_600_000) % 24
+    return start <= hour < end if start < end else (hour >= start or hour < end)
 
 
 def _did_something(result: dict[str, Any]) -> bool:
