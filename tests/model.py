@@ -15,7 +15,7 @@ Everything is plain Python over small lists; speed does not matter here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 PUT, DELETE, DELETE_FAMILY_VERSION, DELETE_COLUMN, DELETE_FAMILY = 4, 8, 10, 12, 14
@@ -37,6 +37,20 @@ class Cell:
 
     def out(self) -> tuple[bytes, bytes, int, int, bytes]:
         return (self.row, self.qualifier, self.ts, self.type, self.value)
+
+
+#: The sequence id of a file bulk-loaded with assign.sequenceNumbers=false (R14.5).
+UNASSIGNED_SEQ = -1
+
+
+def bulk_load_seq(*, next_seq: int, assign: bool) -> int:
+    """R14.5: the sequence id a bulk-loaded file reads with: the load's own, or -1."""
+    return next_seq if assign else UNASSIGNED_SEQ
+
+
+def compacted_seq(input_seqs: Iterable[int]) -> int:
+    """R3.1: a compaction's output file has the highest max sequence id of its inputs."""
+    return max(input_seqs)
 
 
 def cell_key(c: Cell) -> tuple[bytes, bytes, int, int]:
@@ -393,12 +407,19 @@ def read(
     limit_per_row: int | None = None,
     offset_per_row: int = 0,
     cell_filter: Callable[[Cell], bool] | None = None,
+    family: str | None = None,
+    family_time_ranges: Mapping[str, tuple[int, int]] | None = None,
 ) -> list[tuple[bytes, bytes, int, int, bytes]]:
     """Cells HBase returns for one read of one family, as (row, qualifier, ts, type, value).
 
     ``cell_filter`` plays a cell filter (True = INCLUDE, False = SKIP) merged as
-    UserScanQueryMatcher#mergeFilterResponse does (R12.8).
+    UserScanQueryMatcher#mergeFilterResponse does (R12.8). ``family_time_ranges`` plays
+    ``Query#setColumnFamilyTimeRange``: as in the UserScanQueryMatcher constructor, the
+    matcher of ``family`` takes that family's range if it has one, else ``time_range``
+    (R7.1); everything else (markers, versions, raw) then uses that one range.
     """
+    if family_time_ranges and family is not None and family in family_time_ranges:
+        time_range = family_time_ranges[family]
     if qualifiers is not None and not qualifiers:
         qualifiers = None
     if raw and qualifiers is not None:

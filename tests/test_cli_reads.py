@@ -105,8 +105,20 @@ def table(root: str) -> str:
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("scan", ["--start-row", "--prefix", "--column", "--raw", "--output-file", "--format"]),
-        ("get", ["TABLE ROW", "--column", "--timestamp", "--versions"]),
+        (
+            "scan",
+            [
+                "--start-row",
+                "--prefix",
+                "--column",
+                "--raw",
+                "--output-file",
+                "--format",
+                "--key",
+                "--raw-values",
+            ],
+        ),
+        ("get", ["TABLE [ROW]", "--column", "--timestamp", "--versions", "--key", "--raw-values"]),
         ("count", ["--start-row", "--prefix", "--family", "--time-range"]),
         ("quickstart", ["--table", "example:webtable"]),
     ],

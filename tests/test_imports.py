@@ -24,6 +24,7 @@ LAYERS = {
     "reader": 3,
     "loader": 3,
     "hbase": 3,
+    "report": 3,
     "warehouse": 4,
     "jobs": 5,
     "spark": 5,

@@ -224,7 +224,7 @@ def test_covered_scan_reads_only_the_index(users):
     index = open_index(users, "by_email")
     entries = index.scan(b"ab", column_types={"info:age": "long"})
     assert entries.column_names == ["info:email", "row", "ts", "stats:n", "info:age"]
-    data = users.scan(shape="wide", column_types={"info:age": "long"}).to_arrow()
+    data = users.scan(shape="wide", column_types={"info:age": "long", "stats:n": "bytes"}).to_arrow()
     by_row = {r["row"]: r for r in data.to_pylist()}
     assert entries.column("row").to_pylist() == rows_with(users, "info:email", b"ab")
     for e in entries.to_pylist():
@@ -272,7 +272,8 @@ def test_expression_over_key_fields_and_columns(any_root):
     t = wh.table("ev")
     with pytest.raises(InvalidArgumentError, match="cannot also be covered"):
         create_index(t, name="x", column="d:kind", covered=["d:kind"])
-    build_index(t, name="by_kind_user", expression=["string(d:kind)", "key(user)"])
+    build_index(t, name="by_kind_user", expression=["string(d:kind)", "key(user)"],
+                maintain=False)
     index = open_index(t, "by_kind_user")
     scanned = t.scan(shape="wide").to_arrow().to_pylist()
     want = sorted(r["row"] for r in scanned if r["d:kind"] == b"buy" and r["user"] == "ann")
@@ -314,7 +315,8 @@ def test_span_reads_match_point_reads(users, monkeypatch):
 
 # ------------------------------------------------------------ verify and incremental
 def test_verify_reports_missing_stale_and_covered(users):
-    build_index(users, name="by_email", column="info:email", covered=["stats:n"])
+    build_index(users, name="by_email", column="info:email", covered=["stats:n"],
+                maintain=False)
     assert verify_index(users, name="by_email").ok
     users.load_cells(pa.concat_tables([
         put([b"zz-new"], "info", b"email", [b"fresh"], 20),       # missing
@@ -345,7 +347,8 @@ def test_verify_reports_missing_stale_and_covered(users):
 
 
 def test_incremental_build_follows_updates_and_deletes(users):
-    build_index(users, name="by_email", column="info:email", covered=["stats:n"])
+    build_index(users, name="by_email", column="info:email", covered=["stats:n"],
+                maintain=False)
     wh = users.warehouse
     users.load_cells(pa.concat_tables([
         put([b"a0"], "info", b"email", [b"moved"], 30),           # value change
@@ -386,7 +389,7 @@ def test_incremental_build_follows_updates_and_deletes(users):
 
 
 def test_incremental_build_by_time_range(users):
-    build_index(users, name="by_email", column="info:email")
+    build_index(users, name="by_email", column="info:email", maintain=False)
     users.load_cells(pa.concat_tables([
         put([b"a0"], "info", b"email", [b"late"], 500),
         put([b"h7"], "info", b"email", [b"early"], 15),
@@ -434,7 +437,7 @@ def test_cli_build_verify_lookup(tmp_path):
         return runner.invoke(cli, ["--root", root, *args])
 
     built = run("index", "build", "ns:users", "by_email", "--column", "info:email",
-                "--codec", "string")
+                "--codec", "string", "--no-maintain")
     assert built.exit_code == 0, built.output
     assert "Built index by_email of ns:users (full)" in built.output
     ok = run("--output", "json", "index", "verify", "ns:users", "by_email")

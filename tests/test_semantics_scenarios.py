@@ -203,6 +203,22 @@ def test_r3_2_equal_sequence_numbers_later_listed_run_wins() -> None:
     ]
 
 
+def test_r14_5_unassigned_sequence_id_loses_every_tie() -> None:
+    """R14.5/R3.1: a bulk-loaded file without a sequence id (-1) ranks below every file,
+    older or newer; its cells that tie nothing are read like any other (R14.6)."""
+    existing = [put(b"q", 5, b"existing")]
+    bulk = [put(b"q", 5, b"bulk"), put(b"q", 6, b"bulk-6")]
+    for runs, seqs in (([existing, bulk], [1, -1]), ([bulk, existing], [-1, 1])):
+        assert values(read(*runs, seqs=seqs, max_versions=3)) == [b"bulk-6", b"existing"]
+    later = [put(b"q", 5, b"later")]
+    assert values(read(bulk, later, seqs=[-1, 2], max_versions=3)) == [b"bulk-6", b"later"]
+    # raw reads settle the tie the same way (R3.3)
+    assert values(read(existing, bulk, seqs=[1, -1], raw=True, max_versions=3)) == [
+        b"bulk-6",
+        b"existing",
+    ]
+
+
 def test_r3_3_duplicate_is_not_counted_as_a_version() -> None:
     """FromClientSideTest4#testDuplicateVersions: rewriting a version does not use a slot."""
     first = [put(b"q", 5, b"v5-old"), put(b"q", 4, b"v4"), put(b"q", 3, b"v3")]
@@ -520,6 +536,19 @@ def test_r7_3_markers_newer_than_the_range_apply_with_keep_deleted_false() -> No
     assert read(cells, family=family, max_versions=3, time_range=(0, 5)) == []
     family = fam(keep_deleted_cells=KeepDeletedCells.TRUE)
     assert values(read(cells, family=family, max_versions=3, time_range=(0, 5))) == [b"2"]
+
+
+def test_r7_1_family_range_replaces_the_read_wide_range() -> None:
+    """R7.1 (UserScanQueryMatcher constructor): a family's matcher takes that family's range
+    when the read gives one; the engine reads that family with it as its range, so the
+    per-family read equals a plain read with that range and ignores the read-wide one."""
+    cells = [put(b"q", ts, b"%d" % ts) for ts in (4, 10, 20)] + [delete_column(b"q", 30)]
+    keep = fam(max_versions=3, keep_deleted_cells=KeepDeletedCells.TRUE)
+    # the read-wide [15, 25) would return 20; the family's [0, 15) returns 10 and 4 (R7.2),
+    # and the DeleteColumn@30 is newer than the family's range: ignored under TRUE (R9.2),
+    assert values(read(cells, family=keep, max_versions=3, time_range=(0, 15))) == [b"10", b"4"]
+    # applied under FALSE (R7.3)
+    assert read(cells, family=fam(max_versions=3), max_versions=3, time_range=(0, 15)) == []
 
 
 def test_r7_4_get_with_timestamp_does_not_fall_back() -> None:

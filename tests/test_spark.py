@@ -237,6 +237,11 @@ READS = [
     pytest.param({"columns": "f:a"}, {"columns": ["f:a"]}, id="columns"),
     pytest.param({"families": "g"}, {"families": ["g"]}, id="families"),
     pytest.param({"time_range": "2,5"}, {"time_range": (2, 5)}, id="time-range"),
+    pytest.param(  # R7.1: each family's own range replaces the read-wide one
+        {"time_range": "2,5", "family_time_ranges": "g:0:3", "max_versions": "3"},
+        {"time_range": (2, 5), "family_time_ranges": {"g": (0, 3)}, "max_versions": 3},
+        id="family-time-range",
+    ),
     pytest.param({"max_versions": "3"}, {"max_versions": 3}, id="versions"),
     pytest.param(
         {"raw": "true", "max_versions": "10"}, {"raw": True, "max_versions": 10}, id="raw"

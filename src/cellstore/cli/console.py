@@ -33,6 +33,7 @@ from cellstore.cli import (
     load_cells,
     reads,
     regions,
+    report,
     tables,
 )
 from cellstore.cli.context import CliContext
@@ -66,6 +67,7 @@ COMMAND_MODULES: Final = (
     index,
     hfile,
     hbase,
+    report,
 )
 
 
@@ -296,6 +298,7 @@ def cli(
     debug: bool,
 ) -> None:
     """cellstore: HBase tables as Parquet store files on any fsspec filesystem."""
+    _plain_warnings()
     ctx.obj = CliContext(
         root=root,
         storage_options=dict(storage_options),
@@ -307,6 +310,26 @@ def cli(
 for _module in COMMAND_MODULES:
     for _command in _module.COMMANDS:
         cli.add_command(_command)
+
+
+def _plain_warnings() -> None:
+    """Show cellstore's warnings as ``warning: MESSAGE`` lines on stderr, not Python's form."""
+    import warnings
+
+    from cellstore.errors import CellstoreWarning
+
+    previous = warnings.showwarning
+    if getattr(previous, "_cellstore", False):
+        return
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(category, type) and issubclass(category, CellstoreWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            previous(message, category, *args, **kwargs)
+
+    show._cellstore = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -21,6 +21,7 @@ from cellstore.cli.params import STORAGE_OPTION
 from cellstore.cli.reads import (
     _COLUMN,
     _FAMILY,
+    _FAMILY_TIME_RANGE,
     _FILTER,
     _NOW,
     _PREFIX,
@@ -117,6 +118,7 @@ def describe_cmd(
 @_COLUMN
 @_FAMILY
 @_TIME_RANGE
+@_FAMILY_TIME_RANGE
 @_TIMESTAMP
 @_VERSIONS
 @click.option("--raw", is_flag=True, help="Return delete markers and deleted cells as stored.")
@@ -139,6 +141,7 @@ def scan_cmd(
     columns: tuple[bytes, ...],
     families: tuple[str, ...],
     time_range: tuple[int, int] | None,
+    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
     timestamp: int | None,
     max_versions: int | None,
     raw: bool,
@@ -157,6 +160,7 @@ def scan_cmd(
         columns=columns or None,
         families=families or None,
         time_range=time_range,
+        family_time_ranges=family_time_ranges or None,
         timestamp=timestamp,
         max_versions=max_versions,
         raw=raw,
@@ -178,6 +182,7 @@ def scan_cmd(
 @_COLUMN
 @_FAMILY
 @_TIME_RANGE
+@_FAMILY_TIME_RANGE
 @_FILTER
 @_NOW
 @pass_cli_context
@@ -193,6 +198,7 @@ def count_cmd(
     columns: tuple[bytes, ...],
     families: tuple[str, ...],
     time_range: tuple[int, int] | None,
+    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
     filter_text: str | None,
     now_ms: int | None,
 ) -> None:
@@ -206,6 +212,7 @@ def count_cmd(
         columns=columns or None,
         families=families or None,
         time_range=time_range,
+        family_time_ranges=family_time_ranges or None,
         filter=_filters(filter_text),
         now_ms=now_ms,
     ).count_rows()

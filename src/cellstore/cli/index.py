@@ -25,7 +25,13 @@ from cellstore.core.keys import from_string_binary
 from cellstore.errors import VerifyError
 
 if TYPE_CHECKING:
-    from cellstore.jobs.index import Index, IndexBuildReport, IndexDefinition, IndexVerifyReport
+    from cellstore.jobs.index import (
+        Index,
+        IndexBuildReport,
+        IndexDefinition,
+        IndexType,
+        IndexVerifyReport,
+    )
 
 __all__ = [
     "COMMANDS",
@@ -35,6 +41,7 @@ __all__ = [
     "index_group",
     "list_cmd",
     "lookup_cmd",
+    "parse_inputs",
     "parse_value",
     "verify_cmd",
 ]
@@ -85,6 +92,18 @@ _DEFINE_OPTIONS = [
         default=None,
         help="The index table (default NAMESPACE:TABLE_idx_NAME).",
     ),
+    click.option(
+        "--maintain/--no-maintain",
+        default=True,
+        show_default=True,
+        help="Keep the index current on every load into the table (else only builds do).",
+    ),
+    click.option(
+        "--local",
+        is_flag=True,
+        help="A local index: rows in the table's own regions (hidden family _idx), split "
+        "and merged with the data; lookups fan out per region.",
+    ),
 ]
 
 
@@ -95,8 +114,13 @@ def _define_options(f: Any) -> Any:
 
 
 def _definition_args(
-    column: str | None, codec: str | None, parts: Sequence[str], covered: Sequence[str],
+    column: str | None,
+    codec: str | None,
+    parts: Sequence[str],
+    covered: Sequence[str],
     index_table: str | None,
+    maintain: bool = True,
+    local: bool = False,
 ) -> dict[str, Any]:
     if column is not None and parts:
         raise click.UsageError("give --column or --part, not both")
@@ -106,6 +130,8 @@ def _definition_args(
         "expression": list(parts) or None,
         "covered": list(covered),
         "index_table": index_table,
+        "maintain": maintain,
+        "local": local,
     }
 
 
@@ -124,6 +150,9 @@ def _definition_lines(d: IndexDefinition) -> list[str]:
     ]
     if d.covered:
         lines.append(f"  covers {', '.join(d.covered)}")
+    lines.append("  kept current by every load" if d.maintain else "  updated by builds only")
+    if d.local:
+        lines.append("  local: rows in the table's regions (hidden family _idx)")
     return lines
 
 
@@ -143,11 +172,13 @@ def create_cmd(
     parts: tuple[str, ...],
     covered: tuple[str, ...],
     index_table: str | None,
+    maintain: bool,
+    local: bool,
 ) -> None:
     """Define index NAME on TABLE and create its empty index table (no build)."""
     from cellstore.jobs.index import create_index
 
-    args = _definition_args(column, codec, parts, covered, index_table)
+    args = _definition_args(column, codec, parts, covered, index_table, maintain, local)
     if args["column"] is None and args["expression"] is None:
         raise click.UsageError("give --column or --part")
     definition = create_index(cli_ctx.warehouse().table(table), name=name, **args)
@@ -163,8 +194,17 @@ def _build_lines(r: IndexBuildReport) -> list[str]:
         head,
         *grid(
             ["ROWS READ", "INDEX ROWS", "DELETED", "MISSING", "UNINDEXABLE", "CELLS", "FILES"],
-            [[r.rows_read, r.index_rows, r.deleted_rows, r.missing, r.unindexable, r.cells,
-              r.files]],
+            [
+                [
+                    r.rows_read,
+                    r.index_rows,
+                    r.deleted_rows,
+                    r.missing,
+                    r.unindexable,
+                    r.cells,
+                    r.files,
+                ]
+            ],
         ),
         f"data version {r.data_version}, index version {r.index_version}, job {r.job_id}",
         f"Took {r.seconds:.4f} seconds",
@@ -206,6 +246,8 @@ def build_cmd(
     parts: tuple[str, ...],
     covered: tuple[str, ...],
     index_table: str | None,
+    maintain: bool,
+    local: bool,
     incremental: bool,
     since: int | None,
     until: int | None,
@@ -218,7 +260,7 @@ def build_cmd(
     from cellstore.core.cells import LATEST_TIMESTAMP
     from cellstore.jobs.index import build_index
 
-    args = _definition_args(column, codec, parts, covered, index_table)
+    args = _definition_args(column, codec, parts, covered, index_table, maintain, local)
     if (since is not None or until is not None) and not incremental:
         raise click.UsageError("--since and --until go with --incremental")
     if until is not None and since is None:
@@ -247,8 +289,17 @@ def _verify_lines(r: IndexVerifyReport) -> list[str]:
         f"Index {r.index} of {r.table} ({r.index_table}): {status}",
         *grid(
             ["DATA ROWS", "EXPECTED", "INDEX ROWS", "MISSING", "STALE", "COVERED", "UNPARSABLE"],
-            [[r.data_rows, r.expected_rows, r.index_rows, r.missing, r.stale, r.covered,
-              r.unparsable]],
+            [
+                [
+                    r.data_rows,
+                    r.expected_rows,
+                    r.index_rows,
+                    r.missing,
+                    r.stale,
+                    r.covered,
+                    r.unparsable,
+                ]
+            ],
         ),
     ]
     if r.samples:
@@ -264,7 +315,7 @@ def _verify_lines(r: IndexVerifyReport) -> list[str]:
 
 @click.command("verify")
 @click.argument("table")
-@click.argument("name")
+@click.argument("name", required=False)
 @click.option(
     "--samples",
     type=click.IntRange(min=0),
@@ -273,13 +324,28 @@ def _verify_lines(r: IndexVerifyReport) -> list[str]:
     help="Examples shown per kind of problem.",
 )
 @pass_cli_context
-def verify_cmd(cli_ctx: CliContext, *, table: str, name: str, samples: int) -> None:
-    """Compare index NAME with TABLE's data; exit 9 when index rows are missing or stale."""
-    from cellstore.jobs.index import verify_index
+def verify_cmd(cli_ctx: CliContext, *, table: str, name: str | None, samples: int) -> None:
+    """Compare index NAME (default: every index) with TABLE's data; exit 9 on problems.
 
-    report = verify_index(cli_ctx.warehouse().table(table), name=name, samples=samples)
-    _emit(cli_ctx, report.to_dict(), _verify_lines(report))
-    if not report.ok:
+    Problems are index rows missing, stale, with other covered values, or unparsable.
+    """
+    from cellstore.jobs.index import list_indexes, verify_index
+
+    data = cli_ctx.warehouse().table(table)
+    if name is not None:
+        report = verify_index(data, name=name, samples=samples)
+        _emit(cli_ctx, report.to_dict(), _verify_lines(report))
+        ok = report.ok
+    else:
+        reports = [verify_index(data, name=d.name, samples=samples) for d in list_indexes(data)]
+        ok = all(r.ok for r in reports)
+        lines = [line for r in reports for line in _verify_lines(r)]
+        _emit(
+            cli_ctx,
+            {"table": str(data.name), "ok": ok, "indexes": [r.to_dict() for r in reports]},
+            lines or [f"Table {data.name} has no indexes"],
+        )
+    if not ok:
         click.get_current_context().exit(VerifyError.exit_code)
 
 
@@ -293,35 +359,70 @@ def parse_value(index: Index, texts: Sequence[str]) -> tuple[Any, ...]:
     Raises:
         click.BadParameter: a value that does not parse for its part.
     """
-    from cellstore.jobs.index import IndexType
-
     out: list[Any] = []
     for typ, name, text in zip(index.types, index.definition.part_names, texts, strict=False):
-        try:
-            if typ is IndexType.STRING:
-                out.append(text)
-            elif typ is IndexType.BYTES:
-                out.append(from_string_binary(text))
-            elif typ is IndexType.BOOLEAN:
-                lowered = text.strip().lower()
-                if lowered not in ("true", "false", "1", "0"):
-                    raise ValueError("expected true or false")
-                out.append(lowered in ("true", "1"))
-            elif typ in (IndexType.FLOAT32, IndexType.FLOAT64):
-                out.append(float(text))
-            else:
-                out.append(int(text))
-        except ValueError as e:
-            raise click.BadParameter(f"{text!r} for part {name} ({typ.value}): {e}") from None
+        out.append(_convert(typ, text, f"part {name}"))
     if len(texts) > len(index.types):
         raise click.BadParameter(f"index {index.definition.name} has {len(index.types)} part(s)")
     return tuple(out)
 
 
+def _convert(typ: IndexType, text: str, what: str) -> Any:
+    from cellstore.jobs.index import IndexType
+
+    try:
+        if typ is IndexType.STRING:
+            return text
+        if typ is IndexType.BYTES:
+            return from_string_binary(text)
+        if typ is IndexType.BOOLEAN:
+            lowered = text.strip().lower()
+            if lowered not in ("true", "false", "1", "0"):
+                raise ValueError("expected true or false")
+            return lowered in ("true", "1")
+        if typ in (IndexType.FLOAT32, IndexType.FLOAT64):
+            return float(text)
+        return int(text)
+    except ValueError as e:
+        raise click.BadParameter(f"{text!r} for {what} ({typ.value}): {e}") from None
+
+
+def parse_inputs(index: Index, texts: Sequence[str]) -> dict[str, Any]:
+    r"""``NAME=VALUE`` command-line inputs, typed by the column's codec or key field's type.
+
+    Raises:
+        click.BadParameter: a malformed input, an unknown name, or a value that does not
+            parse for its type.
+    """
+    from cellstore.jobs.index import IndexType
+
+    types = index.definition.key_types(index.table.metadata.row_key)
+    for part in index.definition.parts:
+        types |= {c.column: IndexType.of_codec(c.codec) for c in part.columns}
+    out: dict[str, Any] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or name not in types:
+            raise click.BadParameter(
+                f"{text!r}: expected NAME=VALUE, NAME one of {', '.join(sorted(types))}"
+            )
+        out[name] = _convert(types[name], value, name)
+    return out
+
+
 @click.command("lookup")
 @click.argument("table")
 @click.argument("name")
-@click.argument("values", nargs=-1, required=True)
+@click.argument("values", nargs=-1, required=False)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Instead of VALUES: a column (family:qualifier) or key field value; the index's "
+    "expressions are applied to them, e.g. --input info:name=ann for UPPER(string(info:name)) "
+    "(repeatable).",
+)
 @click.option(
     "--column",
     "columns",
@@ -344,6 +445,7 @@ def lookup_cmd(
     table: str,
     name: str,
     values: tuple[str, ...],
+    inputs: tuple[str, ...],
     columns: tuple[str, ...],
     covered_only: bool,
     limit: int | None,
@@ -359,7 +461,9 @@ def lookup_cmd(
     started = time.perf_counter()
     data = cli_ctx.warehouse().table(table)
     index = open_index(data, name)
-    value = parse_value(index, values)
+    if bool(values) == bool(inputs):
+        raise click.UsageError("give VALUES or --input, not both (and not neither)")
+    value = parse_value(index, values) if values else index.evaluate(parse_inputs(index, inputs))
     if covered_only:
         entries = index.scan(value, limit=limit)
         shown = [
@@ -367,8 +471,9 @@ def lookup_cmd(
                 k: printable(v) if isinstance(v, bytes) else v
                 for k, v in zip(entries.column_names, row, strict=True)
             }
-            for row in zip(*(entries.column(c).to_pylist() for c in entries.column_names),
-                           strict=True)
+            for row in zip(
+                *(entries.column(c).to_pylist() for c in entries.column_names), strict=True
+            )
         ]
         cells = [["" if r[c] is None else r[c] for c in entries.column_names] for r in shown]
         lines = [

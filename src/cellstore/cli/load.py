@@ -133,7 +133,7 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
         lines.append(
             f"Loaded {plural(r.rows, 'record')} as {plural(r.cells, 'cell')} into table {r.table}: "
             f"{plural(r.files, 'file')}, {human_bytes(r.bytes)} (version {r.version}, "
-            f"sequence number {r.seq})"
+            f"sequence number {r.seq if r.seq is not None else 'none'})"
         )
     lines.append(
         f"load id {r.load_id}; {plural(r.records, 'record')} read from "
@@ -464,6 +464,13 @@ def _inline_mapping(
     multiple=True,
     help="fsspec option for --hfile-output, --split-keys and --hbase-root (repeatable).",
 )
+@click.option(
+    "--no-assign-seq-id",
+    is_flag=True,
+    help="Commit without a sequence number, like HBase's bulk load with "
+    "hbase.mapreduce.bulkload.assign.sequenceNumbers=false: at equal row, column, "
+    "timestamp and type the cells already in the table win (not with --hfile-output).",
+)
 @pass_cli_context
 def load_cmd(
     cli_ctx: CliContext,
@@ -502,6 +509,7 @@ def load_cmd(
     hfile_block_size: int | None = None,
     hfile_bloom: str | None = None,
     hfile_storage_options: tuple[tuple[str, Any], ...] = (),
+    no_assign_seq_id: bool = False,
 ) -> None:
     """Bulk-load INPUT files (CSV, TSV, JSON lines, Parquet; paths, URLs or globs) into TABLE.
 
@@ -611,6 +619,10 @@ def load_cmd(
     if table is None:
         from cellstore.loader import write_hfiles
 
+        if no_assign_seq_id:
+            raise click.BadParameter(
+                "applies to loads that commit to a table", param_hint="'--no-assign-seq-id'"
+            )
         try:
             with _running(cli_ctx, scheduler, label="write HFiles") as (client, progress):
                 report = write_hfiles(
@@ -689,6 +701,7 @@ def load_cmd(
                 key_advice="report",
                 **common,
                 **hfile_kwargs,
+                assign_seq_id=not no_assign_seq_id,
             )
     except BaseException:
         if created:

@@ -121,6 +121,13 @@ def _format_for(path: str) -> CellFileFormat:
     default=None,
     help="Idempotency key: a load id the table already committed is not applied again.",
 )
+@click.option(
+    "--no-assign-seq-id",
+    is_flag=True,
+    help="Commit without a sequence number (HBase's bulk load with "
+    "hbase.mapreduce.bulkload.assign.sequenceNumbers=false): at equal row, column, "
+    "timestamp and type the cells already in the table win.",
+)
 @pass_cli_context
 def load_cells_cmd(
     cli_ctx: CliContext,
@@ -129,6 +136,7 @@ def load_cells_cmd(
     file: str,
     fmt: CellFileFormat | None,
     load_id: str | None,
+    no_assign_seq_id: bool = False,
 ) -> None:
     """Load raw cells from FILE into TABLE in one commit.
 
@@ -142,7 +150,9 @@ def load_cells_cmd(
     """  # noqa: D301 (click's \b marker)
     fmt = fmt or _format_for(file)
     handle = cli_ctx.warehouse().table(table)
-    result = handle.load_cells(read_cells_file(file, fmt=fmt), load_id=load_id)
+    result = handle.load_cells(
+        read_cells_file(file, fmt=fmt), load_id=load_id, assign_seq_id=not no_assign_seq_id
+    )
     cli_ctx.output.load_result(str(handle.name), result)
 
 

@@ -12,6 +12,7 @@ only, so ``cellstore --help`` does not load pyarrow or fsspec.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from abc import ABC, abstractmethod
@@ -35,12 +36,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from cellstore.cli.reads import ExportReport, QuickstartReport
-    from cellstore.core.metadata import HistoryEntry
+    from cellstore.core.metadata import HistoryEntry, TableMetadata
+    from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader import LoadReport
+    from cellstore.loader.mapping import KeyColumn, TableCodecs
     from cellstore.warehouse import TableDescription
 
 __all__ = [
     "OUTPUT_FORMATS",
+    "CellDecoder",
     "JsonOutput",
     "Output",
     "OutputFormat",
@@ -96,7 +100,14 @@ class Output(ABC):
         """What a load committed (``load-cells``)."""
 
     @abstractmethod
-    def scan_cells(self, name: str, batches: Iterable[pa.Table], *, started: float) -> None:
+    def scan_cells(
+        self,
+        name: str,
+        batches: Iterable[pa.Table],
+        *,
+        started: float,
+        decoder: CellDecoder | None = None,
+    ) -> None:
         """Scan results, batch by batch (``scan``).
 
         Args:
@@ -104,11 +115,21 @@ class Output(ABC):
             batches: Result cells in HBase result order (``Scan.to_batches()``); rows never
                 span two batches.
             started: ``time.perf_counter()`` when the read started (for ``Took N seconds``).
+            decoder: Decodes values and row keys with the codecs recorded with the table;
+                None prints them raw (printable form).
         """
 
     @abstractmethod
-    def get_cells(self, name: str, row: bytes, cells: pa.Table, *, started: float) -> None:
-        """The cells of one row (``get``)."""
+    def get_cells(
+        self,
+        name: str,
+        row: bytes,
+        cells: pa.Table,
+        *,
+        started: float,
+        decoder: CellDecoder | None = None,
+    ) -> None:
+        """The cells of one row (``get``); ``decoder`` as for :meth:`scan_cells`."""
 
     @abstractmethod
     def row_count(self, name: str, rows: int, *, started: float) -> None:
@@ -224,6 +245,201 @@ def printable_cells(cells: pa.Table) -> list[PrintableCell]:
     ]
 
 
+# ------------------------------------------------------------------------- decoded cells
+#: Control characters, escaped in decoded text so one cell stays one line.
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
+
+
+def _value_text(value: Any) -> str:
+    r"""A decoded value as text: numbers as Python prints them, booleans as Java does.
+
+    Strings print as they are but for control characters (``\x0A``), bytes in printable form.
+
+    >>> _value_text(True), _value_text(21.5), _value_text("a\nb")
+    ('true', '21.5', 'a\\x0Ab')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return printable(value)
+    if isinstance(value, str):
+        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02X}", value)
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    """A decoded value as JSON: non-finite floats as strings, bytes in printable form."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, bytes):
+        return printable(value)
+    return value
+
+
+def _objects(values: list[Any]) -> Any:
+    """A numpy object array holding ``values`` as they are."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+class CellDecoder:
+    """Decodes result values and row keys with the codecs recorded with a table.
+
+    Values decode with the table's recorded column codecs
+    (:class:`~cellstore.loader.mapping.TableCodecs`); row keys with the row-key spec stored
+    with the table, else the row key of the latest mapping-based load (a spec's fields, or
+    a numeric key column). A value or key that does not decode with its codec (another
+    load wrote other bytes) stays raw. Decoding is vectorized per column and codec.
+
+    Attributes:
+        codecs: The recorded codecs.
+        row_key: The salt-free row-key spec or key column that decodes rows, or None.
+    """
+
+    def __init__(self, codecs: TableCodecs, row_key: RowKeySpec | KeyColumn | None) -> None:
+        self.codecs = codecs
+        self.row_key = row_key
+
+    @classmethod
+    def for_table(cls, metadata: TableMetadata) -> CellDecoder | None:
+        """The decoder of a table version, or None when nothing is recorded to decode with."""
+        from dataclasses import replace
+
+        from cellstore.core.codecs import Codec
+        from cellstore.core.rowkey import RowKeySpec
+        from cellstore.loader.mapping import TableCodecs
+
+        try:
+            codecs = TableCodecs.from_properties(metadata.properties)
+        except ValueError:
+            codecs = TableCodecs()
+        key: RowKeySpec | KeyColumn | None = metadata.row_key or codecs.row_key
+        if isinstance(key, RowKeySpec):
+            key = replace(key, salt_buckets=None)  # results are salt-free
+        elif key is not None and key.codec in (Codec.STRING, Codec.BYTES):
+            key = None  # the printable form is the key already
+        if key is None and not codecs.columns and not codecs.families:
+            return None
+        return cls(codecs, key)
+
+    def values(self, cells: pa.Table) -> list[Any]:
+        """Decoded values of ``cells`` (result schema), None where not decoded (raw)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from cellstore.core.cells import CellType
+        from cellstore.core.codecs import Codec, decode_values
+        from cellstore.core.keys import from_string_binary
+
+        n = cells.num_rows
+        out = np.full(n, None, dtype=object)
+        if n == 0 or (not self.codecs.columns and not self.codecs.families):
+            return list(out)
+        family, qualifier = cells.column("family"), cells.column("qualifier")
+        puts = pc.equal(cells.column("type"), int(CellType.PUT)).to_numpy(zero_copy_only=False)
+        covered = np.zeros(n, dtype=bool)
+        wanted: list[tuple[np.ndarray, Codec]] = []
+        for name, codec in self.codecs.columns.items():
+            fam, _, qual = name.partition(":")
+            q = pa.scalar(from_string_binary(qual), pa.binary())
+            mask = pc.and_(pc.equal(family, fam), pc.equal(qualifier, q))
+            hit = mask.to_numpy(zero_copy_only=False)
+            covered |= hit
+            wanted.append((hit, codec))
+        for fam, codec in self.codecs.families.items():
+            hit = pc.equal(family, fam).to_numpy(zero_copy_only=False) & ~covered
+            wanted.append((hit, codec))
+        value = cells.column("value")
+        for hit, codec in wanted:
+            idx = np.flatnonzero(hit & puts)
+            if codec is Codec.BYTES or not idx.size:
+                continue
+            decoded = decode_values(value.take(pa.array(idx)), codec, field="value", errors="null")
+            out[idx] = _objects(decoded.to_pylist())
+        return list(out)
+
+    def keys(self, rows: pa.Array | pa.ChunkedArray) -> list[dict[str, Any] | None]:
+        """Decoded key fields of each row (``{field: value}``), None where not decoded.
+
+        Only the first row of each run of equal rows is decoded (results are grouped by row).
+        """
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from cellstore.core.codecs import decode_values
+        from cellstore.loader.mapping import KeyColumn
+
+        n = len(rows)
+        if self.row_key is None or n == 0:
+            return [None] * n
+        arr = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
+        starts = np.ones(n, dtype=bool)
+        if n > 1:
+            same = pc.equal(arr.slice(1), arr.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            starts[1:] = ~same
+        first = np.flatnonzero(starts)
+        unique = arr.take(pa.array(first))
+        if isinstance(self.row_key, KeyColumn):
+            name = self.row_key.column
+            decoded = decode_values(unique, self.row_key.codec, field="row", errors="null")
+            per_run = [None if v is None else {name: v} for v in decoded.to_pylist()]
+        else:
+            fields = self.row_key.decode(unique, errors="null")
+            valid = np.ones(len(unique), dtype=bool)
+            for column in fields.columns:
+                valid &= column.is_valid().to_numpy(zero_copy_only=False)
+            per_run = [
+                d if ok else None for d, ok in zip(fields.to_pylist(), valid.tolist(), strict=True)
+            ]
+        run_of = np.cumsum(starts) - 1
+        return list(_objects(per_run)[run_of])
+
+
+class _Shown(NamedTuple):
+    """One result cell as shown: :class:`PrintableCell` plus its decoded value and key."""
+
+    cell: PrintableCell
+    key: dict[str, Any] | None
+    value: Any
+
+    @property
+    def row_text(self) -> str:
+        """The row as shown: ``field=value,...`` when decoded, else printable form."""
+        if self.key is None:
+            return self.cell.row
+        return ",".join(f"{k}={_value_text(v)}" for k, v in self.key.items())
+
+    def shell_text(self) -> str:
+        """As :meth:`PrintableCell.shell_text`, with the decoded value."""
+        if self.value is None or self.cell.type != "Put":
+            return self.cell.shell_text()
+        return f"timestamp={self.cell.ts}, value={_value_text(self.value)}"
+
+    def to_json(self) -> dict[str, Any]:
+        """As :meth:`PrintableCell.to_json`; a decoded value, and ``key`` when decoded."""
+        doc = self.cell.to_json()
+        if self.key is not None:
+            doc["key"] = {k: _json_value(v) for k, v in self.key.items()}
+        if self.value is not None and self.cell.type == "Put":
+            doc["value"] = _json_value(self.value)
+        return doc
+
+
+def shown_cells(cells: pa.Table, decoder: CellDecoder | None) -> list[_Shown]:
+    """Result cells with their decoded values and keys (raw where ``decoder`` is None)."""
+    printed = printable_cells(cells)
+    if decoder is None:
+        return [_Shown(c, None, None) for c in printed]
+    keys = decoder.keys(cells.column("row"))
+    values = decoder.values(cells)
+    return [_Shown(c, k, v) for c, k, v in zip(printed, keys, values, strict=True)]
+
+
 #: The HBase shell's first column (row key or column name) is padded to this width.
 _KEY_WIDTH: Final = 27
 
@@ -241,28 +457,31 @@ def _took(started: float) -> str:
     return f"Took {time.perf_counter() - started:.4f} seconds"
 
 
-def _echo_scan(batches: Iterable[pa.Table]) -> int:
+def _echo_scan(batches: Iterable[pa.Table], decoder: CellDecoder | None = None) -> int:
     """Print scan results as the HBase shell does, batch by batch; return the row count."""
     click.echo(_shell_header("ROW", "COLUMN+CELL"))
     rows = 0
     previous: str | None = None
     for batch in batches:
         lines = []
-        for cell in printable_cells(batch):
+        for shown in shown_cells(batch, decoder):
+            cell = shown.cell
             if cell.row != previous:
                 rows += 1
                 previous = cell.row
-            lines.append(_shell_line(cell.row, f"column={cell.column}, {cell.shell_text()}"))
+            lines.append(_shell_line(shown.row_text, f"column={cell.column}, {shown.shell_text()}"))
         if lines:
             _echo_lines(lines)
     click.echo(f"{rows} row(s)")
     return rows
 
 
-def _scan_json(batches: Iterable[pa.Table]) -> tuple[int, list[dict[str, Any]]]:
+def _scan_json(
+    batches: Iterable[pa.Table], decoder: CellDecoder | None = None
+) -> tuple[int, list[dict[str, Any]]]:
     """Row count and JSON cells of scan results."""
-    cells = [c for batch in batches for c in printable_cells(batch)]
-    rows = sum(1 for i, c in enumerate(cells) if i == 0 or c.row != cells[i - 1].row)
+    cells = [c for batch in batches for c in shown_cells(batch, decoder)]
+    rows = sum(1 for i, c in enumerate(cells) if i == 0 or c.cell.row != cells[i - 1].cell.row)
     return rows, [c.to_json() for c in cells]
 
 
@@ -276,7 +495,8 @@ def _load_lines(name: str, result: LoadReport) -> list[str]:
     lines = [
         f"Loaded {_plural(r.cells, 'cell')} into table {name}: {_plural(r.files, 'file')}, "
         f"{_plural(r.bytes, 'byte')}",
-        f"version {r.version}, sequence number {r.seq}, load id {r.load_id}",
+        f"version {r.version}, sequence number {r.seq if r.seq is not None else 'none'}, "
+        f"load id {r.load_id}",
     ]
     if r.duplicates_dropped:
         lines.append(f"{_plural(r.duplicates_dropped, 'duplicate cell')} dropped")
@@ -330,25 +550,41 @@ class TextOutput(Output):
         """Cells, files and bytes committed, the new version, and files per region."""
         _echo_lines(_load_lines(name, result))
 
-    def scan_cells(self, name: str, batches: Iterable[pa.Table], *, started: float) -> None:
+    def scan_cells(
+        self,
+        name: str,
+        batches: Iterable[pa.Table],
+        *,
+        started: float,
+        decoder: CellDecoder | None = None,
+    ) -> None:
         """HBase shell ``scan``: ``ROW  COLUMN+CELL``, one line per cell, ``N row(s)``.
 
         Cells are printed as each batch arrives, so a large scan starts printing at once.
-        Delete markers (raw scans) show ``type=...`` instead of a value.
+        Delete markers (raw scans) show ``type=...`` instead of a value. With a decoder,
+        values show decoded (``value=21.5``) and composite keys as ``field=value,...``.
         """
-        _echo_scan(batches)
+        _echo_scan(batches, decoder)
         click.echo(_took(started))
 
-    def get_cells(self, name: str, row: bytes, cells: pa.Table, *, started: float) -> None:
+    def get_cells(
+        self,
+        name: str,
+        row: bytes,
+        cells: pa.Table,
+        *,
+        started: float,
+        decoder: CellDecoder | None = None,
+    ) -> None:
         """HBase shell ``get``: ``COLUMN  CELL``, one line per cell, then ``N row(s)``.
 
         Like the shell, the footer counts the cells of the row.
         """
-        found = printable_cells(cells)
+        found = shown_cells(cells, decoder)
         _echo_lines(
             [
                 _shell_header("COLUMN", "CELL"),
-                *(_shell_line(c.column, c.shell_text()) for c in found),
+                *(_shell_line(c.cell.column, c.shell_text()) for c in found),
                 f"{len(found)} row(s)",
                 _took(started),
             ]
@@ -426,17 +662,34 @@ class JsonOutput(Output):
         """The :class:`~cellstore.loader.LoadReport` fields (the table name among them)."""
         self._print({**result.to_dict(), "table": name})
 
-    def scan_cells(self, name: str, batches: Iterable[pa.Table], *, started: float) -> None:
+    def scan_cells(
+        self,
+        name: str,
+        batches: Iterable[pa.Table],
+        *,
+        started: float,
+        decoder: CellDecoder | None = None,
+    ) -> None:
         """``{"table": NAME, "rows": N, "cells": [cell, ...]}``, strings in printable form.
 
-        Each cell is ``{"row", "column", "timestamp", "type", "value"}``.
+        Each cell is ``{"row", "column", "timestamp", "type", "value"}``; with a decoder,
+        ``value`` is the decoded JSON value (number, string, boolean; NaN and infinities as
+        strings) and a decoded row key adds ``"key": {field: value}``.
         """
-        rows, cells = _scan_json(batches)
+        rows, cells = _scan_json(batches, decoder)
         self._print({"table": name, "rows": rows, "cells": cells})
 
-    def get_cells(self, name: str, row: bytes, cells: pa.Table, *, started: float) -> None:
+    def get_cells(
+        self,
+        name: str,
+        row: bytes,
+        cells: pa.Table,
+        *,
+        started: float,
+        decoder: CellDecoder | None = None,
+    ) -> None:
         """``{"table": NAME, "row": ROW, "cells": [cell, ...]}`` (no cells: absent row)."""
-        found = [c.to_json() for c in printable_cells(cells)]
+        found = [c.to_json() for c in shown_cells(cells, decoder)]
         self._print({"table": name, "row": printable(row), "cells": found})
 
     def row_count(self, name: str, rows: int, *, started: float) -> None:

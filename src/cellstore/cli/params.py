@@ -27,6 +27,7 @@ from cellstore.errors import InvalidArgumentError
 __all__ = [
     "FAMILY",
     "FAMILY_CHANGE",
+    "FAMILY_TIME_RANGE",
     "KEY_VALUE",
     "LOAD_ID",
     "PRINTABLE_KEY",
@@ -34,6 +35,7 @@ __all__ = [
     "STORAGE_OPTION",
     "FamilyChange",
     "FamilyChangeType",
+    "FamilyTimeRangeType",
     "FamilyType",
     "KeyValueType",
     "LoadIdType",
@@ -234,6 +236,30 @@ class PrintableKeyType(_ParamType[bytes]):
         return from_string_binary(str(value))
 
 
+class FamilyTimeRangeType(_ParamType[tuple[str, tuple[int, int]]]):
+    """``FAMILY:MIN:MAX`` -> ``(family, (min, max))``: one family's own time range (R7.1)."""
+
+    name = "family time range"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """Metavar shown in help."""
+        return "FAMILY:MIN:MAX"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, tuple[int, int]]:
+        """Split on the last two ``:``; MIN and MAX are integers (ms)."""
+        if isinstance(value, tuple):
+            return value
+        parts = str(value).rsplit(":", 2)
+        try:
+            if len(parts) != 3 or not parts[0]:
+                raise ValueError
+            return parts[0], (int(parts[1]), int(parts[2]))
+        except ValueError:
+            self.fail(f"{value!r}: expected FAMILY:MIN:MAX, e.g. b:0:15", param, ctx)
+
+
 def _split_pair(value: object) -> tuple[str, str] | None:
     key, eq, raw = str(value).partition("=")
     key = key.strip()
@@ -353,6 +379,7 @@ class LoadIdType(_ParamType[str]):
 FAMILY: Final = FamilyType()
 FAMILY_CHANGE: Final = FamilyChangeType()
 PRINTABLE_KEY: Final = PrintableKeyType()
+FAMILY_TIME_RANGE: Final = FamilyTimeRangeType()
 KEY_VALUE: Final = KeyValueType()
 LOAD_ID: Final = LoadIdType()
 STORAGE_OPTION: Final = StorageOptionType()

@@ -3,7 +3,11 @@ r"""Read commands: ``scan``, ``get`` and ``count`` (the HBase shell's reads), an
 Each read makes one library call (:meth:`~cellstore.warehouse.Table.scan` or
 :meth:`~cellstore.warehouse.Table.get`) and hands the result to the renderer; the library
 validates the options (an invalid combination exits with 2 and one line). Row keys,
-prefixes and qualifiers are typed in HBase's printable form (``\x00`` escapes).
+prefixes and qualifiers are typed in HBase's printable form (``\x00`` escapes), or, on a
+table with a row-key spec, as key fields (``--key FIELD=VALUE``). Values and composite keys
+print decoded with the codecs the table's mapping-based loads recorded
+(:class:`~cellstore.cli.output.CellDecoder`; ``--raw-values`` prints the stored bytes), and
+a ``--column`` that no cell read had warns on stderr.
 
 ``scan --output-file`` streams the results task by task into a file instead of the
 terminal: CSV or JSON lines with the columns ``load-cells`` reads (bytes in printable form,
@@ -26,16 +30,20 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.load_cells import read_cells_file
-from cellstore.cli.params import PRINTABLE_KEY, parse_column_types
+from cellstore.cli.params import FAMILY_TIME_RANGE, PRINTABLE_KEY, parse_column_types
 from cellstore.core.family import Family
 from cellstore.defaults import DEFAULT_ROOT
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
     import pyarrow as pa
 
+    from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader import LoadReport
+    from cellstore.loader.mapping import KeyColumn
     from cellstore.reader import Scan
-    from cellstore.warehouse import TableDescription
+    from cellstore.warehouse import Table, TableDescription
 
 __all__ = [
     "COMMANDS",
@@ -174,6 +182,15 @@ _TIME_RANGE = click.option(
     metavar="MIN MAX",
     help="Only cells with MIN <= timestamp < MAX (ms since the epoch).",
 )
+_FAMILY_TIME_RANGE = click.option(
+    "--family-time-range",
+    "family_time_ranges",
+    type=FAMILY_TIME_RANGE,
+    multiple=True,
+    metavar="FAMILY:MIN:MAX",
+    help="FAMILY's own time range, MIN <= timestamp < MAX, replacing --time-range/"
+    "--timestamp for that family (HBase's setColumnFamilyTimeRange). Repeatable.",
+)
 _TIMESTAMP = click.option(
     "--timestamp",
     type=click.IntRange(min=0),
@@ -206,9 +223,176 @@ _FILTER = click.option(
     default=None,
     metavar="TEXT",
     help="HBase filter language, e.g. \"SingleColumnValueFilter('cf','q',>=,'binary:5',"
-    "true,true) AND KeyOnlyFilter()\" (also ValueFilter, ColumnPrefixFilter, "
+    'true,true) AND KeyOnlyFilter()" (also ValueFilter, ColumnPrefixFilter, '
     "TimestampsFilter).",
 )
+
+
+_RAW_VALUES = click.option(
+    "--raw-values",
+    is_flag=True,
+    help="Print values and row keys as stored (printable bytes) instead of decoding them "
+    "with the codecs and row key the table's mapping-based loads recorded.",
+)
+
+
+_SCAN_KEY = click.option(
+    "--key",
+    "key_fields",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Only rows whose leading row-key fields have these values (repeatable, in key "
+    "order; built with the table's row-key spec, not with --start-row/--stop-row/--prefix).",
+)
+_GET_KEY = click.option(
+    "--key",
+    "key_fields",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Instead of ROW: a row-key field's value (repeatable, every field of the key); the "
+    "key is built with the table's row-key spec (salt and hashes computed).",
+)
+
+
+def _key_texts(items: tuple[str, ...]) -> dict[str, str]:
+    """``("f=v", ...)`` as ``{"f": "v"}``; a missing ``=`` or a repeated field is an error."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(
+                f"{item!r} is not FIELD=VALUE (e.g. --key sensor_id=sensor-00001)",
+                param_hint="'--key'",
+            )
+        if name in out:
+            raise click.BadParameter(f"field {name!r} given twice", param_hint="'--key'")
+        out[name] = value
+    return out
+
+
+def _recorded_key(handle: Table) -> RowKeySpec | KeyColumn | None:
+    """The table's row-key spec, else the key its latest mapping-based load recorded."""
+    from cellstore.loader.mapping import TableCodecs
+
+    meta = handle.metadata
+    if meta.row_key is not None:
+        return meta.row_key
+    try:
+        return TableCodecs.from_properties(meta.properties).row_key
+    except ValueError:
+        return None
+
+
+def _key_names(key: RowKeySpec | KeyColumn) -> tuple[str, ...]:
+    from cellstore.loader.mapping import KeyColumn
+
+    return (key.column,) if isinstance(key, KeyColumn) else key.columns
+
+
+def _key_help(key: RowKeySpec | KeyColumn) -> str:
+    """How to give ``key``'s fields on the command line, for hints and errors."""
+    from cellstore.loader.mapping import KeyColumn
+
+    if isinstance(key, KeyColumn):
+        return f"its row keys are the {key.codec.value} column {key.column}"
+    return f"its row keys are built from {key}"
+
+
+def _row_of_key(handle: Table, texts: dict[str, str]) -> bytes:
+    """The salt-free row key of ``--key`` fields, built with the table's recorded key."""
+    from dataclasses import replace
+
+    import pyarrow as pa
+
+    from cellstore.core.codecs import encode_values
+    from cellstore.errors import InvalidArgumentError
+    from cellstore.loader.mapping import KeyColumn
+
+    key = _recorded_key(handle)
+    if key is None:
+        raise click.BadParameter(
+            f"table {handle.name} has no row-key spec and no recorded key column; give ROW",
+            param_hint="'--key'",
+        )
+    try:
+        if isinstance(key, KeyColumn):
+            if list(texts) != [key.column]:
+                raise InvalidArgumentError(f"{_key_help(key)}: give --key {key.column}=...")
+            encoded = encode_values(pa.array([texts[key.column]]), key.codec, field=key.column)
+            return bytes(encoded[0].as_py())
+        return replace(key, salt_buckets=None).key_for(key.parse_values(texts))
+    except InvalidArgumentError as e:
+        raise click.BadParameter(f"table {handle.name}: {e}", param_hint="'--key'") from None
+
+
+def _scan_key(handle: Table, texts: dict[str, str]) -> dict[str, Any]:
+    """``Table.scan`` arguments for leading ``--key`` fields (equalities: a key prefix)."""
+    from dataclasses import replace
+
+    from cellstore.core.rowkey import RowKeySpec
+    from cellstore.errors import InvalidArgumentError
+
+    key = _recorded_key(handle)
+    if not isinstance(key, RowKeySpec):
+        raise click.BadParameter(
+            f"table {handle.name} has no composite row key; use --prefix or --start-row",
+            param_hint="'--key'",
+        )
+    try:
+        values = key.parse_values(texts, partial=True)
+        if handle.metadata.row_key is not None:
+            return {"key": values}
+        (span,) = replace(key, salt_buckets=None).key_ranges(equals=values)
+    except InvalidArgumentError as e:
+        raise click.BadParameter(f"table {handle.name}: {e}", param_hint="'--key'") from None
+    return {"start_row": span.start, "stop_row": span.stop}
+
+
+class _ColumnsSeen:
+    """Which requested ``family:qualifier`` columns occur in result batches (vectorized)."""
+
+    def __init__(self, columns: tuple[bytes, ...]) -> None:
+        from cellstore.core.keys import split_column
+
+        self.missing: dict[tuple[str, bytes], bytes] = {
+            split_column(c): c for c in columns if b":" in c
+        }
+
+    def note(self, cells: pa.Table) -> None:
+        """Note the requested columns ``cells`` (result schema) hold."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for fam, qual in list(self.missing):
+            hit = pc.and_(
+                pc.equal(cells.column("family"), fam),
+                pc.equal(cells.column("qualifier"), pa.scalar(qual, pa.binary())),
+            )
+            if pc.any(hit).as_py():
+                del self.missing[(fam, qual)]
+
+    def watch(self, batches: Iterable[pa.Table]) -> Iterator[pa.Table]:
+        """``batches`` as they are, noting the requested columns each one holds."""
+        for batch in batches:
+            self.note(batch)
+            yield batch
+
+    def warn(self, handle: Table) -> None:
+        """On stderr: each requested column no result cell had, with the closest name."""
+        import difflib
+
+        from cellstore.cli.output import printable
+        from cellstore.loader.mapping import TableCodecs
+
+        try:
+            known = list(TableCodecs.from_properties(handle.metadata.properties).columns)
+        except ValueError:
+            known = []
+        for column in self.missing.values():
+            name = printable(column)
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close and close[0] != name else ""
+            click.echo(f"warning: column {name} does not occur in the cells read{hint}", err=True)
 
 
 def _filters(text: str | None) -> Any:
@@ -276,6 +460,7 @@ def _export_format_for(path: str) -> ExportFormat:
 @_COLUMN
 @_FAMILY
 @_TIME_RANGE
+@_FAMILY_TIME_RANGE
 @_TIMESTAMP
 @_VERSIONS
 @click.option(
@@ -304,6 +489,8 @@ def _export_format_for(path: str) -> ExportFormat:
     help="With --shape wide, decode a column (long, int, short, double, float, boolean, "
     "string, bytes). Repeatable.",
 )
+@_SCAN_KEY
+@_RAW_VALUES
 @click.option(
     "--output-file",
     type=click.Path(dir_okay=False, writable=True),
@@ -331,6 +518,7 @@ def scan_cmd(
     columns: tuple[bytes, ...],
     families: tuple[str, ...],
     time_range: tuple[int, int] | None,
+    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
     timestamp: int | None,
     max_versions: int | None,
     raw: bool,
@@ -340,6 +528,8 @@ def scan_cmd(
     now_ms: int | None,
     shape: str,
     column_types: tuple[str, ...],
+    key_fields: tuple[str, ...],
+    raw_values: bool,
     output_file: str | None,
     file_format: ExportFormat | None,
 ) -> None:
@@ -350,6 +540,10 @@ def scan_cmd(
       cellstore scan example:webtable --prefix com.cnn --column contents:html
       cellstore scan example:webtable --raw --versions 10 --limit 3
       cellstore scan example:webtable --output-file webtable.parquet
+      cellstore scan ns:sensors --key sensor_id=sensor-00001 --limit 3
+
+    Values and composite row keys print decoded with the codecs the table's
+    mapping-based loads recorded (--raw-values: as stored).
     """  # noqa: D301 (click's \b marker)
     if file_format is not None and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
@@ -359,6 +553,13 @@ def scan_cmd(
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
+    keyed: dict[str, Any] = {}
+    if key_fields:
+        if any(v is not None for v in (start_row, stop_row, row_prefix)):
+            raise click.BadParameter(
+                "not with --start-row/--stop-row/--prefix", param_hint="'--key'"
+            )
+        keyed = _scan_key(handle, _key_texts(key_fields))
     scan = handle.scan(
         start_row=start_row,
         stop_row=stop_row,
@@ -366,6 +567,7 @@ def scan_cmd(
         columns=columns or None,
         families=families or None,
         time_range=time_range,
+        family_time_ranges=family_time_ranges or None,
         timestamp=timestamp,
         max_versions=max_versions,
         raw=raw,
@@ -375,10 +577,18 @@ def scan_cmd(
         shape=shape,
         column_types=types or None,
         now_ms=now_ms,
+        **keyed,
     )
     name = str(handle.name)
     if output_file is None:
-        cli_ctx.output.scan_cells(name, scan.to_batches(), started=started)
+        from cellstore.cli.output import CellDecoder
+
+        decoder = None if raw_values else CellDecoder.for_table(handle.metadata)
+        seen = _ColumnsSeen(columns)
+        cli_ctx.output.scan_cells(
+            name, seen.watch(scan.to_batches()), started=started, decoder=decoder
+        )
+        seen.warn(handle)
         return
     report = export_scan(
         scan,
@@ -393,48 +603,78 @@ def scan_cmd(
 # ----------------------------------------------------------------------------------- get
 @click.command("get")
 @click.argument("table")
-@click.argument("row", type=PRINTABLE_KEY)
+@click.argument("row", type=PRINTABLE_KEY, required=False)
 @_COLUMN
 @_FAMILY
 @_TIMESTAMP
 @_TIME_RANGE
+@_FAMILY_TIME_RANGE
 @_VERSIONS
 @_FILTER
 @_NOW
+@_GET_KEY
+@_RAW_VALUES
 @pass_cli_context
 def get_cmd(
     cli_ctx: CliContext,
     *,
     table: str,
-    row: bytes,
+    row: bytes | None,
     columns: tuple[bytes, ...],
     families: tuple[str, ...],
     timestamp: int | None,
     time_range: tuple[int, int] | None,
+    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
     max_versions: int | None,
     filter_text: str | None,
     now_ms: int | None,
+    key_fields: tuple[str, ...],
+    raw_values: bool,
 ) -> None:
     """Get the cells of ROW (printable form) in TABLE, as the HBase shell's get.
 
     \b
-    Example:
+    Examples:
       cellstore get example:webtable com.cnn.www --column contents:html --versions 3
+      cellstore get ns:sensors --key sensor_id=sensor-00001 --key ts=1700000000000
+
+    Values and composite row keys print decoded with the codecs the table's
+    mapping-based loads recorded (--raw-values: as stored).
     """  # noqa: D301 (click's \b marker)
+    if (row is None) == (not key_fields):
+        raise click.UsageError("give ROW or --key FIELD=VALUE options (not both)")
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
+    if row is None:
+        row = _row_of_key(handle, _key_texts(key_fields))
     cells = handle.get(
         row,
         columns=columns or None,
         families=families or None,
         time_range=time_range,
+        family_time_ranges=family_time_ranges or None,
         timestamp=timestamp,
         max_versions=max_versions,
         filter=_filters(filter_text),
         now_ms=now_ms,
     )
-    cli_ctx.output.get_cells(str(handle.name), row, cells, started=started)
+    from cellstore.cli.output import CellDecoder
+
+    decoder = None if raw_values else CellDecoder.for_table(handle.metadata)
+    seen = _ColumnsSeen(columns)
+    seen.note(cells)
+    cli_ctx.output.get_cells(str(handle.name), row, cells, started=started, decoder=decoder)
+    if cells.num_rows == 0 and not key_fields:
+        key = _recorded_key(handle)
+        if key is not None and getattr(key, "codec", None) not in ("string", "bytes"):
+            fields = " ".join(f"--key {n}=..." for n in _key_names(key))
+            click.echo(
+                f"hint: ROW is the raw row key, and table {handle.name}: {_key_help(key)}\n"
+                f"  try: cellstore get {shlex.quote(str(handle.name))} {fields}",
+                err=True,
+            )
+    seen.warn(handle)
 
 
 # --------------------------------------------------------------------------------- count
@@ -446,6 +686,7 @@ def get_cmd(
 @_COLUMN
 @_FAMILY
 @_TIME_RANGE
+@_FAMILY_TIME_RANGE
 @_FILTER
 @_NOW
 @pass_cli_context
@@ -459,6 +700,7 @@ def count_cmd(
     columns: tuple[bytes, ...],
     families: tuple[str, ...],
     time_range: tuple[int, int] | None,
+    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
     filter_text: str | None,
     now_ms: int | None,
 ) -> None:
@@ -478,6 +720,7 @@ def count_cmd(
         columns=columns or None,
         families=families or None,
         time_range=time_range,
+        family_time_ranges=family_time_ranges or None,
         filter=_filters(filter_text),
         now_ms=now_ms,
     ).count_rows()

@@ -30,6 +30,7 @@ __all__ = [
     "ManifestRef",
     "SnapshotRef",
     "TableMetadata",
+    "UNASSIGNED_SEQ",
 ]
 
 #: Highest version of the table-metadata JSON this release reads (and writes on upgrade).
@@ -38,6 +39,11 @@ METADATA_FORMAT_VERSION: Final = 2
 DEFAULT_FORMAT_VERSION: Final = 2
 #: How many recent load ids a table remembers to make retried loads idempotent.
 MAX_REMEMBERED_LOAD_IDS: Final = 1000
+
+#: The ``seq`` of a store file bulk-loaded without a sequence id (HBase's
+#: ``hbase.mapreduce.bulkload.assign.sequenceNumbers=false``, R14.5): it ranks below every
+#: file with a sequence id (R3.1), so its cells lose every equal-key tie (R3.2).
+UNASSIGNED_SEQ: Final = -1
 
 
 def _hex(b: bytes) -> str:
@@ -60,7 +66,9 @@ class FileEntry:
         path: Path relative to the table directory.
         region: Id of the region the file belongs to.
         family: Family name.
-        seq: Sequence number: higher wins exact key ties (R3.2).
+        seq: Sequence number: higher wins exact key ties (R3.2). :data:`UNASSIGNED_SEQ`
+            (-1) marks a file bulk-loaded without a sequence id (R14.5): it is older than
+            every other file, and a compaction output takes the highest seq of its inputs.
         cells: Number of cells.
         delete_markers: Number of delete markers among them.
         size: File size in bytes.
@@ -87,6 +95,11 @@ class FileEntry:
     max_ts: int
     load_id: str
     footer_digest: str | None = None
+
+    @property
+    def seq_assigned(self) -> bool:
+        """Whether the file has a sequence id (False: bulk-loaded without one, R14.5)."""
+        return self.seq != UNASSIGNED_SEQ
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (see docs/format.md); ``footer-digest`` only when recorded."""
@@ -243,8 +256,9 @@ class ManifestRef:
     def from_dict(cls, d: Mapping[str, Any]) -> ManifestRef:
         """Inverse of :meth:`to_dict` (types are checked by :meth:`TableMetadata.from_dict`)."""
         for key in ("level", "adds", "removes", "min-seq", "max-seq", "added-version", "size"):
-            if not _is(d[key], (int,)) or d[key] < 0:
-                raise ValueError(f"manifest {key} {d[key]!r} is not a non-negative integer")
+            floor = UNASSIGNED_SEQ if key in ("min-seq", "max-seq") else 0  # R14.5
+            if not _is(d[key], (int,)) or d[key] < floor:
+                raise ValueError(f"manifest {key} {d[key]!r} is not an integer >= {floor}")
         if not isinstance(d["path"], str) or not _MANIFEST_PATH.fullmatch(d["path"]):
             raise ValueError(f"manifest path {d['path']!r} is not _meta/manifests/<hex>.parquet")
         return cls(

@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 
 import fsspec
 
-from cellstore.core.metadata import FileEntry, FileTotals, TableMetadata
+from cellstore.core.metadata import UNASSIGNED_SEQ, FileEntry, FileTotals, TableMetadata
 from cellstore.core.regions import Region, check_regions
 from cellstore.errors import CellstoreError, VerifyError
 from cellstore.fs import join
@@ -185,7 +185,7 @@ def manifest_problems(meta: TableMetadata, *, table_path: str = "") -> list[Veri
             bad(f"region {f.region} does not exist", f)
         if f.family not in families:
             bad(f"family {f.family!r} does not exist", f)
-        if not 1 <= f.seq < meta.next_seq:
+        if not 1 <= f.seq < meta.next_seq and f.seq != UNASSIGNED_SEQ:  # -1: R14.5
             bad(f"seq {f.seq} is not in 1..{meta.next_seq - 1} (next-sequence-number)", f)
         if f.cells < 1 or not 0 <= f.delete_markers <= f.cells:
             bad(f"cells {f.cells} / delete markers {f.delete_markers} are inconsistent", f)

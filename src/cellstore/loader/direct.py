@@ -12,7 +12,7 @@ files, which vacuum removes.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.commit import Commit, FileChange, commit, now_ms
+from cellstore.commit import Commit, FileChange, Staged, commit, file_entry, now_ms
 from cellstore.core.cells import (
     CELL_SCHEMA,
     LATEST_TIMESTAMP,
@@ -34,7 +34,7 @@ from cellstore.core.cells import (
     sort_indices,
 )
 from cellstore.core.codecs import binary_from_parts, binary_parts
-from cellstore.core.metadata import TableMetadata
+from cellstore.core.metadata import UNASSIGNED_SEQ, FileEntry, TableMetadata
 from cellstore.core.regions import sorted_region_bounds
 from cellstore.core.rowkey import salt_bytes
 from cellstore.errors import BadCellError, InvalidArgumentError
@@ -447,13 +447,21 @@ def commit_files(
     operation: str = "load",
     summary: dict[str, Any] | None = None,
     timestamp_ms: int | None = None,
+    update: Callable[[Staged], Mapping[str, Any]] | None = None,
+    assign_seq_id: bool = True,
 ) -> tuple[TableMetadata, bool]:
     """Add written files to the table in one commit, with the next sequence number.
+
+    With ``assign_seq_id=False`` (HBase's ``hbase.mapreduce.bulkload.assign.sequenceNumbers
+    =false``, R14.5) the files get no sequence number: their entries record
+    :data:`~cellstore.core.metadata.UNASSIGNED_SEQ`, so their cells lose every equal-key
+    tie to cells of any file with one (R3.1, R3.2), and ``next_seq`` does not advance.
 
     On a conflicting concurrent commit the change is re-applied to the newer version: the
     files keep their place as long as their regions still exist with the same bounds and
     their families still exist; otherwise the commit fails and nothing becomes visible.
-    A load id that the newer version already records is not applied again.
+    A load id that the newer version already records is not applied again. ``update``
+    (``Commit.update``) changes further fields of the new version, e.g. its properties.
 
     Returns:
         The committed metadata and whether the load id had already been applied.
@@ -462,16 +470,21 @@ def commit_files(
         RegionsChangedError: if a file's region was split or merged since ``base``.
         CommitConflictError: if a family was dropped underneath the load.
     """
+    adds: Sequence[FileEntry | WrittenFile] = written
+    if not assign_seq_id:
+        adds = [file_entry(w, seq=UNASSIGNED_SEQ, load_id=load_id) for w in written]
+        summary = {**(summary or {}), "seq-assigned": False}
     result = commit(
         log,
         Commit(
             operation=operation,
-            changes=[FileChange(add=written)],
+            changes=[FileChange(add=adds)],
             load_id=load_id,
-            new_seq=True,
+            new_seq=assign_seq_id,
             base=base,
             summary={"load-id": load_id, **(summary or {})},
             timestamp_ms=timestamp_ms,
+            update=update,
         ),
     )
     return result.metadata, result.applied_before

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import os
 import time
 from collections import Counter
@@ -32,6 +33,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
+from cellstore.commit import Staged
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import validate_load_id
 from cellstore.core.regions import region_of, sorted_region_bounds
@@ -41,7 +43,7 @@ from cellstore.loader.compute import compute_all, wait_all
 from cellstore.loader.direct import WrittenFile, commit_files
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
 from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
-from cellstore.loader.mapping import LoadMapping
+from cellstore.loader.mapping import LoadMapping, properties_after_load
 from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
 from cellstore.loader.records import (
     bad_record_rows,
@@ -478,6 +480,34 @@ def reroute_files(
     return out, changed
 
 
+#: The module that keeps a table's secondary indexes current on loads (a higher layer,
+#: reached by name: see :func:`index_maintenance`).
+INDEX_MAINTENANCE: Final = "cellstore.jobs.index.maintain"
+
+
+def index_maintenance(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    log: TableLog,
+    base: TableMetadata,
+    written: Sequence[WrittenFile],
+    *,
+    load_id: str,
+    assign_seq_id: bool = True,
+) -> None:
+    """Index maintenance for a set of new store files, before their data commit.
+
+    A table with index definitions (``index.<name>`` properties, docs/format.md 12.4) has
+    the index rows of the new files written and committed first, so a lookup after the
+    load is exact; a table without indexes costs nothing.
+    """
+    names = [k for k in base.properties if k.startswith("index.")]
+    if not [k for k in names if k not in ("index.definition", "index.build")] or not written:
+        return
+    maintain = importlib.import_module(INDEX_MAINTENANCE).maintain_for_load
+    maintain(fs, table_path, log, base, written, load_id=load_id, assign_seq_id=assign_seq_id)
+
+
 def commit_load(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
@@ -488,8 +518,15 @@ def commit_load(
     load_id: str,
     summary: Mapping[str, Any],
     row_group_cells: int,
+    update: Callable[[Staged], Mapping[str, Any]] | None = None,
+    assign_seq_id: bool = True,
 ) -> tuple[TableMetadata, bool, list[WrittenFile], int]:
     """Commit the files in one manifest commit, re-routing them if regions changed.
+
+    ``assign_seq_id=False`` commits them without a sequence number (see
+    :func:`~cellstore.loader.direct.commit_files`, R14.5).
+
+    ``update`` (``Commit.update``) changes further fields of the new version.
 
     Returns:
         The committed metadata, whether the load id had been applied before, the files
@@ -500,10 +537,18 @@ def commit_load(
     """
     files = list(written)
     rerouted = 0
+    index_maintenance(fs, table_path, log, base, files, load_id=load_id,
+                      assign_seq_id=assign_seq_id)
     for _ in range(MAX_REROUTES):
         try:
             meta, already = commit_files(
-                log, base, files, load_id=load_id, summary=dict(summary)
+                log,
+                base,
+                files,
+                load_id=load_id,
+                summary=dict(summary),
+                update=update,
+                assign_seq_id=assign_seq_id,
             )
             return meta, already, files, rerouted
         except RegionsChangedError:
@@ -515,6 +560,17 @@ def commit_load(
     raise RegionsChangedError(
         f"table {base.name}: regions kept changing during load {load_id}; nothing committed"
     )
+
+
+def _record_codecs(mapping: LoadMapping) -> Callable[[Staged], dict[str, Any]]:
+    """``Commit.update`` recording the mapping's codecs in the table properties."""
+
+    def update(staged: Staged) -> dict[str, Any]:
+        meta = staged.meta
+        props, _ = properties_after_load(meta.properties, mapping, stored_spec=meta.row_key)
+        return {"properties": props} if props != dict(meta.properties) else {}
+
+    return update
 
 
 def _cleanup(fs: fsspec.AbstractFileSystem, table_path: str, plan: LoadPlan) -> None:
@@ -650,6 +706,8 @@ def run_load(
             summary={"cells": cells, "files": len(written), "bytes": size, "rows": rows,
                      "bad-records": len(bad), "mode": plan.mode},
             row_group_cells=settings.row_group_cells,
+            update=_record_codecs(mapping),
+            assign_seq_id=settings.assign_seq_id,
         )
         if not already:
             version = meta.version

@@ -93,6 +93,9 @@ class LoadSettings:
             :mod:`cellstore.loader.spill`).
         key_sample: Row keys the load samples (spread over its tasks, in input order) for
             the key-design checks of :mod:`cellstore.loader.advise`; 0 turns them off.
+        assign_seq_id: Commit the files with the next sequence number (default). False
+            is HBase's ``hbase.mapreduce.bulkload.assign.sequenceNumbers=false`` (R14.5):
+            the files get none, and their cells lose every equal-key tie (R3.1).
     """
 
     memory_budget: int = DEFAULT_MEMORY_BUDGET
@@ -102,6 +105,7 @@ class LoadSettings:
     workers: int = 2
     max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION
     key_sample: int = 16_384
+    assign_seq_id: bool = True
 
     def __post_init__(self) -> None:
         if self.memory_budget < 1 << 20:

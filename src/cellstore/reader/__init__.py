@@ -7,15 +7,23 @@ semantics (``cellstore.core.semantics``).
 
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
 from cellstore.reader.plan import FamilyRead, ScanTask, prefix_stop_row
-from cellstore.reader.scan import Scan, ScanOptions, as_names
+from cellstore.reader.scan import (
+    FamilyTimeRanges,
+    Scan,
+    ScanOptions,
+    as_names,
+    normalize_family_time_ranges,
+)
 
 __all__ = [
     "RESULT_SCHEMA",
     "FamilyRead",
+    "FamilyTimeRanges",
     "Scan",
     "ScanOptions",
     "ScanTask",
     "as_names",
+    "normalize_family_time_ranges",
     "prefix_stop_row",
     "read_task",
 ]

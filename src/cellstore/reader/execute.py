@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
 
 import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellstore.core.semantics import merge_resolve
+from cellstore.core.semantics.runs import merge_families
 from cellstore.errors import CellstoreError, CorruptFileError
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import RowGroupStats, StoreFileReader
@@ -80,34 +81,106 @@ def read_task(
         CorruptFileError: a store file does not match its manifest entry, fails a page
             checksum, or its cells do not decode; the message names the file(s).
     """
-    parts = []
+    if (
+        point_row is None
+        and len(task.families) > 1
+        and all(fam.source is None for fam in task.families)
+    ):
+        return _read_families(fs, task, reverse=reverse)
+    parts, names = [], []
     for fam in task.families:
-        try:
+        with _decode_errors(task, fam):
             visible = _read_family(fs, task, fam, point_row)
-        except CellstoreError:
-            raise
-        except (pa.ArrowException, ValueError, IndexError, KeyError, OverflowError) as e:
-            # Cells that passed their page checksums but do not decode consistently (a
-            # damaged page header or footer): the files are corrupt, say which.
-            where = f"table {task.table} version {task.version}: " if task.table else ""
-            names = ", ".join(path for path, _ in fam.files)
-            raise CorruptFileError(
-                f"{where}store files of region {task.region}, family {fam.family.name} "
-                f"({names}) cannot be decoded ({type(e).__name__}: {e}); run `cellstore "
-                "verify`, then restore from a snapshot (`cellstore restore`)"
-            ) from e
         if visible.num_rows:
-            fam_col = pc.fill_null(pa.nulls(visible.num_rows, pa.string()), fam.family.name)
-            parts.append(visible.add_column(1, pa.field("family", pa.string(), False), fam_col))
-    if not parts:
-        return RESULT_SCHEMA.empty_table()
-    table = pa.concat_tables(parts).cast(RESULT_SCHEMA)
-    if len(parts) > 1 or reverse:
-        # Stable sort on the row only keeps the family and in-family order (R2.3, R2.4).
-        direction = "descending" if reverse else "ascending"
-        order = pc.sort_indices(table, sort_keys=[("row", direction)])
-        table = table.take(order)
-    return table
+            parts.append(visible)
+            names.append(fam.family.name)
+    # Each family's cells are in cell order: merge them on the row, never re-sort (R2.3,
+    # R2.4).
+    return merge_families(parts, names, schema=RESULT_SCHEMA, reverse=reverse)
+
+
+@contextmanager
+def _decode_errors(task: ScanTask, fam: FamilyRead) -> Iterator[None]:
+    """Turn a decoding error of ``fam``'s files into a :class:`CorruptFileError`."""
+    try:
+        yield
+    except CellstoreError:
+        raise
+    except (pa.ArrowException, ValueError, IndexError, KeyError, OverflowError) as e:
+        # Cells that passed their page checksums but do not decode consistently (a
+        # damaged page header or footer): the files are corrupt, say which.
+        where = f"table {task.table} version {task.version}: " if task.table else ""
+        paths = ", ".join(path for path, _ in fam.files)
+        raise CorruptFileError(
+            f"{where}store files of region {task.region}, family {fam.family.name} "
+            f"({paths}) cannot be decoded ({type(e).__name__}: {e}); run `cellstore "
+            "verify`, then restore from a snapshot (`cellstore restore`)"
+        ) from e
+
+
+def _read_families(fs: fsspec.AbstractFileSystem, task: ScanTask, *, reverse: bool) -> pa.Table:
+    """All families' visible cells of a range scan over store files, in result order.
+
+    The range is cut into row-aligned chunks at row-group first rows of all families'
+    files together, so each chunk holds whole rows of every family: a chunk reads and
+    resolves each family's part, then merges the families on the row
+    (:func:`~cellstore.core.semantics.runs.merge_families`). Chunks run on the thread
+    pool, so decoding, resolving, merging and gathering all run in parallel.
+    """
+    readers: list[StoreFileReader] = []
+    try:
+        live: list[tuple[FamilyRead, list[_Source]]] = []
+        for fam in task.families:
+            with _decode_errors(task, fam):
+                sources = _open_sources(fs, task, fam, None, readers)
+            if sources:
+                live.append((fam, sources))
+        if not live:
+            return RESULT_SCHEMA.empty_table()
+        every = [s for _, sources in live for s in sources]
+        chunks = _chunk_bounds(every, task.start, task.stop, CHUNK_CELLS)
+        reads = [(fam, _ChunkedRead(sources, chunks, fam)) for fam, sources in live]
+        names = [fam.family.name for fam, _ in live]
+
+        def run(i: int) -> pa.Table:
+            parts = []
+            for fam, read in reads:
+                with _decode_errors(task, fam):
+                    parts.append(read.run(i))
+            return merge_families(parts, names, schema=RESULT_SCHEMA, reverse=reverse)
+
+        if not reverse:
+            return _run_chunks(run, len(chunks))
+        # Chunks still run first to last: a shared row group is decoded by the first chunk
+        # that reads it, which later chunks wait on (running them last to first on a
+        # small pool would deadlock). Only the results are taken last to first.
+        return pa.concat_tables(_chunk_results(run, len(chunks))[::-1])
+    finally:
+        for reader in readers:
+            reader.close()
+
+
+def _open_sources(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    point_row: bytes | None,
+    readers: list[StoreFileReader],
+) -> list[_Source]:
+    """``fam``'s store files that may hold cells of the task.
+
+    Every reader opened is appended to ``readers``, for the caller to close.
+    """
+    sources = []
+    for relpath, seq in fam.files:
+        reader = task.open_file(fs, fam, relpath)
+        readers.append(reader)
+        if point_row is not None and not reader.might_contain_row(point_row):
+            continue
+        groups = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
+        if groups:
+            sources.append(_Source(reader, seq, groups))
+    return sources
 
 
 @dataclass
@@ -127,15 +200,7 @@ def _read_family(
         return _read_source(fs, task, fam, point_row)
     readers: list[StoreFileReader] = []
     try:
-        sources = []
-        for relpath, seq in fam.files:
-            reader = task.open_file(fs, fam, relpath)
-            readers.append(reader)
-            if point_row is not None and not reader.might_contain_row(point_row):
-                continue
-            groups = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
-            if groups:
-                sources.append(_Source(reader, seq, groups))
+        sources = _open_sources(fs, task, fam, point_row, readers)
         if not sources:
             return pa.table([])
         chunks = [(task.start, task.stop)]
@@ -174,10 +239,15 @@ def _run_chunks(run: Callable[[int], pa.Table], n: int) -> pa.Table:
     """``run(0) ... run(n - 1)`` concatenated, on the thread pool when ``n > 1``."""
     if n == 1:
         return run(0)
+    return pa.concat_tables(_chunk_results(run, n))
+
+
+def _chunk_results(run: Callable[[int], pa.Table], n: int) -> list[pa.Table]:
+    """``[run(0), ..., run(n - 1)]``, started in that order, on the thread pool."""
     threads = min(pa.cpu_count(), MAX_THREADS)
-    if threads == 1:
-        return pa.concat_tables([run(i) for i in range(n)])
-    return pa.concat_tables(_in_order(run, n, threads))
+    if threads == 1 or n == 1:
+        return [run(i) for i in range(n)]
+    return _in_order(run, n, threads)
 
 
 def _chunk_bounds(

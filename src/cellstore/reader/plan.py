@@ -16,7 +16,7 @@ import fsspec
 import pyarrow as pa
 
 from cellstore.core.cells import MAX_ROW_LENGTH
-from cellstore.core.family import Family
+from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.filters import FilterPlan
 from cellstore.core.keys import RowRange, as_bytes
 from cellstore.core.metadata import FileEntry, TableMetadata
@@ -203,6 +203,30 @@ def _overlaps(entry: FileEntry, start: bytes, stop: bytes) -> bool:
     return not (stop and entry.first_row >= stop)
 
 
+def _may_matter(entry: FileEntry, family: Family, spec: ReadSpec) -> bool:
+    """Whether a store file can hold a cell the family's read returns or applies.
+
+    ``spec`` is the family's own read, so a per-family time range (R7.1) prunes that
+    family's files only. A file all of whose cells are older than the range is never
+    needed: its puts are out of range and its markers older than ``min`` are ignored
+    (R7.2, R7.3). A file all of whose cells are at or past ``max`` is needed only for its
+    delete markers, and only by a normal read with KEEP_DELETED_CELLS=FALSE, which applies
+    markers newer than the range (R7.3; TRUE/TTL apply only markers inside it, R9.2; raw
+    reads return only cells inside it, R10). Out-of-range puts never take a version slot
+    or win an equal-key tie (R3.3, R7.2), so leaving such files out changes nothing.
+    """
+    if spec.all_time:
+        return True
+    assert spec.time_range is not None
+    lo, hi = spec.time_range
+    if entry.max_ts < lo:
+        return False
+    if entry.min_ts < hi:
+        return True
+    markers_apply = not spec.raw and family.keep_deleted_cells is KeepDeletedCells.FALSE
+    return markers_apply and entry.delete_markers > 0
+
+
 def plan_tasks(
     metadata: TableMetadata,
     *,
@@ -214,9 +238,9 @@ def plan_tasks(
 ) -> list[ScanTask]:
     """One task per (row range x region) overlap, in the order of ``ranges``.
 
-    Files whose row span misses the task's range are left out, and so are files all of
-    whose cells are older than the time range (they can neither be returned nor mask
-    anything returned, R3.5, R7.3).
+    Files whose row span misses the task's range are left out, and so are files whose
+    cells cannot matter to the family's time range (see :func:`_may_matter`; each family
+    uses its own range when the read gives it one, R7.1).
 
     Args:
         metadata: The table version to read.
@@ -246,14 +270,14 @@ def plan_tasks(
             t_stop = region.end if clip else stop
             reads = []
             for fname, spec in specs.items():
-                lo_ts = spec.time_range[0] if spec.time_range is not None else 0
+                family = metadata.family(fname)
                 entries = tuple(
                     f
                     for f in by_store.get((region.id, fname), ())
-                    if _overlaps(f, t_start, t_stop) and f.max_ts >= lo_ts
+                    if _overlaps(f, t_start, t_stop) and _may_matter(f, family, spec)
                 )
                 files = tuple((f.path, f.seq) for f in entries)
-                reads.append(FamilyRead(metadata.family(fname), files, spec, entries))
+                reads.append(FamilyRead(family, files, spec, entries))
             if any(r.files for r in reads):
                 tasks.append(
                     ScanTask(

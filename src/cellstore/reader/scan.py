@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import fsspec
 import pyarrow as pa
@@ -23,7 +23,7 @@ from cellstore.core.metadata import TableMetadata
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.rowkey.ranges import bucket_ranges
 from cellstore.core.semantics import ReadSpec
-from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
+from cellstore.errors import InvalidArgumentError, InvalidFamilyError, InvalidRowRangeError
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
 from cellstore.reader.plan import (
     DEFAULT_TASK_MEMORY,
@@ -38,7 +38,14 @@ from cellstore.reader.shapes import Shape, WideSpec, to_wide
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Scan", "ScanOptions", "as_names"]
+__all__ = [
+    "FamilyTimeRanges",
+    "Scan",
+    "ScanOptions",
+    "as_names",
+    "family_time_ranges",
+    "normalize_family_time_ranges",
+]
 
 
 def as_names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None:
@@ -56,6 +63,83 @@ def as_names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | No
     return tuple(values)
 
 
+#: What ``family_time_ranges`` takes: family name to ``(min, max)``, as a mapping or pairs.
+FamilyTimeRanges: TypeAlias = Mapping[str, tuple[int, int]] | Iterable[tuple[str, tuple[int, int]]]
+
+
+def normalize_family_time_ranges(
+    ranges: FamilyTimeRanges | None,
+) -> tuple[tuple[str, tuple[int, int]], ...] | None:
+    """``family_time_ranges`` as ``Table.scan``/``get`` take it, in :class:`ScanOptions`' form.
+
+    A mapping (or pairs) of family name to ``(min, max)`` becomes a sorted tuple of pairs
+    (hashable, so the options stay frozen); None and empty stay None.
+
+    >>> normalize_family_time_ranges({"b": (0, 15), "a": [5, 9]})
+    (('a', (5, 9)), ('b', (0, 15)))
+
+    Raises:
+        InvalidArgumentError: a family name that is not a string, a range that is not two
+            integers, or a family given twice.
+    """
+    if ranges is None:
+        return None
+    items = list(ranges.items()) if isinstance(ranges, Mapping) else list(ranges)
+    out: dict[str, tuple[int, int]] = {}
+    for item in items:
+        try:
+            fam, rng = item
+            lo, hi = rng
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"family_time_ranges: expected family -> (min, max), got {item!r}"
+            ) from None
+        if not isinstance(fam, str):
+            raise InvalidArgumentError(f"family_time_ranges: family {fam!r} is not a string")
+        for v in (lo, hi):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InvalidArgumentError(
+                    f"family_time_ranges: the range of family {fam!r} must be two integers "
+                    f"(min, max), got {rng!r}"
+                )
+        if fam in out:
+            raise InvalidArgumentError(f"family_time_ranges: family {fam!r} is given twice")
+        out[fam] = (int(lo), int(hi))
+    return tuple(sorted(out.items())) or None
+
+
+def family_time_ranges(
+    metadata: TableMetadata, ranges: tuple[tuple[str, tuple[int, int]], ...] | None
+) -> dict[str, tuple[int, int]]:
+    """Check per-family time ranges against the table (HBase ``setColumnFamilyTimeRange``).
+
+    Each range is ``[min, max)`` in ms with ``0 <= min <= max`` (R7.1); it replaces the
+    read-wide time range (or timestamp) for that family only, before version counting and
+    for the delete markers the read applies (R7.2, R7.3), in normal and raw reads alike.
+    A family the read does not select is allowed and has no effect, as in HBase.
+
+    Returns:
+        Family name to its range.
+
+    Raises:
+        InvalidFamilyError: a family the table does not have.
+        InvalidArgumentError: a range with ``min < 0`` or ``max < min``, naming the family.
+    """
+    out: dict[str, tuple[int, int]] = {}
+    for fam, (lo, hi) in ranges or ():
+        if fam not in metadata.family_names:
+            raise InvalidFamilyError(
+                f"family_time_ranges: table {metadata.name} has no family {fam!r}"
+            )
+        if lo < 0 or hi < lo:
+            raise InvalidArgumentError(
+                f"family_time_ranges: the time range of family {fam!r} must satisfy "
+                f"0 <= min <= max (R7.1), got [{lo}, {hi})"
+            )
+        out[fam] = (lo, hi)
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScanOptions:
     """Everything a scan was asked for (see ``Table.scan`` for the meaning of each)."""
@@ -66,6 +150,7 @@ class ScanOptions:
     columns: tuple[bytes | str, ...] | None = None
     families: tuple[str, ...] | None = None
     time_range: tuple[int, int] | None = None
+    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...] | None = None
     timestamp: int | None = None
     max_versions: int | None = None
     raw: bool = False
@@ -124,6 +209,8 @@ class Scan:
             row_offset_per_family=o.row_offset_per_family,
         )
         self.spec = base
+        #: Family name to its own time range (R7.1), replacing ``time_range`` for it.
+        self.family_time_ranges = family_time_ranges(metadata, o.family_time_ranges)
         self.wanted = parse_columns(metadata, columns=o.columns, families=o.families)
         if o.raw and any(q is not None for q in self.wanted.values()):
             raise InvalidArgumentError("Cannot specify any column for a raw scan (R10.4)")
@@ -139,6 +226,7 @@ class Scan:
                 columns=self._explicit_columns(),
                 column_types=dict(o.column_types or ()),
                 decode_errors=o.decode_errors,
+                typed_only=o.columns is None and o.families is None,
             )
         elif o.column_types:
             raise InvalidArgumentError("column_types applies to the wide shape only")
@@ -175,15 +263,22 @@ class Scan:
         filters judge those cells, and the caps and the window apply afterwards.
         """
         specs: dict[str, ReadSpec] = {}
+        ranges = self.family_time_ranges
+
+        def family_base(fam: str, quals: frozenset[bytes] | None) -> ReadSpec:
+            if fam in ranges:  # R7.1: the family's range replaces the read-wide one
+                return replace(base, qualifiers=quals, time_range=ranges[fam])
+            return replace(base, qualifiers=quals)
+
         if not self.filters:
             for fam, quals in self.wanted.items():
-                specs[fam] = replace(base, qualifiers=quals)
+                specs[fam] = family_base(fam, quals)
             return specs, None
         caps: dict[str, int] = {}
         windows: dict[str, tuple[int, int | None]] = {}
         for fam, quals in self.wanted.items():
             spec, caps[fam], window = filtered_read(
-                replace(base, qualifiers=quals), self.metadata.family(fam)
+                family_base(fam, quals), self.metadata.family(fam)
             )
             specs[fam] = spec
             if window is not None:

@@ -5,6 +5,10 @@ The wide shape pivots a scan's cells: one output row per row key, one column per
 visible cell of the column). Values stay bytes unless a column mapping names a codec for the
 column (HBase ``Bytes`` encodings: ``long``, ``int``, ``short``, ``double``, ``float``,
 ``boolean``, ``string``; see :mod:`cellstore.core.codecs`).
+
+A read that names only ``column_types`` (no ``columns``, no ``families``) returns just the
+typed columns it names, in that order, after ``row`` (and any decoded key fields); naming
+columns or families selects them, and ``column_types`` then only decodes.
 """
 
 from __future__ import annotations
@@ -79,14 +83,33 @@ class WideSpec:
         columns: Sequence[tuple[str, bytes]] | None,
         column_types: Mapping[str, str | Codec] | None,
         decode_errors: str = "raise",
+        typed_only: bool = False,
     ) -> WideSpec:
-        """Validate a column list and a ``{"family:qualifier": codec}`` mapping."""
+        """Validate a column list and a ``{"family:qualifier": codec}`` mapping.
+
+        Args:
+            columns: The output columns in order, or None (see ``typed_only``).
+            column_types: ``{"family:qualifier": codec}``; the named columns are decoded.
+            decode_errors: ``"raise"`` or ``"null"``.
+            typed_only: With ``columns`` None and some ``column_types``: output only the
+                typed columns, in the order named (a read that names no columns or
+                families, only types); False: every column found, the typed ones decoded.
+
+        Returns:
+            The spec; its ``columns`` are None only when every column found is wanted.
+
+        Raises:
+            InvalidArgumentError: an unknown codec, a malformed column name, or a bad
+                ``decode_errors``.
+        """
         if decode_errors not in ("raise", "null"):
             raise InvalidArgumentError("decode_errors must be 'raise' or 'null'")
         codecs = []
         for name, codec in (column_types or {}).items():
             codecs.append((split_column(name), Codec.parse(codec)))
         cols = None if columns is None else tuple(dict.fromkeys(columns))
+        if cols is None and typed_only and codecs:
+            cols = tuple(dict.fromkeys(col for col, _ in codecs))
         return cls(columns=cols, codecs=tuple(codecs), decode_errors=decode_errors)
 
     def empty(self) -> pa.Table:

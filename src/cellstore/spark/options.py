@@ -54,6 +54,7 @@ READ_OPTIONS: Final = (
             "columns",
             "families",
             "time_range",
+            "family_time_ranges",
             "timestamp",
             "max_versions",
             "raw",
@@ -189,6 +190,25 @@ def _location(options: Mapping[str, str], known: frozenset[str]) -> tuple[str, s
     if not table:
         raise InvalidArgumentError("option 'table' (the table name) is required")
     return root, table
+
+
+def _family_time_ranges(text: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """``"b:0:15,c:5:9"`` -> ``(("b", (0, 15)), ("c", (5, 9)))`` (R7.1, per family).
+
+    Raises:
+        InvalidArgumentError: an item that is not ``family:min:max`` with integer bounds.
+    """
+    out = []
+    for item in text.split(","):
+        parts = item.strip().rsplit(":", 2)
+        if len(parts) != 3 or not parts[0]:
+            raise InvalidArgumentError(
+                f"option 'family_time_ranges': {item.strip()!r} is not family:min:max "
+                "(e.g. 'b:0:15,c:5:9')"
+            )
+        name = "family_time_ranges"
+        out.append((parts[0], (_int(parts[1], name=name), _int(parts[2], name=name))))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -358,6 +378,8 @@ class ReadOptions:
                 _int(str(parts[0]), name="time_range"),
                 _int(str(parts[1]), name="time_range"),
             )
+        if opts.get("family_time_ranges"):
+            scan["family_time_ranges"] = _family_time_ranges(opts["family_time_ranges"])
         for name in (
             "timestamp",
             "max_versions",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 import numpy as np
+import pyarrow as pa
 import xxhash
 
 from cellstore.errors import CorruptFileError
@@ -53,6 +54,18 @@ class SplitBlockBloomFilter:
             bits = (key * _SALT) >> np.uint32(27)
         mask = (np.uint32(1) << bits).astype(np.uint32)
         return bool(np.all(self._words[block] & mask))
+
+    def might_contain_all(self, values: pa.Array) -> np.ndarray:
+        """:meth:`might_contain` of every value of a binary array without nulls, at once.
+
+        Returns:
+            A boolean array: False where the value is certainly absent.
+        """
+        from cellstore.storefiles.bloom_kernels import binary_buffers, probe_all
+
+        offsets, data = binary_buffers(values)
+        result: np.ndarray = probe_all(offsets, data, self._words)
+        return result
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -14,7 +14,6 @@ from cellstore.core.cells import (
     MAX_ROW_LENGTH,
     CellType,
     first_unsorted_index,
-    run_starts,
 )
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import Region
@@ -112,10 +111,7 @@ def check(
             if footer_value != value:
                 problems.append(f"footer {key} is {footer_value!r} but the data says {value!r}")
         if info.bloom_filter:
-            rows = table.column("row").combine_chunks()
-            starts = run_starts(rows)
-            distinct = rows.take(pa.array(starts)).to_pylist()
-            missing = [r for r in distinct if not reader.might_contain_row(r)]
+            missing = reader.rows_missing_from_bloom(table.column("row"))
             if missing:
                 problems.append(f"bloom filter misses {len(missing)} row(s), e.g. {missing[0]!r}")
         if region is not None:

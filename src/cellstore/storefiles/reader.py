@@ -297,6 +297,36 @@ class StoreFileReader:
                 return True
         return False
 
+    def rows_missing_from_bloom(self, rows: pa.ChunkedArray | pa.Array) -> list[bytes]:
+        """The rows of the file's ``row`` column that their row group's Bloom filter lacks.
+
+        Args:
+            rows: The whole file's ``row`` column, in file order (so row group ``i``'s rows
+                are its ``num_rows`` values after those of groups ``0 .. i - 1``).
+
+        Returns:
+            Each row (once per group) that its group's filter says is certainly absent; empty
+            when the file has no filter. Probes run compiled, one pass per row group.
+        """
+        from cellstore.core.cells import run_starts
+
+        if not self.info.bloom_filter:
+            return []
+        column = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
+        missing: list[bytes] = []
+        offset = 0
+        for g in self.row_groups():
+            group_rows = column.slice(offset, g.num_cells)
+            offset += g.num_cells
+            bloom = self._bloom(g.index)
+            if bloom is None or not len(group_rows):
+                continue
+            distinct = group_rows.take(pa.array(run_starts(group_rows)))
+            hits = bloom.might_contain_all(distinct)
+            if not hits.all():
+                missing.extend(distinct.filter(pa.array(~hits)).to_pylist())
+        return missing
+
     def _bloom(self, group: int) -> SplitBlockBloomFilter | None:
         """Row group ``group``'s row Bloom filter, read and parsed once; None if absent."""
         blooms = self._footer.blooms

@@ -27,6 +27,7 @@ from cellstore.core.regions import (
 )
 from cellstore.core.rowkey import salt_bytes
 from cellstore.errors import (
+    CellstoreWarning,
     InvalidArgumentError,
     KeyDesignWarning,
 )
@@ -56,19 +57,28 @@ from cellstore.loader.direct import (
 )
 from cellstore.loader.execute import commit_load
 from cellstore.loader.inputs import InputFormat
+from cellstore.loader.mapping import TableCodecs, properties_after_load
 from cellstore.loader.plan import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_FILES_PER_REGION,
     DEFAULT_MEMORY_BUDGET,
 )
 from cellstore.manifest import TableLog
-from cellstore.reader import Scan, ScanOptions, as_names
+from cellstore.reader import (
+    FamilyTimeRanges,
+    Scan,
+    ScanOptions,
+    as_names,
+    normalize_family_time_ranges,
+)
+from cellstore.report import DEFAULT_HISTORY, DEFAULT_SAMPLE_ROWS
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 from cellstore.storefiles.layout import entry_path, table_dir
 from cellstore.storefiles.writer import HFileSettings
 from cellstore.warehouse.describe import RegionDescription, TableDescription
 
 if TYPE_CHECKING:
+    from cellstore.report import TableReport
     from cellstore.warehouse.catalog import Warehouse
 
 
@@ -159,6 +169,7 @@ class Table:
         now_ms: int | None = None,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
         keys: KeyKind = "logical",
+        assign_seq_id: bool = True,
     ) -> LoadReport:
         """Write cells and commit them at once: the raw write primitive.
 
@@ -188,6 +199,12 @@ class Table:
             row_group_cells: Cells per Parquet row group.
             keys: ``"logical"`` (default) or ``"physical"`` row keys on a salted table
                 (``"physical"`` on an unsalted table is an InvalidArgumentError).
+            assign_seq_id: False commits the files without a sequence number, as HBase's
+                ``hbase.mapreduce.bulkload.assign.sequenceNumbers=false`` does (R14.5):
+                they rank below every other file, so at equal (row, family, qualifier,
+                ts, type) the cells already in the table, or loaded later with a
+                sequence number, win (R3.1, R3.2); the report's ``seq`` is None. A
+                compaction output takes the highest sequence number of its inputs.
 
         Returns:
             A :class:`~cellstore.loader.LoadReport` (``mode="cells"``; the same type
@@ -246,6 +263,7 @@ class Table:
                 "bytes": sum(w.info.size for w in written),
             },
             row_group_cells=row_group_cells,
+            assign_seq_id=assign_seq_id,
         )
         self._metadata = meta
         if already:
@@ -291,6 +309,7 @@ class Table:
         hbase_snapshot: str | None = None,
         hfile_settings: HFileSettings | None = None,
         hfile_storage_options: Mapping[str, Any] | None = None,
+        assign_seq_id: bool = True,
     ) -> LoadReport:
         r"""Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
 
@@ -356,6 +375,8 @@ class Table:
                 (default: no compression, no encoding, the family's block size, ROW Bloom).
             hfile_storage_options: fsspec options for ``hfile_output``, the split-key
                 file and ``hbase_root``.
+            assign_seq_id: False commits without a sequence number (as
+                :meth:`load_cells`; HBase's ``assign.sequenceNumbers=false``, R14.5).
 
         Returns:
             A :class:`~cellstore.loader.LoadReport` (with ``hfile_output`` set when HFiles
@@ -397,6 +418,11 @@ class Table:
                 "split_keys, hbase_root, hbase_table, hbase_snapshot and hfile_settings "
                 "apply only with hfile_output"
             )
+        if hfile_output is not None and not assign_seq_id:
+            raise InvalidArgumentError(
+                "assign_seq_id=False applies to loads that commit to this table, not "
+                "with hfile_output (HBase's completebulkload decides the sequence id)"
+            )
         if hfile_output is None:
             ensure_exclusive_create(self.fs, self.warehouse.root)
         settings = LoadSettings(
@@ -406,6 +432,7 @@ class Table:
             skip_bad_records=skip_bad_records,
             workers=workers,
             max_files_per_region=max_files_per_region,
+            assign_seq_id=assign_seq_id,
             **({"key_sample": 0} if key_advice == "off" else {}),
         )
         if hfile_output is not None:
@@ -459,9 +486,18 @@ class Table:
             progress=progress,
             report_dir=report_dir,
         )
+        if report.version is not None:
+            self._warn_codec_changes(mapping)
         self._metadata = meta
         self._warn_keys(report, key_advice)
         return report
+
+    def _warn_codec_changes(self, mapping: LoadMapping) -> None:
+        """Warn about columns a load recorded with another codec than before (it wins)."""
+        before = self._metadata
+        _, changes = properties_after_load(before.properties, mapping, stored_spec=before.row_key)
+        for message in changes:
+            warnings.warn(f"table {self.name}: {message}", CellstoreWarning, stacklevel=3)
 
     def _warn_keys(self, report: LoadReport, key_advice: str) -> None:
         if key_advice == "warn":
@@ -551,6 +587,7 @@ class Table:
         columns: Iterable[bytes | str] | bytes | str | None = None,
         families: Iterable[str] | str | None = None,
         time_range: tuple[int, int] | None = None,
+        family_time_ranges: FamilyTimeRanges | None = None,
         timestamp: int | None = None,
         max_versions: int | None = None,
         raw: bool = False,
@@ -560,7 +597,7 @@ class Table:
         max_results_per_family: int | None = None,
         row_offset_per_family: int = 0,
         shape: str = "cells",
-        column_types: Mapping[str, str] | None = None,
+        column_types: Mapping[str, str] | Literal["table"] | None = None,
         decode_errors: str = "raise",
         memory_budget: int | None = None,
         key: Mapping[str, Any] | None = None,
@@ -578,6 +615,11 @@ class Table:
                 whole family (R11.1).
             families: Whole families to read. Nothing given = every family.
             time_range: ``(min_ts, max_ts)``, min inclusive, max exclusive (R7.1).
+            family_time_ranges: ``{"family": (min_ts, max_ts)}``: that family's own time
+                range, replacing ``time_range``/``timestamp`` for it (HBase's
+                ``setColumnFamilyTimeRange``, R7.1), applied before version counting and
+                to the delete markers the read applies, in raw reads too. An unknown
+                family or ``min > max`` is an InvalidArgumentError naming it.
             timestamp: Only this exact timestamp (``[ts, ts+1)``, R7.4).
             max_versions: Versions per column; default 1, capped by the family's
                 ``max_versions`` except for raw scans (R6.1, R10.2).
@@ -598,6 +640,9 @@ class Table:
             column_types: For the wide shape, ``{"family:qualifier": codec}`` decodes those
                 columns with HBase's ``Bytes`` encodings (``long``/``int64``, ``int``,
                 ``short``, ``double``, ``float``, ``boolean``, ``string``, ``bytes``).
+                ``"table"``: the codecs the table's mapping-based loads recorded
+                (:meth:`value_codecs`). Naming a column that no mapping-based load
+                recorded, on a table with recorded codecs, warns (CellstoreWarning).
             decode_errors: ``"raise"`` (default) or ``"null"`` for values that do not
                 decode with their column's codec.
             memory_budget: Most bytes of decoded cells one task may read; larger regions
@@ -619,6 +664,12 @@ class Table:
             A :class:`~cellstore.reader.Scan`: call ``to_arrow()``, ``to_pandas()``,
             ``to_batches()``, ``to_dask()``, ``count_rows()`` or ``plan()``.
         """
+        if isinstance(column_types, str):
+            column_types = self._recorded_column_types(column_types)
+        elif column_types:
+            self._warn_unrecorded(column_types)
+        if families is None and columns is None:
+            families = self._visible_families()
         options = ScanOptions(
             start_row=start_row,
             stop_row=stop_row,
@@ -626,6 +677,7 @@ class Table:
             columns=as_names(columns),
             families=as_names(families),
             time_range=time_range,
+            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
             timestamp=timestamp,
             max_versions=max_versions,
             raw=raw,
@@ -644,6 +696,59 @@ class Table:
         )
         return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock())
 
+    def _visible_families(self) -> list[str] | None:
+        """The families a scan or get reads when none are named, None for all.
+
+        Families listed in the property ``hidden-families`` (local index rows) are left
+        out unless named.
+        """
+        hidden = set(self._metadata.properties.get("hidden-families", "").split(",")) - {""}
+        if not hidden:
+            return None
+        return [f for f in self._metadata.family_names if f not in hidden]
+
+    def value_codecs(self) -> TableCodecs:
+        """The value codecs and row key this table's mapping-based loads recorded.
+
+        Each :meth:`load` through a mapping records its columns' codecs in the table
+        properties ``mapping.codecs`` and ``mapping.row-key`` (docs/format.md, section 6.1);
+        the CLI's ``scan``/``get`` decode with them. Reads stay raw unless asked:
+        ``scan(shape="wide", column_types="table")``.
+        """
+        return TableCodecs.from_properties(self._metadata.properties)
+
+    def _recorded_column_types(self, which: str) -> dict[str, str]:
+        if which != "table":
+            raise InvalidArgumentError(f"column_types must be a mapping or 'table', not {which!r}")
+        types = self.value_codecs().column_types()
+        if not types:
+            raise InvalidArgumentError(
+                f"table {self.name} has no recorded column codecs (no mapping-based load "
+                "recorded any); pass column_types as {'family:qualifier': codec}"
+            )
+        return types
+
+    def _warn_unrecorded(self, column_types: Mapping[str, str]) -> None:
+        """Warn about columns no mapping-based load recorded (cheap: table properties)."""
+        import difflib
+
+        codecs = self.value_codecs()
+        if not codecs.columns and not codecs.families:
+            return
+        known = list(codecs.columns)
+        for name in column_types:
+            family = str(name).partition(":")[0]
+            if name in codecs.columns or family in codecs.families:
+                continue
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            warnings.warn(
+                f"table {self.name}: column_types names {name!r}, a column no mapping-based "
+                f"load recorded{hint}",
+                CellstoreWarning,
+                stacklevel=3,
+            )
+
     def get(
         self,
         row: bytes | str,
@@ -651,6 +756,7 @@ class Table:
         columns: Iterable[bytes | str] | bytes | str | None = None,
         families: Iterable[str] | str | None = None,
         time_range: tuple[int, int] | None = None,
+        family_time_ranges: FamilyTimeRanges | None = None,
         timestamp: int | None = None,
         max_versions: int | None = None,
         filter: Filter | Sequence[Filter] | None = None,
@@ -668,12 +774,15 @@ class Table:
         buckets = self._metadata.salt_buckets
         if buckets is not None:  # salt-free key in, salt-free rows out
             key = bytes([int(salt_bytes(pa.array([key], pa.binary()), buckets)[0])]) + key
+        if families is None and columns is None:
+            families = self._visible_families()
         options = ScanOptions(
             start_row=key,
             stop_row=key + b"\x00",
             columns=as_names(columns),
             families=as_names(families),
             time_range=time_range,
+            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
             timestamp=timestamp,
             max_versions=max_versions,
             filter=normalize_filters(filter),
@@ -760,6 +869,65 @@ class Table:
                 break
             v -= 1
         return out
+
+    def report(
+        self,
+        *,
+        html: str | os.PathLike[str] | None = None,
+        sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
+        sample_keys: int = DEFAULT_SAMPLE_KEYS,
+        history: int = DEFAULT_HISTORY,
+        now_ms: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> TableReport:
+        """Measure this table version for people to look at (``cellstore report``).
+
+        Cells, bytes and store files per region (the hotspot marked), row-key length and
+        first-byte distributions, versions per column, delete markers by kind, the
+        TTL-expired share per family, the key-design advice of :meth:`advise` and the
+        commit history. Reads the store files (one region at a time, never values);
+        writes nothing but ``html``. In a notebook the result renders as the page.
+
+        Args:
+            html: Also write the self-contained HTML page here (local path or fsspec
+                URL); needs matplotlib (``pip install "cellstore[report]"``).
+            sample_rows: Read about this many cells at most: a larger table is sampled
+                (whole row groups spread over every file) and the report says so.
+                None reads every cell.
+            sample_keys: Row keys the key-design advice samples.
+            history: Commits to list, newest first.
+            now_ms: "Now" for TTL expiry (default: the clock).
+            storage_options: fsspec options for an ``html`` URL.
+
+        Returns:
+            A :class:`~cellstore.report.TableReport` (``to_dict()`` for JSON,
+            ``to_html()`` for the page).
+
+        Raises:
+            InvalidArgumentError: ``sample_rows`` or ``history`` out of range.
+            ImportError: ``html`` given without matplotlib (names the extra).
+        """
+        from cellstore.report import build_report, render_html, require_matplotlib
+
+        if html is not None:
+            require_matplotlib()  # fail before reading anything
+        result = build_report(
+            self.fs,
+            self.path,
+            self._metadata,
+            self.log,
+            sample_rows=sample_rows,
+            sample_keys=sample_keys,
+            history=history,
+            now_ms=now_ms,
+        )
+        if html is not None:
+            page = render_html(result)
+            with fsspec.open(
+                os.fspath(html), "w", encoding="utf-8", **dict(storage_options or {})
+            ) as out:
+                out.write(page)
+        return result
 
 
 def _clock() -> int:

@@ -152,8 +152,9 @@ class RowKeySpec:
                 flags.append("md5" if f.hash.value == "md5" else f"md5_prefix={f.hash_bytes}")
             if f.width is not None:
                 flags.append(f"width={f.width}")
-            flags += [name for name in ("reverse", "reverse_timestamp", "descending")
-                      if getattr(f, name)]
+            flags += [
+                name for name in ("reverse", "reverse_timestamp", "descending") if getattr(f, name)
+            ]
             tokens.append(f"{f.name}:{f.type.value}" + (f"[{','.join(flags)}]" if flags else ""))
         return " + ".join(tokens)
 
@@ -225,6 +226,68 @@ class RowKeySpec:
             return ", ".join(f"{c}={table.column(c)[i].as_py()!r}" for c in self.columns)[:120]
 
         problems.raise_first(show)
+        return out
+
+    def parse_values(self, texts: Mapping[str, str], *, partial: bool = False) -> dict[str, Any]:
+        r"""Typed field values from text (the CLI's ``--key field=value``), in key order.
+
+        ``string`` fields take the text as it is, ``bytes`` fields HBase's printable form
+        (``\x00`` escapes), integer and float fields a number.
+
+        Args:
+            texts: ``{field: text}``.
+            partial: Allow a leading subset of the fields (a key prefix, for scans).
+
+        Returns:
+            ``{field: value}`` in key order.
+
+        Raises:
+            InvalidArgumentError: an unknown field (with the closest name and the key's
+                fields), a missing field (``partial=False``) or a gap in the leading fields
+                (``partial=True``), or a text that is not a number of the field's type.
+        """
+        import difflib
+
+        from cellstore.core.keys import from_string_binary
+
+        names = self.columns
+        for name in texts:
+            if name not in names:
+                close = difflib.get_close_matches(name, list(names), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise InvalidArgumentError(
+                    f"unknown row-key field {name!r}{hint}; the key's fields are {', '.join(names)}"
+                )
+        given = [n for n in names if n in texts]
+        if partial:
+            if given != list(names[: len(given)]):
+                raise InvalidArgumentError(
+                    f"key fields must be leading fields of the key, in order "
+                    f"({', '.join(names)}); got {', '.join(texts)}"
+                )
+        elif len(given) != len(names):
+            missing = [n for n in names if n not in texts]
+            raise InvalidArgumentError(
+                f"the row key needs every field ({', '.join(names)}); missing {', '.join(missing)}"
+            )
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            if f.name not in texts:
+                continue
+            text = texts[f.name]
+            try:
+                if f.type.value == "string":
+                    out[f.name] = text
+                elif f.type.value == "bytes":
+                    out[f.name] = from_string_binary(text)
+                elif f.type.is_float:
+                    out[f.name] = float(text)
+                else:
+                    out[f.name] = int(text, 10)
+            except ValueError:
+                raise InvalidArgumentError(
+                    f"row-key field {f.name!r} is {f.type.value}: {text!r} is not a number"
+                ) from None
         return out
 
     def key_for(self, values: Mapping[str, Any]) -> bytes:

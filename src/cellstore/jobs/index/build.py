@@ -54,8 +54,10 @@ from cellstore.errors import (
 from cellstore.fs import ensure_exclusive_create
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.index.definition import (
+    LOCAL_FAMILY,
     PROPERTY_BUILD,
     PROPERTY_DEFINITION,
+    PROPERTY_HIDDEN,
     IndexDefinition,
     IndexNotFoundError,
     IndexPart,
@@ -199,7 +201,12 @@ def _check_columns(definition: IndexDefinition, meta: TableMetadata) -> None:
 
 
 def open_index_table(warehouse: Warehouse, definition: IndexDefinition) -> Table:
-    """The index table, created when absent; an existing table must hold this index."""
+    """The index table, created when absent; an existing table must hold this index.
+
+    A local index's "index table" is its data table (rows in its hidden family).
+    """
+    if definition.local:
+        return warehouse.table(definition.table)
     try:
         table = warehouse.table(definition.index_table)
     except TableNotFoundError:
@@ -229,6 +236,8 @@ def create_index(
     expression: Sequence[str | IndexPart] | None = None,
     covered: Iterable[str] | str = (),
     index_table: str | None = None,
+    maintain: bool = True,
+    local: bool = False,
 ) -> IndexDefinition:
     """Define an index on ``table`` and create its (empty) index table.
 
@@ -246,6 +255,14 @@ def create_index(
             or a bare ``family:qualifier`` (bytes).
         covered: Columns copied into the index rows (read without the data table).
         index_table: The index table's name (default ``<namespace>:<table>_idx_<name>``).
+        maintain: Keep the index current on every load into ``table`` (default): each
+            load writes and commits the index rows of its cells before its data commit
+            (docs/format.md 12.4). False: only :func:`build_index` updates it. Rows the
+            table already holds are indexed by a build (``build_index``).
+        local: A local index (docs/format.md 12.5): index rows in ``table``'s own regions,
+            in the hidden family ``_idx`` (added to the table, left out of ordinary scans),
+            so they split and merge with the data; lookups fan out per region. Not on
+            salted tables.
 
     Returns:
         The definition.
@@ -264,6 +281,8 @@ def create_index(
         expression=expression,
         covered=covered,
         index_table=index_table,
+        maintain=maintain,
+        local=local,
     )
     latest = _latest(table)
     _check_columns(definition, latest.metadata)
@@ -275,11 +294,32 @@ def create_index(
                 f"({_describe(existing)}); drop it first"
             )
         return existing
+    if definition.local:
+        _add_local_family(table, latest.metadata)
     open_index_table(table.warehouse, definition)
     table.warehouse.alter_table(
         table.name.full, properties={definition.property_key: definition.to_json()}
     )
     return definition
+
+
+def _add_local_family(table: Table, meta: TableMetadata) -> None:
+    """Give ``table`` the hidden local index family (one version, hidden from scans)."""
+    if meta.salt_buckets:
+        raise InvalidArgumentError(
+            f"table {table.name} is salted: local indexes are not supported on salted tables "
+            "(use a global index)"
+        )
+    hidden = [h for h in meta.properties.get(PROPERTY_HIDDEN, "").split(",") if h]
+    if LOCAL_FAMILY not in meta.family_names:
+        table.warehouse.alter_table(
+            table.name.full, add_families=[Family(name=LOCAL_FAMILY, max_versions=1)]
+        )
+    if LOCAL_FAMILY not in hidden:
+        table.warehouse.alter_table(
+            table.name.full,
+            properties={PROPERTY_HIDDEN: ",".join([*hidden, LOCAL_FAMILY])},
+        )
 
 
 def _describe(definition: IndexDefinition) -> str:
@@ -305,6 +345,11 @@ def drop_index(table: Table, *, name: str, purge: bool = False) -> IndexDefiniti
     """
     definition = definition_of(table, name)
     table.warehouse.alter_table(table.name.full, properties={definition.property_key: None})
+    if definition.local:
+        from cellstore.jobs.index.local import rebuild_local
+
+        rebuild_local(table)  # the family keeps the other local indexes' rows only
+        return definition
     if table.warehouse.exists(definition.index_table):
         table.warehouse.drop_table(definition.index_table, purge=purge)
     return definition
@@ -400,8 +445,7 @@ def _full(
 
         frames = scan.to_dask().to_delayed()
         tasks = [
-            delayed(writer.partition)(frame, f"{job_id}-{i:05d}")
-            for i, frame in enumerate(frames)
+            delayed(writer.partition)(frame, f"{job_id}-{i:05d}") for i, frame in enumerate(frames)
         ]
         results = client.compute(tasks, sync=True)
         written = [w for files, _ in results for w in files]
@@ -457,8 +501,10 @@ def _touched_rows(
     """Sorted distinct data rows with a watched cell in the new files / the time range."""
     meta = table.metadata
     if since_seq is not None:
-        meta = dataclasses.replace(meta, files=tuple(f for f in meta.files if f.seq >= since_seq))
-    families = None
+        # files loaded without a sequence id (seq -1, R14.5) may be newer than the last build
+        new = tuple(f for f in meta.files if f.seq >= since_seq or not f.seq_assigned)
+        meta = dataclasses.replace(meta, files=new)
+    families = tuple(f for f in meta.family_names if f != LOCAL_FAMILY)
     if not definition.whole_row:
         families = tuple(sorted({split_column(c)[0] for c in definition.watched_columns}))
     options = ScanOptions(raw=True, families=families, time_range=time_range)
@@ -517,9 +563,13 @@ def _incremental(
         keep = pc.fill_null(pc.is_in(rows.column("row"), value_set=touched), False)
         rows = rows.append_column("newest", newest).append_column("marked", pa.array(marked))
         held.append(rows.filter(keep))
-    old = pa.concat_tables(held) if held else empty_rows(definition).append_column(
-        "newest", pa.array([], pa.int64())
-    ).append_column("marked", pa.array([], pa.bool_()))
+    old = (
+        pa.concat_tables(held)
+        if held
+        else empty_rows(definition)
+        .append_column("newest", pa.array([], pa.int64()))
+        .append_column("marked", pa.array([], pa.bool_()))
+    )
     # Index rows of touched rows whose key is gone: hide the whole row.
     stale = old.filter(pc.invert(pc.is_in(old.column("key"), value_set=new.column("key"))))
     deletes = marker_cells(
@@ -589,7 +639,10 @@ def _dropped_covered(
         )
     if not parts:
         return marker_cells(
-            pa.array([], pa.binary()), definition.family, b"", pa.array([], pa.int64()),
+            pa.array([], pa.binary()),
+            definition.family,
+            b"",
+            pa.array([], pa.int64()),
             CellType.DELETE_COLUMN,
         )
     return pa.concat_tables(parts)
@@ -612,6 +665,8 @@ def build_index(
     expression: Sequence[str | IndexPart] | None = None,
     covered: Iterable[str] | str = (),
     index_table: str | None = None,
+    maintain: bool = True,
+    local: bool = False,
     mode: Mode = "full",
     time_range: tuple[int, int] | None = None,
     client: Any = None,
@@ -633,6 +688,11 @@ def build_index(
             ``CODEC(family:qualifier)``, ``family:qualifier``), in order.
         covered: Columns copied into the index rows (when defining).
         index_table: The index table's name (when defining).
+        maintain: Keep the index current on every load (when defining; see
+            :func:`create_index`).
+        local: Define a local index (see :func:`create_index`). A local index is built
+            by rebuilding every local index of the table region by region
+            (:func:`~cellstore.jobs.index.local.rebuild_local`); only ``mode="full"``.
         mode: ``"full"``: rebuild the whole index in one commit that replaces its files;
             ``"incremental"``: re-index the rows changed since the previous build (or in
             ``time_range``), see the module docs.
@@ -677,6 +737,8 @@ def build_index(
             expression=expression,
             covered=covered,
             index_table=index_table,
+            maintain=maintain,
+            local=local,
         )
     else:
         if codec is not None or covered or index_table is not None:
@@ -684,6 +746,8 @@ def build_index(
                 "codec, covered and index_table define an index: give column or expression too"
             )
         definition = definition_of(table, name)
+    if definition.local:
+        return _build_local(table, definition, mode, started)
     meta = table.metadata
     _check_columns(definition, meta)
     spec = meta.row_key
@@ -751,6 +815,37 @@ def build_index(
     )
 
 
+def _build_local(
+    table: Table, definition: IndexDefinition, mode: Mode, started: float
+) -> IndexBuildReport:
+    from cellstore.jobs.index.local import rebuild_local
+
+    if mode != "full":
+        raise InvalidArgumentError(
+            f"index {definition.name} is local: it is built in full, region by region "
+            "(loads keep it current)"
+        )
+    done = rebuild_local(table)
+    return IndexBuildReport(
+        table=str(table.name),
+        index=definition.name,
+        index_table=definition.index_table,
+        mode=mode,
+        job_id=f"local-{done.version}",
+        data_version=table.version,
+        index_version=done.version,
+        rows_read=0,
+        index_rows=done.index_rows,
+        deleted_rows=0,
+        missing=0,
+        unindexable=0,
+        cells=0,
+        files=done.files,
+        bytes=0,
+        seconds=time.perf_counter() - started,
+    )
+
+
 def _since_seq(index: Table, definition: IndexDefinition, meta: TableMetadata) -> int:
     previous = _previous_build(index)
     if previous is None:
@@ -769,4 +864,3 @@ def _since_seq(index: Table, definition: IndexDefinition, meta: TableMetadata) -
             "than the one being read (restored or opened as-of?); run a full build"
         )
     return seq
-

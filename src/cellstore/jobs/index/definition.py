@@ -19,12 +19,23 @@ from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import TableName, validate_family_name, validate_index_name
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError, InvalidArgumentError
+from cellstore.jobs.index.expr import (
+    Column,
+    Expr,
+    KeyRef,
+    columns_of,
+    key_fields_of,
+    parse_expression,
+    type_of,
+)
 from cellstore.jobs.index.keys import IndexType
 
 __all__ = [
     "DEFINITION_FORMAT_VERSION",
     "INDEX_FAMILY",
+    "LOCAL_FAMILY",
     "MARKER_QUALIFIER",
+    "PROPERTY_HIDDEN",
     "PROPERTY_BUILD",
     "PROPERTY_DEFINITION",
     "PROPERTY_PREFIX",
@@ -34,12 +45,19 @@ __all__ = [
     "definitions_of",
 ]
 
-#: Version of the definition document.
-DEFINITION_FORMAT_VERSION: Final = 1
+#: Version of the definition document written (2 added ``maintain``; version 1 documents
+#: still load, as maintained indexes).
+DEFINITION_FORMAT_VERSION: Final = 2
+#: Definition document versions this release reads.
+READABLE_FORMAT_VERSIONS: Final = (1, 2)
 #: The index table's only family (Phoenix names its default family ``0``).
 INDEX_FAMILY: Final = "0"
 #: Qualifier of the empty cell every index row has (Phoenix's empty key value ``_0``).
 MARKER_QUALIFIER: Final = b"_0"
+#: The hidden family of the data table that holds local index rows.
+LOCAL_FAMILY: Final = "_idx"
+#: Data table property listing families ordinary scans and gets leave out.
+PROPERTY_HIDDEN: Final = "hidden-families"
 #: Data table property prefix: ``index.<name>`` holds a definition.
 PROPERTY_PREFIX: Final = "index."
 #: Index table property holding its definition.
@@ -58,21 +76,34 @@ class IndexNotFoundError(CellstoreError, LookupError):
 
 @dataclass(frozen=True)
 class IndexPart:
-    """One part of an indexed value: a column decoded with a codec, or a row-key field.
+    """One part of an indexed value: a column, a row-key field, or an expression of them.
 
     Attributes:
-        kind: ``"column"`` or ``"key"``.
-        source: ``family:qualifier`` for a column, the field name for a key field.
+        kind: ``"column"``, ``"key"`` or ``"expression"`` (a functional index part,
+            :mod:`cellstore.jobs.index.expr`).
+        source: ``family:qualifier`` for a column, the field name for a key field, the
+            canonical text of an expression (``UPPER(string(info:name))``).
         codec: How a column's value bytes decode (``bytes`` when not given); None for key
-            fields (their type comes from the table's row-key spec).
+            fields (their type comes from the table's row-key spec) and expressions.
     """
 
-    kind: Literal["column", "key"]
+    kind: Literal["column", "key", "expression"]
     source: str
     codec: Codec | None = None
+    tree: Expr | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.kind == "column":
+        if self.kind == "expression":
+            if self.codec is not None:
+                raise InvalidArgumentError("an expression part has no codec; write CODEC(f:q)")
+            tree = parse_expression(self.source)
+            if not columns_of(tree) and not key_fields_of(tree):
+                raise InvalidArgumentError(
+                    f"index expression {self.source!r} reads no column and no key field"
+                )
+            object.__setattr__(self, "tree", tree)
+            object.__setattr__(self, "source", str(tree))
+        elif self.kind == "column":
             split_column(self.source)
             object.__setattr__(self, "codec", Codec.parse(self.codec or Codec.BYTES))
         elif self.kind == "key":
@@ -83,7 +114,9 @@ class IndexPart:
                     f"key field {self.source!r}: a row-key field is typed by the row-key spec"
                 )
         else:
-            raise InvalidArgumentError(f"index part kind must be column or key, not {self.kind!r}")
+            raise InvalidArgumentError(
+                f"index part kind must be column, key or expression, not {self.kind!r}"
+            )
 
     @classmethod
     def column(cls, name: str, *, codec: Codec | str = Codec.BYTES) -> IndexPart:
@@ -96,32 +129,69 @@ class IndexPart:
         return cls("key", name)
 
     @classmethod
+    def expression(cls, text: str) -> IndexPart:
+        """A functional part: an expression of columns and key fields.
+
+        The grammar is in :mod:`cellstore.jobs.index.expr`; e.g.
+        ``UPPER(string(info:name))``. A plain column or key field gives that kind of part.
+        """
+        tree = parse_expression(text)
+        if isinstance(tree, Column):
+            return cls.column(tree.column, codec=tree.codec)
+        if isinstance(tree, KeyRef):
+            return cls.key(tree.field)
+        return cls("expression", str(tree))
+
+    @classmethod
     def parse(cls, text: str | IndexPart) -> IndexPart:
         """A part from its text form.
 
         ``key(FIELD)`` is a row-key field, ``CODEC(family:qualifier)`` a column decoded
-        with a value codec (``long(info:age)``, ``string(info:email)``), and a bare
-        ``family:qualifier`` a column of raw bytes.
+        with a value codec (``long(info:age)``, ``string(info:email)``), a bare
+        ``family:qualifier`` a column of raw bytes, and anything else an expression
+        (``UPPER(string(info:name))``, ``SUBSTR(string(info:email), 1, 3)``,
+        ``string(info:first) || ' ' || string(info:last)``, ``long(s:a) * 2 + long(s:b)``).
 
         Raises:
-            InvalidArgumentError: for anything else.
+            InvalidArgumentError: for text outside these forms.
         """
         if isinstance(text, IndexPart):
             return text
         if not isinstance(text, str):
             raise InvalidArgumentError(f"an index part is a string or IndexPart, not {text!r}")
         call = _CALL.match(text)
-        if call is not None and ":" not in call.group(1):
+        if call is not None and ":" not in call.group(1) and "(" not in call.group(2):
             func, arg = call.group(1).lower(), call.group(2).strip()
             if func == "key":
                 return cls.key(arg)
-            return cls.column(arg, codec=func)
+            if func in {c.value for c in Codec}:
+                return cls.column(arg, codec=func)
+        if "(" in text or "||" in text:
+            return cls.expression(text)
         if ":" not in text:
             raise InvalidArgumentError(
                 f"index part {text!r}: expected family:qualifier, CODEC(family:qualifier) or "
                 "key(FIELD)"
             )
         return cls.column(text)
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """The columns the part reads, each with its codec (none for a key field)."""
+        if self.kind == "column":
+            return (Column(self.source, self.codec or Codec.BYTES),)
+        if self.tree is not None:
+            return columns_of(self.tree)
+        return ()
+
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        """The row-key fields the part reads."""
+        if self.kind == "key":
+            return (self.source,)
+        if self.tree is not None:
+            return key_fields_of(self.tree)
+        return ()
 
     @property
     def family(self) -> str:
@@ -134,13 +204,20 @@ class IndexPart:
         return split_column(self.source)[1]
 
     def __str__(self) -> str:
+        if self.kind == "expression":
+            return self.source
         if self.kind == "key":
             return f"key({self.source})"
         codec = self.codec or Codec.BYTES
         return f"{codec.value}({self.source})"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"column": ..., "codec": ...}`` or ``{"key-field": ...}``."""
+        """JSON form: a column, key field or (format version 2) expression document.
+
+        ``{"column": ..., "codec": ...}``, ``{"key-field": ...}``, ``{"expression": ...}``.
+        """
+        if self.kind == "expression":
+            return {"expression": self.source}
         if self.kind == "key":
             return {"key-field": self.source}
         return {"column": self.source, "codec": (self.codec or Codec.BYTES).value}
@@ -154,6 +231,8 @@ class IndexPart:
         """
         if set(doc) == {"key-field"}:
             return cls.key(str(doc["key-field"]))
+        if set(doc) == {"expression"}:
+            return cls.expression(str(doc["expression"]))
         if "column" in doc and set(doc) <= {"column", "codec"}:
             return cls.column(str(doc["column"]), codec=doc.get("codec", "bytes"))
         raise InvalidArgumentError(f"index part: unknown form {dict(doc)!r}")
@@ -204,6 +283,12 @@ class IndexDefinition:
         covered: ``family:qualifier`` columns copied into every index row.
         index_table: The index table (``namespace:qualifier``).
         family: The index table's family.
+        maintain: Whether every load into the data table keeps the index current (writes
+            its index rows before the data commit, docs/format.md 12.4); False for a
+            batch-built index that only :func:`build_index` updates.
+        local: A local index: its rows live in the data table's own regions, in the
+            hidden family :data:`LOCAL_FAMILY`, keyed by region start key + index name +
+            value + data row key (docs/format.md 12.5); ``index_table`` is the data table.
     """
 
     name: str
@@ -212,7 +297,9 @@ class IndexDefinition:
     covered: tuple[str, ...] = ()
     index_table: str = ""
     family: str = INDEX_FAMILY
-    format_version: int = field(default=DEFINITION_FORMAT_VERSION, repr=False)
+    maintain: bool = True
+    local: bool = False
+    format_version: int = field(default=DEFINITION_FORMAT_VERSION, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         validate_index_name(self.name)
@@ -231,16 +318,34 @@ class IndexDefinition:
                 f"index {self.name}: {both[0]} is indexed; its value is in the index row key, "
                 "so it cannot also be covered"
             )
+        if not isinstance(self.local, bool):
+            raise InvalidArgumentError(f"index {self.name}: local must be true or false")
+        if self.local:
+            if self.index_table and TableName.parse(self.index_table).full != self.table:
+                raise InvalidArgumentError(
+                    f"index {self.name}: a local index lives in its data table, not in "
+                    f"{self.index_table}"
+                )
+            object.__setattr__(self, "index_table", self.table)
+            if self.family == INDEX_FAMILY:
+                object.__setattr__(self, "family", LOCAL_FAMILY)
+            if self.family != LOCAL_FAMILY:
+                raise InvalidArgumentError(
+                    f"index {self.name}: a local index's family is {LOCAL_FAMILY}"
+                )
         index_table = self.index_table or default_index_table(self.table, self.name)
         object.__setattr__(self, "index_table", TableName.parse(index_table).full)
-        if self.index_table == self.table:
+        if self.index_table == self.table and not self.local:
             raise InvalidArgumentError(f"index {self.name}: the index table is the data table")
         validate_family_name(self.family)
-        if self.format_version != DEFINITION_FORMAT_VERSION:
+        if self.format_version not in READABLE_FORMAT_VERSIONS:
             raise InvalidArgumentError(
                 f"index {self.name}: definition format version {self.format_version} is not "
-                f"supported (this release reads {DEFINITION_FORMAT_VERSION})"
+                f"supported (this release reads {', '.join(map(str, READABLE_FORMAT_VERSIONS))})"
             )
+        object.__setattr__(self, "format_version", DEFINITION_FORMAT_VERSION)
+        if not isinstance(self.maintain, bool):
+            raise InvalidArgumentError(f"index {self.name}: maintain must be true or false")
 
     @classmethod
     def build(
@@ -253,6 +358,8 @@ class IndexDefinition:
         expression: Sequence[str | IndexPart] | None = None,
         covered: Iterable[str] | str = (),
         index_table: str | None = None,
+        maintain: bool = True,
+        local: bool = False,
     ) -> IndexDefinition:
         """A definition from the keyword form ``build_index`` and the CLI take.
 
@@ -266,6 +373,8 @@ class IndexDefinition:
                 :class:`IndexPart`.
             covered: Columns copied into the index rows.
             index_table: The index table (default ``<namespace>:<table>_idx_<name>``).
+            maintain: Keep the index current on every load (default), or only by builds.
+            local: A local index (rows in the data table's regions) instead of a global one.
 
         Raises:
             InvalidArgumentError: for a bad name, part, column or table name.
@@ -276,13 +385,20 @@ class IndexDefinition:
             parts=_parts(column, codec, expression),
             covered=_column_list(covered),
             index_table=index_table or "",
+            maintain=maintain,
+            local=local,
         )
 
     # ------------------------------------------------------------------ derived
     @property
     def column_parts(self) -> tuple[IndexPart, ...]:
-        """The parts that read a column."""
-        return tuple(p for p in self.parts if p.kind == "column")
+        """The parts that read a column (plain columns and expressions over columns)."""
+        return tuple(p for p in self.parts if p.columns)
+
+    @property
+    def indexed_columns(self) -> tuple[str, ...]:
+        """The ``family:qualifier`` columns the indexed value reads (no duplicates)."""
+        return tuple(dict.fromkeys(c.column for p in self.parts for c in p.columns))
 
     @property
     def whole_row(self) -> bool:
@@ -297,7 +413,7 @@ class IndexDefinition:
     @property
     def watched_columns(self) -> tuple[str, ...]:
         """Columns the index reads: column parts then covered columns (no duplicates)."""
-        return tuple(dict.fromkeys([*(p.source for p in self.column_parts), *self.covered]))
+        return tuple(dict.fromkeys([*self.indexed_columns, *self.covered]))
 
     @property
     def property_key(self) -> str:
@@ -311,26 +427,45 @@ class IndexDefinition:
             InvalidArgumentError: a key part names no field of ``spec`` (or there is no
                 spec), or a field that is not decodable (``md5``).
         """
+        key_types = self.key_types(spec)
         out = []
-        fields = {f.name: f for f in spec.fields} if spec is not None else {}
         for p in self.parts:
             if p.kind == "column":
                 out.append(IndexType.of_codec(p.codec or Codec.BYTES))
-                continue
-            f = fields.get(p.source)
+            elif p.kind == "key":
+                out.append(key_types[p.source])
+            else:
+                assert p.tree is not None
+                try:
+                    out.append(type_of(p.tree, key_types))
+                except InvalidArgumentError as e:
+                    raise InvalidArgumentError(f"index {self.name}: {e}") from None
+        return tuple(out)
+
+    def key_types(self, spec: RowKeySpec | None) -> dict[str, IndexType]:
+        """The type of every row-key field the parts read.
+
+        Raises:
+            InvalidArgumentError: a field not in ``spec`` (or no spec), or one that is not
+                decodable (``md5``).
+        """
+        fields = {f.name: f for f in spec.fields} if spec is not None else {}
+        out: dict[str, IndexType] = {}
+        for name in dict.fromkeys(f for p in self.parts for f in p.key_fields):
+            f = fields.get(name)
             if f is None:
                 have = ", ".join(fields) if fields else "no row-key spec"
                 raise InvalidArgumentError(
-                    f"index {self.name}: key field {p.source!r} is not in the row key of "
+                    f"index {self.name}: key field {name!r} is not in the row key of "
                     f"{self.table} ({have})"
                 )
             if not f.decodable:
                 raise InvalidArgumentError(
-                    f"index {self.name}: key field {p.source!r} is hashed (md5) and cannot be "
+                    f"index {self.name}: key field {name!r} is hashed (md5) and cannot be "
                     "read back from the row key"
                 )
-            out.append(IndexType.of_key_type(f.type))
-        return tuple(out)
+            out[name] = IndexType.of_key_type(f.type)
+        return out
 
     # -------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
@@ -343,6 +478,8 @@ class IndexDefinition:
             "family": self.family,
             "parts": [p.to_dict() for p in self.parts],
             "covered": list(self.covered),
+            "maintain": self.maintain,
+            "local": self.local,
         }
 
     def to_json(self) -> str:
@@ -364,6 +501,8 @@ class IndexDefinition:
                 covered=tuple(doc.get("covered", ())),
                 index_table=doc["index-table"],
                 family=doc.get("family", INDEX_FAMILY),
+                maintain=doc.get("maintain", True),
+                local=doc.get("local", False),
                 format_version=doc.get("format-version", DEFINITION_FORMAT_VERSION),
             )
         except (KeyError, TypeError) as e:

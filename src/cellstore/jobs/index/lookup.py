@@ -21,7 +21,16 @@ from cellstore.core.keys import RowRange, split_column
 from cellstore.errors import InvalidArgumentError
 from cellstore.jobs.index.build import definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition
-from cellstore.jobs.index.keys import IndexType, decode_keys, encode_values
+from cellstore.jobs.index.expr import KeyRef, env_key, evaluate
+from cellstore.jobs.index.keys import (
+    IndexType,
+    _scalar,
+    decode_keys,
+    encode_parts,
+    encode_values,
+    index_keys,
+)
+from cellstore.jobs.index.local import local_ranges, local_types
 from cellstore.jobs.index.rows import empty_rows, index_rows, key_decoder, read_rows, stored_rows
 from cellstore.reader.shapes import Shape, WideSpec, to_wide
 
@@ -80,18 +89,36 @@ class Index:
 
     # ------------------------------------------------------------------ index rows
     def _entries(self, where: RowRange, limit: int | None) -> pa.Table:
-        scan = self.index_table.scan(
-            start_row=where.start,
-            stop_row=where.stop,
-            families=[self.definition.family],
-            limit=limit,
-        )
+        ranges, types = [where], self.types
+        if self.definition.local:  # one range per region (docs/format.md 12.5)
+            ranges = local_ranges(self.index_table.metadata, self.definition, where)
+            types = local_types(self.types)
         parts = [empty_rows(self.definition)]
-        for batch in scan.to_batches():
-            rows, _, marked = stored_rows(batch, self.definition, self.types)
-            keep = pc.and_(pa.array(marked), pc.is_valid(rows.column("row")))
-            parts.append(rows.filter(keep))
+        found = 0
+        for rng in ranges:
+            if limit is not None and found >= limit:
+                break
+            scan = self.index_table.scan(
+                start_row=rng.start,
+                stop_row=rng.stop,
+                families=[self.definition.family],
+                limit=None if limit is None else limit - found,
+            )
+            for batch in scan.to_batches():
+                rows, _, marked = stored_rows(batch, self.definition, types)
+                keep = pc.and_(pa.array(marked), pc.is_valid(rows.column("row")))
+                parts.append(rows.filter(keep))
+                found += parts[-1].num_rows
         return pa.concat_tables(parts)
+
+    def _global_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Index keys in the global layout (a local key without its region prefix)."""
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        if not self.definition.local:
+            return keys
+        decoded = decode_keys(local_types(self.types), keys)
+        return index_keys(encode_parts(self.types, decoded.parts[2:]), decoded.rows)
 
     def _range(self, lo: Any, hi: Any) -> RowRange:
         start = self.encode(lo) if lo is not None else b""
@@ -124,7 +151,7 @@ class Index:
             index holds them: use :meth:`lookup` for rows checked against the data.
         """
         entries = self._entries(self._where(value, lo, hi), limit)
-        decoded = decode_keys(self.types, entries.column("key"))
+        decoded = decode_keys(self.types, self._global_keys(entries.column("key")))
         names = [f"key_{n}" if n in ("row", "ts") else n for n in self.definition.part_names]
         out = pa.table(
             [*decoded.parts, entries.column("row"), entries.column("ts")],
@@ -146,10 +173,41 @@ class Index:
         return self._range(lo, hi)
 
     # -------------------------------------------------------------------- lookups
+    def evaluate(self, inputs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The indexed value (one entry per part) a data row with these inputs has.
+
+        Applies the index's parts -- functional ones included -- to one row's values, as
+        a build does to the data, so ``lookup(index.evaluate(inputs))`` finds the rows
+        that index like ``inputs``.
+
+        Args:
+            inputs: Per ``family:qualifier`` the parts read, the column's decoded value
+                (``str`` for ``string``, ``int`` for ``long``, ``bytes`` for ``bytes``, ...);
+                per row-key field, the field's value.
+
+        Raises:
+            InvalidArgumentError: an input the parts need is missing or of the wrong type.
+        """
+        key_types = self.definition.key_types(self.table.metadata.row_key)
+        out: list[Any] = []
+        for part, typ in zip(self.definition.parts, self.types, strict=True):
+            env: dict[str, pa.Array] = {}
+            for ref in part.columns:
+                env[env_key(ref)] = _input(inputs, ref.column, IndexType.of_codec(ref.codec))
+            for name in part.key_fields:
+                env[env_key(KeyRef(name))] = _input(inputs, name, key_types[name])
+            if part.tree is None:
+                (only,) = env.values()
+                out.append(only.cast(typ.arrow_type)[0].as_py())
+            else:
+                out.append(evaluate(part.tree, env, key_types, 1)[0].as_py())
+        return tuple(out)
+
     def lookup(
         self,
-        value: Any,
+        value: Any = None,
         *,
+        inputs: Mapping[str, Any] | None = None,
         columns: Iterable[str] | str | None = None,
         shape: str = "cells",
         column_types: Mapping[str, str] | None = None,
@@ -158,7 +216,11 @@ class Index:
         """The data rows whose indexed value is ``value`` (or starts with these parts).
 
         Args:
-            value: A value, or a tuple of the leading parts' values.
+            value: A value, or a tuple of the leading parts' values (for a functional
+                part, the expression's value: ``"ANN"`` for ``UPPER(string(info:name))``).
+            inputs: Instead of ``value``: column and key-field values the index's
+                expressions are applied to (:meth:`evaluate`), e.g.
+                ``{"info:name": "ann"}`` finds the rows whose upper-cased name is ``ANN``.
             columns: ``family:qualifier`` (or bare family) names to return; None: all.
             shape: ``"cells"`` (as ``Table.scan``) or ``"wide"`` (a row per data row).
             column_types: For the wide shape, codecs per ``family:qualifier``.
@@ -169,6 +231,12 @@ class Index:
             (value, then row key). Only rows whose current value is ``value`` are
             returned, even when the index is behind the data.
         """
+        if inputs is not None:
+            if value is not None:
+                raise InvalidArgumentError("give a value or inputs, not both")
+            value = self.evaluate(inputs)
+            if any(v is None for v in value):
+                raise InvalidArgumentError(f"the index gives no value for inputs {inputs!r}")
         if value is None:
             raise InvalidArgumentError("lookup needs a value (use lookup_range for ranges)")
         return self._fetch(self._where(value, None, None), columns, shape, column_types, limit)
@@ -208,11 +276,11 @@ class Index:
         rows = rows.take(pc.sort_indices(rows))
         read: list[str] | None = None
         if wanted is not None:
-            parts = [p.source for p in self.definition.column_parts]
-            read = list(dict.fromkeys([*wanted, *parts]))
+            read = list(dict.fromkeys([*wanted, *self.definition.indexed_columns]))
         data = read_rows(self.table, rows, columns=read)
         current, _ = index_rows(data, self.definition, self.types, self.table.metadata.row_key)
-        good = entries.filter(pc.is_in(entries.column("key"), value_set=current.column("key")))
+        found = self._global_keys(entries.column("key"))
+        good = entries.filter(pc.is_in(found, value_set=current.column("key")))
         order = good.column("row").combine_chunks()
         cells = data.filter(pc.is_in(data.column("row"), value_set=order))
         if wanted is not None:
@@ -239,6 +307,12 @@ class Index:
                 out = f"key_{name}" if name in wide.column_names else name
                 wide = wide.add_column(1 + i, out, decoded.column(i))
         return wide
+
+
+def _input(inputs: Mapping[str, Any], name: str, typ: IndexType) -> pa.Array:
+    if name not in inputs:
+        raise InvalidArgumentError(f"the index reads {name!r}: give it in inputs")
+    return _scalar(typ, inputs[name], f"input {name}")
 
 
 def _names(columns: Iterable[str] | str) -> list[str]:

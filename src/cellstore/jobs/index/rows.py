@@ -19,10 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import MAX_ROW_LENGTH, CellType, segment_starts
-from cellstore.core.codecs import Codec, decode_values
+from cellstore.core.codecs import decode_values
 from cellstore.core.keys import split_column
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.jobs.index.definition import MARKER_QUALIFIER, IndexDefinition
+from cellstore.jobs.index.expr import Column, KeyRef, env_key, evaluate
 from cellstore.jobs.index.keys import IndexType, decode_keys, encode_parts, index_keys
 from cellstore.reader import RESULT_SCHEMA
 
@@ -171,18 +172,33 @@ def _typed_parts(
     decoded = None
     typed: list[pa.Array] = []
     columns = list(definition.watched_columns)
+    key_types = definition.key_types(spec)
+
+    def column(ref: Column) -> pa.Array:
+        nonlocal absent
+        raw = piv.values[columns.index(ref.column)]
+        absent |= np.asarray(pc.is_null(raw).to_numpy(zero_copy_only=False), dtype=bool)
+        return decode_values(raw, ref.codec, field=ref.column, errors="null")
+
+    def key(name: str) -> pa.Array:
+        nonlocal decoded
+        if decoded is None:
+            decoder = key_decoder(spec)
+            assert decoder is not None  # part_types() checked the spec
+            decoded = decoder.decode(piv.rows, errors="null")
+        out: pa.Array = decoded.column(name).combine_chunks().cast(key_types[name].arrow_type)
+        return out
+
     for part, typ in zip(definition.parts, types, strict=True):
         if part.kind == "column":
-            raw = piv.values[columns.index(part.source)]
-            absent |= np.asarray(pc.is_null(raw).to_numpy(zero_copy_only=False), dtype=bool)
-            codec = part.codec or Codec.BYTES
-            typed.append(decode_values(raw, codec, field=part.source, errors="null"))
+            typed.append(column(part.columns[0]))
+        elif part.kind == "key":
+            typed.append(key(part.source).cast(typ.arrow_type))
         else:
-            if decoded is None:
-                decoder = key_decoder(spec)
-                assert decoder is not None  # part_types() checked the spec
-                decoded = decoder.decode(piv.rows, errors="null")
-            typed.append(decoded.column(part.source).combine_chunks().cast(typ.arrow_type))
+            assert part.tree is not None
+            inputs = {env_key(c): column(c) for c in part.columns}
+            inputs |= {env_key(KeyRef(f)): key(f) for f in part.key_fields}
+            typed.append(evaluate(part.tree, inputs, key_types, n))
     return typed, absent
 
 
@@ -382,4 +398,3 @@ def read_rows(
     if not parts:
         return RESULT_SCHEMA.empty_table()
     return pa.concat_tables(parts).cast(RESULT_SCHEMA)
-

@@ -19,6 +19,7 @@ from cellstore.core.keys import to_string_binary
 from cellstore.jobs.index.build import data_scan, definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition
 from cellstore.jobs.index.keys import IndexType, decode_keys
+from cellstore.jobs.index.local import local_name_mask, local_types, localize
 from cellstore.jobs.index.rows import RowStats, empty_rows, index_rows, stored_rows
 
 if TYPE_CHECKING:
@@ -134,13 +135,17 @@ def _expected(
     for batch in data_scan(table, definition).to_batches():
         rows, batch_stats = index_rows(batch, definition, types, spec)
         stats += batch_stats
-        parts.append(rows)
+        parts.append(localize(rows, definition, table.metadata) if definition.local else rows)
     return pa.concat_tables(parts).drop_columns(["ts"]), stats.rows
 
 
 def _actual(index: Table, definition: IndexDefinition, types: Sequence[IndexType]) -> pa.Table:
     parts = [empty_rows(definition).append_column("marked", pa.array([], pa.bool_()))]
+    if definition.local:  # the family holds every local index: keep this one's rows
+        types = local_types(types)
     for batch in index.scan(families=[definition.family]).to_batches():
+        if definition.local:
+            batch = batch.filter(local_name_mask(batch.column("row"), definition))
         rows, _, marked = stored_rows(batch, definition, types)
         parts.append(rows.append_column("marked", pa.array(marked)))
     return pa.concat_tables(parts).drop_columns(["ts"])
@@ -210,7 +215,8 @@ def verify_index(table: Table, *, name: str, samples: int = DEFAULT_SAMPLES) -> 
         if mask.any():
             rows = joined.column(row_col).combine_chunks()
             where = pa.array(np.flatnonzero(mask)[:samples])
-            found += _samples(kind, keys.take(where), rows.take(where), types, samples)
+            sample_types = local_types(types) if definition.local else types
+            found += _samples(kind, keys.take(where), rows.take(where), sample_types, samples)
     if unparsable.num_rows:
         bad = unparsable.column("key").combine_chunks().slice(0, samples)
         found += [IndexProblem("unparsable", b"", k, ()) for k in bad.to_pylist()]

@@ -218,4 +218,7 @@ def _merge_groups(
     ).metadata
     table.refresh()
     ids = _renumber(base_next, _before(committed, len(planned_ids)), planned_ids)
+    from cellstore.jobs.index.local import after_regions_change
+
+    after_regions_change(table, list(ids.values()))  # local indexes
     return report(committed.version, ids)

@@ -552,6 +552,9 @@ def split(
         for p in plans
     ]
     written = [dataclasses.replace(w, region=ids[w.region]) for w in written]
+    from cellstore.jobs.index.local import after_regions_change
+
+    after_regions_change(table, [c.id for p in plans for c in p.children])  # local indexes
     return report(committed.version, written)
 
 

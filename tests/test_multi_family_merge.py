@@ -1,0 +1,179 @@
+"""Multi-family results are merged from each family's sorted run, never re-sorted.
+
+The expectations are independent of the merge kernel: Python's stable ``sorted`` on the row
+of the per-family results concatenated in family order (R2.3: row, then family, then the
+family's own order; R2.4: reversed scans reverse rows only), and the pure-Python model
+(``tests/model.py``) for each family's cells.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import model
+from cellstore.core.family import Family
+from cellstore.core.semantics.runs import merge_families, merge_family_order
+from cellstore.reader import execute
+from cellstore.reader.execute import RESULT_SCHEMA
+from cellstore.warehouse import connect
+
+NOW = 10_000_000
+
+_ROWS = st.lists(st.binary(min_size=0, max_size=3), max_size=12).map(sorted)
+
+
+def _expected_order(runs: list[list[bytes]], *, reverse: bool) -> list[int]:
+    """Stable sort on the row of the runs concatenated in run order (R2.3, R2.4)."""
+    flat = [(row, i) for i, row in enumerate(r for run in runs for r in run)]
+    rows_in_order = sorted({row for row, _ in flat}, reverse=reverse)
+    by_row: dict[bytes, list[int]] = {}
+    for row, i in flat:  # concatenation order keeps family, then in-family order
+        by_row.setdefault(row, []).append(i)
+    return [i for row in rows_in_order for i in by_row[row]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=st.lists(_ROWS, min_size=1, max_size=4), reverse=st.booleans())
+def test_merge_order_equals_stable_sort_on_row_r2_3_r2_4(
+    runs: list[list[bytes]], reverse: bool
+) -> None:
+    """Prefix keys (b"a" < b"a\\x00"), empty keys, empty runs and equal rows across runs."""
+    arrays = [pa.array(run, pa.binary()) for run in runs]
+    order = merge_family_order(arrays, reverse=reverse)
+    assert order.tolist() == _expected_order(runs, reverse=reverse)
+
+
+def test_merge_order_of_chunked_and_sliced_columns() -> None:
+    a = pa.chunked_array([pa.array([b"a", b"b"]), pa.array([b"b", b"d"])])
+    b = pa.array([b"x", b"a", b"c", b"d"]).slice(1)
+    assert merge_family_order([a, b]).tolist() == [0, 4, 1, 2, 5, 3, 6]
+
+
+def test_merge_families_builds_the_result_table() -> None:
+    def fam(rows: list[bytes], quals: list[bytes]) -> pa.Table:
+        n = len(rows)
+        return pa.table(
+            {
+                "row": pa.array(rows, pa.binary()),
+                "qualifier": pa.array(quals, pa.binary()),
+                "ts": pa.array(range(n), pa.int64()),
+                "type": pa.array([4] * n, pa.int8()),
+                "value": pa.array([r + q for r, q in zip(rows, quals, strict=True)]),
+            }
+        )
+
+    a = fam([b"r1", b"r1", b"r3"], [b"x", b"y", b"x"])
+    b = fam([b"r1", b"r2"], [b"z", b"z"])
+    empty = fam([], [])
+    out = merge_families([a, empty, b], ["a", "b", "c"], schema=RESULT_SCHEMA)
+    assert out.schema == RESULT_SCHEMA
+    assert [(r["row"], r["family"], r["qualifier"]) for r in out.to_pylist()] == [
+        (b"r1", "a", b"x"),
+        (b"r1", "a", b"y"),
+        (b"r1", "c", b"z"),
+        (b"r2", "c", b"z"),
+        (b"r3", "a", b"x"),
+    ]
+    back = merge_families([a, b], ["a", "c"], schema=RESULT_SCHEMA, reverse=True)
+    assert [(r["row"], r["family"]) for r in back.to_pylist()] == [
+        (b"r3", "a"),
+        (b"r2", "c"),
+        (b"r1", "a"),
+        (b"r1", "a"),
+        (b"r1", "c"),
+    ]
+    assert merge_families([empty], ["a"], schema=RESULT_SCHEMA).num_rows == 0
+
+
+def _random_loads(
+    rng: np.random.Generator, families: list[str]
+) -> list[list[tuple[str, model.Cell]]]:
+    """Three overlapping loads of puts and deletes, each key once per load."""
+    loads = []
+    for _ in range(3):
+        cells: dict[tuple[object, ...], tuple[str, model.Cell]] = {}
+        for _ in range(400):
+            row = b"r%03d" % rng.integers(0, 120)
+            if rng.random() < 0.1:
+                row += b"\x00"  # a prefix pair: r007 < r007\x00 < r008
+            fam = families[int(rng.integers(0, len(families)))]
+            qual = b"q%d" % rng.integers(0, 3)
+            ts = int(rng.integers(1, 50))
+            typ = int(rng.choice([4, 4, 4, 4, 8, 12]))
+            value = b"%s:%s:%d" % (fam.encode(), row, ts) if typ == 4 else b""
+            cells[(row, fam, qual, ts, typ)] = (fam, model.Cell(row, qual, ts, typ, value))
+        loads.append(list(cells.values()))
+    return loads
+
+
+@pytest.mark.parametrize("chunk_cells", [execute.CHUNK_CELLS, 64])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_of_three_families_matches_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_cells: int, reverse: bool
+) -> None:
+    """Families resolved as the model says, merged in result order (R2.3, R2.4), whether
+    the task runs as one chunk or as many row-aligned chunks on threads."""
+    monkeypatch.setattr(execute, "CHUNK_CELLS", chunk_cells)
+    families = ["a", "b", "c"]
+    t = connect(str(tmp_path)).create_table(
+        "t", families=[Family(name=f, max_versions=2) for f in families]
+    )
+    loads = _random_loads(np.random.default_rng(7), families)
+    for load in loads:
+        t.load_cells(
+            pa.table(
+                {
+                    "row": pa.array([c.row for _, c in load], pa.binary()),
+                    "family": pa.array([f for f, _ in load]),
+                    "qualifier": pa.array([c.qualifier for _, c in load], pa.binary()),
+                    "ts": pa.array([c.ts for _, c in load], pa.int64()),
+                    "type": pa.array([c.type for _, c in load], pa.int8()),
+                    "value": pa.array([c.value for _, c in load], pa.binary()),
+                }
+            ),
+            now_ms=NOW,
+            row_group_cells=32,
+        )
+    t = connect(str(tmp_path)).table("t")
+    per_family = []
+    for fam in families:
+        runs = [
+            sorted(
+                (
+                    model.Cell(c.row, c.qualifier, c.ts, c.type, c.value, seq=i + 1)
+                    for f, c in load
+                    if f == fam
+                ),
+                key=model.cell_key,
+            )
+            for i, load in enumerate(loads)
+        ]
+        merged = model.merge(runs, [1, 2, 3])
+        got = model.read(
+            merged,
+            max_versions=2,
+            min_versions=0,
+            ttl_seconds=None,
+            keep_deleted_cells="false",
+            now_ms=NOW,
+            read_versions=2,
+        )
+        per_family.append([(row, fam, q, ts, typ, v) for row, q, ts, typ, v in got])
+    flat = [c for cells in per_family for c in cells]
+    expected = sorted(flat, key=lambda c: c[0], reverse=reverse)
+    if reverse:  # R2.4: rows descend, the cells of a row keep their order
+        rows = sorted({c[0] for c in flat}, reverse=True)
+        expected = [c for row in rows for c in flat if c[0] == row]
+    out = t.scan(max_versions=2, reversed=reverse).to_arrow()
+    got_cells = [
+        (r["row"], r["family"], r["qualifier"], r["ts"], r["type"], r["value"])
+        for r in out.to_pylist()
+    ]
+    assert got_cells == expected
+    assert len({c[1] for c in got_cells}) == 3
