@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from cellstore.core.codecs import Codec, decode_values
 from cellstore.core.keys import RowRange, split_column
 from cellstore.errors import InvalidArgumentError
-from cellstore.jobs.index.build import definition_of, open_index_table
+from cellstore.jobs.index.catalog import definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition
 from cellstore.jobs.index.expr import KeyRef, env_key, evaluate
 from cellstore.jobs.index.keys import (

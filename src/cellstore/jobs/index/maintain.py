@@ -53,8 +53,8 @@ from cellstore.jobs.index.build import (
     _same_covered,
     _touched_rows,
     _Writer,
-    open_index_table,
 )
+from cellstore.jobs.index.catalog import open_index_table
 from cellstore.jobs.index.definition import IndexDefinition, definitions_of
 from cellstore.jobs.index.local import local_types, localize
 from cellstore.jobs.index.lookup import _column_mask

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.keys import to_string_binary
-from cellstore.jobs.index.build import data_scan, definition_of, open_index_table
+from cellstore.jobs.index.build import data_scan
+from cellstore.jobs.index.catalog import definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition
 from cellstore.jobs.index.keys import IndexType, decode_keys
 from cellstore.jobs.index.local import local_name_mask, local_types, localize
