@@ -22,7 +22,8 @@ from cellstore.cli.console import cli
 from cellstore.errors import CorruptFileError, MissingFileError, TableNotFoundError
 from cellstore.hbase import hfile_info, open_table, read_hfile, write_hfile
 from cellstore.hbase.meta import read_meta_regions
-from cellstore.hbase.tables import HBaseTable, _drop_superseded, _Run
+from cellstore.hbase.store import _drop_superseded, _Run
+from cellstore.hbase.tables import HBaseTable
 
 try:
     import model

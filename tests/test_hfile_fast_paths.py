@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from cellstore.errors import CorruptFileError
 from cellstore.hbase.layout import HFileRef
-from cellstore.hbase.tables import HFileStore, _open
+from cellstore.hbase.store import HFileStore, open_hfile
 from cellstore.storefiles.hfile.blocks import verified_data_blocks
 from cellstore.storefiles.hfile.reader import HFileReader
 from cellstore.storefiles.hfile.writer import build_hfile
@@ -166,7 +166,7 @@ def test_cached_reader_sees_a_file_rewritten_in_place(tmp_path: Path) -> None:
     store = HFileStore("cf", (ref,))
     runs, _ = store.read_runs(FS, b"", b"", point_row=None)
     assert runs[0].column("value").to_pylist() == [b"old"]
-    assert _open(FS, ref) is _open(FS, ref)  # one reader per file identity
+    assert open_hfile(FS, ref) is open_hfile(FS, ref)  # one reader per file identity
     path.write_bytes(build_hfile(_cells(second, False), family=b"cf")[0])
     ref2 = HFileRef(path=str(path), name="abc", size=path.stat().st_size)
     runs, _ = HFileStore("cf", (ref2,)).read_runs(FS, b"", b"", point_row=None)
