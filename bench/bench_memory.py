@@ -2,6 +2,16 @@
 
     .venv/bin/python bench/bench_memory.py                        # 1M and 10M cells
     .venv/bin/python bench/bench_memory.py --rows 1000000 --budget 67108864
+    .venv/bin/python bench/bench_memory.py --load 2000000 --repeats 2   # load 4x its budget
+
+``--load ROWS`` measures a bulk load instead (issue 16): the input of bench_load.py (ROWS
+records x 10 long columns, one Parquet file, 8 regions), ``memory_budget`` a quarter of
+its Arrow size. Each run is a fresh subprocess that reports its RSS after imports and
+``create_table`` (the fresh-process base), its ``VmHWM``, the Arrow pool's high-water mark,
+and, from a thread sampling every 3 ms, the peak RSS above the base and the peak live Arrow
+bytes in each phase of the load (input tasks, run writing, spill merge, other). With
+``--before DIR`` (a checkout's ``src``, e.g. from ``git archive``) runs alternate between
+that code and this one (A B A B).
 
 Tables have the shape of bench_scan.py (ROWS rows x 5 qualifiers x 2 versions, one region,
 one family, FILES store files). Every case runs in a fresh subprocess, which reports its
@@ -24,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from bench_scan import make_table
 
@@ -61,6 +73,98 @@ def child(root: str, name: str, mode: str, budget: int | None) -> None:
                       "batches": batches, "tasks": tasks, "seconds": seconds}))
 
 
+_LOAD_CHILD = r"""
+import json, sys, threading, time
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+import bench_load
+import pyarrow as pa
+from cellstore.warehouse import connect
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+t = connect({root!r}).create_table("bench:mem", families=["cf"],
+                                   splits=bench_load.split_keys({rows}))
+base = status("VmRSS")
+phases, stop, main = {{}}, False, threading.get_ident()
+def sample():
+    me = threading.get_ident()
+    while not stop:
+        rss, arrow = status("VmRSS") - base, pa.total_allocated_bytes() / 2**20
+        names = set()
+        for tid, f in sys._current_frames().items():
+            while tid not in (me, main) and f is not None:
+                names.add(f.f_code.co_name)
+                f = f.f_back
+        ph = ("merge" if "consolidate_runs" in names or "merge_run_group" in names
+              else "write" if "write_region" in names
+              else "tasks" if "run_task" in names else "other")
+        old = phases.get(ph, (0.0, 0.0))
+        phases[ph] = (max(old[0], rss), max(old[1], arrow))
+        time.sleep(0.003)
+th = threading.Thread(target=sample, daemon=True)
+th.start()
+t0 = time.perf_counter()
+report = t.load({path!r}, mapping=bench_load.mapping(), memory_budget={budget})
+seconds = time.perf_counter() - t0
+stop = True
+th.join()
+print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
+                  "arrow_max": pa.default_memory_pool().max_memory() / 2**20,
+                  "phases": phases, "mode": report.mode, "files": report.files}}))
+"""
+
+
+def load_case(tmp: str, path: str, rows: int, budget: int, src: str | None) -> dict[str, Any]:
+    """One load in a fresh subprocess (``src``: put that code first on the path)."""
+    import shutil
+
+    root = os.path.join(tmp, "wh")
+    shutil.rmtree(root, ignore_errors=True)
+    code = _LOAD_CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), root=root,
+                              rows=rows, path=path, budget=budget)
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=env)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main_load(rows: int, repeats: int, before: str | None) -> None:
+    import statistics
+
+    import bench_load
+    import pyarrow.parquet as pq
+
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as tmp:
+        path = os.path.join(tmp, "in.parquet")
+        bench_load.make_input(Path(path), rows, seed=3)
+        arrow = pq.read_table(path).nbytes
+        budget = arrow // 4
+        print(f"input {rows:,} records = {arrow / 2**20:.0f} MiB Arrow, "
+              f"budget {budget / 2**20:.1f} MiB")
+        contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        above: dict[str, list[float]] = {name: [] for name, _ in contenders}
+        for _ in range(repeats):
+            for name, src in contenders:
+                r = load_case(tmp, path, rows, budget, src)
+                above[name].append(r["peak"] - r["base"])
+                ph = "  ".join(f"{k} {v[0]:.0f}/{v[1]:.0f}" for k, v in sorted(r["phases"].items()))
+                print(f"  {name:6s} base {r['base']:.0f} MiB  peak {r['peak']:.0f} MiB  above base "
+                      f"{r['peak'] - r['base']:.0f} MiB  Arrow max {r['arrow_max']:.0f} MiB  "
+                      f"{r['seconds']:.1f} s  {r['mode']} {r['files']} files  "
+                      f"phases (RSS above base / live Arrow, MiB): {ph}", flush=True)
+        for name, vals in above.items():
+            print(f"{name}: peak above base min {min(vals):.0f} median "
+                  f"{statistics.median(vals):.0f} MiB; budget {budget / 2**20:.0f} MiB "
+                  f"-> fixed overhead min {min(vals) - budget / 2**20:.0f} MiB")
+    print(f"load average after: {os.getloadavg()}")
+
+
 def run_case(root: str, name: str, mode: str, budget: int | None) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--child", root, name, mode, str(budget or 0)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -78,11 +182,17 @@ def main() -> None:
         child(root, name, mode, int(budget) or None)
         return
     ap = argparse.ArgumentParser()
+    ap.add_argument("--load", type=int, default=0, help="measure a load of this many records")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--before", default=None, help="src directory of the code to compare")
     ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--files", type=int, default=1)
     ap.add_argument("--budget", type=int, nargs="*", default=[64 << 20],
                     help="extra memory_budget values to measure (bytes)")
     args = ap.parse_args()
+    if args.load:
+        main_load(args.load, args.repeats, args.before)
+        return
     budgets: list[int | None] = [None]
     if supports_budget():
         budgets += args.budget

@@ -44,6 +44,7 @@ from cellstore.loader.direct import WrittenFile, commit_files
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
 from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
 from cellstore.loader.mapping import LoadMapping, properties_after_load
+from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
 from cellstore.loader.records import (
     bad_record_rows,
@@ -75,6 +76,10 @@ ProgressFn = Callable[[int, int], None]
 #: How many times a commit re-routes files after a concurrent region change.
 MAX_REROUTES: Final = 16
 _TASK_PREFIX: Final = "cellstore-load-"
+#: Spill mode: a task reads its input in batches of at most ``run_bytes / SPILL_BATCHES``
+#: and at most ``SPILL_BATCH_ROWS`` records.
+SPILL_BATCHES: Final = 4
+SPILL_BATCH_ROWS: Final = 32_768
 
 
 @dataclass(frozen=True)
@@ -216,12 +221,20 @@ def _by_region(plan: LoadPlan, records: pa.Table) -> list[tuple[int, pa.Table]]:
 
 
 def _write_runs(
-    plan: LoadPlan, records: pa.Table, stem: str
+    plan: LoadPlan, held: list[pa.Table], stem: str
 ) -> tuple[list[WrittenFile], int]:
+    """Write one sorted run per region of the records in ``held`` (which it empties).
+
+    The unsorted records are dropped as soon as they are grouped by region, and each
+    region's records once written, so a run costs one copy of its records at a time.
+    """
     fs, path = _filesystem(plan)
     written: list[WrittenFile] = []
     dropped = 0
-    for r, part in _by_region(plan, records):
+    by_region = _by_region(plan, held.pop())
+    by_region.reverse()
+    while by_region:
+        r, part = by_region.pop()
         files, d = write_region(
             fs,
             path,
@@ -235,6 +248,8 @@ def _write_runs(
             max_file_bytes=plan.run_file_bytes,
             row_group_cells=plan.settings.row_group_cells,
         )
+        del part
+        release_memory()
         written += files
         dropped += d
     return written, dropped
@@ -259,13 +274,21 @@ def run_task(plan: LoadPlan, task: LoadTask, data: Any = None) -> TaskOutput:
         nonlocal pending, pending_bytes, dropped, run
         if not pending:
             return
-        files, d = _write_runs(plan, pa.concat_tables(pending), f"{task.name}r{run:04d}")
+        records, pending, pending_bytes = pa.concat_tables(pending), [], 0
+        files, d = _write_runs(plan, [records], f"{task.name}r{run:04d}")
+        del records
         written.extend(files)
         dropped += d
         run += 1
-        pending, pending_bytes = [], 0
 
-    batch_rows = task.part.batch_rows(run_bytes) if spill else 262_144
+    # Spill mode reads small batches: a Parquet reader holds its current row group's
+    # decoded pages for the batch being assembled, and that stays alive while a run is
+    # written (see docs/performance.md, memory profile of a load).
+    batch_rows = (
+        task.part.batch_rows(run_bytes // SPILL_BATCHES, limit=SPILL_BATCH_ROWS)
+        if spill
+        else 262_144
+    )
     for batch in read_part(task.part, data, batch_rows=batch_rows):
         read += batch.table.num_rows + len(batch.malformed)
         enc = encode_records(batch.table, plan.bound, now=plan.now_ms)

@@ -706,8 +706,12 @@ def _read_parquet(part: InputPart, batch_rows: int) -> Iterator[Batch]:
         # Buffered page reads instead of whole column chunks: memory stays per batch.
         pf = pq.ParquetFile(f, buffer_size=1 << 20, pre_buffer=False)
         record = part.first_record
+        # One thread per task: load tasks already run one per core (no oversubscription).
         for batch in pf.iter_batches(
-            batch_size=batch_rows, row_groups=list(part.row_groups), columns=list(part.columns)
+            batch_size=batch_rows,
+            row_groups=list(part.row_groups),
+            columns=list(part.columns),
+            use_threads=False,
         ):
             n = batch.num_rows
             yield Batch(

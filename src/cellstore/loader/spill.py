@@ -40,6 +40,7 @@ from cellstore.core.semantics import merge_runs
 from cellstore.fs import join
 from cellstore.loader.compute import compute_all
 from cellstore.loader.direct import WrittenFile
+from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import MEMORY_FACTOR, LoadPlan
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.writer import (
@@ -64,6 +65,8 @@ ResultT = TypeVar("ResultT")
 MERGE_FAN_IN: Final = 32
 #: Fewest cells read from a run at once.
 MIN_CHUNK_CELLS: Final = 256
+#: Merged chunks between two :func:`~cellstore.loader.memory.release_memory` calls.
+RELEASE_EVERY: Final = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,12 +211,16 @@ def _merge_into(
             format=format,
             max_files=max_files,
         ) as writer:
-            for cells in _merged_chunks(readers, chunk):
+            for n, cells in enumerate(_merged_chunks(readers, chunk), start=1):
                 writer.write(cells)
+                del cells
+                if n % RELEASE_EVERY == 0:
+                    release_memory()
             out = writer.close()
     for w in task.files:
         with contextlib.suppress(OSError):
             fs.rm(join(path, w.relpath))
+    release_memory()
     return out, total_in
 
 

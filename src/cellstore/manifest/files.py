@@ -131,41 +131,22 @@ _FIELDS: Final = (
 
 
 def entries_of(table: pa.Table) -> list[FileEntry]:
-    """The :class:`FileEntry` of every row of a manifest table (action ignored)."""
-    c = {name: table.column(name).to_pylist() for name in MANIFEST_SCHEMA.names}
-    return [
-        FileEntry(
-            path=p,
-            region=r,
-            family=f,
-            seq=s,
-            cells=n,
-            delete_markers=d,
-            size=z,
-            first_row=fr,
-            last_row=lr,
-            min_ts=lo,
-            max_ts=hi,
-            load_id=lid,
-            footer_digest=fd,
-        )
-        for p, r, f, s, n, d, z, fr, lr, lo, hi, lid, fd in zip(
-            c["path"],
-            c["region"],
-            c["family"],
-            c["seq"],
-            c["cells"],
-            c["delete-markers"],
-            c["size"],
-            c["first-row"],
-            c["last-row"],
-            c["min-ts"],
-            c["max-ts"],
-            c["load-id"],
-            c["footer-digest"],
-            strict=True,
-        )
-    ]
+    """The :class:`FileEntry` of every row of a manifest table (action ignored).
+
+    A table's whole live set can hold a million entries, so they are built without the
+    frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field, 5 us an entry):
+    each instance gets its field dict in one step, the same state ``__init__`` would set
+    (``FileEntry`` has no ``__post_init__``; the manifest schema fixes the field types).
+    """
+    columns = [table.column(name).to_pylist() for name, _ in _FIELDS]
+    attrs = tuple(attr for _, attr in _FIELDS)
+    new = object.__new__
+    entries = []
+    for values in zip(*columns, strict=True):
+        entry = new(FileEntry)
+        entry.__dict__.update(zip(attrs, values, strict=True))
+        entries.append(entry)
+    return entries
 
 
 def _keys(table: pa.Table) -> pa.Array:
