@@ -20,7 +20,8 @@ warm-up):
   store files (ratio = raw / cellstore: 1.0 means as fast as reading the files);
 * ``verify``: ``cellstore.jobs.verify`` in MB/s of table bytes;
 * ``export``: peak RSS of ``cellstore.jobs.export`` to Parquet, in a fresh process
-  (``VmHWM`` minus the RSS before the export);
+  (``VmHWM`` minus the RSS before the export; it counts the memory-mapped store files'
+  pages too), and the Arrow memory pool's peak, against the default memory budget;
 * ``get``: ``Table.get(row)`` median / p95 latency over random present rows.
 
 The machine is shared: the load average is printed before and after. Never part of the
@@ -44,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellstore.core.rowkey import KeyField, RowKeySpec
+from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.warehouse import Table, connect
 
 COLUMNS = {  # column -> codec
@@ -157,7 +159,9 @@ def export_child(root: str, name: str, out: str) -> None:
     seconds = time.perf_counter() - t0
     with open("/proc/self/status") as f:
         peak = next(int(x.split()[1]) for x in f if x.startswith("VmHWM:"))
-    print(json.dumps({"base": base / 1024, "peak": peak / 1024, "seconds": seconds}))
+    arrow = pa.default_memory_pool().max_memory() / 2**20
+    print(json.dumps({"base": base / 1024, "peak": peak / 1024, "seconds": seconds,
+                      "arrow": arrow}))
 
 
 def bench_export(root: str, t: Table) -> None:
@@ -166,7 +170,8 @@ def bench_export(root: str, t: Table) -> None:
     res = subprocess.run(cmd, check=True, capture_output=True, text=True)
     r = json.loads(res.stdout.strip().splitlines()[-1])
     print(f"    export: {r['seconds']:6.3f}s  base {r['base']:5.0f} MiB  peak {r['peak']:5.0f} "
-          f"MiB  export added {r['peak'] - r['base']:5.0f} MiB")
+          f"MiB  export added {r['peak'] - r['base']:5.0f} MiB  (Arrow pool peak "
+          f"{r['arrow']:4.0f} MiB; budget {DEFAULT_TASK_MEMORY / 2**20:.0f} MiB)")
 
 
 def bench_get(t: Table, rows: list[bytes], n: int) -> None:

@@ -177,3 +177,54 @@ def test_scan_of_three_families_matches_model(
     ]
     assert got_cells == expected
     assert len({c[1] for c in got_cells}) == 3
+
+
+def test_one_family_passes_through_with_its_chunks() -> None:
+    """One family in ascending order is the result as it is (no merge, no copy): R2.3."""
+    part = pa.table(
+        {
+            "row": pa.chunked_array([[b"a", b"b"], [b"b", b"c"]], pa.binary()),
+            "qualifier": pa.chunked_array([[b"x", b"x"], [b"y", b"x"]], pa.binary()),
+            "ts": pa.chunked_array([[3, 2], [1, 1]], pa.int64()),
+            "type": pa.chunked_array([[4, 4], [4, 4]], pa.int8()),
+            "value": pa.chunked_array([[b"1", b"2"], [b"3", b"4"]], pa.binary()),
+        }
+    )
+    out = merge_families([part], ["fam"], schema=RESULT_SCHEMA)
+    assert out.schema == RESULT_SCHEMA
+    assert out.column("value").num_chunks == 2  # not combined
+    assert out.column("family").to_pylist() == ["fam"] * 4
+    for name in ("row", "qualifier", "ts", "type", "value"):
+        assert out.column(name).to_pylist() == part.column(name).to_pylist()
+    back = merge_families([part], ["fam"], schema=RESULT_SCHEMA, reverse=True)
+    assert back.column("row").to_pylist() == [b"c", b"b", b"b", b"a"]
+    assert back.column("qualifier").to_pylist() == [b"x", b"x", b"y", b"x"]  # row keeps order
+
+
+@pytest.mark.parametrize("names", [["a", "b", "c"], ["a", "bb", "ccc"], ["é", "x", "yy"]])
+def test_family_names_of_any_length_r2_3(names: list[str]) -> None:
+    """The family column is built from names of equal byte length or not (UTF-8)."""
+
+    def fam(rows: list[bytes]) -> pa.Table:
+        n = len(rows)
+        return pa.table(
+            {
+                "row": pa.array(rows, pa.binary()),
+                "qualifier": pa.array([b"q"] * n, pa.binary()),
+                "ts": pa.array([1] * n, pa.int64()),
+                "type": pa.array([4] * n, pa.int8()),
+                "value": pa.array(rows, pa.binary()),
+            }
+        )
+
+    out = merge_families(
+        [fam([b"r1", b"r3"]), fam([b"r1", b"r2"]), fam([b"r3"])], names, schema=RESULT_SCHEMA
+    )
+    assert [(r["row"], r["family"]) for r in out.to_pylist()] == [
+        (b"r1", names[0]),
+        (b"r1", names[1]),
+        (b"r2", names[1]),
+        (b"r3", names[0]),
+        (b"r3", names[2]),
+    ]
+    assert out.column("value").to_pylist() == out.column("row").to_pylist()

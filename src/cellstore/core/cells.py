@@ -290,7 +290,8 @@ def first_unsorted_index(cells: pa.Table, *, strict: bool = True) -> int | None:
         return None
 
     def pair(name: str) -> tuple[pa.Array, pa.Array]:
-        col = cells.column(name).combine_chunks()
+        chunked = cells.column(name)
+        col = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
         return col.slice(0, n - 1), col.slice(1)
 
     prev_row, row = pair("row")

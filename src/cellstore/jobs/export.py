@@ -45,6 +45,7 @@ from cellstore.errors import (
 from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_filesystem
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
+from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.warehouse import Table, Warehouse, connect
 
@@ -79,8 +80,20 @@ _TYPE_NAMES: Final = pa.array(
 )
 
 
+#: An export's peak memory per byte of its scan tasks' budget: a task's decoded result is
+#: about twice the uncompressed row groups it reads (what a task budget measures), and it is
+#: read, merged and encoded into its part file at once, next to the chunks being read and
+#: the memory-mapped store files. :func:`export` plans tasks at its ``memory_budget``
+#: divided by this, so its peak stays about within the budget (docs/performance.md,
+#: issue 18).
+_EXPORT_EXPANSION: Final = 8
+
 #: ``Table.scan`` keyword options :func:`export` passes through (the shape is its own).
-_SCAN_OPTIONS: Final = frozenset(inspect.signature(Table.scan).parameters) - {"self", "shape"}
+_SCAN_OPTIONS: Final = frozenset(inspect.signature(Table.scan).parameters) - {
+    "self",
+    "shape",
+    "memory_budget",
+}
 
 
 # ------------------------------------------------------------------------- one-file export
@@ -337,14 +350,16 @@ def export(
     storage_options: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     progress: ProgressFn | None = None,
+    memory_budget: int | None = None,
     **scan_options: Any,
 ) -> ExportReport:
     r"""Write a scan of ``table`` to Parquet or CSV files under the directory ``url``.
 
-    One part file per scan task (a region's range, or a piece of it: see ``Table.scan``'s
+    One part file per scan task (a region's range, or a piece of it cut to fit
     ``memory_budget``), named ``part-NNNNN.<format>`` in scan order; tasks with no result
     write no file. ``_SUCCESS`` is written last: a directory without it holds an
-    incomplete export. One task's results are in memory at a time.
+    incomplete export. One task's results are in memory at a time, so the memory an
+    export adds stays about within ``memory_budget``.
 
     Args:
         table: The table (the version the handle points at).
@@ -359,6 +374,10 @@ def export(
         overwrite: Replace an earlier export in ``url`` (its ``part-*`` files and
             ``_SUCCESS`` are deleted first). Without it, such files make this fail.
         progress: Called with ``(done, total)`` scan tasks.
+        memory_budget: Bytes the export may hold at once (default
+            :data:`~cellstore.reader.plan.DEFAULT_TASK_MEMORY`, 256 MiB): scan tasks are
+            planned with an eighth of it (``Table.scan``'s ``memory_budget``), since reading,
+            merging and encoding a task take several times what a task budget counts.
         **scan_options: Any option of :meth:`~cellstore.warehouse.Table.scan`
             (``start_row``, ``row_prefix``, ``columns``, ``families``, ``time_range``,
             ``max_versions``, ``raw``, ``filter``, ``key``, ``column_types``, ...).
@@ -367,8 +386,9 @@ def export(
         An :class:`ExportReport`.
 
     Raises:
-        InvalidArgumentError: an unknown format or shape, an invalid scan option, or an
-            earlier export in ``url`` without ``overwrite``.
+        InvalidArgumentError: an unknown format or shape, an invalid scan option, a
+            ``memory_budget`` that is not positive, or an earlier export in ``url``
+            without ``overwrite``.
     """
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -383,7 +403,12 @@ def export(
             f"unknown scan option(s) {', '.join(unknown)} (see Table.scan; give the shape as "
             "export(shape=...))"
         )
-    scan = table.scan(shape=shape, **scan_options)
+    budget = DEFAULT_TASK_MEMORY if memory_budget is None else memory_budget
+    if budget <= 0:
+        raise InvalidArgumentError(f"memory_budget must be > 0, got {budget}")
+    scan = table.scan(
+        shape=shape, memory_budget=max(1, budget // _EXPORT_EXPANSION), **scan_options
+    )
     fs, root = resolve_filesystem(url, storage_options=storage_options)
     fs.invalidate_cache(root)
     previous = [

@@ -72,7 +72,7 @@ def _round(acc: np.uint64, lane: np.uint64) -> np.uint64:
     return acc * _P1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _xxh64(data: np.ndarray, start: int, end: int) -> np.uint64:
     """xxHash64 with seed 0 of ``data[start:end]``."""
     n = end - start
@@ -119,7 +119,7 @@ def _xxh64(data: np.ndarray, start: int, end: int) -> np.uint64:
     return h
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def xxh64_all(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     """xxHash64 (seed 0) of every value given by ``offsets``/``data``, as uint64."""
     n = len(offsets) - 1
@@ -129,7 +129,7 @@ def xxh64_all(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def probe_all(offsets: np.ndarray, data: np.ndarray, words: np.ndarray) -> np.ndarray:
     """Which values may be in the split-block filter ``words`` (blocks x 8 uint32).
 

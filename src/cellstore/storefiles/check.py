@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, Final
 
 import fsspec
 import numpy as np
@@ -14,12 +16,18 @@ from cellstore.core.cells import (
     MAX_ROW_LENGTH,
     CellType,
     first_unsorted_index,
+    run_starts,
 )
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import Region
 from cellstore.errors import CellstoreError
-from cellstore.storefiles.reader import StoreFileReader
-from cellstore.storefiles.writer import cell_stats
+from cellstore.storefiles.reader import RowGroupStats, StoreFileReader
+from cellstore.storefiles.writer import _fold_stats, cell_stats
+
+#: Most row groups of one file checked at once (decoding and comparing release the GIL).
+MAX_THREADS: Final = 4
+#: Cell type codes a store file may hold.
+_KNOWN_TYPES: Final = pa.array([int(t) for t in CellType], pa.int8())
 
 __all__ = ["CheckReport", "check"]
 
@@ -51,6 +59,10 @@ def check(
 ) -> CheckReport:
     """Verify one store file; never raises for a bad file, reports instead.
 
+    Row groups are decoded and checked one at a time, several on threads at once (memory
+    stays about one row group per thread; a large file uses every core); order across row
+    groups is checked at their boundaries.
+
     Checks: the file's Parquet footer has the footer digest the manifest ``entry`` records
     (if it records one; compared before the footer is parsed, so a damaged footer is a
     "footer digest mismatch" problem, never a crash); the file opens (both ``PAR1`` magics,
@@ -80,40 +92,20 @@ def check(
     except (CellstoreError, OSError) as e:
         return CheckReport(path, (f"cannot open: {e}",))
     with reader:
-        try:
-            table = reader.parquet.read(use_threads=True)
-        except (OSError, pa.ArrowException) as e:
-            return CheckReport(path, (f"cannot read data (checksum or decoding error): {e}",))
-        table = table.replace_schema_metadata(None)
-        if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in CELL_SCHEMA]:
-            problems.append(f"schema is {table.schema}, expected the cell schema")
+        schema = reader.parquet.schema_arrow
+        if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in CELL_SCHEMA]:
+            problems.append(f"schema is {schema}, expected the cell schema")
             return CheckReport(path, tuple(problems))
         info = reader.info
-        if table.num_rows == 0:
+        groups = reader.row_groups()
+        if sum(g.num_cells for g in groups) == 0:
             problems.append("file holds no cells")
             return CheckReport(path, tuple(problems))
-        bad = first_unsorted_index(table, strict=True)
-        if bad is not None:
-            problems.append(f"cell {bad} is not after cell {bad - 1} in cell order")
-        known = pa.array([int(t) for t in CellType], pa.int8())
-        unknown = pc.invert(pc.is_in(table.column("type"), value_set=known))
-        if pc.any(unknown).as_py():
-            idx = int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
-            problems.append(f"cell {idx} has unknown type code {table.column('type')[idx]}")
-        lengths = pc.binary_length(table.column("row"))
-        if pc.any(pc.or_(pc.equal(lengths, 0), pc.greater(lengths, MAX_ROW_LENGTH))).as_py():
-            problems.append("a row key is empty or longer than 32767 bytes")
-        if pc.any(pc.less(table.column("ts"), 0)).as_py():
-            problems.append("a timestamp is negative")
-        stats = cell_stats(table)
-        for key, value in stats.items():
-            footer_value = getattr(info, key)
-            if footer_value != value:
-                problems.append(f"footer {key} is {footer_value!r} but the data says {value!r}")
-        if info.bloom_filter:
-            missing = reader.rows_missing_from_bloom(table.column("row"))
-            if missing:
-                problems.append(f"bloom filter misses {len(missing)} row(s), e.g. {missing[0]!r}")
+        try:
+            results = _check_groups(reader, groups)
+        except (CellstoreError, OSError, pa.ArrowException) as e:
+            return CheckReport(path, (f"cannot read data (checksum or decoding error): {e}",))
+        problems.extend(_combine(results, info, bloom=bool(info.bloom_filter)))
         if region is not None:
             if info.first_row < region.start:
                 problems.append(
@@ -136,3 +128,103 @@ def check(
             if entry.size != info.size and info.size:
                 problems.append(f"manifest size {entry.size} != file size {info.size}")
     return CheckReport(path, tuple(problems))
+
+
+@dataclass
+class _GroupResult:
+    """What checking one row group found."""
+
+    start: int  # index of the group's first cell in the file
+    unsorted: int | None  # file index of the first cell not after its predecessor
+    unknown_type: tuple[int, int] | None  # (file index, code) of the first unknown type
+    bad_row_length: bool
+    negative_ts: bool
+    stats: dict[str, Any]
+    missing: list[bytes]  # rows the group's Bloom filter lacks
+    first: pa.Table  # the group's first and last cells (key columns), for the boundaries
+    last: pa.Table
+
+
+def _check_groups(reader: StoreFileReader, groups: list[RowGroupStats]) -> list[_GroupResult]:
+    """Check every row group of ``reader`` (on threads), in file order."""
+    starts = np.concatenate([[0], np.cumsum([g.num_cells for g in groups])])[:-1]
+
+    def one(i: int) -> _GroupResult:
+        return _check_group(reader, groups[i], int(starts[i]))
+
+    threads = min(MAX_THREADS, pa.cpu_count(), len(groups))
+    if threads <= 1:
+        return [one(i) for i in range(len(groups))]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cellstore-check") as pool:
+        return list(pool.map(one, range(len(groups))))
+
+
+def _check_group(reader: StoreFileReader, group: RowGroupStats, start: int) -> _GroupResult:
+    """Check the cells of one row group (``start``: its first cell's index in the file)."""
+    table = reader.read_row_groups([group.index], use_threads=False)
+    n = table.num_rows
+    bad = first_unsorted_index(table, strict=True)
+    types = table.column("type")
+    unknown = pc.invert(pc.is_in(types, value_set=_KNOWN_TYPES))
+    unknown_type = None
+    if pc.any(unknown).as_py():
+        idx = int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
+        unknown_type = (start + idx, int(types[idx].as_py()))
+    row = table.column("row")
+    lengths = pc.binary_length(row)
+    bad_length = pc.any(pc.or_(pc.equal(lengths, 0), pc.greater(lengths, MAX_ROW_LENGTH)))
+    missing: list[bytes] = []
+    bloom = reader._bloom(group.index) if reader.info.bloom_filter and n else None
+    if bloom is not None:
+        rows = row.combine_chunks()
+        distinct = rows.take(pa.array(run_starts(rows)))
+        hits = bloom.might_contain_all(distinct)
+        if not hits.all():
+            missing = distinct.filter(pa.array(~hits)).to_pylist()
+    keys = table.select(["row", "qualifier", "ts", "type"])
+    return _GroupResult(
+        start=start,
+        unsorted=None if bad is None else start + bad,
+        unknown_type=unknown_type,
+        bad_row_length=bool(bad_length.as_py()),
+        negative_ts=bool(pc.any(pc.less(table.column("ts"), 0)).as_py()) if n else False,
+        stats=cell_stats(table) if n else {},
+        missing=missing,
+        first=keys.slice(0, 1),
+        last=keys.slice(max(n - 1, 0), 1),
+    )
+
+
+def _combine(results: list[_GroupResult], info: Any, *, bloom: bool) -> list[str]:
+    """The file's problems from its row groups' results (first problem of each kind)."""
+    problems: list[str] = []
+    live = [r for r in results if r.stats]
+    unsorted = None
+    for prev, cur in zip([None, *live[:-1]], live, strict=True):
+        if prev is not None and first_unsorted_index(pa.concat_tables([prev.last, cur.first])):
+            unsorted = cur.start
+            break
+        if cur.unsorted is not None:
+            unsorted = cur.unsorted
+            break
+    if unsorted is not None:
+        problems.append(f"cell {unsorted} is not after cell {unsorted - 1} in cell order")
+    unknown = next((r.unknown_type for r in live if r.unknown_type is not None), None)
+    if unknown is not None:
+        problems.append(f"cell {unknown[0]} has unknown type code {unknown[1]}")
+    if any(r.bad_row_length for r in live):
+        problems.append("a row key is empty or longer than 32767 bytes")
+    if any(r.negative_ts for r in live):
+        problems.append("a timestamp is negative")
+    stats = live[0].stats
+    for r in live[1:]:
+        stats = _fold_stats(stats, r.stats)
+    for key, value in stats.items():
+        footer_value = getattr(info, key)
+        if footer_value != value:
+            problems.append(f"footer {key} is {footer_value!r} but the data says {value!r}")
+    if bloom:
+        missing = [row for r in live for row in r.missing]
+        if missing:
+            problems.append(f"bloom filter misses {len(missing)} row(s), e.g. {missing[0]!r}")
+    return problems

@@ -6,8 +6,10 @@ qualifier, timestamp and type). The result order (R2.3) is row ascending, then f
 then the family's own order: a k-way merge of those sorted runs on the row alone. This
 module does that merge in one compiled pass over the row columns' buffers, comparing row
 keys only where two families' heads meet and copying each family's block of a row in one
-go, then gathers every column once. Descending row order (R2.4) reverses the order of the
-row blocks and keeps each block's inner order.
+go, then gathers every column once (the row column from the buffers the merge read).
+Descending row order (R2.4)
+reverses the order of the row blocks and keeps each block's inner order. A single family
+in ascending order is passed through as it is, with only the family column added.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import pyarrow.compute as pc
 
 from cellstore.errors import InvalidArgumentError
 
-__all__ = ["merge_family_order", "merge_families"]
+__all__ = ["merge_families", "merge_family_order"]
+
+#: Largest byte size of a binary column built with 32-bit offsets.
+_MAX_BINARY_BYTES = 2**31 - 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -56,15 +61,16 @@ def _equal(offsets: np.ndarray, data: np.ndarray, i: int, j: int) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _merge_kernel(
-    offsets: np.ndarray, data: np.ndarray, bounds: np.ndarray, new_value: np.ndarray
+    offsets: np.ndarray, data: np.ndarray, bounds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Merge sorted runs ``[bounds[r], bounds[r + 1])`` of one binary column.
 
-    ``new_value[i]`` is True where value ``i`` differs from value ``i - 1`` of its run (and
-    at every run's first value), so a run's blocks of equal values are known without
-    comparing bytes; bytes are compared only between the runs' current heads.
+    A run's block of equal values is found by comparing each value with the block's first
+    (from the end, where neighbouring row keys differ); values of different runs are
+    compared only between the runs' current heads, once per row: the heads found equal to
+    the row chosen are remembered and emitted after it in run order.
 
     Returns ``(order, starts)``: ``order`` lists the values' indices in merged order, the
     lowest run first among equal values, each run's equal values in their own order;
@@ -76,53 +82,84 @@ def _merge_kernel(
     pos = bounds[:k].copy()
     order = np.empty(n, np.int64)
     starts = np.zeros(n, np.bool_)
+    # same[r]: run r's head is the row being emitted (found while choosing that row), so
+    # the later families of a row are taken without comparing their keys again.
+    same = np.zeros(k, np.bool_)
     o = 0
-    last = -1  # index of the value of the block emitted last
     last_run = k
     while o < n:
         best = -1
-        # Runs after the last block's run whose head is that same value come next (a
-        # later family of the same row); every other head is greater than it.
         for r in range(last_run + 1, k):
-            if pos[r] < bounds[r + 1] and _equal(offsets, data, pos[r], last):
+            if same[r]:
                 best = r
                 break
         new = best < 0
         if new:
             for r in range(k):
-                if pos[r] < bounds[r + 1] and (
-                    best < 0 or _compare(offsets, data, pos[r], pos[best]) < 0
-                ):
+                same[r] = False
+                if pos[r] >= bounds[r + 1]:
+                    continue
+                c = -1 if best < 0 else _compare(offsets, data, pos[r], pos[best])
+                if c < 0:
+                    for q in range(r):
+                        same[q] = False
                     best = r
+                if c <= 0:
+                    same[r] = True
+        same[best] = False
         i = pos[best]
         starts[o] = new
         end = bounds[best + 1]
         order[o] = i
         o += 1
         j = i + 1
-        while j < end and not new_value[j]:
+        while j < end and _equal(offsets, data, j, i):
             order[o] = j
             o += 1
             j += 1
         pos[best] = j
-        last = i
         last_run = best
     return order, starts
 
 
 def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """``(offsets, data)`` of a binary array without nulls, as int64 and uint8 arrays."""
-    if not pa.types.is_large_binary(values.type):
-        values = values.cast(pa.large_binary())
+    """``(offsets, data)`` of a binary array without nulls, offsets as int64 from 0."""
+    offset_type = np.int64 if pa.types.is_large_binary(values.type) else np.int32
     _, offsets_buf, data_buf = values.buffers()
     assert offsets_buf is not None
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[
         values.offset : values.offset + len(values) + 1
     ]
-    data = (
-        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    if data_buf is None or not len(values):
+        return np.zeros(len(values) + 1, np.int64), np.zeros(0, np.uint8)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(data_buf, dtype=np.uint8)[first:last]
+    return offsets.astype(np.int64) - first, data
+
+
+def _concat_buffers(arrays: Sequence[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, data)`` of the concatenation of binary arrays (one copy of the bytes)."""
+    if len(arrays) == 1:
+        return _buffers(arrays[0])
+    parts = [_buffers(a) for a in arrays]
+    sizes = np.array([len(d) for _, d in parts], np.int64)
+    bases = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    offsets = np.concatenate(
+        [parts[0][0]] + [o[1:] + base for (o, _), base in zip(parts[1:], bases[1:], strict=True)]
     )
+    data = np.concatenate([d for _, d in parts])
     return offsets, data
+
+
+def _binary_arrays(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """The chunks of a binary (or string) column as binary arrays."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = []
+    for chunk in chunks:
+        if not (pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type)):
+            chunk = chunk.cast(pa.binary())
+        out.append(chunk)
+    return out
 
 
 def merge_family_order(
@@ -142,22 +179,22 @@ def merge_family_order(
     Runtime: one linear pass with at most ``len(rows)`` row-key comparisons per row block,
     never a sort.
     """
-    arrays = [r.combine_chunks() if isinstance(r, pa.ChunkedArray) else r for r in rows]
-    lengths = np.array([len(a) for a in arrays], np.int64)
+    return _merge_order([_binary_arrays(r) for r in rows], reverse=reverse)[0]
+
+
+def _merge_order(
+    runs: Sequence[Sequence[pa.Array]], *, reverse: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, offsets, data)``: the merge order and the concatenated rows' buffers."""
+    lengths = np.array([sum(len(a) for a in run) for run in runs], np.int64)
     bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(bounds[-1])
+    offsets, data = _concat_buffers([a for run in runs for a in run])
     if total == 0:
-        return np.zeros(0, np.int64)
-    if len(arrays) == 1 and not reverse:
-        return np.arange(total, dtype=np.int64)
-    column = pa.concat_arrays([a.cast(pa.large_binary()) for a in arrays])
-    offsets, data = _buffers(column)
-    new_value = np.ones(total, np.bool_)
-    if total > 1:
-        same = pc.equal(column.slice(1), column.slice(0, total - 1))
-        new_value[1:] = ~same.to_numpy(zero_copy_only=False)
-        new_value[bounds[:-1][lengths > 0]] = True
-    order, starts = _merge_kernel(offsets, data, bounds, new_value)
+        return np.zeros(0, np.int64), offsets, data
+    if len(runs) == 1 and not reverse:
+        return np.arange(total, dtype=np.int64), offsets, data
+    order, starts = _merge_kernel(offsets, data, bounds)
     if reverse:
         block_starts = np.flatnonzero(starts)
         block_lengths = np.diff(np.append(block_starts, total))
@@ -166,8 +203,42 @@ def merge_family_order(
         first_out = np.cumsum(new_lengths) - new_lengths
         within = np.arange(total, dtype=np.int64) - np.repeat(first_out, new_lengths)
         order = order[np.repeat(new_starts, new_lengths) + within]
-    result: np.ndarray = order
-    return result
+    return order, offsets, data
+
+
+def _wrap_binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A binary (or large binary) Arrow array over ``offsets``/``data``, without a copy."""
+    n = len(offsets) - 1
+    if len(data) <= _MAX_BINARY_BYTES:
+        return pa.Array.from_buffers(
+            pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+        )
+    return pa.Array.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def _gather_binary(
+    offsets: np.ndarray, data: np.ndarray, order: np.ndarray, typ: pa.DataType
+) -> pa.Array:
+    """The values ``order`` of the binary column given by ``offsets``/``data``, as ``typ``."""
+    out = pc.take(_wrap_binary(offsets, data), pa.array(order))
+    return out if out.type == typ else out.cast(typ)
+
+
+def _family_column(ids: np.ndarray, names: Sequence[str]) -> pa.Array:
+    """The family name of each cell (``names[ids[i]]``) as a string array."""
+    encoded = [n.encode("utf-8") for n in names]
+    width = len(encoded[0])
+    n = len(ids)
+    if all(len(e) == width for e in encoded) and n * width <= _MAX_BINARY_BYTES:
+        table = np.frombuffer(b"".join(encoded), np.uint8).reshape(len(encoded), width)
+        data = table[ids].ravel() if len(encoded) > 1 else np.tile(table[0], n)
+        offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
+        return pa.Array.from_buffers(
+            pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+    return pc.take(pa.array(list(names), pa.string()), pa.array(ids))
 
 
 def merge_families(
@@ -195,18 +266,32 @@ def merge_families(
     live = [(t, n) for t, n in zip(tables, names, strict=True) if t.num_rows]
     if not live:
         return schema.empty_table()
-    order = merge_family_order([t.column("row") for t, _ in live], reverse=reverse)
-    family_ids = np.repeat(np.arange(len(live), dtype=np.int32), [t.num_rows for t, _ in live])[
-        order
-    ]
-    family_names = pa.array([n for _, n in live], pa.string())
-    take = pa.array(order)
+    if len(live) == 1 and not reverse:
+        # One family in its own order: no merge, no copy; only the family column is new.
+        table, name = live[0]
+        family_ids = np.zeros(table.num_rows, np.int8)
+        columns = [
+            _family_column(family_ids, [name])
+            if field.name == "family"
+            else table.column(field.name).cast(field.type)
+            for field in schema
+        ]
+        return pa.Table.from_arrays(columns, schema=schema)
+    row_runs = [_binary_arrays(t.column("row")) for t, _ in live]
+    order, row_offsets, row_data = _merge_order(row_runs, reverse=reverse)
+    counts = [t.num_rows for t, _ in live]
+    id_type = np.int8 if len(live) <= 127 else np.int32
+    family_ids = np.repeat(np.arange(len(live), dtype=id_type), counts)[order]
+    take: pa.Array | None = None
     columns = []
     for field in schema:
         if field.name == "family":
-            columns.append(pc.take(family_names, pa.array(family_ids)))
-            continue
-        parts = [t.column(field.name).combine_chunks().cast(field.type) for t, _ in live]
-        whole = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
-        columns.append(whole if len(live) == 1 and not reverse else pc.take(whole, take))
+            columns.append(_family_column(family_ids, [n for _, n in live]))
+        elif field.name == "row":
+            columns.append(_gather_binary(row_offsets, row_data, order, field.type))
+        else:
+            take = pa.array(order) if take is None else take
+            parts = [c for t, _ in live for c in t.column(field.name).cast(field.type).chunks]
+            whole = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+            columns.append(pc.take(whole, take))
     return pa.Table.from_arrays(columns, schema=schema)
