@@ -11,7 +11,13 @@ interpreter's Python workers, Arrow exchange on); per contender:
 * ``count``: ``df.count()``;
 * ``agg``: a full aggregation that touches every column
   (``groupBy(family).agg(count, sum(length(value)), max(ts), max(row))``);
-* ``filtered``: a ``row`` range filter (pushdown ``auto``: Spark filters on 4.x).
+* ``filtered``: a ``row`` range filter (pushdown ``auto``: Spark filters on 4.x), and the
+  same range as the source's ``start_row``/``stop_row`` options (``cellstore range``).
+
+A third contender, ``python-ds``, is a minimal Python data source that reads the plain
+copy's files with pyarrow and yields their batches: the floor of Spark's Python Data Source
+API (Arrow batches from a Python worker, converted to rows by the JVM, no column pruning),
+which any Python source pays before doing any work of its own.
 
 ``spark.read.parquet`` answers ``count`` from the footers (no data read); the ``cellstore``
 source must run HBase's read semantics over every cell. The first read of each DataFrame
@@ -32,6 +38,42 @@ from collections.abc import Callable
 
 import pyarrow.parquet as pq
 from bench_dask import QUALIFIERS, VERSIONS, make_table, plain_copy
+
+
+def register_floor(spark) -> None:
+    """Register ``python-ds``: a Python data source yielding the plain files' Arrow batches."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from cellstore.spark import spark_schema
+
+    class File(InputPartition):
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+    class Reader(DataSourceReader):
+        def __init__(self, paths: list[str]) -> None:
+            self.paths = paths
+
+        def partitions(self):
+            return [File(p) for p in self.paths]
+
+        def read(self, partition):
+            import pyarrow.parquet as pq
+
+            yield from pq.read_table(partition.path).to_batches(max_chunksize=65_536)
+
+    class Floor(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "python-ds"
+
+        def schema(self):
+            return spark_schema(pq.read_schema(self.options["paths"].split(",")[0]))
+
+        def reader(self, schema):
+            return Reader(self.options["paths"].split(","))
+
+    spark.dataSource.register(Floor)
 
 
 def session(cores: int):
@@ -55,6 +97,7 @@ def session(cores: int):
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    register_floor(spark)
     return spark
 
 
@@ -80,12 +123,23 @@ def bench(spark, root: str, *, rows: int, families: int, regions: int, repeats: 
     lo, hi = b"user%09d" % (rows // 4), b"user%09d" % (rows // 2)
 
     def cellstore():
-        return (
-            spark.read.format("cellstore").option("root", root).option("table", t.name).load()
-        )
+        return spark.read.format("cellstore").option("root", root).option("table", t.name).load()
 
     def parquet():
         return spark.read.parquet(*paths)
+
+    def floor():
+        return spark.read.format("python-ds").option("paths", ",".join(paths)).load()
+
+    def cellstore_range():
+        return (
+            spark.read.format("cellstore")
+            .option("root", root)
+            .option("table", t.name)
+            .option("start_row", lo.decode())
+            .option("stop_row", hi.decode())
+            .load()
+        )
 
     def agg(df):
         return (
@@ -103,11 +157,13 @@ def bench(spark, root: str, *, rows: int, families: int, regions: int, repeats: 
     def ranged(df):
         return df.filter((F.col("row") >= F.lit(lo)) & (F.col("row") < F.lit(hi))).count()
 
-    sources = {"parquet": parquet, "cellstore": cellstore}
+    sources = {"parquet": parquet, "python-ds": floor, "cellstore": cellstore}
     for query, run in (("count", lambda df: df.count()), ("agg", agg), ("filtered", ranged)):
         fns = {
             f"{name} {query}": (lambda mk=mk, run=run: run(mk())) for name, mk in sources.items()
         }
+        if query == "filtered":
+            fns["cellstore range"] = lambda: cellstore_range().count()
         results = interleaved(fns, repeats)
         floor = min(results[f"parquet {query}"])
         for name, runs in results.items():

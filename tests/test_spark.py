@@ -45,6 +45,7 @@ from cellstore.spark import (
     register,
     spark_plans_each_query,
     spark_schema,
+    to_pandas,
 )
 from cellstore.spark.options import ReadOptions, RowBounds, WriteOptions
 from cellstore.spark.source import CellstoreDataSource, pushdown_enabled
@@ -333,6 +334,104 @@ def test_row_key_spec_columns_and_key_predicates(spark, root, events):
     want = events.scan(key={"user": "u1", "ts": (5, 20)}, key_columns=True).to_arrow()
     same(keyed, want)
     assert sorted(set(keyed.toArrow().column("key_ts").to_pylist())) == [5, 9, 13, 17]
+
+
+def plain(value):
+    """A pandas cell as Python: missing values (None, NaN, pd.NA) as None."""
+    if value is None or (not isinstance(value, bytes | str) and pd.isna(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+@pytest.fixture(scope="module")
+def unsigned(root):
+    """Key fields Spark widens: uint64 to decimal(20,0), uint8 to smallint; float32 kept."""
+    spec = RowKeySpec(
+        fields=(
+            KeyField(name="u", type="uint64"),
+            KeyField(name="x", type="uint8"),
+            KeyField(name="fl", type="float32"),
+        )
+    )
+    t = connect(root).create_table("unsigned", families=["d"], row_key=spec)
+    df = pd.DataFrame(
+        {"u": [2**63 + i for i in range(6)], "x": range(6), "fl": [i / 4 for i in range(6)]}
+    )
+    df["n"] = range(6)
+    t.load(df, mapping=Mapping.simple(row_key=None, columns=["d:n=n:long"]), key_advice="off")
+    return t
+
+
+TO_PANDAS = [
+    pytest.param("ns:web", {}, {}, id="cells"),
+    pytest.param(  # sparse: g:x is null in most rows
+        "ns:web",
+        {"shape": "wide", "column_types": '{"f:a": "string", "f:n": "long", "g:x": "string"}'},
+        {"shape": "wide", "column_types": {"f:a": "string", "f:n": "long", "g:x": "string"}},
+        id="wide-nulls",
+    ),
+    pytest.param(
+        "ns:web",
+        {"shape": "wide", "columns": "g:x,f:a"},
+        {"shape": "wide", "columns": ["g:x", "f:a"]},
+        id="wide-bytes",
+    ),
+    pytest.param("ns:web", {"start_row": "zzz"}, {"start_row": "zzz"}, id="empty"),
+    pytest.param(
+        "events",
+        {"shape": "wide", "column_types": '{"d:n": "long"}'},
+        {"shape": "wide", "column_types": {"d:n": "long"}},
+        id="key-fields",
+    ),
+    pytest.param("unsigned", {"key_columns": "true"}, {"key_columns": True}, id="unsigned"),
+]
+
+
+def pandas_frame(spark, df, how: str) -> pd.DataFrame:
+    """``df`` as pandas: Spark's ``toPandas`` with Arrow on or off, or ``cellstore.spark.to_pandas``."""
+    if how == "helper":
+        return to_pandas(df)
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    saved = spark.conf.get(key)
+    spark.conf.set(key, "true" if how == "arrow" else "false")
+    try:
+        return df.toPandas()
+    finally:
+        spark.conf.set(key, saved)
+
+
+# PySpark <= 4.3's own dtype pass calls Series.astype(copy=False) on every numeric column,
+# which pandas 3 deprecates (Pandas4Warning). Ignored only where PySpark raises it.
+PYSPARK_COPY_WARNING = "ignore:The copy keyword is deprecated:DeprecationWarning:pyspark"
+
+
+@pytest.mark.filterwarnings(PYSPARK_COPY_WARNING)
+@pytest.mark.parametrize("how", ["arrow", "rows", "helper"])
+@pytest.mark.parametrize(("table", "options", "kwargs"), TO_PANDAS)
+def test_to_pandas_equals_the_cells(
+    spark, root, web, events, unsigned, how, table, options, kwargs
+):
+    """``df.toPandas()`` works on the pandas the project installs (3.x), with Spark's Arrow
+    conversion on and off, and so does ``to_pandas``; the values are the scan's (issue 17)."""
+    want = connect(root).table(table).scan(**kwargs).to_arrow()
+    got = pandas_frame(spark, read(spark, root, table, **options), how)
+    assert list(got.columns) == want.column_names
+    assert len(got) == want.num_rows
+    if table == "ns:web" and kwargs.get("shape") == "wide":
+        assert got["g:x"].isna().any() and got["g:x"].notna().any()
+    for name in want.column_names:
+        assert [plain(v) for v in got[name].tolist()] == want.column(name).to_pylist(), name
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning", "error::FutureWarning")
+def test_to_pandas_raises_no_warning(spark, root, web):
+    """Under ``filterwarnings = error`` (this project's): the helper converts without
+    PySpark's deprecated ``astype(copy=False)``, so it neither warns nor fails."""
+    df = read(spark, root, "ns:web", shape="wide", column_types='{"f:n": "long", "g:x": "string"}')
+    got = to_pandas(df)
+    want = web.scan(shape="wide", column_types={"f:n": "long", "g:x": "string"}).to_arrow()
+    assert got["f:n"].dtype == "int64" and got["f:n"].tolist() == want.column("f:n").to_pylist()
+    assert got["row"].tolist() == want.column("row").to_pylist()
 
 
 # --------------------------------------------------------------------------- pushdown

@@ -70,6 +70,7 @@ __all__ = [
     "register",
     "spark_plans_each_query",
     "spark_schema",
+    "to_pandas",
 ]
 
 
@@ -100,6 +101,29 @@ def register(spark: Any, *, pushdown: bool = True) -> None:
         spark.dataSource.register(CellstoreDataSource)
     finally:
         context.pythonExec = saved
+
+
+def to_pandas(df: Any) -> Any:
+    """A Spark DataFrame as a pandas DataFrame, converted by pyarrow rather than PySpark.
+
+    ``df.toPandas()`` works on every DataFrame this source reads (cells and wide shapes, key
+    fields, unsigned keys as decimals), with Spark's Arrow conversion on or off. On pandas 3,
+    PySpark 4.1-4.3 pass ``copy=False`` to ``Series.astype`` for every numeric, boolean and
+    timestamp column (its own dtype correction, whatever the source), which pandas 3
+    deprecates with a ``Pandas4Warning`` and pandas 4 will reject: a program that turns
+    warnings into errors (``-W error``, pytest's ``filterwarnings = error``) fails there.
+    This function gives the same frame without that code: ``df.toArrow()`` (public since
+    PySpark 4.0), then pyarrow's ``Table.to_pandas`` (binary as ``bytes``, strings as
+    pandas' string dtype, nullable integers with nulls as floats, decimals as
+    ``decimal.Decimal``), with no warning.
+
+    Args:
+        df: A ``pyspark.sql.DataFrame`` (any source, not only ``cellstore``).
+
+    Returns:
+        A ``pandas.DataFrame`` with ``df``'s columns in order.
+    """
+    return df.toArrow().to_pandas()
 
 
 def _local_context(spark: Any) -> Any:
