@@ -12,6 +12,8 @@ ROWS x 10 cells; a 1-family table pre-split into REGIONS regions at the key quan
 * load: ``Table.load(glob, client=client)`` into a fresh table per run (``merge`` mode: one
   task per input file, then one task per region sorts and writes its store files; one
   commit);
+* compact: ``compact(t, major=True, client=client)`` of the table the load just wrote
+  (one task per store: region x family; every cell read, merged and rewritten);
 * scan: ``Table.scan(memory_budget=...).to_dask()`` counted on the cluster
   (``map_partitions(len).sum()``), so the cells are read, merged, resolved and turned into
   pandas partitions on the workers and only counts travel back.
@@ -74,6 +76,15 @@ def one_load(wh, client, source: str, rows: int, regions: int, name: str) -> flo
     seconds = time.perf_counter() - start
     assert report.rows == rows, report
     return seconds
+
+
+def one_compaction(wh, client, name: str) -> float:
+    from cellstore.jobs import compact
+
+    t = wh.table(name)
+    start = time.perf_counter()
+    compact(t, major=True, client=client)
+    return time.perf_counter() - start
 
 
 def one_scan(table, client, cells: int, budget: int) -> tuple[float, int]:
@@ -147,6 +158,7 @@ def main() -> None:
                     client.run(pin_threads)
             loads: dict[int, list[float]] = {n: [] for n in clusters}
             scans: dict[int, list[float]] = {n: [] for n in clusters}
+            compactions: dict[int, list[float]] = {n: [] for n in clusters}
             parts = 0
             print(f"\n[{mode} threads] load average before: {os.getloadavg()}")
             for run in range(args.repeats + 1):
@@ -154,9 +166,11 @@ def main() -> None:
                     lt = one_load(
                         wh, client, source, args.rows, args.regions, f"load_{mode}_{n}_{run}"
                     )
+                    ct = one_compaction(wh, client, f"load_{mode}_{n}_{run}")
                     st, parts = one_scan(scan_table, client, cells, args.scan_budget)
                     if run:  # run 0 warms up imports, caches and the OS page cache
                         loads[n].append(lt)
+                        compactions[n].append(ct)
                         scans[n].append(st)
                     wh.drop_table(f"load_{mode}_{n}_{run}", purge=True)
             print(f"[{mode} threads] load average after: {os.getloadavg()}")
@@ -165,7 +179,12 @@ def main() -> None:
             for n in clusters:
                 load_x = min(loads[base]) / min(loads[n])
                 scan_x = min(scans[base]) / min(scans[n])
+                compact_x = min(compactions[base]) / min(compactions[n])
                 print(f"  {n} worker(s)  load: {fmt(cells, loads[n])}   x{load_x:.2f}")
+                print(
+                    f"  {n} worker(s)  major compaction: {fmt(cells, compactions[n])}"
+                    f"   x{compact_x:.2f}"
+                )
                 print(f"  {n} worker(s)  scan: {fmt(cells, scans[n])}   x{scan_x:.2f}")
         for cluster, client in clusters.values():
             client.close()
