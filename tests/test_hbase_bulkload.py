@@ -30,7 +30,7 @@ from cellstore.hbase import hfile_info, read_hfile, verify_hfile
 from cellstore.loader import Mapping
 from cellstore.loader.hfiles import parse_split_keys
 from cellstore.storefiles.layout import bulkload_file_relpath
-from cellstore.storefiles.writer import HFileSettings
+from cellstore.storefiles.rolling import HFileSettings
 from cellstore.warehouse import connect
 
 VECTORS = Path(__file__).parents[2] / "shared" / "testdata" / "hbase-hfiles"

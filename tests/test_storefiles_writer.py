@@ -27,13 +27,15 @@ from cellstore.storefiles.writer import bloom_ndv
 
 
 def cells_of(n: int, *, per_row: int = 3) -> pa.Table:
-    return pa.table({
-        "row": pa.array([f"r{i // per_row:06d}".encode() for i in range(n)], pa.binary()),
-        "qualifier": pa.array([f"q{i % per_row}".encode() for i in range(n)], pa.binary()),
-        "ts": pa.array(np.full(n, 7), pa.int64()),
-        "type": pa.array(np.full(n, 4), pa.int8()),
-        "value": pa.array([b"v" * (i % 17) for i in range(n)], pa.binary()),
-    })
+    return pa.table(
+        {
+            "row": pa.array([f"r{i // per_row:06d}".encode() for i in range(n)], pa.binary()),
+            "qualifier": pa.array([f"q{i % per_row}".encode() for i in range(n)], pa.binary()),
+            "ts": pa.array(np.full(n, 7), pa.int64()),
+            "type": pa.array(np.full(n, 4), pa.int8()),
+            "value": pa.array([b"v" * (i % 17) for i in range(n)], pa.binary()),
+        }
+    )
 
 
 @pytest.mark.parametrize("n,chunk,rgc", [(50, 7, 1000), (5000, 401, 700), (3000, 3000, 256)])
@@ -43,13 +45,15 @@ def test_whole_and_streamed_files_are_identical(tmp_path: Path, n: int, chunk: i
     fs = fsspec.filesystem("file")
     fam = Family(name="d", bloom_filter=True)
     cells = cells_of(n)
-    with StoreFileWriter(fs, str(tmp_path / "s.parquet"), family=fam, seq=3, load_id="l",
-                         row_group_cells=rgc) as w:
+    with StoreFileWriter(
+        fs, str(tmp_path / "s.parquet"), family=fam, seq=3, load_id="l", row_group_cells=rgc
+    ) as w:
         for start in range(0, n, chunk):  # chunks cut rows in the middle
             w.write(cells.slice(start, chunk))
         streamed = w.close()
-    whole = write_store_file(fs, str(tmp_path / "w.parquet"), cells, family=fam, seq=3,
-                             load_id="l", row_group_cells=rgc)
+    whole = write_store_file(
+        fs, str(tmp_path / "w.parquet"), cells, family=fam, seq=3, load_id="l", row_group_cells=rgc
+    )
     assert streamed.footer_dict() == whole.footer_dict()
     assert streamed.row_groups == whole.row_groups == -(-n // rgc)
     assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
@@ -67,8 +71,14 @@ def test_bloom_is_sized_by_rows_of_the_first_row_group():
 
 def test_bloom_filter_absent_when_family_has_none(tmp_path: Path):
     fs = fsspec.filesystem("file")
-    write_store_file(fs, str(tmp_path / "a.parquet"), cells_of(100),
-                     family=Family(name="d", bloom_filter=False), seq=1, load_id="l")
+    write_store_file(
+        fs,
+        str(tmp_path / "a.parquet"),
+        cells_of(100),
+        family=Family(name="d", bloom_filter=False),
+        seq=1,
+        load_id="l",
+    )
     with StoreFileReader(fs, str(tmp_path / "a.parquet")) as r:
         assert r.info.bloom_filter is False
 
@@ -85,8 +95,17 @@ def test_roll_points_cut_on_row_boundaries():
 def test_write_rolled_names_files_through_layout(tmp_path: Path):
     fs = fsspec.filesystem("file")
     fam = Family(name="c f")  # quoted in the directory name
-    out = write_rolled(fs, str(tmp_path), cells_of(900), region="r000001", family=fam,
-                       stem="load-1", seq=2, load_id="load-1", max_file_bytes=4000)
+    out = write_rolled(
+        fs,
+        str(tmp_path),
+        cells_of(900),
+        region="r000001",
+        family=fam,
+        stem="load-1",
+        seq=2,
+        load_id="load-1",
+        max_file_bytes=4000,
+    )
     assert len(out) > 1
     assert [w.relpath for w in out] == [
         f"data/r000001/c%20f/load-1-{k:03d}.parquet" for k in range(len(out))
@@ -94,26 +113,56 @@ def test_write_rolled_names_files_through_layout(tmp_path: Path):
     assert sum(w.info.cells for w in out) == 900
     for a, b in itertools.pairwise(out):
         assert a.info.last_row < b.info.first_row  # files in order, rows never split
-    assert write_rolled(fs, str(tmp_path), cells_of(0), region="r000001", family=fam,
-                        stem="e", seq=2, load_id="e", max_file_bytes=10) == []
+    assert (
+        write_rolled(
+            fs,
+            str(tmp_path),
+            cells_of(0),
+            region="r000001",
+            family=fam,
+            stem="e",
+            seq=2,
+            load_id="e",
+            max_file_bytes=10,
+        )
+        == []
+    )
 
 
 def test_rolling_writer_refuses_escaping_names(tmp_path: Path):
     fs = fsspec.filesystem("file")
-    with pytest.raises(InvalidNameError), RollingWriter(
-        fs, str(tmp_path), region="r1", family=Family(name="f"), stem="../../x", seq=1,
-        load_id="x", max_file_bytes=100,
-    ) as w:
+    with (
+        pytest.raises(InvalidNameError),
+        RollingWriter(
+            fs,
+            str(tmp_path),
+            region="r1",
+            family=Family(name="f"),
+            stem="../../x",
+            seq=1,
+            load_id="x",
+            max_file_bytes=100,
+        ) as w,
+    ):
         w.write(cells_of(10))
     assert list(tmp_path.rglob("*.parquet")) == []
 
 
 def test_rolling_writer_abort_removes_every_file(tmp_path: Path):
     fs = fsspec.filesystem("file")
-    with pytest.raises(RuntimeError), RollingWriter(
-        fs, str(tmp_path), region="r1", family=Family(name="f"), stem="s", seq=1,
-        load_id="s", max_file_bytes=500,
-    ) as w:
+    with (
+        pytest.raises(RuntimeError),
+        RollingWriter(
+            fs,
+            str(tmp_path),
+            region="r1",
+            family=Family(name="f"),
+            stem="s",
+            seq=1,
+            load_id="s",
+            max_file_bytes=500,
+        ) as w,
+    ):
         for start in range(0, 300, 30):
             w.write(cells_of(300).slice(start, 30))
         assert len(w.written) > 1  # some files were closed already
@@ -131,8 +180,12 @@ def test_paths_are_built_only_in_layout():
         if path.name == "layout.py" and path.parent.name in ("storefiles", "hbase"):
             continue  # ours, and HBase's own directory layout (cellstore.hbase.layout)
         text = path.read_text()
-        for pattern in (r"(?<![\w.])quote\(", r"urllib\.parse import .*\bquote\b",
-                        r"join\(\s*\"data\"", r"\"data/\{"):
+        for pattern in (
+            r"(?<![\w.])quote\(",
+            r"urllib\.parse import .*\bquote\b",
+            r"join\(\s*\"data\"",
+            r"\"data/\{",
+        ):
             for m in re.finditer(pattern, text, flags=re.MULTILINE):
                 line = text.count("\n", 0, m.start()) + 1
                 offenders.append(f"{path.relative_to(src)}:{line}: {pattern}")
@@ -144,7 +197,7 @@ def test_store_files_are_written_only_by_the_writer():
     internals or writes a file with the store-file footer key."""
     src = Path(__file__).parents[1] / "src" / "cellstore"
     for p in src.rglob("*.py"):
-        if p.parent.name == "storefiles" and p.name in ("writer.py", "__init__.py"):
+        if p.parent.name == "storefiles" and p.name in ("writer.py", "rolling.py", "__init__.py"):
             continue
         text = p.read_text()
         assert "write_store_file(" not in text, p
@@ -159,34 +212,54 @@ def test_one_roll_loop_writes_hfiles_too(tmp_path: Path):
     import re
 
     from cellstore.hbase import hfile_info, read_hfile
-    from cellstore.storefiles.writer import HFileFormat, HFileSettings
+    from cellstore.storefiles.rolling import HFileFormat, HFileSettings
 
     fs = fsspec.filesystem("file")
     cells = cells_of(300)
     fmt = HFileFormat(default=HFileSettings(compression="gz"), bulkload_timestamp=5)
-    with RollingWriter(fs, str(tmp_path / "o"), region="r1", family=Family(name="f"),
-                       stem="s", max_file_bytes=500, format=fmt, max_files=3) as w:
+    with RollingWriter(
+        fs,
+        str(tmp_path / "o"),
+        region="r1",
+        family=Family(name="f"),
+        stem="s",
+        max_file_bytes=500,
+        format=fmt,
+        max_files=3,
+    ) as w:
         for start in range(0, 300, 30):  # whole rows per chunk (3 cells a row)
             w.write(cells.slice(start, 30))
         files = w.close()
     assert len(files) == 3  # capped: the last file takes the rest
-    assert sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*")
-                  if p.is_file()) == sorted(f"f/{Path(f.path).name}" for f in files)
+    assert sorted(
+        p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*") if p.is_file()
+    ) == sorted(f"f/{Path(f.path).name}" for f in files)
     got = []
     for f in files:
         assert re.fullmatch(r"[0-9a-f]{32}", Path(f.path).name) and f.family == "f"
         info = hfile_info(f.path)
         assert info.compression == "GZ" and info.bulkload_timestamp == 5
         t = read_hfile(f.path)
-        assert (f.cells, f.first_row, f.last_row) == (t.num_rows, t["row"][0].as_py(),
-                                                      t["row"][-1].as_py())
+        assert (f.cells, f.first_row, f.last_row) == (
+            t.num_rows,
+            t["row"][0].as_py(),
+            t["row"][-1].as_py(),
+        )
         got += t.select(cells.column_names).to_pylist()
     assert got == cells.to_pylist()
     # Leaving with an error deletes every HFile written so far.
-    with pytest.raises(RuntimeError), RollingWriter(
-        fs, str(tmp_path / "x"), region="r1", family=Family(name="f"), stem="s",
-        max_file_bytes=200, format=fmt,
-    ) as w:
+    with (
+        pytest.raises(RuntimeError),
+        RollingWriter(
+            fs,
+            str(tmp_path / "x"),
+            region="r1",
+            family=Family(name="f"),
+            stem="s",
+            max_file_bytes=200,
+            format=fmt,
+        ) as w,
+    ):
         for start in range(0, 300, 30):
             w.write(cells.slice(start, 30))
         assert len(w.written) > 1

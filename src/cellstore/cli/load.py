@@ -561,7 +561,7 @@ def load_cmd(
         raise click.UsageError("--hbase-table and --hbase-snapshot need --hbase-root")
     hfile_kwargs: dict[str, Any] = {}
     if hfile_output is not None:
-        from cellstore.storefiles.writer import HFileSettings
+        from cellstore.storefiles.rolling import HFileSettings
 
         hfile_kwargs = {
             "hfile_output": hfile_output,

@@ -63,7 +63,8 @@ from cellstore.hbase.store import HFileStore, plain_keys
 from cellstore.hbase.tables import HBaseTable, open_snapshot, open_table
 from cellstore.manifest import TableLog
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
-from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile, write_rolled
+from cellstore.storefiles.rolling import write_rolled
+from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile
 
 __all__ = [
     "DEFAULT_IMPORT_MAX_FILE_BYTES",

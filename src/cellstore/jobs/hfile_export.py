@@ -35,7 +35,7 @@ from cellstore.jobs.common import new_job_id
 from cellstore.reader.plan import ScanTask
 from cellstore.reader.scan import run_task
 from cellstore.storefiles.bulkload import stage_output
-from cellstore.storefiles.writer import BulkLoadFile, HFileFormat, HFileSettings, write_rolled
+from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, HFileSettings, write_rolled
 from cellstore.warehouse import Table
 
 __all__ = [

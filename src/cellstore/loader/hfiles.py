@@ -71,7 +71,7 @@ from cellstore.loader.report import (
 )
 from cellstore.loader.spill import runs_to_hfiles
 from cellstore.storefiles.bulkload import stage_output
-from cellstore.storefiles.writer import BulkLoadFile, HFileFormat, HFileSettings
+from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, HFileSettings
 
 __all__ = [
     "HFileRegions",

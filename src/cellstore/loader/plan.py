@@ -43,7 +43,7 @@ from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.loader.records import BoundMapping, encode_records
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL
 from cellstore.storefiles.bulkload import StagedOutput
-from cellstore.storefiles.writer import HFileFormat
+from cellstore.storefiles.rolling import HFileFormat
 
 __all__ = [
     "DEFAULT_MAX_FILES_PER_REGION",

@@ -49,7 +49,7 @@ from cellstore.errors import InvalidArgumentError
 from cellstore.loader.direct import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
-from cellstore.storefiles.writer import BulkLoadFile, HFileFormat
+from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec

@@ -24,7 +24,7 @@ from cellstore.core.keys import to_string_binary
 from cellstore.fs import join, makedirs_for
 from cellstore.loader.keycheck import KeyFinding
 from cellstore.storefiles.layout import bad_records_file_name, report_file_name
-from cellstore.storefiles.writer import BulkLoadFile
+from cellstore.storefiles.rolling import BulkLoadFile
 
 __all__ = [
     "BadRecord",
@@ -275,9 +275,7 @@ def write_bad_records(
     return path
 
 
-def write_report(
-    fs: fsspec.AbstractFileSystem, directory: str, report: LoadReport
-) -> str:
+def write_report(fs: fsspec.AbstractFileSystem, directory: str, report: LoadReport) -> str:
     """Write ``<directory>/<load_id>.report.json`` and return its path."""
     path = join(directory, report_file_name(report.load_id))
     makedirs_for(fs, path)

@@ -43,12 +43,7 @@ from cellstore.loader.direct import WrittenFile
 from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import MEMORY_FACTOR, LoadPlan
 from cellstore.storefiles import StoreFileReader
-from cellstore.storefiles.writer import (
-    BulkLoadFile,
-    FileFormat,
-    ParquetFormat,
-    RollingWriter,
-)
+from cellstore.storefiles.rolling import BulkLoadFile, FileFormat, ParquetFormat, RollingWriter
 
 __all__ = [
     "MERGE_FAN_IN",
@@ -139,8 +134,7 @@ def _merged_chunks(readers: Sequence[StoreFileReader], chunk: int) -> Iterator[p
     merge of every run.
     """
     k = len(readers)
-    iters = [r.parquet.iter_batches(batch_size=chunk, columns=CELL_SCHEMA.names)
-             for r in readers]
+    iters = [r.parquet.iter_batches(batch_size=chunk, columns=CELL_SCHEMA.names) for r in readers]
     bufs: list[pa.Table] = [CELL_SCHEMA.empty_table() for _ in range(k)]
     done = [False] * k
 
@@ -312,10 +306,14 @@ def consolidate_runs(
             if npass == 0:
                 merged += len(files)
             for g, lo in enumerate(range(0, len(files), MERGE_FAN_IN)):
-                tasks.append(MergeTask(
-                    region=key[0], family=key[1], files=tuple(files[lo:lo + MERGE_FAN_IN]),
-                    stem=f"{plan.load_id}-{plan.nonce}-x{npass:02d}g{g:04d}",
-                ))
+                tasks.append(
+                    MergeTask(
+                        region=key[0],
+                        family=key[1],
+                        files=tuple(files[lo : lo + MERGE_FAN_IN]),
+                        stem=f"{plan.load_id}-{plan.nonce}-x{npass:02d}g{g:04d}",
+                    )
+                )
                 keys.append(key)
         if not tasks:
             break
@@ -352,7 +350,9 @@ def runs_to_hfiles(
         groups.setdefault((w.region, w.info.family), []).append(w)
     tasks = [
         MergeTask(
-            region=region, family=family, files=tuple(files),
+            region=region,
+            family=family,
+            files=tuple(files),
             stem=f"{plan.load_id}-{plan.nonce}-h{g:05d}",
         )
         for g, ((region, family), files) in enumerate(groups.items())

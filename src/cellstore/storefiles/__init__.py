@@ -10,15 +10,14 @@ built by :mod:`cellstore.storefiles.layout`. Readers open files with
 from cellstore.storefiles.check import CheckReport, check
 from cellstore.storefiles.footer import STORE_FILE_FORMAT_VERSION, StoreFileInfo
 from cellstore.storefiles.reader import RowGroupStats, StoreFileReader, read_store_file
+from cellstore.storefiles.rolling import RollingWriter, write_rolled
 from cellstore.storefiles.writer import (
     DEFAULT_ROW_GROUP_CELLS,
     NO_ROLL,
-    RollingWriter,
     StoreFileWriter,
     WrittenFile,
     cell_stats,
     roll_points,
-    write_rolled,
     write_store_file,
 )
 

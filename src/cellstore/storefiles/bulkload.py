@@ -22,7 +22,7 @@ import fsspec
 
 from cellstore.errors import InvalidArgumentError
 from cellstore.fs import is_local, join, resolve_filesystem
-from cellstore.storefiles.writer import BulkLoadFile
+from cellstore.storefiles.rolling import BulkLoadFile
 
 __all__ = ["StagedOutput", "stage_output"]
 

@@ -51,7 +51,7 @@ from cellstore.loader.plan import (
     DEFAULT_MEMORY_BUDGET,
 )
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
-from cellstore.storefiles.writer import HFileSettings
+from cellstore.storefiles.rolling import HFileSettings
 
 if TYPE_CHECKING:
     pass
