@@ -58,7 +58,7 @@ from cellstore.loader.spill import consolidate_runs
 from cellstore.manifest import TableLog
 from cellstore.storefiles import NO_ROLL, read_store_file, write_rolled
 from cellstore.storefiles.layout import loads_dir, store_dir_relpath
-from cellstore.storefiles.writer import BulkLoadFile
+from cellstore.storefiles.rolling import BulkLoadFile
 
 __all__ = [
     "ProgressFn",
@@ -135,8 +135,9 @@ def _field_of(reason: str) -> str:
     return field if sep else "?"
 
 
-def _bad_records(plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarray,
-                 reasons: pa.Array) -> list[BadRecord]:
+def _bad_records(
+    plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarray, reasons: pa.Array
+) -> list[BadRecord]:
     """Raise for the first bad record, or (skipping) describe every bad record."""
     part = task.part
     out: list[BadRecord] = []
@@ -169,7 +170,7 @@ def _bad_records(plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarr
         return out
     idx = np.flatnonzero(enc_bad)
     lines = batch.lines_of(idx)
-    records = batch.records[idx]
+    records = batch.records_of(idx)
     if not plan.settings.skip_bad_records:
         i = int(idx[0])
         reason = str(reasons[i].as_py())
@@ -220,9 +221,7 @@ def _by_region(plan: LoadPlan, records: pa.Table) -> list[tuple[int, pa.Table]]:
     ]
 
 
-def _write_runs(
-    plan: LoadPlan, held: list[pa.Table], stem: str
-) -> tuple[list[WrittenFile], int]:
+def _write_runs(plan: LoadPlan, held: list[pa.Table], stem: str) -> tuple[list[WrittenFile], int]:
     """Write one sorted run per region of the records in ``held`` (which it empties).
 
     The unsorted records are dropped as soon as they are grouped by region, and each
@@ -567,8 +566,9 @@ def commit_load(
     """
     files = list(written)
     rerouted = 0
-    index_maintenance(fs, table_path, log, base, files, load_id=load_id,
-                      assign_seq_id=assign_seq_id)
+    index_maintenance(
+        fs, table_path, log, base, files, load_id=load_id, assign_seq_id=assign_seq_id
+    )
     for _ in range(MAX_REROUTES):
         try:
             meta, already = commit_files(
@@ -685,8 +685,9 @@ def run_load(
     base = log.read(log.latest_version())
     name = base.name
     if load_id in base.load_ids:
-        return LoadReport(table=name, load_id=load_id, version=None, seq=None,
-                          already_applied=True), base
+        return LoadReport(
+            table=name, load_id=load_id, version=None, seq=None, already_applied=True
+        ), base
     plan, inputs = plan_load(
         base,
         table_url=table_url,
@@ -702,8 +703,7 @@ def run_load(
     )
     merged_runs = merge_dropped = 0
     try:
-        outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client,
-                               progress=progress)
+        outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client, progress=progress)
         written = [w for o in outputs for w in o.written]
         if plan.mode == "spill":
             written, merged_runs, merge_dropped = consolidate_runs(plan, written, client=client)
@@ -733,8 +733,14 @@ def run_load(
             base,
             written,
             load_id=load_id,
-            summary={"cells": cells, "files": len(written), "bytes": size, "rows": rows,
-                     "bad-records": len(bad), "mode": plan.mode},
+            summary={
+                "cells": cells,
+                "files": len(written),
+                "bytes": size,
+                "rows": rows,
+                "bad-records": len(bad),
+                "mode": plan.mode,
+            },
             row_group_cells=settings.row_group_cells,
             update=_record_codecs(mapping),
             assign_seq_id=settings.assign_seq_id,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import codecs
 import io
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import fsspec
@@ -32,6 +32,151 @@ def _compression(part: InputPart) -> str | None:
         except InvalidArgumentError:
             return None
     return part.text.compression
+
+
+class _RangeFile:
+    r"""The bytes of a part's lines: the whole file, or the lines starting in its byte range.
+
+    A line belongs to the range where its first byte is: reading skips to just after the
+    first ``\n`` at or after ``start - 1`` (nothing to skip when ``start`` is 0 or follows
+    a ``\n``) and stops after the first ``\n`` at or after ``end - 1``. Only ``\n``
+    cuts: a lone ``\r`` line break inside a range is read like any other byte.
+
+    Attributes:
+        begin: File offset of the first byte read (known after the first :meth:`read`).
+    """
+
+    def __init__(self, f: Any, byte_range: tuple[int, int] | None, block_size: int) -> None:
+        self._f = f
+        self._range = byte_range
+        self._block = block_size
+        self._pos = 0  # file offset of the next byte read from f
+        self._started = byte_range is None or byte_range[0] == 0
+        self._done = False
+        self.begin = 0
+
+    def _skip(self, start: int) -> bytes:
+        self._f.seek(start - 1)
+        self._pos = start - 1
+        while True:
+            block: bytes = self._f.read(self._block)
+            if not block:  # no line starts in the range
+                self._done = True
+                self.begin = self._pos
+                return b""
+            i = block.find(b"\n")
+            if i >= 0:
+                self._pos += len(block)
+                self.begin = self._pos - len(block) + i + 1
+                return block[i + 1 :]
+            self._pos += len(block)
+
+    def read(self, size: int = -1) -> bytes:
+        """The next bytes of the part (``b""`` at its end); ``size`` is a hint."""
+        if self._done:
+            return b""
+        if self._range is None:
+            return self._f.read(self._block if size < 0 else size)  # type: ignore[no-any-return]
+        start, end = self._range
+        block = b""
+        if not self._started:
+            self._started = True
+            block = self._skip(start)
+            if self.begin >= end:  # the first line starting here starts past the range
+                self._done = True
+                return b""
+            at = self.begin
+        else:
+            at = self._pos
+        if not block:
+            block = bytes(self._f.read(self._block))
+            at = self._pos
+            self._pos += len(block)
+            if not block:
+                self._done = True
+                return b""
+        limit = end - 1  # read through the first line break at or after this offset
+        if at + len(block) <= limit:
+            return block
+        i = block.find(b"\n", max(0, limit - at))
+        if i >= 0:
+            self._done = True
+            return block[: i + 1]
+        return block
+
+
+def _open_part(part: InputPart) -> Any:
+    """The part's file, opened for reading (decompressed as its options say)."""
+    return fsspec.open(
+        part.source, "rb", compression=_compression(part), **dict(part.storage_options)
+    )
+
+
+class _Before:
+    """Lines and records of a file before a piece of it (lazy: bad records only).
+
+    A piece of a split text file (``byte_range`` not starting at 0) numbers its lines from
+    1 and its records from 0; these maps turn them into the file's numbers. The line count
+    reads the bytes before the piece (line breaks only); the record count parses them,
+    since bad lines before the piece are no records.
+    """
+
+    def __init__(self, part: InputPart, begin: Callable[[], int]) -> None:
+        self.part = part
+        self._begin = begin
+        self._lines: int | None = None
+        self._records: int | None = None
+
+    def lines(self) -> int:
+        """Line breaks before the piece's first line."""
+        if self._lines is None:
+            end = self._begin()
+            csv_rules = self.part.kind in ("csv", "tsv")
+            count = 0
+            prev_cr = False
+            block_size = self.part.text.block_size if self.part.text else DEFAULT_BLOCK_SIZE
+            with _open_part(self.part) as f:
+                pos = 0
+                while pos < end:
+                    data = f.read(min(block_size, end - pos))
+                    if not data:
+                        break
+                    pos += len(data)
+                    count += data.count(b"\n")
+                    if csv_rules:  # pyarrow's rules: \r\n, \n or a lone \r
+                        count += data.count(b"\r") - data.count(b"\r\n")
+                        if prev_cr and data[:1] == b"\n":
+                            count -= 1
+                        prev_cr = data[-1:] == b"\r"
+            self._lines = count
+        return self._lines
+
+    def records(self) -> int:
+        """Records (parsed, good or bad by value) before the piece."""
+        if self._records is None:
+            from cellstore.loader.inputs.jsonl import _read_jsonl
+
+            assert self.part.byte_range is not None
+            head = replace(self.part, byte_range=(0, self.part.byte_range[0]))
+            reader = _read_jsonl if self.part.kind == "jsonl" else _read_csv_lines
+            self._records = sum(b.table.num_rows for b in reader(head))
+        return self._records
+
+    def line_map(self, lines: np.ndarray) -> np.ndarray:
+        return lines + self.lines()
+
+    def record_map(self, records: np.ndarray) -> np.ndarray:
+        return records + self.records()
+
+
+def _piece_maps(
+    part: InputPart, f: _RangeFile
+) -> tuple[Callable[[np.ndarray], np.ndarray] | None, Callable[[np.ndarray], np.ndarray] | None]:
+    """``(line_map, record_map)`` of a piece not starting at 0, else ``(None, None)``."""
+    if part.byte_range is None or part.byte_range[0] == 0:
+        return None, None
+    before = _Before(part, lambda: f.begin)
+    return before.line_map, before.record_map
 
 
 def _valid_lines(k: np.ndarray, invalid: np.ndarray, base: int) -> np.ndarray:
@@ -420,20 +565,26 @@ class _Utf8Checked(io.RawIOBase):
 def _read_csv_lines(part: InputPart) -> Iterator[Batch]:
     """CSV/TSV where every line is one record (``multiline`` off).
 
-    The file is cut into chunks at line breaks and each chunk parsed by pyarrow. A chunk
-    parsed into as many records as it has non-empty lines, whose last line closes its
-    quotes, is good (the common case: one count and one line looked at). Otherwise some
-    quoted value ran past its line; those lines are found, reported as bad records and
-    blanked, and the chunk is parsed again.
+    The file (or the part's byte range) is cut into chunks at line breaks and each chunk
+    parsed by pyarrow. A chunk parsed into as many records as it has non-empty lines, whose
+    last line closes its quotes, is good (the common case: one count and one line looked
+    at). Otherwise some quoted value ran past its line; those lines are found, reported as
+    bad records and blanked, and the chunk is parsed again. The header line belongs to the
+    part starting at byte 0; the others take the column names from it.
     """
     topts = part.text or TextOptions()
-    with fsspec.open(
-        part.source, "rb", compression=_compression(part), **dict(part.storage_options)
-    ) as f:
+    piece = part.byte_range is not None and part.byte_range[0] > 0
+    with _open_part(part) as raw:
+        f = _RangeFile(raw, part.byte_range, topts.block_size)
+        line_map, record_map = _piece_maps(part, f)
         rest = b""
-        line = 1  # file line of the first byte of the next chunk
+        line = 1  # file line (piece line, for a piece) of the first byte of the next chunk
         names = list(topts.column_names) if topts.column_names else None
-        if topts.header:
+        if piece and names is None:
+            names = text_columns(part)
+            if names is None:
+                return
+        elif topts.header and not piece:
             header, rest, taken = _split_first_line(f, topts.block_size)
             if header is None:
                 return
@@ -455,10 +606,12 @@ def _read_csv_lines(part: InputPart) -> Iterator[Batch]:
             else:
                 rest = b""
             if data:
-                batch, breaks = _csv_chunk(part, data, line, record, names)
+                batch, breaks = _csv_chunk(part, data, line, record, names, line_map)
                 line += breaks
                 if batch is not None:
                     record += batch.table.num_rows
+                    if line_map is not None:
+                        batch = replace(batch, line_map=line_map, record_map=record_map)
                     yield batch
             if not block:
                 break
@@ -500,9 +653,17 @@ def _parse_chunk(
 
 
 def _csv_chunk(
-    part: InputPart, data: bytes, first_line: int, record: int, names: list[str]
+    part: InputPart,
+    data: bytes,
+    first_line: int,
+    record: int,
+    names: list[str],
+    line_map: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[Batch | None, int]:
-    """Parse one chunk of whole lines; returns its batch and how many lines it ends."""
+    """Parse one chunk of whole lines; returns its batch and how many lines it ends.
+
+    ``line_map`` turns a piece's line numbers into the file's (for the error raised here).
+    """
     topts = part.text or TextOptions()
     quote = topts.quote_char.encode("utf-8")[0] if topts.quote_char else None
     delimiter = _delimiter(part).encode("utf-8")[0]
@@ -561,9 +722,11 @@ def _csv_chunk(
                 ok = False
     if not ok:
         first = int(first_line + recs[0]) if recs.size else first_line
+        last = first_line + lines.breaks
+        if line_map is not None:
+            first, last = (int(v) for v in line_map(np.array([first, last], dtype=np.int64)))
         raise BadRecordError(
-            f"{part.source}, lines {first}-{first_line + lines.breaks}: cannot be parsed as "
-            f"{part.kind}",
+            f"{part.source}, lines {first}-{last}: cannot be parsed as {part.kind}",
             source=part.source,
             line=first,
             field="<line>",

@@ -162,6 +162,11 @@ class InputPart:
         text: Options for text files.
         columns: The input columns to read.
         rows: Number of records, when known without reading (Parquet, in-memory).
+        byte_range: For a piece of a large uncompressed text file (one record a line):
+            the bytes ``[start, end)`` whose lines it owns (a line belongs to the piece
+            where it starts); None reads the whole file. A piece not starting at 0 knows
+            neither its first line nor its first record number; they are worked out only
+            when a bad record needs them.
     """
 
     index: int
@@ -176,6 +181,7 @@ class InputPart:
     text: TextOptions | None = None
     columns: tuple[str, ...] = ()
     rows: int | None = None
+    byte_range: tuple[int, int] | None = None
 
     def batch_rows(self, target_bytes: int, *, limit: int = 262_144) -> int:
         """Records per batch so that a batch holds about ``target_bytes`` of input."""
@@ -229,6 +235,9 @@ class Batch:
         line_map: Turns ``lines`` values into the lines where those records start in the
             file (CSV/TSV with ``multiline``, whose quoted values may hold line breaks). It
             scans the file and is only called for bad records.
+        record_map: Turns ``records`` values into record numbers within the source (a
+            piece of a split text file numbers its records from 0; this counts the
+            records before it, error path only).
     """
 
     table: pa.Table
@@ -237,6 +246,12 @@ class Batch:
     malformed: tuple[tuple[int | None, str], ...] = ()
     line_map: Callable[[np.ndarray], np.ndarray] | None = None
     malformed_why: tuple[tuple[str, str], ...] = ()
+    record_map: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def records_of(self, idx: np.ndarray) -> np.ndarray:
+        """Record numbers (within the source) of the records at positions ``idx``."""
+        got = self.records[idx]
+        return self.record_map(got) if self.record_map is not None and len(got) else got
 
     def lines_of(self, idx: np.ndarray) -> np.ndarray | None:
         """File line numbers of the records at positions ``idx`` (None without lines)."""
@@ -376,7 +391,9 @@ def discover_inputs(
         text: Options for text files.
         storage_options: fsspec options for the input URLs.
         target_part_bytes: Aim for parts of about this many Arrow bytes (Parquet row groups
-            and in-memory tables are cut to it; a text file is one part, read in blocks).
+            and in-memory tables are cut to it; an uncompressed CSV/TSV or JSON-lines file
+            read one record a line is cut into byte ranges of about this size, others are
+            one part each, read in blocks).
         column_uses: For error messages: the mapping entry reading each column
             (:meth:`~cellstore.loader.Mapping.column_uses`).
 
@@ -457,8 +474,34 @@ def discover_inputs(
                 raise BadRecordError(f"{url}: cannot read as {fmt}: {message}", source=url) from e
             if names is not None:
                 _check_columns(part, names, column_uses)
-        found.append(part)
+        if topts.compression != "infer":
+            compression = topts.compression
+        if (
+            compression is None
+            and size > target_part_bytes
+            and not (fmt in ("csv", "tsv") and topts.multiline)
+        ):
+            found.extend(_text_pieces(part, size, target_part_bytes))
+        else:
+            found.append(part)
     return DiscoveredInputs(tuple(found))
+
+
+def _text_pieces(part: InputPart, size: int, target: int) -> list[InputPart]:
+    """An uncompressed text file as parts of byte ranges of about ``target`` bytes."""
+    from dataclasses import replace
+
+    n = -(-size // max(1, target))
+    cuts = [size * i // n for i in range(n + 1)]
+    return [
+        replace(
+            part,
+            index=part.index + i,
+            byte_range=(cuts[i], cuts[i + 1]),
+            estimated_bytes=cuts[i + 1] - cuts[i],
+        )
+        for i in range(n)
+    ]
 
 
 def _frame_kind(sources: Any) -> Literal["pandas", "arrow", "dask"] | None:

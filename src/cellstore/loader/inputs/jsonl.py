@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 
-from cellstore.loader.inputs.csv import _compression, _is_utf8
+from cellstore.loader.inputs.csv import _is_utf8, _open_part, _piece_maps, _RangeFile
 from cellstore.loader.inputs.discover import _MALFORMED_WHY, Batch, InputPart, TextOptions
 
 
 def _read_jsonl(part: InputPart) -> Iterator[Batch]:
     topts = part.text or TextOptions()
-    line = 1
+    line = 1  # file line (piece line, for a piece of a split file) of the next block
     record = 0
     rest = b""
-    with fsspec.open(
-        part.source, "rb", compression=_compression(part), **dict(part.storage_options)
-    ) as f:
+    with _open_part(part) as raw:
+        f = _RangeFile(raw, part.byte_range, topts.block_size)
+        line_map, record_map = _piece_maps(part, f)
         while True:
             block = f.read(topts.block_size)
             data = rest + block
@@ -36,6 +36,8 @@ def _read_jsonl(part: InputPart) -> Iterator[Batch]:
             if data.strip():
                 batch = _json_block(part, data, line, record)
                 record += batch.table.num_rows
+                if line_map is not None:
+                    batch = replace(batch, line_map=line_map, record_map=record_map)
                 yield batch
             line += data.count(b"\n")
             if not block:
