@@ -21,7 +21,9 @@ metadata is measured). After each commit it records:
 is the single-document format for comparison). ``--initial-files N`` starts the table with
 one commit of N synthetic entries (not measured) so the loads run against N live files.
 At the end the summary compares ``_meta`` with one full file list: the size of a single
-manifest of every live entry (format 2) or of the newest version document (format 1).
+manifest of every live entry (format 2) or of the newest version document (format 1), as
+this release writes it (so a writer that packs big manifests tighter shrinks it too), and
+splits ``_meta`` by kind: roots, parts, manifests by level, manifests no version lists.
 
 Prints one line per commit (or every ``--every`` commits) and a summary; ``--json FILE``
 writes every measurement. Results go to docs/performance.md by hand. Never part of the
@@ -37,18 +39,20 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import cellstore
 from cellstore.commit import Commit, FileChange, commit
-from cellstore.core.metadata import FileEntry
+from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.reader import Scan, ScanOptions
+from cellstore.warehouse.table import Table
 
 
 def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _entries(meta, load: int, count: int, *, offset: int = 0) -> list[FileEntry]:
+def _entries(meta: TableMetadata, load: int, count: int, *, offset: int = 0) -> list[FileEntry]:
     regions = meta.regions
     out = []
     for i in range(count):
@@ -74,6 +78,28 @@ def _entries(meta, load: int, count: int, *, offset: int = 0) -> list[FileEntry]
     return out
 
 
+def _breakdown(t: Table) -> dict[str, int]:
+    """Bytes of ``_meta`` by kind: roots, parts, manifests by level, manifests no version lists.
+
+    Manifests are attributed to the level of the first root that lists them; call before
+    any expire (an expired version's manifests would count as unlisted).
+    """
+    meta_dir = Path(t.path) / "_meta"
+    out = {
+        "roots": sum(f.stat().st_size for f in meta_dir.glob("v*.json")),
+        "parts": sum(f.stat().st_size for f in (meta_dir / "parts").glob("*")),
+    }
+    level_of: dict[str, int] = {}
+    for v in range(t.log.oldest_version(), t.log.latest_version() + 1):
+        for ref in t.log.read(v).manifests:
+            level_of.setdefault(ref.path, ref.level)
+    for f in (meta_dir / "manifests").glob("*"):
+        level = level_of.get(f"_meta/manifests/{f.name}")
+        key = "manifests-unlisted" if level is None else f"manifests-level-{level}"
+        out[key] = out.get(key, 0) + f.stat().st_size
+    return out
+
+
 def _open_and_plan(root: str, name: str, row: bytes) -> tuple[float, int]:
     start = time.perf_counter()
     t = cellstore.connect(root).table(name)
@@ -84,7 +110,7 @@ def _open_and_plan(root: str, name: str, row: bytes) -> tuple[float, int]:
     return time.perf_counter() - start, files
 
 
-def _svg(series: dict[str, list[dict]], path: Path) -> None:
+def _svg(series: dict[str, list[dict[str, Any]]], path: Path) -> None:
     """Three panels (commit s, KB written, open + plan s against commits), one line per run."""
     panels = [
         ("commit_s", "commit time (s)"),
@@ -209,6 +235,7 @@ def main() -> None:
                 print(json.dumps(rec))
         mid = t.refresh().metadata.regions[len(t.metadata.regions) // 2].start + b"\x00"
         best_open = min(_open_and_plan(root, "bench:meta", mid)[0] for _ in range(5))
+        breakdown = _breakdown(t)
         expired_bytes = None
         if args.expire:
             from cellstore.jobs import expire
@@ -225,6 +252,7 @@ def main() -> None:
                 "full_list_bytes": full,
                 "best_open_plan_get_s": best_open,
                 "meta_bytes_after_expire": expired_bytes,
+                "meta_breakdown": breakdown,
             }
             args.json.write_text(json.dumps({"rows": rows, **summary}, indent=1))
         last = rows[-1]
@@ -237,6 +265,10 @@ def main() -> None:
             f"one full file list: {full / 1e6:.1f} MB; _meta is {last['meta_bytes'] / full:.2f}x "
             f"that; {last['manifests']} manifests; open + plan a get, best of 5: "
             f"{best_open:.3f} s"
+        )
+        print(
+            "_meta by kind: "
+            + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sorted(breakdown.items()))
         )
         if expired_bytes is not None:
             print(

@@ -22,6 +22,7 @@ from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.metadata import FileEntry, FileTotals, TableMetadata
 from cellstore.errors import CorruptFileError, FormatVersionError, JobConflictError
 from cellstore.jobs import verify
+from cellstore.jobs.verify import manifest_file_problems
 from cellstore.manifest import LiveFiles, TableLog
 from cellstore.manifest.files import apply_last_wins, read_manifest, rows_of
 from strategies import cells_table
@@ -430,3 +431,89 @@ def test_vacuum_keeps_files_of_as_of_versions_after_restore_and_compaction(
         assert _rows(wh.table("ns:t", version=v))
         for f in wh.table("ns:t", version=v).files:
             assert Path(f"{t.path}/{f.path}").exists(), (v, f.path)
+
+
+def test_cascading_merge_writes_only_listed_manifests(tmp_path: Path) -> None:
+    """A merging commit writes neither its own level-0 manifest nor an intermediate level
+    (docs/format.md 13.4): every manifest file is listed by some version, and the live set
+    of every version is the model's."""
+    t, log = _new_table(str(tmp_path / "wh"), fan_in=2)  # upper fan-in 2
+    model: dict[tuple[str, str, str], FileEntry] = {}
+    live_by_version = {}
+    for n in range(9):  # 9 commits: merges at 2, 4 (-> level 2), 6, 8 (-> level 3)
+        e = _entry(n, REGIONS[n % 3])
+        removes = [model.pop(next(iter(model)))] if n % 4 == 3 else []
+        model[(e.path, e.region, e.family)] = e
+        commit(log, Commit("load", changes=[FileChange(add=[e], remove=removes)]))
+        live_by_version[log.latest_version()] = dict(model)
+    listed: set[str] = set()
+    for v in range(1, log.latest_version() + 1):
+        meta = log.read(v)
+        listed |= {r.path for r in meta.manifests}
+        if v in live_by_version:
+            assert _keys(meta.files) == live_by_version[v]
+    written = {f"_meta/manifests/{Path(p).name}" for p in t.fs.ls(f"{t.path}/_meta/manifests")}
+    assert written == listed
+    # 9 level-0 runs: commits 1, 3, 5, 7, 9 write level 0; 2 -> level 1, 4 -> level 2 (one
+    # file, not a level 1 first), 6 -> level 1, 8 -> level 3
+    assert len(written) == 9
+    levels = [r.level for r in log.read(log.latest_version()).manifests]
+    assert levels == [3, 0]
+    for v in range(1, log.latest_version() + 1):
+        assert manifest_file_problems(t.fs, t.path, log.read(v)) == []
+
+
+def test_manifests_of_the_earlier_writer_layout_still_read(tmp_path: Path) -> None:
+    """Format compatibility (13.2): a manifest written as 0.2.0 wrote them (PLAIN, Arrow
+    schema stored, default zstd level) reads, merges and verifies like a new one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from cellstore.manifest.files import _SORT_KEYS, MANIFEST_SCHEMA, ref_of
+
+    t, log = _new_table(str(tmp_path / "wh"), fan_in=16)
+    entries = [_entry(n, REGIONS[n % 3]) for n in range(50)]
+    commit(log, Commit("load", changes=[FileChange(add=entries)]))
+    meta = log.read(log.latest_version())
+    (new_ref,) = meta.manifests
+    rows = read_manifest(t.fs, t.path, new_ref)
+    new_md = pq.ParquetFile(f"{t.path}/{new_ref.path}").metadata
+    assert b"ARROW:schema" not in (new_md.metadata or {})
+    assert "DELTA_BYTE_ARRAY" in new_md.row_group(0).column(2).encodings  # path
+    # rewrite the same rows as the earlier writer did, under the same name
+    old = rows_of(entries, [], STARTS)
+    old = old.take(pc.sort_indices(old, _SORT_KEYS)).cast(MANIFEST_SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        old,
+        sink,
+        compression="zstd",
+        use_dictionary=False,
+        row_group_size=4096,
+        write_statistics=["region-start"],
+    )
+    data = sink.getvalue().to_pybytes()
+    Path(t.path, new_ref.path).write_bytes(data)
+    old_ref = ref_of(
+        old, path=new_ref.path, level=0, added_version=new_ref.added_version, size=len(data)
+    )
+    assert read_manifest(t.fs, t.path, old_ref).equals(rows)
+    # row-group selection by region-start statistics works on both layouts
+    for ref in (old_ref, new_ref):
+        assert read_manifest(t.fs, t.path, ref, region_starts=[b"zz"]).num_rows == 0
+        assert read_manifest(t.fs, t.path, ref, region_starts=[b"g"]).num_rows == 50
+    # a root listing the old-layout file (as 0.2.0 wrote it) reads and verifies
+    root = json.loads(log.read_bytes(meta.version))
+    root["manifests"][0]["size"] = len(data)
+    Path(log.version_path(meta.version)).write_text(json.dumps(root))
+    table = cellstore.connect(str(tmp_path / "wh")).table("ns:t")
+    assert _keys(table.files) == _keys(entries)
+    assert manifest_file_problems(t.fs, t.path, table.metadata) == []
+    # a merge of old-layout and new-layout manifests (fan-in 2) reads both
+    log2 = TableLog(t.fs, t.path, merge_fan_in=2)
+    extra = _entry(99, "r000003")
+    commit(log2, Commit("load", changes=[FileChange(add=[extra])]))
+    merged = log2.read(log2.latest_version())
+    assert [r.level for r in merged.manifests] == [1]
+    assert _keys(merged.files) == _keys([*entries, extra])

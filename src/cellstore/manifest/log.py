@@ -30,7 +30,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 import fsspec
 import pyarrow as pa
@@ -355,7 +355,8 @@ class TableLog(VersionLog):
         Format version 1 needs nothing. For version 2 the change of ``new.files`` from
         ``base`` (a delta staged with :meth:`LiveFiles.with_delta`, or any other sequence,
         compared entry by entry) is written as one new level-0 manifest, runs of
-        :data:`MERGE_FAN_IN` manifests of one level are merged, and the result carries the
+        :data:`MERGE_FAN_IN` manifests of one level are merged (a change that completes a
+        run goes straight into the merge, see :meth:`_merge`), and the result carries the
         new manifest list and totals; its :meth:`TableMetadata.to_json` is the root.
 
         Args:
@@ -395,48 +396,111 @@ class TableLog(VersionLog):
                 tuple((e.path, e.region, e.family, e.seq) for e in removes),
             )
             ref = (reuse or {}).get(key)
-            if ref is None:
+            if ref is not None:
+                refs = self._merge((*refs, ref), version=new.version)
+            else:
                 starts = {r.id: r.start for r in new.regions}
                 if base is not None:
                     for r in base.regions:
                         starts.setdefault(r.id, r.start)
                 rows = rows_of(adds, removes, starts)
-                ref = write_manifest(
-                    self.fs, self.table_path, rows, level=0, added_version=new.version
-                )
-                if reuse is not None:
-                    reuse[key] = ref
-            refs = self._merge((*refs, ref), version=new.version)
+                refs, written = self._merge(refs, version=new.version, new_rows=rows)
+                if reuse is not None and written is not None:
+                    reuse[key] = written
         elif isinstance(files, LiveFiles) and files.refs == refs and not files.has_delta:
             return new.evolve(manifests=refs, totals=totals)
         live = LiveFiles(self.fs, self.table_path, refs)
         return new.evolve(files=live, manifests=refs, totals=totals)
 
-    def _merge(self, refs: tuple[ManifestRef, ...], *, version: int) -> tuple[ManifestRef, ...]:
-        """Merge the newest run of manifests of one level while it is full (cascading)."""
-        while refs:
-            level = refs[-1].level
+    @overload
+    def _merge(self, refs: tuple[ManifestRef, ...], *, version: int) -> tuple[ManifestRef, ...]: ...
+
+    @overload
+    def _merge(
+        self, refs: tuple[ManifestRef, ...], *, version: int, new_rows: pa.Table
+    ) -> tuple[tuple[ManifestRef, ...], ManifestRef | None]: ...
+
+    def _merge(
+        self,
+        refs: tuple[ManifestRef, ...],
+        *,
+        version: int,
+        new_rows: pa.Table | None = None,
+    ) -> tuple[ManifestRef, ...] | tuple[tuple[ManifestRef, ...], ManifestRef | None]:
+        """Merge the newest run of manifests of one level while it is full (cascading).
+
+        The cascade is planned first and written as **one** merge of the whole span at its
+        final level: a manifest that the same commit would merge on (a level-1 one going
+        into level 2, or the commit's own level-0 one) is never written, as no version
+        would list it. Row counts are planned as the sums of the runs (an upper bound:
+        pairs that cancel only make a merge smaller).
+
+        Args:
+            refs: The manifest list.
+            version: The version that will list the result.
+            new_rows: The rows of the commit's own level-0 manifest, not yet written: it
+                is appended to ``refs`` (written only when no merge takes it in).
+
+        Returns:
+            The new list; with ``new_rows``, also the level-0 manifest written for them
+            (None when they went into a merge).
+        """
+        # (level, rows, index of the first manifest it covers) per planned manifest
+        plan = [(r.level, r.entries, i) for i, r in enumerate(refs)]
+        if new_rows is not None:
+            plan.append((0, new_rows.num_rows, len(refs)))
+        start: int | None = None
+        while plan:
+            level = plan[-1][0]
             k = self.merge_fan_in if level == 0 else self.upper_merge_fan_in
-            run = refs[-k:]
-            if len(run) < k or any(r.level != level for r in run):
+            run = plan[-k:]
+            if len(run) < k or any(p[0] != level for p in run):
                 break
-            if sum(r.entries for r in run) > self.max_inline_merge_entries:
+            rows = sum(p[1] for p in run)
+            if rows > self.max_inline_merge_entries:
                 break
-            refs = self.merge_manifests(refs, len(refs) - k, version=version)
-        return refs
+            start = run[0][2]
+            plan = [*plan[:-k], (level + 1, rows, start)]
+        if new_rows is None:
+            if start is None:
+                return refs
+            return self.merge_manifests(refs, start, version=version, level=plan[-1][0])
+        if start is None:
+            ref = write_manifest(self.fs, self.table_path, new_rows, level=0, added_version=version)
+            return (*refs, ref), ref
+        merged = self.merge_manifests(
+            refs, start, version=version, level=plan[-1][0], new_rows=new_rows
+        )
+        return merged, None
 
     def merge_manifests(
-        self, refs: tuple[ManifestRef, ...], start: int, *, version: int
+        self,
+        refs: tuple[ManifestRef, ...],
+        start: int,
+        *,
+        version: int,
+        level: int | None = None,
+        new_rows: pa.Table | None = None,
     ) -> tuple[ManifestRef, ...]:
         """Replace ``refs[start:]`` by one manifest of the next level (same live set).
 
         Add/remove pairs inside the run cancel; removes are dropped too when the run starts
         at the oldest manifest (there is nothing older for them to cancel).
+
+        Args:
+            refs: A version's manifest list.
+            start: Index of the first manifest to merge.
+            version: The version that will list the result.
+            level: Level of the result (default: one above the run's highest).
+            new_rows: Rows of a level-0 manifest not yet written, newest of the run.
         """
         run = refs[start:]
         tables = [read_manifest(self.fs, self.table_path, r) for r in run]
+        if new_rows is not None:
+            tables.append(new_rows)
         rows = apply_last_wins(tables, keep_removes=start > 0)
-        level = max(r.level for r in run) + 1
+        if level is None:
+            level = max((r.level for r in run), default=0) + 1
         if rows.num_rows == 0 and start == 0:
             return ()
         ref = write_manifest(self.fs, self.table_path, rows, level=level, added_version=version)
