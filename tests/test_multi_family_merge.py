@@ -12,13 +12,17 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import model
 from cellstore.core.family import Family
+from cellstore.core.semantics import ReadSpec, merge_resolve
+from cellstore.core.semantics.merge import merge_resolve_rows
 from cellstore.core.semantics.runs import merge_families, merge_family_order
+from cellstore.errors import InvalidArgumentError
 from cellstore.reader import execute
 from cellstore.reader.execute import RESULT_SCHEMA
 from cellstore.warehouse import connect
@@ -228,3 +232,100 @@ def test_family_names_of_any_length_r2_3(names: list[str]) -> None:
         (b"r3", names[2]),
     ]
     assert out.column("value").to_pylist() == out.column("row").to_pylist()
+
+
+def _row_starts(rows: list[bytes]) -> np.ndarray:
+    """Per cell: whether its row differs from the previous cell's."""
+    return np.array([i == 0 or rows[i] != rows[i - 1] for i in range(len(rows))], bool)
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs=st.lists(_ROWS, min_size=1, max_size=4), reverse=st.booleans())
+def test_merge_families_with_row_starts_equals_without_r2_3_r2_4(
+    runs: list[list[bytes]], reverse: bool
+) -> None:
+    """Given row starts, only heads of different families are compared: same table."""
+    tables = [
+        pa.table(
+            {
+                "row": pa.array(run, pa.binary()),
+                "qualifier": pa.array([b"q"] * len(run), pa.binary()),
+                "ts": pa.array(range(len(run)), pa.int64()),
+                "type": pa.array([4] * len(run), pa.int8()),
+                "value": pa.array([b"%d:%d" % (f, i) for i in range(len(run))], pa.binary()),
+            }
+        )
+        for f, run in enumerate(runs)
+    ]
+    names = [f"f{i}" for i in range(len(runs))]
+    starts = [_row_starts(run) for run in runs]
+    got = merge_families(tables, names, schema=RESULT_SCHEMA, reverse=reverse, row_starts=starts)
+    plain = merge_families(tables, names, schema=RESULT_SCHEMA, reverse=reverse)
+    assert got.equals(plain)
+    flat_values = [b"%d:%d" % (f, i) for f, run in enumerate(runs) for i in range(len(run))]
+    expected = [flat_values[i] for i in _expected_order(runs, reverse=reverse)]
+    assert got.column("value").to_pylist() == expected
+
+
+def test_merge_families_rejects_row_starts_of_other_lengths() -> None:
+    table = pa.table(
+        {
+            "row": pa.array([b"a", b"b"], pa.binary()),
+            "qualifier": pa.array([b"q", b"q"], pa.binary()),
+            "ts": pa.array([1, 1], pa.int64()),
+            "type": pa.array([4, 4], pa.int8()),
+            "value": pa.array([b"1", b"2"], pa.binary()),
+        }
+    )
+    with pytest.raises(InvalidArgumentError):
+        merge_families([table, table], ["a", "b"], schema=RESULT_SCHEMA, row_starts=[None])  # type: ignore[list-item]
+    with pytest.raises(InvalidArgumentError):
+        merge_families(
+            [table, table],
+            ["a", "b"],
+            schema=RESULT_SCHEMA,
+            row_starts=[np.ones(2, bool), np.ones(3, bool)],
+        )
+
+
+_CELL = st.tuples(
+    st.sampled_from([b"r1", b"r2", b"r2\x00", b"r3"]),
+    st.sampled_from([b"q1", b"q2"]),
+    st.integers(1, 4),
+    st.sampled_from([4, 4, 4, 8, 12]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    runs=st.lists(st.lists(_CELL, max_size=10), min_size=1, max_size=3),
+    versions=st.integers(1, 3),
+    dictionary=st.booleans(),
+)
+def test_merge_resolve_rows_marks_row_starts_r3_2(
+    runs: list[list[tuple[bytes, bytes, int, int]]], versions: int, dictionary: bool
+) -> None:
+    """The row starts match the returned cells' rows, after overlapping runs are merged
+    (R3.2) and cells are dropped by versions and delete markers; the cells are exactly
+    :func:`merge_resolve`'s."""
+    tables = []
+    for run in runs:
+        cells = sorted(set(run), key=lambda c: (c[0], c[1], -c[2], -c[3]))
+        table = pa.table(
+            {
+                "row": pa.array([c[0] for c in cells], pa.binary()),
+                "qualifier": pa.array([c[1] for c in cells], pa.binary()),
+                "ts": pa.array([c[2] for c in cells], pa.int64()),
+                "type": pa.array([c[3] for c in cells], pa.int8()),
+                "value": pa.array([b"v%d" % c[2] for c in cells], pa.binary()),
+            }
+        )
+        if dictionary:
+            table = table.set_column(0, "row", pc.dictionary_encode(table.column("row")))
+        tables.append(table)
+    seqs = list(range(1, len(tables) + 1))
+    family = Family(name="f", max_versions=3)
+    spec = ReadSpec(now_ms=NOW, max_versions=versions)
+    cells, starts = merge_resolve_rows(tables, seqs, family=family, spec=spec)
+    assert cells.equals(merge_resolve(tables, seqs, family=family, spec=spec))
+    assert starts.tolist() == _row_starts(cells.column("row").to_pylist()).tolist()

@@ -29,9 +29,11 @@ from itertools import pairwise
 from typing import Final
 
 import fsspec
+import numpy as np
 import pyarrow as pa
 
 from cellstore.core.semantics import merge_resolve
+from cellstore.core.semantics.merge import merge_resolve_rows
 from cellstore.core.semantics.runs import merge_families
 from cellstore.errors import CellstoreError, CorruptFileError
 from cellstore.reader.plan import FamilyRead, ScanTask
@@ -148,11 +150,15 @@ def _read_families(fs: fsspec.AbstractFileSystem, task: ScanTask, *, reverse: bo
         names = [fam.family.name for fam, _ in live]
 
         def run(i: int) -> pa.Table:
-            parts = []
+            parts, starts = [], []
             for fam, read in reads:
                 with _decode_errors(task, fam):
-                    parts.append(read.run(i))
-            return merge_families(parts, names, schema=RESULT_SCHEMA, reverse=reverse)
+                    part, part_starts = read.run_rows(i)
+                parts.append(part)
+                starts.append(part_starts)
+            return merge_families(
+                parts, names, schema=RESULT_SCHEMA, reverse=reverse, row_starts=starts
+            )
 
         if not reverse:
             return _run_chunks(run, len(chunks))
@@ -316,6 +322,10 @@ class _ChunkedRead:
 
     def run(self, i: int) -> pa.Table:
         """Chunk ``i``'s visible cells."""
+        return self.run_rows(i)[0]
+
+    def run_rows(self, i: int) -> tuple[pa.Table, np.ndarray]:
+        """Chunk ``i``'s visible cells, and per cell whether it starts a row."""
         lo, hi = self.chunks[i]
         with self._lock:
             owned = [f for key, f in self._shared.items() if self.owner[key] == i]
@@ -330,7 +340,7 @@ class _ChunkedRead:
                 if run.num_rows:
                     runs.append(run)
                     seqs.append(self.sources[s].seq)
-            return merge_resolve(runs, seqs, family=self.fam.family, spec=self.fam.spec)
+            return merge_resolve_rows(runs, seqs, family=self.fam.family, spec=self.fam.spec)
         except BaseException as e:
             for future in owned:  # never leave a later chunk waiting
                 if not future.done():

@@ -12,6 +12,7 @@ from cellstore.core.family import Family
 from cellstore.core.semantics.arrays import (
     _PUT,
     MERGED_SCHEMA,
+    _BoolArray,
     _cell_columns,
     _decoded,
     _starts,
@@ -84,6 +85,32 @@ def merge_resolve(
     Raises:
         InvalidArgumentError: as :func:`merge_runs` and :func:`resolve` do.
     """
+    return merge_resolve_rows(runs, seqs, family=family, spec=spec)[0]
+
+
+def merge_resolve_rows(
+    runs: Sequence[pa.Table], seqs: Sequence[int], *, family: Family, spec: ReadSpec
+) -> tuple[pa.Table, _BoolArray]:
+    """:func:`merge_resolve`, and where the result's rows start.
+
+    The row starts come from the row codes (or dictionary indices) the semantics compare
+    anyway, so a caller merging families on the row
+    (:func:`~cellstore.core.semantics.runs.merge_families`) need not compare the row keys of
+    one family's cells again.
+
+    Args:
+        runs: As :func:`merge_resolve`.
+        seqs: As :func:`merge_resolve`.
+        family: As :func:`merge_resolve`.
+        spec: As :func:`merge_resolve`.
+
+    Returns:
+        ``(cells, row_starts)``: the cells :func:`merge_resolve` returns, and per cell
+        whether its row differs from the previous cell's (True for the first cell).
+
+    Raises:
+        InvalidArgumentError: as :func:`merge_resolve` does.
+    """
     if len(runs) != len(seqs):
         raise InvalidArgumentError(f"got {len(runs)} runs but {len(seqs)} sequence numbers")
     cells, live_seqs = [], []
@@ -96,7 +123,7 @@ def merge_resolve(
         cells = [c.cast(CELL_SCHEMA) for c in cells]
     plan = _plan_merge(cells, live_seqs)
     if plan is None:
-        return CELL_SCHEMA.empty_table()
+        return CELL_SCHEMA.empty_table(), np.zeros(0, dtype=bool)
     newest_only = _newest_put_per_column(family, spec)
     if plan.order is None:
         table = plan.runs[0] if len(plan.runs) == 1 else pa.concat_tables(plan.runs)
@@ -105,15 +132,31 @@ def merge_resolve(
             include = _starts(keys.col_eq)
         else:
             include = _include_mask(keys, family, spec)
+        starts = _starts(keys.row_eq)
         if not include.all():
             table = table.filter(pa.array(include, pa.bool_()))
-        return _decoded(table)
+            starts = _kept_starts(starts, include)
+        return _decoded(table), starts
     assert plan.typ is not None
     if newest_only and bool((plan.typ == _PUT).all()):
-        include = _starts(plan.neighbours_equal()[1])
+        row_eq, col_eq = plan.neighbours_equal()
+        include = _starts(col_eq)
     else:
-        include = _include_mask(_MergedKeys(plan), family, spec)
-    return plan.gather(plan.order[include])
+        merged = _MergedKeys(plan)
+        row_eq = merged.row_eq
+        include = _include_mask(merged, family, spec)
+    starts = _kept_starts(_starts(row_eq), include)
+    return plan.gather(plan.order[include]), starts
+
+
+def _kept_starts(starts: _BoolArray, include: _BoolArray) -> _BoolArray:
+    """Row starts of the cells ``include`` keeps, from the row starts of all cells."""
+    if include.all():
+        return starts
+    row_ids = np.cumsum(starts)[include]
+    if not row_ids.size:
+        return np.zeros(0, dtype=bool)
+    return _starts(row_ids[1:] == row_ids[:-1])
 
 
 def _newest_put_per_column(family: Family, spec: ReadSpec) -> bool:

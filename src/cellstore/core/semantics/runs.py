@@ -63,12 +63,18 @@ def _equal(offsets: np.ndarray, data: np.ndarray, i: int, j: int) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _merge_kernel(
-    offsets: np.ndarray, data: np.ndarray, bounds: np.ndarray
+    offsets: np.ndarray,
+    data: np.ndarray,
+    bounds: np.ndarray,
+    given_starts: np.ndarray,
+    use_starts: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Merge sorted runs ``[bounds[r], bounds[r + 1])`` of one binary column.
 
-    A run's block of equal values is found by comparing each value with the block's first
-    (from the end, where neighbouring row keys differ); values of different runs are
+    A run's block of equal values ends where ``given_starts`` is True (``use_starts``: the
+    caller knows where each run's values change) or else where a value differs from the
+    block's first (compared from the end, where neighbouring row keys differ); values of
+    different runs are
     compared only between the runs' current heads, once per row: the heads found equal to
     the row chosen are remembered and emitted after it in run order.
 
@@ -113,7 +119,7 @@ def _merge_kernel(
         order[o] = i
         o += 1
         j = i + 1
-        while j < end and _equal(offsets, data, j, i):
+        while j < end and (not given_starts[j] if use_starts else _equal(offsets, data, j, i)):
             order[o] = j
             o += 1
             j += 1
@@ -183,9 +189,16 @@ def merge_family_order(
 
 
 def _merge_order(
-    runs: Sequence[Sequence[pa.Array]], *, reverse: bool
+    runs: Sequence[Sequence[pa.Array]],
+    *,
+    reverse: bool,
+    row_starts: Sequence[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(order, offsets, data)``: the merge order and the concatenated rows' buffers."""
+    """``(order, offsets, data)``: the merge order and the concatenated rows' buffers.
+
+    ``row_starts``, one per run, mark where each run's row changes (else the kernel
+    compares neighbouring row keys).
+    """
     lengths = np.array([sum(len(a) for a in run) for run in runs], np.int64)
     bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(bounds[-1])
@@ -194,7 +207,13 @@ def _merge_order(
         return np.zeros(0, np.int64), offsets, data
     if len(runs) == 1 and not reverse:
         return np.arange(total, dtype=np.int64), offsets, data
-    order, starts = _merge_kernel(offsets, data, bounds)
+    if row_starts is None:
+        order, starts = _merge_kernel(offsets, data, bounds, np.zeros(0, np.bool_), False)
+    else:
+        given = np.concatenate(row_starts) if len(row_starts) > 1 else row_starts[0]
+        if given.size != total:
+            raise InvalidArgumentError(f"row starts for {given.size} cells, not {total}")
+        order, starts = _merge_kernel(offsets, data, bounds, given.astype(np.bool_), True)
     if reverse:
         block_starts = np.flatnonzero(starts)
         block_lengths = np.diff(np.append(block_starts, total))
@@ -242,7 +261,12 @@ def _family_column(ids: np.ndarray, names: Sequence[str]) -> pa.Array:
 
 
 def merge_families(
-    tables: Sequence[pa.Table], names: Sequence[str], *, schema: pa.Schema, reverse: bool = False
+    tables: Sequence[pa.Table],
+    names: Sequence[str],
+    *,
+    schema: pa.Schema,
+    reverse: bool = False,
+    row_starts: Sequence[np.ndarray] | None = None,
 ) -> pa.Table:
     """Merge per-family result tables into one table in HBase result order.
 
@@ -253,17 +277,25 @@ def merge_families(
         schema: The result schema: the cell columns plus a ``family`` string column, in
             the order wanted.
         reverse: Rows in descending order (R2.4).
+        row_starts: Optionally, one per table, per cell whether its row differs from the
+            previous cell's (as :func:`~cellstore.core.semantics.merge.merge_resolve_rows`
+            returns them): then the row keys are compared only between families.
 
     Returns:
         A table with ``schema``: row, then family (in the order given), then each
         family's cell order (R2.3).
 
     Raises:
-        InvalidArgumentError: ``tables`` and ``names`` differ in length.
+        InvalidArgumentError: ``tables``, ``names`` (and ``row_starts``) differ in length.
     """
     if len(tables) != len(names):
         raise InvalidArgumentError(f"got {len(tables)} tables but {len(names)} family names")
+    if row_starts is not None and len(row_starts) != len(tables):
+        raise InvalidArgumentError(f"got {len(tables)} tables but {len(row_starts)} row starts")
     live = [(t, n) for t, n in zip(tables, names, strict=True) if t.num_rows]
+    live_starts = None
+    if row_starts is not None:
+        live_starts = [s for t, s in zip(tables, row_starts, strict=True) if t.num_rows]
     if not live:
         return schema.empty_table()
     if len(live) == 1 and not reverse:
@@ -278,7 +310,7 @@ def merge_families(
         ]
         return pa.Table.from_arrays(columns, schema=schema)
     row_runs = [_binary_arrays(t.column("row")) for t, _ in live]
-    order, row_offsets, row_data = _merge_order(row_runs, reverse=reverse)
+    order, row_offsets, row_data = _merge_order(row_runs, reverse=reverse, row_starts=live_starts)
     counts = [t.num_rows for t, _ in live]
     id_type = np.int8 if len(live) <= 127 else np.int32
     family_ids = np.repeat(np.arange(len(live), dtype=id_type), counts)[order]
