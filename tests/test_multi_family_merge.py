@@ -267,6 +267,67 @@ def test_merge_families_with_row_starts_equals_without_r2_3_r2_4(
     assert got.column("value").to_pylist() == expected
 
 
+def _encoded(values: list[bytes], cut: int, how: str) -> pa.ChunkedArray:
+    """``values`` as chunks split at ``cut``: dictionary-encoded, plain, or one of each.
+
+    Dictionaries are built by Arrow (``dictionary_encode``), so they need not be sorted
+    and may hold more entries than a chunk uses (a slice), as Parquet's may not.
+    """
+    cut = min(cut, len(values))
+    parts = [values[:cut], values[cut:]]
+    chunks: list[pa.Array] = []
+    for i, part in enumerate(parts):
+        plain = pa.array(part, pa.binary())
+        coded = how == "dict" or (how == "mixed" and i == 0)
+        if coded:
+            extra = pa.array([b"unused", *part, b"\x00"], pa.binary()).dictionary_encode()
+            plain = extra.slice(1, len(part))
+        chunks.append(plain)
+    if any(pa.types.is_dictionary(c.type) for c in chunks):
+        dict_type = pa.dictionary(pa.int32(), pa.binary())
+        chunks = [c if pa.types.is_dictionary(c.type) else c.dictionary_encode() for c in chunks]
+        return pa.chunked_array([c.cast(dict_type) for c in chunks], dict_type)
+    return pa.chunked_array(chunks, pa.binary())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    runs=st.lists(_ROWS, min_size=1, max_size=4),
+    reverse=st.booleans(),
+    cut=st.integers(0, 12),
+    how=st.sampled_from(["dict", "mixed", "plain"]),
+    with_starts=st.booleans(),
+)
+def test_merge_families_of_dictionary_encoded_columns_r2_3(
+    runs: list[list[bytes]], reverse: bool, cut: int, how: str, with_starts: bool
+) -> None:
+    """Rows and qualifiers as Parquet reads them (dictionaries per chunk): same table."""
+    plain_tables, coded_tables = [], []
+    for f, run in enumerate(runs):
+        quals = [b"q%d" % (i % 3) for i in range(len(run))]
+        rest = {
+            "ts": pa.array(range(len(run)), pa.int64()),
+            "type": pa.array([4] * len(run), pa.int8()),
+            "value": pa.array([b"%d:%d" % (f, i) for i in range(len(run))], pa.binary()),
+        }
+        plain_tables.append(
+            pa.table({"row": pa.array(run, pa.binary()), "qualifier": pa.array(quals), **rest})
+        )
+        coded_tables.append(
+            pa.table(
+                {"row": _encoded(run, cut, how), "qualifier": _encoded(quals, cut, how), **rest}
+            )
+        )
+    names = [f"f{i}" for i in range(len(runs))]
+    starts = [_row_starts(run) for run in runs] if with_starts else None
+    got = merge_families(
+        coded_tables, names, schema=RESULT_SCHEMA, reverse=reverse, row_starts=starts
+    )
+    expected = merge_families(plain_tables, names, schema=RESULT_SCHEMA, reverse=reverse)
+    assert got.schema == RESULT_SCHEMA
+    assert got.equals(expected)
+
+
 def test_merge_families_rejects_row_starts_of_other_lengths() -> None:
     table = pa.table(
         {

@@ -153,7 +153,7 @@ def _read_families(fs: fsspec.AbstractFileSystem, task: ScanTask, *, reverse: bo
             parts, starts = [], []
             for fam, read in reads:
                 with _decode_errors(task, fam):
-                    part, part_starts = read.run_rows(i)
+                    part, part_starts = read.run_rows(i, decode=False)
                 parts.append(part)
                 starts.append(part_starts)
             return merge_families(
@@ -324,8 +324,12 @@ class _ChunkedRead:
         """Chunk ``i``'s visible cells."""
         return self.run_rows(i)[0]
 
-    def run_rows(self, i: int) -> tuple[pa.Table, np.ndarray]:
-        """Chunk ``i``'s visible cells, and per cell whether it starts a row."""
+    def run_rows(self, i: int, *, decode: bool = True) -> tuple[pa.Table, np.ndarray]:
+        """Chunk ``i``'s visible cells, and per cell whether it starts a row.
+
+        ``decode=False`` may leave ``row``/``qualifier`` dictionary-encoded (for
+        :func:`~cellstore.core.semantics.runs.merge_families`, which decodes them once).
+        """
         lo, hi = self.chunks[i]
         with self._lock:
             owned = [f for key, f in self._shared.items() if self.owner[key] == i]
@@ -340,7 +344,9 @@ class _ChunkedRead:
                 if run.num_rows:
                     runs.append(run)
                     seqs.append(self.sources[s].seq)
-            return merge_resolve_rows(runs, seqs, family=self.fam.family, spec=self.fam.spec)
+            return merge_resolve_rows(
+                runs, seqs, family=self.fam.family, spec=self.fam.spec, decode=decode
+            )
         except BaseException as e:
             for future in owned:  # never leave a later chunk waiting
                 if not future.done():

@@ -89,7 +89,12 @@ def merge_resolve(
 
 
 def merge_resolve_rows(
-    runs: Sequence[pa.Table], seqs: Sequence[int], *, family: Family, spec: ReadSpec
+    runs: Sequence[pa.Table],
+    seqs: Sequence[int],
+    *,
+    family: Family,
+    spec: ReadSpec,
+    decode: bool = True,
 ) -> tuple[pa.Table, _BoolArray]:
     """:func:`merge_resolve`, and where the result's rows start.
 
@@ -103,10 +108,14 @@ def merge_resolve_rows(
         seqs: As :func:`merge_resolve`.
         family: As :func:`merge_resolve`.
         spec: As :func:`merge_resolve`.
+        decode: False to leave dictionary-encoded ``row``/``qualifier`` columns of the
+            runs encoded in the result where no merge was needed (a caller that gathers
+            the cells again, like the family merge, then decodes them once).
 
     Returns:
-        ``(cells, row_starts)``: the cells :func:`merge_resolve` returns, and per cell
-        whether its row differs from the previous cell's (True for the first cell).
+        ``(cells, row_starts)``: the cells :func:`merge_resolve` returns (with
+        ``decode=False`` possibly with dictionary-encoded ``row``/``qualifier``), and per
+        cell whether its row differs from the previous cell's (True for the first cell).
 
     Raises:
         InvalidArgumentError: as :func:`merge_resolve` does.
@@ -136,7 +145,7 @@ def merge_resolve_rows(
         if not include.all():
             table = table.filter(pa.array(include, pa.bool_()))
             starts = _kept_starts(starts, include)
-        return _decoded(table), starts
+        return (_decoded(table) if decode else table), starts
     assert plan.typ is not None
     if newest_only and bool((plan.typ == _PUT).all()):
         row_eq, col_eq = plan.neighbours_equal()

@@ -14,7 +14,7 @@ in ascending order is passed through as it is, with only the family column added
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numba
 import numpy as np
@@ -68,8 +68,14 @@ def _merge_kernel(
     bounds: np.ndarray,
     given_starts: np.ndarray,
     use_starts: bool,
+    ids: np.ndarray,
+    coded: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Merge sorted runs ``[bounds[r], bounds[r + 1])`` of one binary column.
+
+    With ``coded``, value ``i`` is the one at ``ids[i]`` in ``offsets``/``data`` (the
+    column is dictionary-encoded: ``offsets``/``data`` hold the dictionaries), else value
+    ``i`` itself.
 
     A run's block of equal values ends where ``given_starts`` is True (``use_starts``: the
     caller knows where each run's values change) or else where a value differs from the
@@ -105,7 +111,12 @@ def _merge_kernel(
                 same[r] = False
                 if pos[r] >= bounds[r + 1]:
                     continue
-                c = -1 if best < 0 else _compare(offsets, data, pos[r], pos[best])
+                if best < 0:
+                    c = -1
+                elif coded:
+                    c = _compare(offsets, data, ids[pos[r]], ids[pos[best]])
+                else:
+                    c = _compare(offsets, data, pos[r], pos[best])
                 if c < 0:
                     for q in range(r):
                         same[q] = False
@@ -119,7 +130,15 @@ def _merge_kernel(
         order[o] = i
         o += 1
         j = i + 1
-        while j < end and (not given_starts[j] if use_starts else _equal(offsets, data, j, i)):
+        while j < end:
+            if use_starts:
+                if given_starts[j]:
+                    break
+            elif coded:
+                if ids[j] != ids[i] and not _equal(offsets, data, ids[j], ids[i]):
+                    break
+            elif not _equal(offsets, data, j, i):
+                break
             order[o] = j
             o += 1
             j += 1
@@ -158,14 +177,59 @@ def _concat_buffers(arrays: Sequence[pa.Array]) -> tuple[np.ndarray, np.ndarray]
 
 
 def _binary_arrays(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    """The chunks of a binary (or string) column as binary arrays."""
+    """The chunks of a binary (or string) column as binary or dictionary-of-binary arrays."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     out = []
     for chunk in chunks:
-        if not (pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type)):
+        if pa.types.is_dictionary(chunk.type):
+            if not pa.types.is_binary(chunk.type.value_type):
+                chunk = chunk.cast(pa.binary())
+        elif not (pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type)):
             chunk = chunk.cast(pa.binary())
         out.append(chunk)
     return out
+
+
+class _Values:
+    """The values of binary chunks, some possibly dictionary-encoded, without decoding.
+
+    ``offsets``/``data`` hold every plain chunk's values and every dictionary chunk's
+    dictionary, concatenated; value ``i`` of the chunks' concatenation is entry ``ids[i]``
+    there, or entry ``i`` when ``ids`` is None (no chunk is dictionary-encoded). So a
+    gather decodes a dictionary once, straight into result order.
+    """
+
+    def __init__(self, chunks: Sequence[pa.Array]) -> None:
+        if not any(pa.types.is_dictionary(c.type) for c in chunks):
+            self.ids: np.ndarray | None = None
+            self.offsets, self.data = _concat_buffers(chunks)
+            return
+        values = [c.dictionary if pa.types.is_dictionary(c.type) else c for c in chunks]
+        self.offsets, self.data = _concat_buffers(values)
+        ids = np.empty(sum(len(c) for c in chunks), np.int64)
+        at, base = 0, 0
+        for chunk, vals in zip(chunks, values, strict=True):
+            n = len(chunk)
+            if pa.types.is_dictionary(chunk.type):
+                np.add(_indices(chunk), base, out=ids[at : at + n])
+            else:
+                ids[at : at + n] = np.arange(base, base + n, dtype=np.int64)
+            at += n
+            base += len(vals)
+        self.ids = ids
+
+    def gather(self, order: np.ndarray, typ: pa.DataType) -> pa.Array:
+        """The values at ``order`` (indices into the chunks' concatenation), as ``typ``."""
+        picks = order if self.ids is None else self.ids[order]
+        return _gather_binary(self.offsets, self.data, picks, typ)
+
+
+def _indices(chunk: pa.DictionaryArray) -> np.ndarray:
+    """A dictionary chunk's indices as a numpy array (no nulls)."""
+    indices = chunk.indices
+    if indices.null_count:
+        raise InvalidArgumentError("row and qualifier columns cannot hold nulls")
+    return np.asarray(indices.to_numpy(zero_copy_only=False))
 
 
 def merge_family_order(
@@ -193,8 +257,8 @@ def _merge_order(
     *,
     reverse: bool,
     row_starts: Sequence[np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(order, offsets, data)``: the merge order and the concatenated rows' buffers.
+) -> tuple[np.ndarray, _Values]:
+    """``(order, rows)``: the merge order and the runs' row values (for gathering).
 
     ``row_starts``, one per run, mark where each run's row changes (else the kernel
     compares neighbouring row keys).
@@ -202,18 +266,23 @@ def _merge_order(
     lengths = np.array([sum(len(a) for a in run) for run in runs], np.int64)
     bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(bounds[-1])
-    offsets, data = _concat_buffers([a for run in runs for a in run])
+    rows = _Values([a for run in runs for a in run])
     if total == 0:
-        return np.zeros(0, np.int64), offsets, data
+        return np.zeros(0, np.int64), rows
     if len(runs) == 1 and not reverse:
-        return np.arange(total, dtype=np.int64), offsets, data
+        return np.arange(total, dtype=np.int64), rows
+    coded = rows.ids is not None
+    ids = rows.ids if rows.ids is not None else np.zeros(0, np.int64)
     if row_starts is None:
-        order, starts = _merge_kernel(offsets, data, bounds, np.zeros(0, np.bool_), False)
+        given = np.zeros(0, np.bool_)
     else:
         given = np.concatenate(row_starts) if len(row_starts) > 1 else row_starts[0]
         if given.size != total:
             raise InvalidArgumentError(f"row starts for {given.size} cells, not {total}")
-        order, starts = _merge_kernel(offsets, data, bounds, given.astype(np.bool_), True)
+        given = given.astype(np.bool_, copy=False)
+    order, starts = _merge_kernel(
+        rows.offsets, rows.data, bounds, given, row_starts is not None, ids, coded
+    )
     if reverse:
         block_starts = np.flatnonzero(starts)
         block_lengths = np.diff(np.append(block_starts, total))
@@ -222,7 +291,7 @@ def _merge_order(
         first_out = np.cumsum(new_lengths) - new_lengths
         within = np.arange(total, dtype=np.int64) - np.repeat(first_out, new_lengths)
         order = order[np.repeat(new_starts, new_lengths) + within]
-    return order, offsets, data
+    return order, rows
 
 
 def _wrap_binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
@@ -260,6 +329,10 @@ def _family_column(ids: np.ndarray, names: Sequence[str]) -> pa.Array:
     return pc.take(pa.array(list(names), pa.string()), pa.array(ids))
 
 
+def _any_dictionary(columns: Iterable[pa.ChunkedArray]) -> bool:
+    return any(pa.types.is_dictionary(c.type) for c in columns)
+
+
 def merge_families(
     tables: Sequence[pa.Table],
     names: Sequence[str],
@@ -272,7 +345,9 @@ def merge_families(
 
     Args:
         tables: Each family's cells (columns ``row``, ``qualifier``, ``ts``, ``type``,
-            ``value``), in cell order, in family order.
+            ``value``), in cell order, in family order. ``row`` and ``qualifier`` may be
+            dictionary-encoded (binary values, as Parquet reads them): they are then
+            decoded once, straight into result order.
         names: The family names, one per table.
         schema: The result schema: the cell columns plus a ``family`` string column, in
             the order wanted.
@@ -310,7 +385,7 @@ def merge_families(
         ]
         return pa.Table.from_arrays(columns, schema=schema)
     row_runs = [_binary_arrays(t.column("row")) for t, _ in live]
-    order, row_offsets, row_data = _merge_order(row_runs, reverse=reverse, row_starts=live_starts)
+    order, rows = _merge_order(row_runs, reverse=reverse, row_starts=live_starts)
     counts = [t.num_rows for t, _ in live]
     id_type = np.int8 if len(live) <= 127 else np.int32
     family_ids = np.repeat(np.arange(len(live), dtype=id_type), counts)[order]
@@ -320,7 +395,11 @@ def merge_families(
         if field.name == "family":
             columns.append(_family_column(family_ids, [n for _, n in live]))
         elif field.name == "row":
-            columns.append(_gather_binary(row_offsets, row_data, order, field.type))
+            columns.append(rows.gather(order, field.type))
+        elif _any_dictionary(t.column(field.name) for t, _ in live):
+            # A dictionary-encoded column (``qualifier``) is decoded once, in result order.
+            chunks = [c for t, _ in live for c in _binary_arrays(t.column(field.name))]
+            columns.append(_Values(chunks).gather(order, field.type))
         else:
             take = pa.array(order) if take is None else take
             parts = [c for t, _ in live for c in t.column(field.name).cast(field.type).chunks]
