@@ -18,6 +18,8 @@ warm-up):
 * ``load``: the mapping load of the one input file (wall seconds, cells/s);
 * ``scan``: ``Table.scan().to_arrow()`` vs ``pyarrow.parquet.read_table`` of the same
   store files (ratio = raw / cellstore: 1.0 means as fast as reading the files);
+* ``dask``: ``Table.scan().to_dask().compute()`` vs ``dd.read_parquet`` of a plain Parquet
+  copy of the same cells, default and Arrow-backed dtypes (threaded scheduler);
 * ``verify``: ``cellstore.jobs.verify`` in MB/s of table bytes;
 * ``export``: peak RSS of ``cellstore.jobs.export`` to Parquet, in a fresh process
   (``VmHWM`` minus the RSS before the export; it counts the memory-mapped store files'
@@ -134,6 +136,33 @@ def bench_scan(t: Table, cells: int, repeats: int) -> None:
           f"{cells / cs / 1e6:5.2f} M cells/s  ratio {raw / cs:4.2f}x")
 
 
+def bench_dask(root: str, t: Table, cells: int, repeats: int) -> None:
+    """``to_dask().compute()`` vs ``dd.read_parquet`` of a plain Parquet copy of the result.
+
+    The copy holds exactly the cells the scan returns, in row groups of 64K cells; pandas'
+    default dtypes (binary columns as Python objects) and Arrow-backed dtypes both run.
+    Dask's threaded scheduler, as a user's first ``compute()`` gets.
+    """
+    import dask
+    import dask.dataframe as dd
+
+    plain = os.path.join(root, f"plain-{t.name}")
+    os.makedirs(plain, exist_ok=True)
+    pq.write_table(t.scan().to_arrow(), os.path.join(plain, "part0.parquet"),
+                   row_group_size=1 << 16)
+    with dask.config.set(scheduler="threads"):
+        runs = interleaved({
+            "dd": lambda: dd.read_parquet(plain).compute(),
+            "dd-arrow": lambda: dd.read_parquet(plain, dtype_backend="pyarrow").compute(),
+            "cellstore": lambda: t.scan().to_dask().compute(),
+        }, repeats)
+    best = {k: min(v) for k, v in runs.items()}
+    print(f"    dask: read_parquet {best['dd']:6.3f}s  (pyarrow dtypes {best['dd-arrow']:6.3f}s)  "
+          f"to_dask {best['cellstore']:6.3f}s  = {best['cellstore'] / best['dd-arrow']:4.2f}x "
+          f"the pyarrow-dtypes read, {best['cellstore'] / best['dd']:4.2f}x the default "
+          f"({cells / best['cellstore'] / 1e6:5.2f} M cells/s)")
+
+
 def bench_verify(t: Table, repeats: int) -> None:
     from cellstore.jobs import verify
 
@@ -197,7 +226,8 @@ def main() -> None:
     ap.add_argument("--families", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gets", type=int, default=300)
-    ap.add_argument("--only", nargs="+", default=["load", "scan", "verify", "export", "get"])
+    ap.add_argument("--only", nargs="+",
+                    default=["load", "scan", "dask", "verify", "export", "get"])
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}  threads={pa.cpu_count()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as root:
@@ -213,6 +243,8 @@ def main() -> None:
                 print(f"    load: {seconds:6.3f}s  {cells / seconds / 1e6:5.2f} M cells/s")
             if "scan" in args.only:
                 bench_scan(t, cells, args.repeats)
+            if "dask" in args.only:
+                bench_dask(root, t, cells, args.repeats)
             if "verify" in args.only:
                 bench_verify(t, args.repeats)
             if "export" in args.only:
