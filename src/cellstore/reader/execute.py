@@ -11,6 +11,13 @@ file's rows run past the next chunk's first row) is decoded once, by the first c
 needs it, and handed to the next one. Point reads (``get``) and small tasks run inline as
 one chunk.
 
+The chunks of every task in a process run on **one shared pool** of
+``min(pyarrow.cpu_count(), MAX_THREADS)`` threads, so tasks running at once on several
+Dask threads (the threaded scheduler, a worker with many threads) never start more read
+threads than that between them: no oversubscription when the reader's threads run inside
+Dask's. (Dask's nanny sets ``OMP_NUM_THREADS=1`` in worker processes, which pyarrow
+honours, so there each task reads its chunks on its own Dask thread.)
+
 Row and qualifier columns are decoded as Arrow dictionaries (Parquet stores them
 dictionary-encoded), which is cheaper than materializing every key, and lets the merge and
 the semantics compare integer codes; :func:`~cellstore.core.semantics.merge_resolve`
@@ -19,10 +26,12 @@ returns plain binary cells.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
@@ -383,19 +392,56 @@ class _ChunkedRead:
 
 
 def _in_order(run: Callable[[int], pa.Table], n: int, threads: int) -> list[pa.Table]:
-    """``[run(0), ..., run(n - 1)]`` on ``threads`` threads, at most a few chunks ahead."""
+    """``[run(0), ..., run(n - 1)]`` on the shared read pool, at most a few chunks ahead.
+
+    The chunks are submitted in order to the process's FIFO pool (:func:`_read_pool`), so a
+    chunk waiting for a row group an earlier chunk of its task decodes never waits on one
+    that has not started; chunks of other tasks only queue alongside. On an error the
+    chunks not started are cancelled and the running ones finish before it propagates
+    (they still use the task's open readers).
+    """
     results: list[pa.Table] = []
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cellstore-read") as pool:
-        pending: deque[Future[pa.Table]] = deque()
-        try:
-            for i in range(n):
-                pending.append(pool.submit(run, i))
-                if len(pending) > threads + 1:
-                    results.append(pending.popleft().result())
-            while pending:
+    pool = _read_pool(threads)
+    pending: deque[Future[pa.Table]] = deque()
+    try:
+        for i in range(n):
+            pending.append(pool.submit(run, i))
+            if len(pending) > threads + 1:
                 results.append(pending.popleft().result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+        while pending:
+            results.append(pending.popleft().result())
+    except BaseException:
+        for future in pending:
+            future.cancel()
+        wait_futures(pending)
+        raise
     return results
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_threads = 0
+
+
+def _read_pool(threads: int) -> ThreadPoolExecutor:
+    """The process's shared chunk pool, of ``threads`` threads.
+
+    Created on first use; replaced (the old one finishes its queued chunks, then its
+    threads exit) when the wanted size changes, e.g. after ``pyarrow.set_cpu_count``.
+    """
+    global _pool, _pool_threads
+    with _pool_lock:
+        if _pool is None or _pool_threads != threads:
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cellstore-read")
+            _pool_threads = threads
+        return _pool
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there."""
+    global _pool, _pool_lock, _pool_threads
+    _pool, _pool_threads = None, 0
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)

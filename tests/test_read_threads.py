@@ -1,0 +1,133 @@
+"""Read threads: scan tasks running at once share one pool, never more threads than cores.
+
+Issue 16: "a scan or load never starts more threads than cores per worker (no
+oversubscription when pyarrow's threads run inside Dask's)". Dask's threaded scheduler runs
+several scan tasks at once in one process; each task reads its chunks on threads. Those
+threads come from one process-wide pool of ``min(pyarrow.cpu_count(), MAX_THREADS)``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dask
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from cellstore.errors import CorruptFileError
+from cellstore.reader import execute
+from cellstore.warehouse import Table, connect
+
+
+@pytest.fixture
+def two_cores() -> Iterator[int]:
+    """pyarrow sees two cores for the test (the pool is used from two threads up)."""
+    before = pa.cpu_count()
+    pa.set_cpu_count(2)
+    try:
+        yield 2
+    finally:
+        pa.set_cpu_count(before)
+
+
+def _table(tmp_path: Path, *, regions: int = 6, rows: int = 3000) -> Table:
+    splits = [b"r%05d" % (rows * i // regions) for i in range(1, regions)]
+    t = connect(str(tmp_path)).create_table("t", families=["a", "b"], splits=splits)
+    n = rows * 4
+    rng = np.random.default_rng(3)
+    t.load_cells(
+        pa.table(
+            {
+                "row": pa.array([b"r%05d" % (i // 4) for i in range(n)], pa.binary()),
+                "family": pa.array(["a" if i % 4 < 2 else "b" for i in range(n)]),
+                "qualifier": pa.array([b"q%d" % (i % 2) for i in range(n)], pa.binary()),
+                "ts": pa.array(rng.integers(1, 1000, n), pa.int64()),
+                "type": pa.array([4] * n, pa.int8()),
+                "value": pa.array([b"v%d" % i for i in range(n)], pa.binary()),
+            }
+        ),
+        row_group_cells=64,
+    )
+    return connect(str(tmp_path)).table("t")
+
+
+class _ReadThreadWatch:
+    """Samples, on its own thread, how many ``cellstore-read`` threads run at once."""
+
+    def __init__(self) -> None:
+        self.most = 0
+        self.seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            live = [t for t in threading.enumerate() if t.name.startswith("cellstore-read")]
+            self.most = max(self.most, len(live))
+            self.seen.update(t.ident for t in live if t.ident is not None)
+            time.sleep(0.0005)
+
+    def __enter__(self) -> _ReadThreadWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_concurrent_scan_tasks_share_one_pool_of_cores_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_cores: int
+) -> None:
+    """Six multi-chunk tasks on 4 Dask threads: at most 2 read threads exist, ever."""
+    monkeypatch.setattr(execute, "CHUNK_CELLS", 256)  # every task cuts many chunks
+    t = _table(tmp_path)
+    expected = t.scan().to_arrow()
+    with _ReadThreadWatch() as watch:
+        with dask.config.set(scheduler="threads", num_workers=4):
+            got = t.scan().to_dask().compute()
+    assert watch.seen, "the tasks read their chunks on the pool"
+    assert watch.most <= two_cores
+    assert len(watch.seen) <= two_cores
+    assert got["value"].tolist() == expected.column("value").to_pylist()
+    assert got["family"].tolist() == expected.column("family").to_pylist()
+
+
+def test_pool_follows_pyarrow_cpu_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_cores: int
+) -> None:
+    """``pyarrow.set_cpu_count(1)``: chunks run on the task's own thread, none started."""
+    monkeypatch.setattr(execute, "CHUNK_CELLS", 256)
+    t = _table(tmp_path, regions=2, rows=1500)
+    pa.set_cpu_count(1)
+    before = {x.ident for x in threading.enumerate() if x.name.startswith("cellstore-read")}
+    with _ReadThreadWatch() as watch:
+        out = t.scan().to_arrow()
+    assert out.num_rows == 1500 * 4
+    assert watch.seen <= before  # no new read thread
+
+
+def test_a_failing_chunk_cancels_the_rest_and_leaves_the_pool_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_cores: int
+) -> None:
+    """An error in one chunk propagates; chunks not started are cancelled; later scans
+    (of other tasks sharing the pool) still run."""
+    monkeypatch.setattr(execute, "CHUNK_CELLS", 256)
+    t = _table(tmp_path, regions=1)
+    calls: list[int] = []
+
+    def run(i: int) -> pa.Table:
+        calls.append(i)
+        if i == 2:
+            raise CorruptFileError("chunk 2 is damaged")
+        time.sleep(0.01)
+        return pa.table({"i": [i]})
+
+    with pytest.raises(CorruptFileError, match="chunk 2"):
+        execute._in_order(run, 40, 2)
+    assert len(calls) < 40  # the tail never started
+    assert t.scan().to_arrow().num_rows == 3000 * 4
