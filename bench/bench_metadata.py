@@ -6,11 +6,23 @@ Usage::
     .venv/bin/python bench/bench_metadata.py --regions 1000 --loads 50 --files-per-load 1000
     .venv/bin/python bench/bench_metadata.py --initial-files 1000000 --loads 20   # 1M live
     .venv/bin/python bench/bench_metadata.py --format-version 1 --loads 12        # baseline
+    .venv/bin/python bench/bench_metadata.py --loads 1000 --every 50 --expire --json new.json
+    .venv/bin/python bench/bench_metadata.py --loads 1000 --every 50 --expire --writer old \
+        --json old.json
+    .venv/bin/python bench/bench_metadata.py --svg docs/metadata-v2.svg new=new.json old=old.json
 
 A table of ``--regions`` regions takes ``--loads`` commits of ``--files-per-load`` store
 files each (one per region, round robin), committed through ``cellstore.commit.commit``
 exactly as a load commits them. The entries are synthetic (no data files are written: only
-metadata is measured). After each commit it records:
+metadata is measured) but shaped like a real load's (``--synthetic-layout real``, the
+default): store-file stems as the loader names them,
+``<ms timestamp>-<12 hex load id>-<8 hex nonce>-m<region index>-<part>``, the load id
+``<ms timestamp>-<12 hex>``, random hex from a seeded RNG (``--seed``), row ranges,
+cells, sizes, min/max timestamps and footer digests that differ per file, and each load's
+own sequence number. ``--synthetic-layout old`` writes the earlier, far more compressible
+entries (``data/<region>/cf/load000001-000001-000.parquet``, equal rows, sizes and
+counts). ``--writer old`` lists every manifest in each root (no ``manifests-ref`` part,
+as writers before it did). After each commit it records:
 
 * the commit's wall time and the bytes it wrote under ``_meta/``;
 * the total size of ``_meta/``;
@@ -36,6 +48,8 @@ import argparse
 import dataclasses
 import json
 import os
+import random
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +58,7 @@ from typing import Any
 import cellstore
 from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.manifest import MAX_INLINE_MERGE_ENTRIES, TableLog
 from cellstore.reader import Scan, ScanOptions
 from cellstore.warehouse.table import Table
 
@@ -52,7 +67,64 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+#: Timestamp of the first synthetic load (ms); loads follow every 5 minutes.
+T0_MS = 1_795_839_038_982
+LOAD_INTERVAL_MS = 300_000
+
+
+def _load_id(load: int, rng: random.Random) -> str:
+    """A load id as ``cellstore.loader.direct.new_load_id`` makes them."""
+    return f"{T0_MS + load * LOAD_INTERVAL_MS:013d}-{rng.getrandbits(48):012x}"
+
+
+def _real_entries(
+    meta: TableMetadata,
+    load: int,
+    count: int,
+    rng: random.Random,
+    *,
+    load_id: str,
+    offset: int = 0,
+) -> list[FileEntry]:
+    """``count`` entries shaped like one real load's files (see the module docstring).
+
+    Rows lie inside their region for this bench's splits (``%06d`` of the region index
+    times 1000).
+    """
+    regions = meta.regions
+    nonce = f"{rng.getrandbits(32):08x}"
+    now = T0_MS + load * LOAD_INTERVAL_MS
+    out = []
+    for i in range(count):
+        idx = (offset + load * count + i) % len(regions)
+        r = regions[idx]
+        lo, hi = rng.randrange(0, 500), rng.randrange(500, 1000)
+        first = b"%06d-%08x" % (idx * 1000 + lo, rng.getrandbits(32))
+        last = b"%06d-%08x" % (idx * 1000 + hi, rng.getrandbits(32))
+        cells = rng.randrange(20_000, 200_000)
+        max_ts = now - rng.randrange(0, 60_000)
+        out.append(
+            FileEntry(
+                path=f"data/{r.id}/cf/{load_id}-{nonce}-m{idx:05d}-{i // len(regions):03d}.parquet",
+                region=r.id,
+                family="cf",
+                seq=meta.next_seq,
+                cells=cells,
+                delete_markers=0,
+                size=cells * rng.randrange(28, 48),
+                first_row=first,
+                last_row=last,
+                min_ts=max_ts - rng.randrange(0, 3_600_000),
+                max_ts=max_ts,
+                load_id=load_id,
+                footer_digest=f"{rng.getrandbits(64):016x}",
+            )
+        )
+    return out
+
+
 def _entries(meta: TableMetadata, load: int, count: int, *, offset: int = 0) -> list[FileEntry]:
+    """The earlier synthetic entries (``--synthetic-layout old``): highly compressible."""
     regions = meta.regions
     out = []
     for i in range(count):
@@ -111,16 +183,18 @@ def _open_and_plan(root: str, name: str, row: bytes) -> tuple[float, int]:
 
 
 def _svg(series: dict[str, list[dict[str, Any]]], path: Path) -> None:
-    """Three panels (commit s, KB written, open + plan s against commits), one line per run."""
+    """Four panels against commits (commit s, bytes written, open + plan s, ``_meta`` bytes
+    with history kept), one line per run."""
     panels = [
         ("commit_s", "commit time (s)"),
         ("written_bytes", "bytes written per commit"),
         ("open_plan_get_s", "open + plan a get (s)"),
+        ("meta_bytes", "_meta bytes, history kept"),
     ]
     colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
     w, h, pad = 360, 220, 40
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * 3}" height="{h + 40}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * len(panels)}" height="{h + 40}" '
         'font-family="sans-serif" font-size="11">'
     ]
     for p, (key, title) in enumerate(panels):
@@ -160,6 +234,25 @@ def main() -> None:
     parser.add_argument("--format-version", type=int, choices=(1, 2), default=2)
     parser.add_argument("--initial-files", type=int, default=0)
     parser.add_argument(
+        "--synthetic-layout",
+        choices=("real", "old"),
+        default="real",
+        help="entries shaped like a real load's (default) or the earlier compressible ones",
+    )
+    parser.add_argument(
+        "--writer",
+        choices=("new", "old"),
+        default="new",
+        help="old: every root lists every manifest (no manifests-ref part)",
+    )
+    parser.add_argument("--seed", type=int, default=16, help="seed of the synthetic entries")
+    parser.add_argument(
+        "--max-inline-merge-entries",
+        type=int,
+        default=MAX_INLINE_MERGE_ENTRIES,
+        help="a commit merges manifests inline only while the run holds at most this many rows",
+    )
+    parser.add_argument(
         "--expire",
         action="store_true",
         help="at the end, expire every version but the newest (and 1); report _meta after",
@@ -191,20 +284,41 @@ def main() -> None:
             splits=splits,
             format_version=args.format_version,
         )
+        t.log = TableLog(
+            t.fs,
+            t.path,
+            manifest_parts=args.writer == "new",
+            max_inline_merge_entries=args.max_inline_merge_entries,
+        )
+        rng = random.Random(args.seed)
+        # a row of the middle region inside every file of that region (both layouts)
+        real = args.synthetic_layout == "real"
+        mid = len(t.metadata.regions) // 2
+        mid_start = t.metadata.regions[mid].start
+        get_row = b"%06d-" % (mid * 1000 + 500) if real else mid_start + b"\x00"
         meta_dir = Path(t.path) / "_meta"
         rows = []
         initial = args.initial_files
         if initial:
             start = time.perf_counter()
-            entries = [
-                dataclasses.replace(e, path=e.path.replace("load", "init"))
-                for e in _entries(t.metadata, 0, initial)
-            ]
+            if real:
+                init_id = _load_id(-1, rng)
+                entries = _real_entries(t.metadata, -1, initial, rng, load_id=init_id)
+            else:
+                entries = [
+                    dataclasses.replace(e, path=e.path.replace("load", "init"))
+                    for e in _entries(t.metadata, 0, initial)
+                ]
             commit(t.log, Commit(operation="load", changes=[FileChange(add=entries)], new_seq=True))
             print(f"initial commit of {initial} entries: {time.perf_counter() - start:.1f} s")
         for load in range(args.loads):
             meta = t.refresh().metadata
-            entries = _entries(meta, load, args.files_per_load)
+            if real:
+                load_id = _load_id(load, rng)
+                entries = _real_entries(meta, load, args.files_per_load, rng, load_id=load_id)
+            else:
+                load_id = f"load-{load:06d}"
+                entries = _entries(meta, load, args.files_per_load)
             before = _dir_bytes(meta_dir)
             start = time.perf_counter()
             commit(
@@ -212,14 +326,13 @@ def main() -> None:
                 Commit(
                     operation="load",
                     changes=[FileChange(add=entries)],
-                    load_id=f"load-{load:06d}",
+                    load_id=load_id,
                     new_seq=True,
                 ),
             )
             took = time.perf_counter() - start
             total = _dir_bytes(meta_dir)
-            mid = meta.regions[len(meta.regions) // 2].start
-            open_s, files = _open_and_plan(root, "bench:meta", mid + b"\x00")
+            open_s, files = _open_and_plan(root, "bench:meta", get_row)
             rec = {
                 "commit": load + 1,
                 "live_files": initial + (load + 1) * args.files_per_load,
@@ -233,26 +346,43 @@ def main() -> None:
             rows.append(rec)
             if (load + 1) % args.every == 0 or load + 1 == args.loads:
                 print(json.dumps(rec))
-        mid = t.refresh().metadata.regions[len(t.metadata.regions) // 2].start + b"\x00"
-        best_open = min(_open_and_plan(root, "bench:meta", mid)[0] for _ in range(5))
+        t.refresh()
+        best_open = min(_open_and_plan(root, "bench:meta", get_row)[0] for _ in range(5))
         breakdown = _breakdown(t)
         expired_bytes = None
+        expired_breakdown: dict[str, int] = {}
         if args.expire:
             from cellstore.jobs import expire
 
             expire(t, retention_ms=0, enforce_retention=False, dry_run=False)
             expired_bytes = _dir_bytes(meta_dir)
+            expired_breakdown = _breakdown(t)
         latest = t.log.read(t.log.latest_version())
         if latest.format_version >= 2:
             full = t.log.rewrite_manifests(latest, version=latest.version)[0].size
         else:
             full = len(t.log.read_bytes(latest.version))
+        commit_s = [r["commit_s"] for r in rows]
+        written = [r["written_bytes"] for r in rows]
+        opens = [r["open_plan_get_s"] for r in rows]
+        stats = {
+            "commit_s_median": statistics.median(commit_s),
+            "commit_s_max": max(commit_s),
+            "written_bytes_mean": round(statistics.mean(written)),
+            "written_bytes_max": max(written),
+            "open_plan_get_s_median": statistics.median(opens),
+            "open_plan_get_s_max": max(opens),
+        }
         if args.json:
             summary = {
+                "synthetic_layout": args.synthetic_layout,
+                "writer": args.writer,
                 "full_list_bytes": full,
                 "best_open_plan_get_s": best_open,
                 "meta_bytes_after_expire": expired_bytes,
                 "meta_breakdown": breakdown,
+                "meta_breakdown_after_expire": expired_breakdown,
+                **stats,
             }
             args.json.write_text(json.dumps({"rows": rows, **summary}, indent=1))
         last = rows[-1]
@@ -267,13 +397,20 @@ def main() -> None:
             f"{best_open:.3f} s"
         )
         print(
+            f"over all commits: commit median {stats['commit_s_median']:.3f} s, max "
+            f"{stats['commit_s_max']:.3f} s; written mean {stats['written_bytes_mean'] / 1e3:.0f} "
+            f"KB, max {stats['written_bytes_max'] / 1e3:.0f} KB; open + plan a get median "
+            f"{stats['open_plan_get_s_median']:.3f} s, max {stats['open_plan_get_s_max']:.3f} s"
+        )
+        print(
             "_meta by kind: "
             + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sorted(breakdown.items()))
         )
         if expired_bytes is not None:
             print(
                 f"after expiring all but the newest version: _meta {expired_bytes / 1e6:.1f} "
-                f"MB, {expired_bytes / full:.2f}x one full file list"
+                f"MB, {expired_bytes / full:.2f}x one full file list; by kind: "
+                + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sorted(expired_breakdown.items()))
             )
 
 

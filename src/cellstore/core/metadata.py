@@ -375,6 +375,10 @@ class TableMetadata:
         load_ids_ref: Format version 2: path of the part document holding the first
             ``load_ids_paged`` of ``load_ids`` (the root lists the rest).
         load_ids_paged: See ``load_ids_ref``.
+        manifests_ref: Format version 2: path of the part document holding the first
+            ``manifests_paged`` of ``manifests`` (the root lists the rest, 13.1);
+            ``manifests`` is always the whole, resolved list.
+        manifests_paged: See ``manifests_ref``.
     """
 
     table_uuid: str
@@ -397,6 +401,8 @@ class TableMetadata:
     regions_ref: str | None = None
     load_ids_ref: str | None = None
     load_ids_paged: int = 0
+    manifests_ref: str | None = None
+    manifests_paged: int = 0
 
     # ----------------------------------------------------------------- lookups
     def family(self, name: str) -> Family:
@@ -458,6 +464,12 @@ class TableMetadata:
             keys = [(r.id, r.start) for r in self.regions if r.id in wanted]
             return files.for_regions(keys) if keys else ()
         return tuple(f for f in files if f.region in wanted)
+
+    @property
+    def part_paths(self) -> tuple[str, ...]:
+        """Part documents (13.1) this root refers to, relative to the table directory."""
+        refs = (self.regions_ref, self.load_ids_ref, self.manifests_ref)
+        return tuple(p for p in refs if p is not None)
 
     def file_totals(self) -> FileTotals:
         """Totals over the live files (from the root on format version 2, no manifest read)."""
@@ -522,7 +534,9 @@ class TableMetadata:
             "properties": dict(self.properties),
         }
         if self.format_version >= 2:
-            doc["manifests"] = [m.to_dict() for m in self.manifests]
+            doc["manifests"] = [m.to_dict() for m in self.manifests[self.manifests_paged :]]
+            if self.manifests_ref is not None:
+                doc["manifests-ref"] = {"path": self.manifests_ref, "count": self.manifests_paged}
             doc["totals"] = (self.totals or FileTotals()).to_dict()
             if self.regions_ref is not None:
                 del doc["regions"]
@@ -556,8 +570,9 @@ class TableMetadata:
 
         A format-version-2 document parses with ``files`` empty: its reader
         (:meth:`cellstore.manifest.TableLog.read`) attaches the lazy live set, and
-        replaces ``regions-ref`` / ``load-ids-ref`` by the parts' lists (``regions``, the
-        full ``load-ids``) before calling this; the references are kept.
+        replaces ``regions-ref`` / ``load-ids-ref`` / ``manifests-ref`` by the parts' lists
+        (``regions``, the full ``load-ids`` and ``manifests``) before calling this; the
+        references are kept.
 
         Raises:
             FormatVersionError: if the format version is newer than this release reads.
@@ -603,6 +618,8 @@ class TableMetadata:
                 regions_ref=_opt_str(d.get("regions-ref")),
                 load_ids_ref=_opt_str((d.get("load-ids-ref") or {}).get("path")),
                 load_ids_paged=int((d.get("load-ids-ref") or {}).get("count", 0)),
+                manifests_ref=_opt_str((d.get("manifests-ref") or {}).get("path")),
+                manifests_paged=_paged(d.get("manifests-ref"), len(d.get("manifests", ()))),
             )
         except FormatVersionError:
             raise
@@ -637,6 +654,16 @@ class TableMetadata:
 def regions_to_list(regions: Iterable[Region]) -> list[dict[str, str]]:
     """JSON form of a region list (the root's ``regions``, or a regions part, 13.1)."""
     return [{"id": r.id, "start": _hex(r.start), "end": _hex(r.end)} for r in regions]
+
+
+def _paged(ref: Any, listed: int) -> int:
+    """The ``count`` of a resolved ``manifests-ref`` (0 without one), at most ``listed``."""
+    if ref is None:
+        return 0
+    count = ref["count"]
+    if not _is(count, (int,)) or not 0 <= count <= listed:
+        raise ValueError(f"manifests-ref count {count!r} is not in 0..{listed}")
+    return int(count)
 
 
 def _opt_str(value: Any) -> str | None:

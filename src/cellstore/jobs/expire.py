@@ -162,7 +162,7 @@ def expire(
     referenced: set[str] = set()
     for meta in keep.values():
         referenced.update(ref.path for ref in meta.manifests)
-        referenced.update(p for p in (meta.regions_ref, meta.load_ids_ref) if p)
+        referenced.update(meta.part_paths)  # regions, load ids, leading manifests
     files: list[str] = []
     for sub in (MANIFEST_DIR, PARTS_DIR):
         for path, info in sorted(_listing(fs, join(table.path, sub)).items()):

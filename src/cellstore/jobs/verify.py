@@ -26,6 +26,8 @@ problem, never an exception. The CLI exits with code 9 when there are any.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +36,13 @@ from typing import Any, Final, Literal
 
 import fsspec
 
-from cellstore.core.metadata import UNASSIGNED_SEQ, FileEntry, FileTotals, TableMetadata
+from cellstore.core.metadata import (
+    UNASSIGNED_SEQ,
+    FileEntry,
+    FileTotals,
+    TableMetadata,
+    regions_to_list,
+)
 from cellstore.core.regions import Region, check_regions
 from cellstore.errors import CellstoreError, VerifyError
 from cellstore.fs import join
@@ -219,6 +227,7 @@ def manifest_file_problems(
     out: list[VerifyProblem] = []
     if meta.format_version < 2:
         return out
+    out.extend(part_problems(fs, table_path, meta))
     for ref in meta.manifests:
         where = f"manifest file {ref.path}"
         if entry_path_problem(ref.path) is not None or not ref.path.startswith(MANIFEST_DIR + "/"):
@@ -258,6 +267,51 @@ def manifest_file_problems(
             out.append(
                 VerifyProblem("manifest", f"totals {meta.totals} != live files {actual_totals}")
             )
+    return out
+
+
+def part_problems(
+    fs: fsspec.AbstractFileSystem, table_path: str, meta: TableMetadata
+) -> list[VerifyProblem]:
+    """Problems of the part documents a format-version-2 root refers to (13.1).
+
+    Each part (``regions-ref``, ``load-ids-ref``, ``manifests-ref``) exists, is a JSON list
+    named by the SHA-256 of its bytes, and holds what the version resolved from it (the
+    version's regions, its oldest load ids, its oldest manifests). A root whose part is
+    missing or unreadable does not open at all (the error names the part); this finds a
+    part damaged or removed since, or one whose bytes no longer match its name.
+    """
+    out: list[VerifyProblem] = []
+    expected: dict[str, Any] = {}
+    if meta.regions_ref is not None:
+        expected[meta.regions_ref] = regions_to_list(meta.regions)
+    if meta.load_ids_ref is not None:
+        expected[meta.load_ids_ref] = list(meta.load_ids[: meta.load_ids_paged])
+    if meta.manifests_ref is not None:
+        paged = meta.manifests[: meta.manifests_paged]
+        expected[meta.manifests_ref] = [m.to_dict() for m in paged]
+    for rel, want in expected.items():
+        where = f"part file {rel}"
+        try:
+            path = join(table_path, rel)
+            fs.invalidate_cache(path)
+            data = fs.cat_file(path)
+        except FileNotFoundError:
+            out.append(VerifyProblem("manifest", f"{where} is missing"))
+            continue
+        except OSError as e:
+            out.append(VerifyProblem("manifest", f"{where} is unreadable: {e}"))
+            continue
+        name = rel.rsplit("/", 1)[-1].removesuffix(".json")
+        if hashlib.sha256(data).hexdigest()[:32] != name:
+            out.append(VerifyProblem("manifest", f"{where}: bytes do not match its SHA-256 name"))
+        try:
+            got = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            out.append(VerifyProblem("manifest", f"{where} is not valid JSON: {e}"))
+            continue
+        if got != want:
+            out.append(VerifyProblem("manifest", f"{where}: contents differ from the version's"))
     return out
 
 

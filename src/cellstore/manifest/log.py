@@ -15,8 +15,10 @@ table names (``<root>/_catalog/``).
 
 For a format-version-2 table (docs/format.md section 13) :class:`TableLog` also writes
 what a root refers to: one manifest file per commit that changes files (merging runs of
-manifests size-tiered), and part documents for large region lists and load ids; and it
-resolves them when it reads a version (the live set lazily, see
+manifests size-tiered), and part documents for large region lists, load ids and the
+leading (merged) part of the manifest list; and it resolves them when it reads a version
+(:meth:`TableLog.read`, the only parser of roots: every reader of a manifest list gets the
+whole, resolved list; the live set is read lazily, see
 :class:`~cellstore.manifest.live.LiveFiles`).
 """
 
@@ -68,7 +70,14 @@ INLINE_REGIONS: Final = 64
 #: Format version 2: a root lists fewer than this many load ids itself; the rest are in a
 #: part document rewritten (trimmed to MAX_REMEMBERED_LOAD_IDS) when the inline ones fill.
 INLINE_LOAD_IDS: Final = 64
-#: Directory of part documents (regions, load ids), relative to the table directory.
+#: Format version 2: a root shares the leading manifests of level >= 1 through a part
+#: document when there are at least this many (13.1) ...
+MIN_PAGED_MANIFESTS: Final = 2
+#: ... and lists fewer than this many manifests itself (more go into a new part, level 0
+#: included, so a root stays small when runs cannot be merged).
+INLINE_MANIFESTS: Final = 64
+#: Directory of part documents (regions, load ids, manifests), relative to the table
+#: directory.
 PARTS_DIR: Final = "_meta/parts"
 _PART_PATH: Final = re.compile(r"_meta/parts/[0-9a-f]{32}\.json")
 #: A commit merges manifests inline only while the run holds at most this many rows;
@@ -236,6 +245,10 @@ class TableLog(VersionLog):
         upper_merge_fan_in: Format version 2: merge this many newest manifests of a
             higher level.
         max_inline_merge_entries: Format version 2: merge inline only runs this small.
+        manifest_parts: Format version 2: share the leading manifests of a root through a
+            part document (``manifests-ref``, 13.1). False writes every manifest into the
+            root, as writers before ``manifests-ref`` did (benchmarks and tests only;
+            reading is the same either way).
     """
 
     def __init__(
@@ -246,12 +259,14 @@ class TableLog(VersionLog):
         merge_fan_in: int = MERGE_FAN_IN,
         upper_merge_fan_in: int = UPPER_MERGE_FAN_IN,
         max_inline_merge_entries: int = MAX_INLINE_MERGE_ENTRIES,
+        manifest_parts: bool = True,
     ) -> None:
         super().__init__(fs, join(table_path, "_meta"))
         self.table_path = table_path
         self.merge_fan_in = max(2, merge_fan_in)
         self.upper_merge_fan_in = max(2, upper_merge_fan_in)
         self.max_inline_merge_entries = max_inline_merge_entries
+        self.manifest_parts = manifest_parts
 
     def read(self, version: int) -> TableMetadata:
         """Metadata version ``version`` (format version 2: with its lazy live set).
@@ -293,10 +308,39 @@ class TableLog(VersionLog):
             raise CorruptFileError(f"{source}: part {path} is not a JSON list")
         return part
 
+    def read_part(self, path: Any, *, source: str = "") -> list[Any]:
+        """The JSON list of part document ``path`` (relative to the table directory).
+
+        Raises:
+            CorruptFileError: naming the part (and ``source``, the root referring to it)
+                when the path is not a part path, or the part is missing, not JSON or not a
+                list.
+        """
+        return self._read_part(path, source or self.path)
+
     def _resolve_parts(self, doc: dict[str, Any], source: str) -> None:
-        """Replace a root's part references by the parts' lists (keeping the references)."""
+        """Replace a root's part references by the parts' lists (keeping the references).
+
+        This is the one place that resolves ``regions-ref``, ``load-ids-ref`` and
+        ``manifests-ref`` (docs/format.md 13.1).
+        """
         if "regions-ref" in doc:
             doc["regions"] = self._read_part(doc["regions-ref"], source)
+        mref = doc.get("manifests-ref")
+        if mref is not None:
+            if not isinstance(mref, dict) or not isinstance(mref.get("count"), int):
+                raise CorruptFileError(f"{source}: manifests-ref {mref!r} is malformed")
+            path = mref.get("path")
+            paged = self._read_part(path, source)
+            if len(paged) != mref["count"] or not all(isinstance(m, dict) for m in paged):
+                raise CorruptFileError(
+                    f"{source}: manifests part {path} holds {len(paged)} items, not "
+                    f"{mref['count']} manifest references"
+                )
+            inline = doc.get("manifests")
+            if not isinstance(inline, list):
+                raise CorruptFileError(f"{source}: manifests is not a list")
+            doc["manifests"] = [*paged, *inline]
         ref = doc.get("load-ids-ref")
         if ref is not None:
             if not isinstance(ref, dict) or not isinstance(ref.get("count"), int):
@@ -343,6 +387,33 @@ class TableLog(VersionLog):
             regions_ref=regions_ref, load_ids=ids, load_ids_ref=ref, load_ids_paged=paged
         )
 
+    def _manifest_part(
+        self, refs: tuple[ManifestRef, ...], base: TableMetadata | None
+    ) -> dict[str, Any]:
+        """``manifests_ref`` / ``manifests_paged`` of a root listing ``refs`` (13.1).
+
+        The part holds the leading run of manifests of level >= 1 (they change only when a
+        merge completes); the newest level-0 ones stay in the root. The base version's part
+        is reused while it is still a prefix of ``refs`` and no newer manifest of level
+        >= 1 would join it; when :data:`INLINE_MANIFESTS` or more would stay in the root
+        (runs too big to merge), the whole list goes into the part.
+        """
+        if not self.manifest_parts:
+            return {"manifests_ref": None, "manifests_paged": 0}
+        merged = 0
+        while merged < len(refs) and refs[merged].level >= 1:
+            merged += 1
+        if base is not None and base.format_version >= 2 and base.manifests_ref is not None:
+            n = base.manifests_paged
+            if n >= merged and len(refs) - n < INLINE_MANIFESTS and refs[:n] == base.manifests[:n]:
+                return {"manifests_ref": base.manifests_ref, "manifests_paged": n}
+        if len(refs) - merged >= INLINE_MANIFESTS:
+            merged = len(refs)
+        if merged < MIN_PAGED_MANIFESTS:
+            return {"manifests_ref": None, "manifests_paged": 0}
+        path = self._write_part([r.to_dict() for r in refs[:merged]])
+        return {"manifests_ref": path, "manifests_paged": merged}
+
     def encode(
         self,
         new: TableMetadata,
@@ -357,7 +428,9 @@ class TableLog(VersionLog):
         compared entry by entry) is written as one new level-0 manifest, runs of
         :data:`MERGE_FAN_IN` manifests of one level are merged (a change that completes a
         run goes straight into the merge, see :meth:`_merge`), and the result carries the
-        new manifest list and totals; its :meth:`TableMetadata.to_json` is the root.
+        new manifest list and totals; its :meth:`TableMetadata.to_json` is the root. The
+        parts it refers to (regions, load ids, the leading manifests) are written here too,
+        or the base version's reused while their contents are unchanged.
 
         Args:
             new: The next version as built by a change.
@@ -366,7 +439,13 @@ class TableLog(VersionLog):
                 retry whose delta is the same reuses the file.
         """
         if new.format_version < 2:
-            return new.evolve(regions_ref=None, load_ids_ref=None, load_ids_paged=0)
+            return new.evolve(
+                regions_ref=None,
+                load_ids_ref=None,
+                load_ids_paged=0,
+                manifests_ref=None,
+                manifests_paged=0,
+            )
         new = self._parts(new, base)
         files = new.files
         base_refs = base.manifests if base is not None and base.format_version >= 2 else ()
@@ -408,9 +487,11 @@ class TableLog(VersionLog):
                 if reuse is not None and written is not None:
                     reuse[key] = written
         elif isinstance(files, LiveFiles) and files.refs == refs and not files.has_delta:
-            return new.evolve(manifests=refs, totals=totals)
+            return new.evolve(manifests=refs, totals=totals, **self._manifest_part(refs, base))
         live = LiveFiles(self.fs, self.table_path, refs)
-        return new.evolve(files=live, manifests=refs, totals=totals)
+        return new.evolve(
+            files=live, manifests=refs, totals=totals, **self._manifest_part(refs, base)
+        )
 
     @overload
     def _merge(self, refs: tuple[ManifestRef, ...], *, version: int) -> tuple[ManifestRef, ...]: ...
