@@ -23,7 +23,6 @@ from cellstore import connect
 from cellstore.cli import cli
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.hbase import hfile_info, open_table, read_hfile
-from cellstore.spark.options import ReadOptions
 from cellstore.warehouse import Table
 
 try:
@@ -219,6 +218,9 @@ def test_cli_family_time_range(table: Table, tmp_path: Path) -> None:
 
 def test_spark_option_parses_family_time_ranges() -> None:
     """The Spark source's ``family_time_ranges`` option (``family:min:max,...``)."""
+    pytest.importorskip("pyspark", reason='PySpark is in the dev extra: pip install -e ".[dev]"')
+    from cellstore.spark.options import ReadOptions
+
     opts = ReadOptions.parse({"root": "/r", "table": "t", "family_time_ranges": "b:0:15, c:5:9"})
     assert opts.scan_kwargs()["family_time_ranges"] == (("b", (0, 15)), ("c", (5, 9)))
     with pytest.raises(InvalidArgumentError, match="family_time_ranges"):

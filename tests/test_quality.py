@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,10 +14,14 @@ ROOT = Path(__file__).parents[1]
 
 
 def _tool(name: str) -> str:
+    """The tool's executable; skips without it (``dev`` extra) unless CI requires it."""
     exe = Path(sys.executable).parent / name
     found = str(exe) if exe.exists() else shutil.which(name)
     if found is None:
-        pytest.fail(f"{name} is not installed; it is part of the test extra")
+        message = f'{name} is not installed: pip install -e ".[dev]"'
+        if os.environ.get("CELLSTORE_REQUIRE_DEV"):
+            pytest.fail(message)
+        pytest.skip(message)
     return found
 
 

@@ -87,9 +87,8 @@ def test_concurrent_scan_tasks_share_one_pool_of_cores_threads(
     monkeypatch.setattr(execute, "CHUNK_CELLS", 256)  # every task cuts many chunks
     t = _table(tmp_path)
     expected = t.scan().to_arrow()
-    with _ReadThreadWatch() as watch:
-        with dask.config.set(scheduler="threads", num_workers=4):
-            got = t.scan().to_dask().compute()
+    with _ReadThreadWatch() as watch, dask.config.set(scheduler="threads", num_workers=4):
+        got = t.scan().to_dask().compute()
     assert watch.seen, "the tasks read their chunks on the pool"
     assert watch.most <= two_cores
     assert len(watch.seen) <= two_cores
