@@ -45,6 +45,7 @@ test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -259,6 +260,11 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path)
     parser.add_argument(
+        "--keep",
+        type=Path,
+        help="build the warehouse in this (new) directory and keep it (for profiling)",
+    )
+    parser.add_argument(
         "--svg",
         nargs="+",
         metavar=("OUT", "NAME=JSON"),
@@ -274,7 +280,12 @@ def main() -> None:
         _svg(series, Path(out))
         return
 
-    with tempfile.TemporaryDirectory(prefix="bench-meta-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep is not None:
+            args.keep.mkdir(parents=True)
+            tmp = str(args.keep)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-meta-"))
         root = os.path.join(tmp, "wh")
         wh = cellstore.connect(root)
         splits = [b"%06d" % (i * 1000) for i in range(1, args.regions)]

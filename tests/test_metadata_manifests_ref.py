@@ -91,7 +91,13 @@ def test_roots_share_the_merged_manifests_through_one_part(tmp_path: Path) -> No
         meta = log.read(v)
         ref = doc.get("manifests-ref")
         refs_by_version[v] = ref["path"] if ref else None
-        inline = doc["manifests"]
+        if ref is not None:
+            # no "manifests": a reader that does not know manifests-ref refuses the root
+            assert "manifests" not in doc
+            inline = doc["manifests-tail"]
+        else:
+            assert "manifests-tail" not in doc
+            inline = doc["manifests"]
         if ref is not None:
             part = json.loads(Path(t.path, ref["path"]).read_bytes())
             assert len(part) == ref["count"] >= 2
@@ -130,6 +136,7 @@ def test_roots_written_without_manifests_ref_still_read(tmp_path: Path) -> None:
         meta = log.read(v)
         doc = _root(log, v)
         doc.pop("manifests-ref", None)
+        doc.pop("manifests-tail", None)
         doc["manifests"] = [m.to_dict() for m in meta.manifests]
         Path(log.version_path(v)).write_bytes(json.dumps(doc, separators=(",", ":")).encode())
     old = log.read(latest)
@@ -141,6 +148,58 @@ def test_roots_written_without_manifests_ref_still_read(tmp_path: Path) -> None:
     new = log.read(log.latest_version())
     assert new.manifests_ref is not None
     assert _keys(new.files) == _keys([*added, more])
+
+
+def _parse_as_before_manifests_ref(doc: dict[str, Any]) -> TableMetadata:
+    """Parse a root as releases before ``manifests-ref`` did: they resolved only
+    ``regions-ref`` and ``load-ids-ref`` (absent here), ignored keys they did not know and
+    parsed the rest with ``TableMetadata.from_dict``, whose rules for ``manifests`` are
+    unchanged (a format-version-2 root without ``manifests`` is malformed)."""
+    assert "regions-ref" not in doc and "load-ids-ref" not in doc
+    known = {k: v for k, v in doc.items() if k not in ("manifests-ref", "manifests-tail")}
+    return TableMetadata.from_dict(json.loads(json.dumps(known)), source="old reader")
+
+
+def test_a_reader_without_manifests_ref_refuses_the_root(tmp_path: Path) -> None:
+    """A root with manifests-ref has no ``manifests`` key, so a release that does not know
+    the reference finds the root malformed instead of seeing too few live files; the
+    first layout of the field (newer manifests under ``manifests``) is misread that way
+    and still reads here."""
+    wh, _t, log = _table(tmp_path)
+    added = [_load(log, n) for n in range(12)]
+    meta = log.read(log.latest_version())
+    assert meta.manifests_ref is not None and meta.manifests_paged >= 2
+    doc = _root(log, meta.version)
+    assert "manifests" not in doc
+    assert len(doc["manifests-tail"]) == len(meta.manifests) - meta.manifests_paged
+    with pytest.raises(
+        CorruptFileError, match=r"old reader: .* malformed: KeyError\('manifests'\)"
+    ):
+        _parse_as_before_manifests_ref(doc)
+    # the first layout: same part, newer manifests listed under "manifests"
+    first = {k: v for k, v in doc.items() if k != "manifests-tail"}
+    first["manifests"] = doc["manifests-tail"]
+    misread = _parse_as_before_manifests_ref(first)
+    assert len(misread.manifests) < len(meta.manifests)  # what the safety rule prevents
+    Path(log.version_path(meta.version)).write_bytes(json.dumps(first).encode())
+    again = log.read(meta.version)
+    assert again.manifests == meta.manifests and again.manifests_ref == meta.manifests_ref
+    assert _keys(again.files) == _keys(added)
+    assert _keys(wh.table("ns:t").files) == _keys(added)
+    # a commit on a first-layout root writes the current layout
+    more = _load(log, 12)
+    doc = _root(log, log.latest_version())
+    assert "manifests" not in doc and "manifests-tail" in doc
+    assert _keys(log.read(log.latest_version()).files) == _keys([*added, more])
+    # both lists, or a tail without a reference: corrupt
+    both = {**doc, "manifests": []}
+    Path(log.version_path(log.latest_version())).write_bytes(json.dumps(both).encode())
+    with pytest.raises(CorruptFileError, match="not both or neither"):
+        log.read(log.latest_version())
+    lone = {k: v for k, v in doc.items() if k != "manifests-ref"}
+    Path(log.version_path(log.latest_version())).write_bytes(json.dumps(lone).encode())
+    with pytest.raises(CorruptFileError, match="manifests-tail without manifests-ref"):
+        log.read(log.latest_version())
 
 
 def test_a_missing_or_corrupt_part_is_named(tmp_path: Path) -> None:
@@ -278,7 +337,7 @@ def test_unmergeable_runs_keep_the_root_small(tmp_path: Path) -> None:
     meta = log.read(log.latest_version())
     assert {m.level for m in meta.manifests} == {0}
     assert len(meta.manifests) == INLINE_MANIFESTS + 5
-    assert len(_root(log, meta.version)["manifests"]) < INLINE_MANIFESTS
+    assert len(_root(log, meta.version)["manifests-tail"]) < INLINE_MANIFESTS
     assert meta.manifests_ref is not None
     assert _keys(meta.files) == _keys(added)
     assert rewrite_manifests(wh.table("ns:t"))

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +27,16 @@ from cellstore.errors import CorruptFileError, FormatVersionError, JobConflictEr
 from cellstore.jobs import verify
 from cellstore.jobs.verify import manifest_file_problems
 from cellstore.manifest import LiveFiles, TableLog
-from cellstore.manifest.files import apply_last_wins, read_manifest, rows_of
+from cellstore.manifest.files import (
+    ROW_GROUP_ENTRIES,
+    SMALL_MANIFEST_ENTRIES,
+    SMALL_ROW_GROUP_ENTRIES,
+    apply_last_wins,
+    read_manifest,
+    read_manifests,
+    rows_of,
+    write_manifest,
+)
 from strategies import cells_table
 
 REGIONS = ["r000001", "r000002", "r000003"]
@@ -165,16 +177,35 @@ def test_manifest_rows_sorted_with_small_row_groups(tmp_path: Path) -> None:
     rows = read_manifest(t.fs, t.path, ref)
     starts = rows.column("region-start").to_pylist()
     assert starts == sorted(starts)
-    import pyarrow.parquet as pq
-
     md = pq.ParquetFile(f"{t.path}/{ref.path}").metadata
-    assert md.num_row_groups == 3 and md.row_group(0).column(0).compression == "ZSTD"
+    # a small manifest: row groups of SMALL_ROW_GROUP_ENTRIES (1,024) rows
+    assert md.num_row_groups == 12 and md.row_group(0).column(0).compression == "ZSTD"
     assert md.row_group(0).column(1).statistics.has_min_max
-    # one region's read touches only its row groups
+    # one region's read touches only its row groups: rows 8,000.. are r000003's, so
+    # groups 7 (7,168-8,191) to 11
     only = read_manifest(t.fs, t.path, ref, region_starts=[b"p"])
     regions = only.column("region").to_pylist()
-    assert only.num_rows == 12_000 - 4096  # row groups 2 and 3 of 3
+    assert only.num_rows == 12_000 - 7 * 1024
     assert regions.count("r000003") == 4000 and "r000001" not in regions
+    # read concurrently with others, filtered to regions: the same rows
+    both = read_manifests(t.fs, t.path, [ref, ref], region_starts=[b"p"], region_ids=["r000003"])
+    assert [x.num_rows for x in both] == [4000, 4000]
+    assert both[0].equals(only.filter(pc.equal(only.column("region"), "r000003")))
+
+
+def test_big_manifests_keep_bigger_row_groups(tmp_path: Path) -> None:
+    """A manifest of more than SMALL_MANIFEST_ENTRIES rows (a rewritten list) is written
+    in row groups of ROW_GROUP_ENTRIES rows: its footer stays small."""
+    n = SMALL_MANIFEST_ENTRIES + 1
+    small = rows_of([_entry(i, REGIONS[i % 3]) for i in range(3)], [], STARTS)
+    rows = small.take(pa.array([i % 3 for i in range(n)]))
+    paths = pa.array([f"data/r/f/x{i:06d}.parquet" for i in range(n)])
+    rows = rows.set_column(rows.schema.get_field_index("path"), "path", paths)
+    fs = fsspec.filesystem("file")
+    ref = write_manifest(fs, str(tmp_path), rows, level=1, added_version=2)
+    md = pq.ParquetFile(f"{tmp_path}/{ref.path}").metadata
+    assert md.num_rows == n and md.num_row_groups == -(-n // ROW_GROUP_ENTRIES)
+    assert SMALL_ROW_GROUP_ENTRIES < ROW_GROUP_ENTRIES
 
 
 def test_merge_cancels_pairs_and_keeps_removes_of_older_adds() -> None:
@@ -517,3 +548,20 @@ def test_manifests_of_the_earlier_writer_layout_still_read(tmp_path: Path) -> No
     merged = log2.read(log2.latest_version())
     assert [r.level for r in merged.manifests] == [1]
     assert _keys(merged.files) == _keys([*entries, extra])
+
+
+def test_read_manifests_names_the_bad_one(tmp_path: Path) -> None:
+    """Values are checked once over all manifests read together; a bad one is named."""
+    fs = fsspec.filesystem("file")
+    good = rows_of([_entry(1, "r000001")], [], STARTS)
+    bad = good.set_column(0, "action", pa.array(["bogus"]))
+    refs = [
+        write_manifest(fs, str(tmp_path), rows, level=0, added_version=2)
+        for rows in (good, good, bad, good)
+    ]
+    assert [t.num_rows for t in read_manifests(fs, str(tmp_path), refs[:2])] == [1, 1]
+    with pytest.raises(CorruptFileError, match=f"{refs[2].path}: manifest has an action"):
+        read_manifests(fs, str(tmp_path), refs)
+    refs.append(dataclasses.replace(refs[0], path="_meta/manifests/" + "0" * 32 + ".parquet"))
+    with pytest.raises(CorruptFileError, match="manifest file is missing"):
+        read_manifests(fs, str(tmp_path), [refs[0], refs[-1]], region_starts=[b""])

@@ -248,6 +248,15 @@ def _maintain_lines(name: str, report: MaintainReport) -> list[str]:
     default=None,
     help="Merge runs of adjacent regions whose files together stay within this.",
 )
+@click.option(
+    "--max-manifests",
+    type=click.IntRange(min=0),
+    default=32,
+    show_default=True,
+    help="Rewrite the manifest list into one manifest when it holds more than this "
+    "many (format version 2).",
+)
+@click.option("--no-manifest-rewrite", is_flag=True, help="Never rewrite the manifest list.")
 @click.option("--no-purge", is_flag=True, help="Do not purge expired cells.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; commit nothing.")
 @pass_cli_context
@@ -261,10 +270,12 @@ def maintain_cmd(
     off_peak: bool | None,
     split_over: int,
     merge_under: int | None,
+    max_manifests: int,
+    no_manifest_rewrite: bool,
     no_purge: bool,
     dry_run: bool,
 ) -> None:
-    """Run TABLE's compaction policy once: purge TTL, compact, split, merge."""
+    """Run TABLE's compaction policy once: purge TTL, compact, split, merge, fold manifests."""
     from cellstore.jobs.maintain import maintain
 
     report = maintain(
@@ -275,6 +286,7 @@ def maintain_cmd(
         off_peak=off_peak,
         split_over_bytes=split_over,
         merge_under_bytes=merge_under,
+        max_manifests=None if no_manifest_rewrite else max_manifests,
         dry_run=dry_run,
     )
     _render(cli.output, _maintain_lines(table, report), report.to_dict())

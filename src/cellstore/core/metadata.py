@@ -534,9 +534,14 @@ class TableMetadata:
             "properties": dict(self.properties),
         }
         if self.format_version >= 2:
-            doc["manifests"] = [m.to_dict() for m in self.manifests[self.manifests_paged :]]
-            if self.manifests_ref is not None:
+            inline = [m.to_dict() for m in self.manifests[self.manifests_paged :]]
+            if self.manifests_ref is None:
+                doc["manifests"] = inline
+            else:
+                # no ``manifests``: a reader that does not know the reference refuses the
+                # root instead of taking the newer manifests for the whole list (13.1)
                 doc["manifests-ref"] = {"path": self.manifests_ref, "count": self.manifests_paged}
+                doc["manifests-tail"] = inline
             doc["totals"] = (self.totals or FileTotals()).to_dict()
             if self.regions_ref is not None:
                 del doc["regions"]
@@ -571,8 +576,10 @@ class TableMetadata:
         A format-version-2 document parses with ``files`` empty: its reader
         (:meth:`cellstore.manifest.TableLog.read`) attaches the lazy live set, and
         replaces ``regions-ref`` / ``load-ids-ref`` / ``manifests-ref`` by the parts' lists
-        (``regions``, the full ``load-ids`` and ``manifests``) before calling this; the
-        references are kept.
+        (``regions``, the full ``load-ids``, and ``manifests``: the part's followed by
+        ``manifests-tail``) before calling this; the references are kept. An unresolved
+        root with ``manifests-ref`` has no ``manifests`` and is refused as malformed, as
+        releases that do not know the reference refuse it.
 
         Raises:
             FormatVersionError: if the format version is newer than this release reads.

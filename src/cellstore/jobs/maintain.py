@@ -16,7 +16,13 @@ Like a region server's background chores, in one pass over the table's newest ve
    selection (files, stuck, off-peak);
 4. **split** of every region whose files exceed ``split_over_bytes`` (HBase's
    ``hbase.hregion.max.filesize``, 10 GiB), near the middle of its data;
-5. optionally **merge** of runs of adjacent small regions (``merge_under_bytes``).
+5. optionally **merge** of runs of adjacent small regions (``merge_under_bytes``);
+6. **rewrite of the manifest list** of a format-version-2 table that lists more than
+   ``max_manifests`` (32) manifests (:func:`~cellstore.jobs.expire.rewrite_manifests`:
+   one manifest of the live entries). A commit merges manifests only while the merge
+   stays small (``MAX_INLINE_MERGE_ENTRIES`` rows, so that it writes about 1 MB at most),
+   so a table of large loads collects merged manifests that only this folds; a reader
+   reads every one that can hold its regions.
 
 ``dry_run`` plans the same actions and commits nothing. Each action is its own job and its
 own commit, so a conflict with a concurrent job skips only that action (it shows in the
@@ -33,6 +39,7 @@ from typing import Any, Final
 from cellstore.commit import now_ms as clock
 from cellstore.errors import CommitConflictError, InvalidArgumentError
 from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact
+from cellstore.jobs.expire import rewrite_manifests
 from cellstore.jobs.purge import purge_ttl
 from cellstore.jobs.regions import merge_small, region_sizes, split
 from cellstore.jobs.selection import SelectionPolicy
@@ -47,6 +54,8 @@ OFF_PEAK_START: Final = "hbase.offpeak.start.hour"
 OFF_PEAK_END: Final = "hbase.offpeak.end.hour"
 #: HBase's ``hbase.hregion.max.filesize``.
 DEFAULT_SPLIT_BYTES: Final = 10 << 30
+#: Format version 2: rewrite the manifest list when it holds more than this many.
+DEFAULT_MAX_MANIFESTS: Final = 32
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ def maintain(
     off_peak: bool | None = None,
     split_over_bytes: int | None = DEFAULT_SPLIT_BYTES,
     merge_under_bytes: int | None = None,
+    max_manifests: int | None = DEFAULT_MAX_MANIFESTS,
     dry_run: bool = False,
     client: Any = None,
 ) -> MaintainReport:
@@ -109,6 +119,8 @@ def maintain(
         split_over_bytes: Split regions whose files total more than this; None disables.
         merge_under_bytes: Merge runs of adjacent regions whose files together stay within
             this; None (default) disables.
+        max_manifests: Format version 2: rewrite the manifest list into one manifest when
+            it holds more than this many (after the other actions); None disables.
         dry_run: Plan only.
         client: A ``distributed.Client`` for the compactions.
 
@@ -202,6 +214,16 @@ def maintain(
             lambda: merge_small(table, max_bytes=merge_under_bytes, dry_run=dry_run),
         )
 
+    meta = table.metadata
+    if max_manifests is not None and meta.format_version >= 2:
+        count = len(meta.manifests)
+        if count > max_manifests:
+            run(
+                "rewrite-manifests",
+                f"{count} manifests > {max_manifests}",
+                lambda: _RewriteReport.run(table, manifests=count, dry_run=dry_run),
+            )
+
     table.refresh()
     return MaintainReport(
         actions=tuple(actions),
@@ -237,8 +259,41 @@ def is_off_peak(properties: Mapping[str, str], now_ms: int) -> bool:
     return start <= hour < end if start < end else (hour >= start or hour < end)
 
 
+@dataclass(frozen=True)
+class _RewriteReport:
+    """What the manifest-list rewrite of :func:`maintain` did (or would do)."""
+
+    manifests_before: int
+    dry_run: bool
+    version: int | None
+
+    @classmethod
+    def run(cls, table: Table, *, manifests: int, dry_run: bool) -> _RewriteReport:
+        if dry_run:
+            return cls(manifests_before=manifests, dry_run=True, version=None)
+        committed = rewrite_manifests(table)
+        return cls(
+            manifests_before=manifests,
+            dry_run=False,
+            version=table.refresh().version if committed else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manifests-before": self.manifests_before,
+            "dry-run": self.dry_run,
+            "version": self.version,
+            "rewrite": self.dry_run or self.version is not None,
+        }
+
+
 def _did_something(result: dict[str, Any]) -> bool:
     """Whether a job report describes work (a commit, or planned stores/regions/merges)."""
     if result.get("version") is not None:
         return True
-    return bool(result.get("stores") or result.get("splits") or result.get("merges"))
+    return bool(
+        result.get("stores")
+        or result.get("splits")
+        or result.get("merges")
+        or result.get("rewrite")
+    )

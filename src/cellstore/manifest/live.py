@@ -15,11 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 import fsspec
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellstore.core.metadata import FileEntry, ManifestRef
-from cellstore.manifest.files import apply_last_wins, entries_of, read_manifest
+from cellstore.manifest.files import apply_last_wins, entries_of, read_manifests
 
 __all__ = ["LiveFiles", "entry_key"]
 
@@ -45,7 +43,7 @@ class _Base:
     def load(self) -> tuple[FileEntry, ...]:
         with self.lock:
             if self.entries is None:
-                tables = [read_manifest(self.fs, self.table_path, r) for r in self.refs]
+                tables = read_manifests(self.fs, self.table_path, self.refs)
                 self.entries = tuple(entries_of(apply_last_wins(tables)))
             return self.entries
 
@@ -64,13 +62,14 @@ class _Base:
             index = self.region_index()
             return [e for rid, _ in regions for e in index.get(rid, ())]
         starts = sorted({start for _, start in regions})
-        ids = pa.array(sorted({rid for rid, _ in regions}), pa.string())
-        tables = []
-        for ref in self.refs:
-            if any(ref.may_hold(s) for s in starts):
-                rows = read_manifest(self.fs, self.table_path, ref, region_starts=starts)
-                # a key includes its region: other regions' rows cannot change these keys
-                tables.append(rows.filter(pc.is_in(rows.column("region"), value_set=ids)))
+        refs = [ref for ref in self.refs if any(ref.may_hold(s) for s in starts)]
+        tables = read_manifests(
+            self.fs,
+            self.table_path,
+            refs,
+            region_starts=starts,
+            region_ids=[rid for rid, _ in regions],
+        )
         return entries_of(apply_last_wins(tables))
 
 

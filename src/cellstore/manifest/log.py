@@ -46,7 +46,7 @@ from cellstore.core.metadata import (
 )
 from cellstore.errors import CommitConflictError, CorruptFileError
 from cellstore.fs import join, write_bytes, write_exclusive
-from cellstore.manifest.files import apply_last_wins, read_manifest, rows_of, write_manifest
+from cellstore.manifest.files import apply_last_wins, read_manifests, rows_of, write_manifest
 from cellstore.manifest.live import LiveFiles, entry_key
 
 __all__ = [
@@ -80,9 +80,12 @@ INLINE_MANIFESTS: Final = 64
 #: directory.
 PARTS_DIR: Final = "_meta/parts"
 _PART_PATH: Final = re.compile(r"_meta/parts/[0-9a-f]{32}\.json")
-#: A commit merges manifests inline only while the run holds at most this many rows;
-#: bigger runs are left to ``rewrite_manifests`` (jobs), readers stay correct either way.
-MAX_INLINE_MERGE_ENTRIES: Final = 100_000
+#: A commit merges manifests inline only while the run holds at most this many rows, so
+#: that it writes at most about 1 MB (a merged entry of a real load takes about 40 bytes:
+#: 16,000 of them about 0.65 MB); bigger runs are left to ``rewrite_manifests``
+#: (``cellstore expire --rewrite-manifests``, and ``maintain`` when a table lists more
+#: than 32 manifests). Readers stay correct either way.
+MAX_INLINE_MERGE_ENTRIES: Final = 16_000
 
 
 def version_file_name(version: int) -> str:
@@ -337,10 +340,19 @@ class TableLog(VersionLog):
                     f"{source}: manifests part {path} holds {len(paged)} items, not "
                     f"{mref['count']} manifest references"
                 )
-            inline = doc.get("manifests")
+            # the newer manifests: ``manifests-tail``, or ``manifests`` in roots of the
+            # field's first layout (which releases before the field misread, 13.1)
+            if ("manifests-tail" in doc) == ("manifests" in doc):
+                raise CorruptFileError(
+                    f"{source}: a root with manifests-ref needs manifests-tail (or, as "
+                    "first written, manifests), not both or neither"
+                )
+            inline = doc.pop("manifests-tail") if "manifests-tail" in doc else doc["manifests"]
             if not isinstance(inline, list):
-                raise CorruptFileError(f"{source}: manifests is not a list")
+                raise CorruptFileError(f"{source}: manifests-tail is not a list")
             doc["manifests"] = [*paged, *inline]
+        elif "manifests-tail" in doc:
+            raise CorruptFileError(f"{source}: manifests-tail without manifests-ref")
         ref = doc.get("load-ids-ref")
         if ref is not None:
             if not isinstance(ref, dict) or not isinstance(ref.get("count"), int):
@@ -576,7 +588,7 @@ class TableLog(VersionLog):
             new_rows: Rows of a level-0 manifest not yet written, newest of the run.
         """
         run = refs[start:]
-        tables = [read_manifest(self.fs, self.table_path, r) for r in run]
+        tables = read_manifests(self.fs, self.table_path, run)
         if new_rows is not None:
             tables.append(new_rows)
         rows = apply_last_wins(tables, keep_removes=start > 0)
@@ -637,4 +649,4 @@ def manifest_entries(
     fs: fsspec.AbstractFileSystem, table_path: str, refs: tuple[ManifestRef, ...]
 ) -> pa.Table:
     """The live rows of a manifest list (a helper for jobs that work on columns)."""
-    return apply_last_wins([read_manifest(fs, table_path, r) for r in refs])
+    return apply_last_wins(read_manifests(fs, table_path, refs))
