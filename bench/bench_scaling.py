@@ -16,15 +16,18 @@ ROWS x 10 cells; a 1-family table pre-split into REGIONS regions at the key quan
   (one task per store: region x family; every cell read, merged and rewritten);
 * scan: ``Table.scan(memory_budget=...).to_dask()`` counted on the cluster
   (``map_partitions(len).sum()``), so the cells are read, merged, resolved and turned into
-  pandas partitions on the workers and only counts travel back.
+  pandas partitions on the workers and only counts travel back; ``--scans-per-run`` scans
+  (3) per run and cluster, as one takes only about half a second.
 
 Clusters: one ``LocalCluster`` per worker count (worker processes, 1 Dask thread each),
 all started up front; runs are interleaved across clusters (run 1 on every cluster, then
 run 2, ...), so machine load from other processes hits every configuration alike. Two
-thread settings: ``default`` (pyarrow's own thread pools: one worker already decodes and
-merges on every core) and ``pinned`` (``pyarrow.set_cpu_count(1)`` on every worker: all
-parallelism comes from worker processes). The load average is printed before and after:
-the machine may be shared. Results go to docs/performance.md by hand.
+thread settings: ``default`` (as Dask starts workers: its nanny sets ``OMP_NUM_THREADS=1``,
+which pyarrow's CPU pool follows, so each worker decodes on one core) and ``pinned``
+(``pyarrow.set_cpu_count(1)`` on every worker, the same in effect; kept to show it). The
+load average is printed before and after: the machine may be shared. Last, a reference:
+Dask's own ``dd.read_parquet`` on the same clusters (``--reference-rows``). Results go to
+docs/performance.md by hand.
 """
 
 from __future__ import annotations
@@ -96,6 +99,30 @@ def one_scan(table, client, cells: int, budget: int) -> tuple[float, int]:
     return seconds, ddf.npartitions
 
 
+def reference(directory: Path, rows: int, files: int, repeats: int, clusters) -> None:
+    """Dask's own Parquet reader on the same clusters: ``dd.read_parquet`` of plain files,
+    counted the same way. Its 1 -> 2 worker ratio shows what Dask's fixed costs per
+    computation (graph, scheduler, the client and scheduler sharing the cores) leave."""
+    import dask.dataframe as dd
+
+    directory.mkdir()
+    make_inputs(directory, rows, files, seed=2)
+    times: dict[int, list[float]] = {n: [] for n in clusters}
+    for run in range(repeats + 1):
+        for n, (_, client) in clusters.items():
+            start = time.perf_counter()
+            ddf = dd.read_parquet(str(directory / "*.parquet"))
+            counted = client.compute(ddf.map_partitions(len).sum()).result()
+            if run:
+                times[n].append(time.perf_counter() - start)
+            assert int(counted) == rows
+    cells = rows * (len(COLUMNS) + 1)
+    base = min(times[min(times)])
+    print(f"reference: dd.read_parquet of {rows} rows x 11 columns = {cells} cells")
+    for n, ts in times.items():
+        print(f"  {n} worker(s)  read_parquet: {fmt(cells, ts)}   x{base / min(ts):.2f}")
+
+
 def fmt(cells: int, times: list[float]) -> str:
     best, med = min(times), statistics.median(times)
     return (
@@ -115,6 +142,20 @@ def main() -> None:
         type=int,
         default=32 << 20,
         help="scan memory_budget per task (bytes): cuts regions into tasks",
+    )
+    ap.add_argument(
+        "--scans-per-run",
+        type=int,
+        default=3,
+        help="scans per run and cluster (a scan of 10M cells takes ~0.5 s, so one sample "
+        "per run is at the mercy of a GC pause or the scheduler's timing)",
+    )
+    ap.add_argument(
+        "--reference-rows",
+        type=int,
+        default=None,
+        help="rows of the dd.read_parquet reference (default 4x --rows: plain Parquet "
+        "reads about 4x faster, so the reference takes about as long as the scan); 0 skips",
     )
     ap.add_argument(
         "--threads", nargs="+", default=["default", "pinned"], choices=["default", "pinned"]
@@ -167,11 +208,14 @@ def main() -> None:
                         wh, client, source, args.rows, args.regions, f"load_{mode}_{n}_{run}"
                     )
                     ct = one_compaction(wh, client, f"load_{mode}_{n}_{run}")
-                    st, parts = one_scan(scan_table, client, cells, args.scan_budget)
+                    sts = []
+                    for _ in range(args.scans_per_run):
+                        st, parts = one_scan(scan_table, client, cells, args.scan_budget)
+                        sts.append(st)
                     if run:  # run 0 warms up imports, caches and the OS page cache
                         loads[n].append(lt)
                         compactions[n].append(ct)
-                        scans[n].append(st)
+                        scans[n].extend(sts)
                     wh.drop_table(f"load_{mode}_{n}_{run}", purge=True)
             print(f"[{mode} threads] load average after: {os.getloadavg()}")
             print(f"scan tasks: {parts}")
@@ -186,6 +230,11 @@ def main() -> None:
                     f"   x{compact_x:.2f}"
                 )
                 print(f"  {n} worker(s)  scan: {fmt(cells, scans[n])}   x{scan_x:.2f}")
+        ref_rows = args.rows * 4 if args.reference_rows is None else args.reference_rows
+        if ref_rows:
+            reference(
+                work / "ref", ref_rows, args.files, args.repeats * args.scans_per_run, clusters
+            )
         for cluster, client in clusters.values():
             client.close()
             cluster.close()

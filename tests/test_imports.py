@@ -18,6 +18,7 @@ LAYERS = {
     "core": 0,
     "filters": 0,
     "fs": 1,
+    "frames": 1,
     "storefiles": 1,
     "manifest": 1,
     "commit": 1,

@@ -190,6 +190,22 @@ def test_to_dask_known_divisions_and_binary_keys(web):
     assert web.scan(reversed=True).to_dask().divisions == (None, None, None)
 
 
+def test_to_dask_adds_no_string_conversion_task_without_object_columns(web):
+    """Dask's object-to-string step would be a no-op task per partition on a cluster
+    (binary columns are ``pd.ArrowDtype``, strings already ``string``): it is left out,
+    the dtypes are the meta's, and the caller's Dask config is untouched."""
+    import dask
+    import pandas as pd
+
+    ddf = web.scan(max_versions=5).to_dask()
+    assert not any(pd.api.types.is_object_dtype(t) for t in ddf.dtypes)
+    assert "ArrowStringConversion" not in {type(e).__name__ for e in ddf.expr.walk()}
+    assert dask.config.get("dataframe.convert-string", None) is None
+    df = ddf.compute()
+    assert dict(df.dtypes) == dict(ddf.dtypes)
+    assert list(df["value"]) == [c[5] for c in cells(web.scan(max_versions=5).to_arrow())]
+
+
 @pytest.mark.slow
 def test_to_dask_on_local_cluster_with_processes(web):
     distributed = pytest.importorskip("distributed")

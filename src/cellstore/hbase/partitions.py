@@ -189,6 +189,8 @@ def read_hfiles(
     """
     import dask.dataframe as dd
 
+    from cellstore.frames import from_tasks
+
     reader = HFilePartitionReader(
         storage_options=dict(storage_options or {}),
         columns=tuple(columns) if columns is not None else None,
@@ -205,11 +207,4 @@ def read_hfiles(
     meta = reader.empty()
     if not parts:
         return dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
-    return dd.from_map(  # type: ignore[no-untyped-call]
-        reader,
-        parts,
-        meta=meta,
-        divisions=divisions,
-        label="cellstore-hfile",
-        enforce_metadata=False,
-    )
+    return from_tasks(reader, parts, meta=meta, divisions=divisions, label="cellstore-hfile")
