@@ -642,6 +642,7 @@ def test_multi_chunk_hbase_task_equals_one_chunk(tmp_path: Path, monkeypatch, kw
 
     one = t.scan(now_ms=NOW, **kwargs).to_arrow()  # 7k cells: one chunk
     monkeypatch.setattr(execute, "CHUNK_CELLS", 300)
+    monkeypatch.setattr(execute, "SOURCE_CHUNK_CELLS", 300)
     many = t.scan(now_ms=NOW, **kwargs).to_arrow()
     assert many.equals(one)
 

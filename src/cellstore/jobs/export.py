@@ -45,6 +45,7 @@ from cellstore.errors import (
 from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_filesystem
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
+from cellstore.loader.memory import release_memory
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.warehouse import Table, Warehouse, connect
@@ -440,6 +441,8 @@ def export(
         rows += r
         cells += c
         size += int(fs.size(path))
+        del batch
+        release_memory()  # the allocators keep the task's freed pages otherwise
         if progress is not None:
             progress(min(len(files), tasks), tasks)
     with fs.open(join(root, SUCCESS_MARKER), "wb"):

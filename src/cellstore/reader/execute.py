@@ -41,6 +41,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
+from cellstore.core.cells import run_starts
 from cellstore.core.semantics import merge_resolve
 from cellstore.core.semantics.merge import merge_resolve_rows
 from cellstore.core.semantics.runs import merge_families
@@ -80,6 +81,7 @@ def read_task(
     *,
     point_row: bytes | None = None,
     reverse: bool = False,
+    max_rows: int | None = None,
 ) -> pa.Table:
     """The cells a task contributes, in HBase result order (R2.3; R2.4 when ``reverse``).
 
@@ -91,6 +93,11 @@ def read_task(
         point_row: When the task is a single-row read, the row; files whose Bloom filter
             rules the row out are not read.
         reverse: Rows in descending order (cells inside a row keep their order).
+        max_rows: A forward scan's limit: the task may stop reading once its result holds
+            this many rows (whole rows, the first ones in order; it may return more, which
+            the caller drops). Chunks then run one after the other, so a ``limit`` scan
+            decodes about one chunk (:data:`CHUNK_CELLS` cells) per family, not the whole
+            task. Ignored for reversed scans.
 
     Raises:
         MissingFileError: a store file of the task is gone.
@@ -102,11 +109,14 @@ def read_task(
         and len(task.families) > 1
         and all(fam.source is None for fam in task.families)
     ):
-        return _read_families(fs, task, reverse=reverse)
+        return _read_families(fs, task, reverse=reverse, max_rows=max_rows)
+    # The first n rows of the merged families are among each family's first n rows
+    # (a row has fewer than n smaller rows in the union, so fewer in any one family).
+    rows = None if reverse else max_rows
     parts, names = [], []
     for fam in task.families:
         with _decode_errors(task, fam):
-            visible = _read_family(fs, task, fam, point_row)
+            visible = _read_family(fs, task, fam, point_row, max_rows=rows)
         if visible.num_rows:
             parts.append(visible)
             names.append(fam.family.name)
@@ -134,7 +144,9 @@ def _decode_errors(task: ScanTask, fam: FamilyRead) -> Iterator[None]:
         ) from e
 
 
-def _read_families(fs: fsspec.AbstractFileSystem, task: ScanTask, *, reverse: bool) -> pa.Table:
+def _read_families(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, *, reverse: bool, max_rows: int | None
+) -> pa.Table:
     """All families' visible cells of a range scan over store files, in result order.
 
     The range is cut into row-aligned chunks at row-group first rows of all families'
@@ -170,7 +182,7 @@ def _read_families(fs: fsspec.AbstractFileSystem, task: ScanTask, *, reverse: bo
             )
 
         if not reverse:
-            return _run_chunks(run, len(chunks))
+            return _run_chunks(run, len(chunks), max_rows=max_rows)
         # Chunks still run first to last: a shared row group is decoded by the first chunk
         # that reads it, which later chunks wait on (running them last to first on a
         # small pool would deadlock). Only the results are taken last to first.
@@ -213,11 +225,19 @@ class _Source:
 
 
 def _read_family(
-    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    point_row: bytes | None,
+    *,
+    max_rows: int | None = None,
 ) -> pa.Table:
-    """One family's visible cells in ``[task.start, task.stop)``, in cell order."""
+    """One family's visible cells in ``[task.start, task.stop)``, in cell order.
+
+    With ``max_rows``, at least the first ``max_rows`` rows (or all), read chunk by chunk.
+    """
     if fam.source is not None:
-        return _read_source(fs, task, fam, point_row)
+        return _read_source(fs, task, fam, point_row, max_rows=max_rows)
     readers: list[StoreFileReader] = []
     try:
         sources = _open_sources(fs, task, fam, point_row, readers)
@@ -226,14 +246,19 @@ def _read_family(
         chunks = [(task.start, task.stop)]
         if point_row is None:
             chunks = _chunk_bounds(sources, task.start, task.stop, CHUNK_CELLS)
-        return _run_chunks(_ChunkedRead(sources, chunks, fam).run, len(chunks))
+        return _run_chunks(_ChunkedRead(sources, chunks, fam).run, len(chunks), max_rows=max_rows)
     finally:
         for reader in readers:
             reader.close()
 
 
 def _read_source(
-    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    point_row: bytes | None,
+    *,
+    max_rows: int | None = None,
 ) -> pa.Table:
     """One family's visible cells from a :class:`~cellstore.reader.plan.CellSource`.
 
@@ -252,14 +277,30 @@ def _read_source(
         runs, seqs = source.read_runs(fs, lo, hi, point_row=point_row)
         return merge_resolve(runs, seqs, family=fam.family, spec=fam.spec)
 
-    return _run_chunks(run, len(chunks))
+    return _run_chunks(run, len(chunks), max_rows=max_rows)
 
 
-def _run_chunks(run: Callable[[int], pa.Table], n: int) -> pa.Table:
-    """``run(0) ... run(n - 1)`` concatenated, on the thread pool when ``n > 1``."""
+def _run_chunks(
+    run: Callable[[int], pa.Table], n: int, *, max_rows: int | None = None
+) -> pa.Table:
+    """``run(0) ... run(n - 1)`` concatenated, on the thread pool when ``n > 1``.
+
+    With ``max_rows``, the chunks run one after the other until their results hold that
+    many rows (chunks are row-aligned: no row spans two), and the rest are not read.
+    """
     if n == 1:
         return run(0)
-    return pa.concat_tables(_chunk_results(run, n))
+    if max_rows is None:
+        return pa.concat_tables(_chunk_results(run, n))
+    parts: list[pa.Table] = []
+    rows = 0
+    for i in range(n):
+        parts.append(run(i))
+        if parts[-1].num_rows:
+            rows += len(run_starts(parts[-1].column("row")))
+            if rows >= max_rows:
+                break
+    return pa.concat_tables(parts)
 
 
 def _chunk_results(run: Callable[[int], pa.Table], n: int) -> list[pa.Table]:

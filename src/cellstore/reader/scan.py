@@ -333,7 +333,11 @@ class Scan:
             if remaining == 0:
                 return
             part = run_task(
-                self.fs, task, point_row=self.options.point_row, reverse=self.options.reversed
+                self.fs,
+                task,
+                point_row=self.options.point_row,
+                reverse=self.options.reversed,
+                max_rows=remaining,
             )
             if remaining is not None and part.num_rows:
                 part = _first_rows(part, remaining)
@@ -398,6 +402,8 @@ class Scan:
         """
         import dask.dataframe as dd
 
+        from cellstore.frames import from_tasks
+
         if self.options.limit is not None:
             raise InvalidArgumentError("to_dask() does not take a limit; use .head(n)")
         tasks = self.plan()
@@ -405,13 +411,8 @@ class Scan:
         meta = reader.empty()
         if not tasks:
             return dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
-        return dd.from_map(  # type: ignore[no-untyped-call]
-            reader,
-            tasks,
-            meta=meta,
-            divisions=self.divisions(tasks),
-            label="cellstore-scan",
-            enforce_metadata=False,
+        return from_tasks(
+            reader, tasks, meta=meta, divisions=self.divisions(tasks), label="cellstore-scan"
         )
 
     def partition_reader(self) -> ScanPartitionReader:
@@ -537,9 +538,16 @@ def run_task(
     *,
     point_row: bytes | None = None,
     reverse: bool = False,
+    max_rows: int | None = None,
 ) -> pa.Table:
-    """One task's result cells: semantics, then filters, then the salt dropped from rows."""
-    cells = read_task(fs, task, point_row=point_row, reverse=reverse)
+    """One task's result cells: semantics, then filters, then the salt dropped from rows.
+
+    ``max_rows`` (a scan's remaining limit) lets the read stop early, at whole rows, when
+    the task has no filters (a filter may drop rows, or stop the scan, after the read);
+    the result may hold more rows than that.
+    """
+    rows = max_rows if task.filters is None else None
+    cells = read_task(fs, task, point_row=point_row, reverse=reverse, max_rows=rows)
     if task.filters is not None:
         cells = apply_filters(cells, task.filters)
     if task.strip_salt and cells.num_rows:
