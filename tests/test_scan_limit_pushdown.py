@@ -111,11 +111,16 @@ def test_limit_returns_the_first_rows_and_reads_fewer_chunks(
         assert got.equals(_first_rows(full, n)), n
         if n <= 37:
             assert counter.calls < all_chunks // 4, (n, counter.calls, all_chunks)
-    # reversed scans and scans with a filter read every chunk and still give the first rows
-    backwards = t.scan(now_ms=NOW, reversed=True).to_arrow()
-    assert t.scan(now_ms=NOW, reversed=True, limit=7).to_arrow().equals(
-        _first_rows(backwards, 7)
-    )
+    # reversed scans (R2.4) stop early from the end of the range
+    backwards = t.scan(now_ms=NOW, max_versions=2, reversed=True).to_arrow()
+    assert backwards.num_rows == full.num_rows
+    for n in (1, 7, 37, total_rows, total_rows + 1):
+        counter.calls = 0
+        got = t.scan(now_ms=NOW, max_versions=2, reversed=True, limit=n).to_arrow()
+        assert got.equals(_first_rows(backwards, n)), n
+        if n <= 37:
+            assert counter.calls < all_chunks // 4, (n, counter.calls, all_chunks)
+    # a scan with a filter reads every chunk (a filter may drop rows after the read)
     only_last = ValueFilter("=", "/2", comparator="substring")  # the third load's cells
     filtered = t.scan(now_ms=NOW, filter=only_last).to_arrow()
     assert 0 < filtered.num_rows < full.num_rows
@@ -149,3 +154,7 @@ def test_limit_over_hbase_store_files(tmp_path: Path, monkeypatch: pytest.Monkey
     assert all_chunks > 5
     assert t.scan(now_ms=HBASE_NOW, limit=4).to_arrow().equals(_first_rows(full, 4))
     assert chunks == 1
+    backwards = t.scan(now_ms=HBASE_NOW, reversed=True).to_arrow()
+    chunks = 0
+    got = t.scan(now_ms=HBASE_NOW, reversed=True, limit=4).to_arrow()
+    assert got.equals(_first_rows(backwards, 4)) and chunks == 1

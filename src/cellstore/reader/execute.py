@@ -93,11 +93,12 @@ def read_task(
         point_row: When the task is a single-row read, the row; files whose Bloom filter
             rules the row out are not read.
         reverse: Rows in descending order (cells inside a row keep their order).
-        max_rows: A forward scan's limit: the task may stop reading once its result holds
-            this many rows (whole rows, the first ones in order; it may return more, which
-            the caller drops). Chunks then run one after the other, so a ``limit`` scan
+        max_rows: A scan's limit: the task may stop reading once its result holds this
+            many rows (whole rows, the first ones in result order, so the last ones of the
+            range when ``reverse``; it may return more, which the caller drops). Chunks then
+            run one after the other (from the end when ``reverse``), so a ``limit`` scan
             decodes about one chunk (:data:`CHUNK_CELLS` cells) per family, not the whole
-            task. Ignored for reversed scans.
+            task.
 
     Raises:
         MissingFileError: a store file of the task is gone.
@@ -111,12 +112,12 @@ def read_task(
     ):
         return _read_families(fs, task, reverse=reverse, max_rows=max_rows)
     # The first n rows of the merged families are among each family's first n rows
-    # (a row has fewer than n smaller rows in the union, so fewer in any one family).
-    rows = None if reverse else max_rows
+    # (a row has fewer than n smaller rows in the union, so fewer in any one family);
+    # reversed, the last n rows.
     parts, names = [], []
     for fam in task.families:
         with _decode_errors(task, fam):
-            visible = _read_family(fs, task, fam, point_row, max_rows=rows)
+            visible = _read_family(fs, task, fam, point_row, max_rows=max_rows, from_end=reverse)
         if visible.num_rows:
             parts.append(visible)
             names.append(fam.family.name)
@@ -167,7 +168,10 @@ def _read_families(
             return RESULT_SCHEMA.empty_table()
         every = [s for _, sources in live for s in sources]
         chunks = _chunk_bounds(every, task.start, task.stop, CHUNK_CELLS)
-        reads = [(fam, _ChunkedRead(sources, chunks, fam)) for fam, sources in live]
+        from_end = reverse and max_rows is not None
+        reads = [
+            (fam, _ChunkedRead(sources, chunks, fam, from_end=from_end)) for fam, sources in live
+        ]
         names = [fam.family.name for fam, _ in live]
 
         def run(i: int) -> pa.Table:
@@ -183,6 +187,8 @@ def _read_families(
 
         if not reverse:
             return _run_chunks(run, len(chunks), max_rows=max_rows)
+        if max_rows is not None:  # chunk results are in reversed row order already
+            return pa.concat_tables(_chunks_until(run, len(chunks), max_rows, from_end=True))
         # Chunks still run first to last: a shared row group is decoded by the first chunk
         # that reads it, which later chunks wait on (running them last to first on a
         # small pool would deadlock). Only the results are taken last to first.
@@ -231,13 +237,15 @@ def _read_family(
     point_row: bytes | None,
     *,
     max_rows: int | None = None,
+    from_end: bool = False,
 ) -> pa.Table:
     """One family's visible cells in ``[task.start, task.stop)``, in cell order.
 
-    With ``max_rows``, at least the first ``max_rows`` rows (or all), read chunk by chunk.
+    With ``max_rows``, at least the first ``max_rows`` rows (the last ones with
+    ``from_end``), or all, read chunk by chunk.
     """
     if fam.source is not None:
-        return _read_source(fs, task, fam, point_row, max_rows=max_rows)
+        return _read_source(fs, task, fam, point_row, max_rows=max_rows, from_end=from_end)
     readers: list[StoreFileReader] = []
     try:
         sources = _open_sources(fs, task, fam, point_row, readers)
@@ -246,7 +254,9 @@ def _read_family(
         chunks = [(task.start, task.stop)]
         if point_row is None:
             chunks = _chunk_bounds(sources, task.start, task.stop, CHUNK_CELLS)
-        return _run_chunks(_ChunkedRead(sources, chunks, fam).run, len(chunks), max_rows=max_rows)
+        last_first = from_end and max_rows is not None
+        read = _ChunkedRead(sources, chunks, fam, from_end=last_first)
+        return _run_chunks(read.run, len(chunks), max_rows=max_rows, from_end=from_end)
     finally:
         for reader in readers:
             reader.close()
@@ -259,6 +269,7 @@ def _read_source(
     point_row: bytes | None,
     *,
     max_rows: int | None = None,
+    from_end: bool = False,
 ) -> pa.Table:
     """One family's visible cells from a :class:`~cellstore.reader.plan.CellSource`.
 
@@ -277,30 +288,49 @@ def _read_source(
         runs, seqs = source.read_runs(fs, lo, hi, point_row=point_row)
         return merge_resolve(runs, seqs, family=fam.family, spec=fam.spec)
 
-    return _run_chunks(run, len(chunks), max_rows=max_rows)
+    return _run_chunks(run, len(chunks), max_rows=max_rows, from_end=from_end)
 
 
 def _run_chunks(
-    run: Callable[[int], pa.Table], n: int, *, max_rows: int | None = None
+    run: Callable[[int], pa.Table],
+    n: int,
+    *,
+    max_rows: int | None = None,
+    from_end: bool = False,
 ) -> pa.Table:
     """``run(0) ... run(n - 1)`` concatenated, on the thread pool when ``n > 1``.
 
-    With ``max_rows``, the chunks run one after the other until their results hold that
-    many rows (chunks are row-aligned: no row spans two), and the rest are not read.
+    With ``max_rows``, only the chunks up to the one that brings the rows to ``max_rows``
+    (from the last chunk backwards with ``from_end``; :func:`_chunks_until`), concatenated
+    in chunk order.
     """
     if n == 1:
         return run(0)
     if max_rows is None:
         return pa.concat_tables(_chunk_results(run, n))
+    parts = _chunks_until(run, n, max_rows, from_end=from_end)
+    return pa.concat_tables(parts[::-1] if from_end else parts)
+
+
+def _chunks_until(
+    run: Callable[[int], pa.Table], n: int, max_rows: int, *, from_end: bool
+) -> list[pa.Table]:
+    """Chunk results, one chunk after the other, until they hold ``max_rows`` rows.
+
+    Chunks run from the first (from the last with ``from_end``) in the calling thread;
+    the list is in the order they ran. Chunks are row-aligned (no row spans two), so the
+    rows counted are whole rows. A :class:`_ChunkedRead` run from the end must be built
+    with ``from_end=True`` (its shared row groups are then decoded by their last chunk).
+    """
     parts: list[pa.Table] = []
     rows = 0
-    for i in range(n):
+    for i in range(n - 1, -1, -1) if from_end else range(n):
         parts.append(run(i))
         if parts[-1].num_rows:
             rows += len(run_starts(parts[-1].column("row")))
             if rows >= max_rows:
                 break
-    return pa.concat_tables(parts)
+    return parts
 
 
 def _chunk_results(run: Callable[[int], pa.Table], n: int) -> list[pa.Table]:
@@ -344,11 +374,18 @@ class _ChunkedRead:
     publishes the decoded table through a future that later chunks wait on; the future is
     dropped once the last of those chunks has taken it. Chunks start in order
     (:func:`_in_order` submits them in order to a FIFO pool), so an owner always runs
-    before, or alongside, the chunks waiting for it, and waiting cannot deadlock.
+    before, or alongside, the chunks waiting for it, and waiting cannot deadlock. With
+    ``from_end`` the owner is the last chunk that needs the group, for chunks run from the
+    last to the first (:func:`_chunks_until`).
     """
 
     def __init__(
-        self, sources: Sequence[_Source], chunks: Sequence[tuple[bytes, bytes]], fam: FamilyRead
+        self,
+        sources: Sequence[_Source],
+        chunks: Sequence[tuple[bytes, bytes]],
+        fam: FamilyRead,
+        *,
+        from_end: bool = False,
     ) -> None:
         self.sources = sources
         self.chunks = chunks
@@ -359,8 +396,9 @@ class _ChunkedRead:
         ]
         self.owner: dict[tuple[int, int], int] = {}
         users: dict[tuple[int, int], int] = {}
-        for i, per_source in enumerate(self.needs):
-            for s, groups in enumerate(per_source):
+        order = range(len(chunks) - 1, -1, -1) if from_end else range(len(chunks))
+        for i in order:
+            for s, groups in enumerate(self.needs[i]):
                 for g in groups:
                     self.owner.setdefault((s, g.index), i)
                     users[(s, g.index)] = users.get((s, g.index), 0) + 1
