@@ -37,8 +37,14 @@ except ImportError:  # pragma: no cover - run from the repo root
 def raw_compaction(paths: list[str], out: str) -> None:
     """The raw floor: read every file, sort in cell order, write one zstd Parquet file."""
     cells = pa.concat_tables([pq.read_table(p) for p in paths])
-    ordered = cells.sort_by([("row", "ascending"), ("qualifier", "ascending"),
-                             ("ts", "descending"), ("type", "descending")])
+    ordered = cells.sort_by(
+        [
+            ("row", "ascending"),
+            ("qualifier", "ascending"),
+            ("ts", "descending"),
+            ("type", "descending"),
+        ]
+    )
     pq.write_table(ordered, out, compression="zstd", row_group_size=65536)
 
 
@@ -75,8 +81,10 @@ def main() -> None:
     best = {}
     for name, secs in timings.items():
         best[name] = min(secs)
-        print(f"{name:28s} min {min(secs):6.2f}s ({n / min(secs) / 1e6:5.2f} M cells/s)  "
-              f"median {statistics.median(secs):6.2f}s")
+        print(
+            f"{name:28s} min {min(secs):6.2f}s ({n / min(secs) / 1e6:5.2f} M cells/s)  "
+            f"median {statistics.median(secs):6.2f}s"
+        )
     ratio = best["raw read+sort+write"] / best["cellstore major compact"]
     print(f"cellstore / raw throughput: {ratio:.2f}x (target >= 0.5x)")
     shutil.rmtree(base)

@@ -89,9 +89,7 @@ def plain_copy(t: Table, directory: str) -> list[str]:
     return paths
 
 
-def interleaved(
-    fns: dict[str, Callable[[], object]], repeats: int
-) -> dict[str, list[float]]:
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
     """Wall seconds of each contender: one warm-up each, then round-robin."""
     for fn in fns.values():
         fn()

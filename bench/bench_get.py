@@ -67,12 +67,16 @@ def main() -> None:
     for rows, lat in latency.items():
         lat.sort()
         medians[rows] = statistics.median(lat)
-        print(f"  cells={rows * 10:>11,}  median {medians[rows]:6.2f} ms  "
-              f"p90 {lat[int(0.9 * len(lat))]:6.2f} ms  p99 {lat[int(0.99 * len(lat))]:6.2f} ms"
-              f"  found {found[rows]}/{args.gets}")
+        print(
+            f"  cells={rows * 10:>11,}  median {medians[rows]:6.2f} ms  "
+            f"p90 {lat[int(0.9 * len(lat))]:6.2f} ms  p99 {lat[int(0.99 * len(lat))]:6.2f} ms"
+            f"  found {found[rows]}/{args.gets}"
+        )
     small, large = min(medians), max(medians)
-    print(f"  median ratio {large * 10:,} / {small * 10:,} cells: "
-          f"{medians[large] / medians[small]:.2f}x (target <= 2x)")
+    print(
+        f"  median ratio {large * 10:,} / {small * 10:,} cells: "
+        f"{medians[large] / medians[small]:.2f}x (target <= 2x)"
+    )
     print(f"load average after: {os.getloadavg()}")
 
 

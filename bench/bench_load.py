@@ -71,14 +71,28 @@ def raw_baseline(path: Path, out: Path) -> tuple[float, int]:
         values.append(v)
     vals = np.stack(values, axis=1).reshape(-1).view(np.uint8)
     offsets = pa.array(np.arange(0, 8 * n * 10 + 1, 8, dtype=np.int32))
-    value = pa.BinaryArray.from_buffers(pa.binary(), n * 10, [None, offsets.buffers()[1],
-                                                              pa.py_buffer(vals)])
-    cells = pa.table({"row": rows, "qualifier": quals,
-                      "ts": pa.array(np.full(n * 10, ts, np.int64)),
-                      "type": pa.array(np.full(n * 10, 4, np.int8)), "value": value})
+    value = pa.BinaryArray.from_buffers(
+        pa.binary(), n * 10, [None, offsets.buffers()[1], pa.py_buffer(vals)]
+    )
+    cells = pa.table(
+        {
+            "row": rows,
+            "qualifier": quals,
+            "ts": pa.array(np.full(n * 10, ts, np.int64)),
+            "type": pa.array(np.full(n * 10, 4, np.int8)),
+            "value": value,
+        }
+    )
     start = time.perf_counter()
-    order = pc.sort_indices(cells, sort_keys=[("row", "ascending"), ("qualifier", "ascending"),
-                                              ("ts", "descending"), ("type", "descending")])
+    order = pc.sort_indices(
+        cells,
+        sort_keys=[
+            ("row", "ascending"),
+            ("qualifier", "ascending"),
+            ("ts", "descending"),
+            ("type", "descending"),
+        ],
+    )
     sorted_cells = cells.take(order)
     pq.write_table(sorted_cells, out, compression="zstd")
     return time.perf_counter() - start, cells.num_rows
@@ -94,8 +108,13 @@ def load_once(path: Path, root: Path, rows: int, **kwargs) -> dict:
     start = time.perf_counter()
     report = t.load(str(path), mapping=mapping(), **kwargs)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "cells": report.cells, "files": report.files,
-            "mode": report.mode, "bytes": report.bytes}
+    return {
+        "seconds": seconds,
+        "cells": report.cells,
+        "files": report.files,
+        "mode": report.mode,
+        "bytes": report.bytes,
+    }
 
 
 def part_throughput(tmp: Path, rows: int, runs: int) -> dict:
@@ -107,13 +126,16 @@ def part_throughput(tmp: Path, rows: int, runs: int) -> dict:
     loads = [load_once(path, tmp / "wh", rows) for _ in range(runs)]
     best = min(loads, key=lambda r: r["seconds"])
     out = {
-        "rows": rows, "cells": cells,
+        "rows": rows,
+        "cells": cells,
         "raw_seconds": [round(s, 3) for s, _ in raw],
         "raw_cells_per_s": round(cells / raw_s),
         "load_seconds": [round(r["seconds"], 3) for r in loads],
         "load_cells_per_s": round(best["cells"] / best["seconds"]),
         "ratio": round((best["cells"] / best["seconds"]) / (cells / raw_s), 3),
-        "files": best["files"], "mode": best["mode"], "bytes": best["bytes"],
+        "files": best["files"],
+        "mode": best["mode"],
+        "bytes": best["bytes"],
     }
     print(json.dumps({"throughput": out}), flush=True)
     return out
@@ -126,9 +148,13 @@ def part_scaling(tmp: Path, rows: int, runs: int) -> dict:
         if not path.exists():
             make_input(path, r)
         res[r] = min(load_once(path, tmp / "wh", r)["seconds"] for _ in range(runs))
-    out = {"small_rows": rows // 10, "small_seconds": round(res[rows // 10], 3),
-           "big_rows": rows, "big_seconds": round(res[rows], 3),
-           "time_ratio": round(res[rows] / res[rows // 10], 2)}
+    out = {
+        "small_rows": rows // 10,
+        "small_seconds": round(res[rows // 10], 3),
+        "big_rows": rows,
+        "big_seconds": round(res[rows], 3),
+        "time_ratio": round(res[rows] / res[rows // 10], 2),
+    }
     print(json.dumps({"scaling": out}), flush=True)
     return out
 
@@ -156,8 +182,14 @@ def _child(tmp: Path, path: Path, rows: int, budget: int, do_load: bool) -> dict
     root = tmp / ("wh-mem" if do_load else "wh-base")
     if root.exists():
         shutil.rmtree(root)
-    code = _CHILD.format(bench=str(Path(__file__).parent), root=str(root), path=str(path),
-                         rows=rows, budget=budget, do_load=do_load)
+    code = _CHILD.format(
+        bench=str(Path(__file__).parent),
+        root=str(root),
+        path=str(path),
+        rows=rows,
+        budget=budget,
+        do_load=do_load,
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -169,12 +201,17 @@ def part_memory(tmp: Path, rows: int) -> dict:
     budget = arrow_bytes // 4
     base = _child(tmp, path, rows, budget, False)
     load = _child(tmp, path, rows, budget, True)
-    out = {"rows": rows, "input_arrow_mib": round(arrow_bytes / 2**20, 1),
-           "budget_mib": round(budget / 2**20, 1),
-           "baseline_peak_mib": round(base["hwm_kib"] / 1024, 1),
-           "load_peak_mib": round(load["hwm_kib"] / 1024, 1),
-           "above_baseline_mib": round((load["hwm_kib"] - base["hwm_kib"]) / 1024, 1),
-           "mode": load["mode"], "files": load["files"], "cells": load["cells"]}
+    out = {
+        "rows": rows,
+        "input_arrow_mib": round(arrow_bytes / 2**20, 1),
+        "budget_mib": round(budget / 2**20, 1),
+        "baseline_peak_mib": round(base["hwm_kib"] / 1024, 1),
+        "load_peak_mib": round(load["hwm_kib"] / 1024, 1),
+        "above_baseline_mib": round((load["hwm_kib"] - base["hwm_kib"]) / 1024, 1),
+        "mode": load["mode"],
+        "files": load["files"],
+        "cells": load["cells"],
+    }
     print(json.dumps({"memory": out}), flush=True)
     return out
 

@@ -69,8 +69,18 @@ def child(root: str, name: str, mode: str, budget: int | None) -> None:
         cells, batches = table.num_rows, 1
     seconds = time.perf_counter() - t0
     peak = _status_kib("VmHWM")
-    print(json.dumps({"base": base / 1024, "peak": peak / 1024, "cells": cells,
-                      "batches": batches, "tasks": tasks, "seconds": seconds}))
+    print(
+        json.dumps(
+            {
+                "base": base / 1024,
+                "peak": peak / 1024,
+                "cells": cells,
+                "batches": batches,
+                "tasks": tasks,
+                "seconds": seconds,
+            }
+        )
+    )
 
 
 _LOAD_CHILD = r"""
@@ -122,13 +132,19 @@ def load_case(tmp: str, path: str, rows: int, budget: int, src: str | None) -> d
 
     root = os.path.join(tmp, "wh")
     shutil.rmtree(root, ignore_errors=True)
-    code = _LOAD_CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), root=root,
-                              rows=rows, path=path, budget=budget)
+    code = _LOAD_CHILD.format(
+        bench=os.path.dirname(os.path.abspath(__file__)),
+        root=root,
+        rows=rows,
+        path=path,
+        budget=budget,
+    )
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+    )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -145,8 +161,10 @@ def main_load(rows: int, repeats: int, before: str | None) -> None:
         bench_load.make_input(Path(path), rows, seed=3)
         arrow = pq.read_table(path).nbytes
         budget = arrow // 4
-        print(f"input {rows:,} records = {arrow / 2**20:.0f} MiB Arrow, "
-              f"budget {budget / 2**20:.1f} MiB")
+        print(
+            f"input {rows:,} records = {arrow / 2**20:.0f} MiB Arrow, "
+            f"budget {budget / 2**20:.1f} MiB"
+        )
         contenders = [("before", before), ("after", None)] if before else [("this", None)]
         above: dict[str, list[float]] = {name: [] for name, _ in contenders}
         for _ in range(repeats):
@@ -154,14 +172,19 @@ def main_load(rows: int, repeats: int, before: str | None) -> None:
                 r = load_case(tmp, path, rows, budget, src)
                 above[name].append(r["peak"] - r["base"])
                 ph = "  ".join(f"{k} {v[0]:.0f}/{v[1]:.0f}" for k, v in sorted(r["phases"].items()))
-                print(f"  {name:6s} base {r['base']:.0f} MiB  peak {r['peak']:.0f} MiB  above base "
-                      f"{r['peak'] - r['base']:.0f} MiB  Arrow max {r['arrow_max']:.0f} MiB  "
-                      f"{r['seconds']:.1f} s  {r['mode']} {r['files']} files  "
-                      f"phases (RSS above base / live Arrow, MiB): {ph}", flush=True)
+                print(
+                    f"  {name:6s} base {r['base']:.0f} MiB  peak {r['peak']:.0f} MiB  above base "
+                    f"{r['peak'] - r['base']:.0f} MiB  Arrow max {r['arrow_max']:.0f} MiB  "
+                    f"{r['seconds']:.1f} s  {r['mode']} {r['files']} files  "
+                    f"phases (RSS above base / live Arrow, MiB): {ph}",
+                    flush=True,
+                )
         for name, vals in above.items():
-            print(f"{name}: peak above base min {min(vals):.0f} median "
-                  f"{statistics.median(vals):.0f} MiB; budget {budget / 2**20:.0f} MiB "
-                  f"-> fixed overhead min {min(vals) - budget / 2**20:.0f} MiB")
+            print(
+                f"{name}: peak above base min {min(vals):.0f} median "
+                f"{statistics.median(vals):.0f} MiB; budget {budget / 2**20:.0f} MiB "
+                f"-> fixed overhead min {min(vals) - budget / 2**20:.0f} MiB"
+            )
     print(f"load average after: {os.getloadavg()}")
 
 
@@ -187,8 +210,13 @@ def main() -> None:
     ap.add_argument("--before", default=None, help="src directory of the code to compare")
     ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--files", type=int, default=1)
-    ap.add_argument("--budget", type=int, nargs="*", default=[64 << 20],
-                    help="extra memory_budget values to measure (bytes)")
+    ap.add_argument(
+        "--budget",
+        type=int,
+        nargs="*",
+        default=[64 << 20],
+        help="extra memory_budget values to measure (bytes)",
+    )
     args = ap.parse_args()
     if args.load:
         main_load(args.load, args.repeats, args.before)
@@ -209,10 +237,12 @@ def main() -> None:
                 label = f"budget={budget / 2**20:g} MiB" if budget else "default budget"
                 for mode in ("to_batches", "to_arrow"):
                     r = run_case(root, name, mode, budget)
-                    print(f"  {mode:10s} {label:16s} tasks {r['tasks']:3.0f}  "
-                          f"batches {r['batches']:3.0f}  base {r['base']:6.0f} MiB  "
-                          f"peak {r['peak']:6.0f} MiB  scan added {r['peak'] - r['base']:6.0f}"
-                          f" MiB  ({r['seconds']:.2f} s, {r['cells']:,.0f} cells)")
+                    print(
+                        f"  {mode:10s} {label:16s} tasks {r['tasks']:3.0f}  "
+                        f"batches {r['batches']:3.0f}  base {r['base']:6.0f} MiB  "
+                        f"peak {r['peak']:6.0f} MiB  scan added {r['peak'] - r['base']:6.0f}"
+                        f" MiB  ({r['seconds']:.2f} s, {r['cells']:,.0f} cells)"
+                    )
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -62,10 +62,8 @@ COLUMNS = {  # column -> codec
 }
 LAYOUTS = {  # families -> column -> family
     1: dict.fromkeys(COLUMNS, "d"),
-    2: {"temp": "m", "humidity": "m", "pressure": "m", "battery": "s", "status": "s",
-        "rssi": "s"},
-    3: {"temp": "m", "humidity": "m", "pressure": "e", "battery": "s", "status": "s",
-        "rssi": "e"},
+    2: {"temp": "m", "humidity": "m", "pressure": "m", "battery": "s", "status": "s", "rssi": "s"},
+    3: {"temp": "m", "humidity": "m", "pressure": "e", "battery": "s", "status": "s", "rssi": "e"},
 }
 SPEC = RowKeySpec(fields=(KeyField(name="sensor_id"), KeyField(name="ts", type="int64")))
 
@@ -79,16 +77,18 @@ def make_input(path: str, rows: int, seed: int = 0, row_group_rows: int = 131072
     def nullable(values: np.ndarray, null_fraction: float) -> pa.Array:
         return pa.array(values, mask=rng.random(rows) < null_fraction)
 
-    table = pa.table({
-        "sensor_id": pa.array(np.char.add("sensor-", np.char.zfill(sensor.astype("U5"), 5))),
-        "ts": pa.array(ts, pa.int64()),
-        "temp": pa.array(rng.normal(20, 5, rows)),
-        "humidity": nullable(rng.uniform(0, 100, rows), 0.05),
-        "pressure": nullable(rng.normal(1013, 10, rows), 0.3),
-        "battery": pa.array(rng.integers(0, 100, rows).astype(np.int32)),
-        "status": pa.array(np.where(rng.random(rows) < 0.1, "low-battery", None)),
-        "rssi": nullable(rng.integers(-100, -30, rows).astype(np.int32), 0.5),
-    })
+    table = pa.table(
+        {
+            "sensor_id": pa.array(np.char.add("sensor-", np.char.zfill(sensor.astype("U5"), 5))),
+            "ts": pa.array(ts, pa.int64()),
+            "temp": pa.array(rng.normal(20, 5, rows)),
+            "humidity": nullable(rng.uniform(0, 100, rows), 0.05),
+            "pressure": nullable(rng.normal(1013, 10, rows), 0.3),
+            "battery": pa.array(rng.integers(0, 100, rows).astype(np.int32)),
+            "status": pa.array(np.where(rng.random(rows) < 0.1, "low-battery", None)),
+            "rssi": nullable(rng.integers(-100, -30, rows).astype(np.int32), 0.5),
+        }
+    )
     pq.write_table(table, path, row_group_size=row_group_rows)
 
 
@@ -96,13 +96,14 @@ def mapping(families: int) -> dict[str, object]:
     layout = LAYOUTS[families]
     return {
         "timestamp": {"column": "ts", "unit": "ms"},
-        "cells": [{"family": layout[c], "qualifier": c, "value": c, "codec": codec}
-                  for c, codec in COLUMNS.items()],
+        "cells": [
+            {"family": layout[c], "qualifier": c, "value": c, "codec": codec}
+            for c, codec in COLUMNS.items()
+        ],
     }
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int
-                ) -> dict[str, list[float]]:
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
     """Wall seconds of each contender: one warm-up each, then round-robin."""
     for fn in fns.values():
         fn()
@@ -118,7 +119,8 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int
 def load(root: str, families: int, input_path: str) -> tuple[Table, float, int]:
     name = f"sensors{families}"
     t = connect(root).create_table(
-        name, families=sorted(set(LAYOUTS[families].values())), row_key=SPEC)
+        name, families=sorted(set(LAYOUTS[families].values())), row_key=SPEC
+    )
     t0 = time.perf_counter()
     report = t.load(input_path, mapping=mapping(families), key_advice="off")
     seconds = time.perf_counter() - t0
@@ -128,14 +130,19 @@ def load(root: str, families: int, input_path: str) -> tuple[Table, float, int]:
 
 def bench_scan(t: Table, cells: int, repeats: int) -> None:
     paths = [t.file_path(f) for f in t.files]
-    runs = interleaved({
-        "raw": lambda: [pq.read_table(p) for p in paths],
-        "cellstore": lambda: t.scan().to_arrow(),
-    }, repeats)
+    runs = interleaved(
+        {
+            "raw": lambda: [pq.read_table(p) for p in paths],
+            "cellstore": lambda: t.scan().to_arrow(),
+        },
+        repeats,
+    )
     raw, cs = min(runs["raw"]), min(runs["cellstore"])
-    print(f"    scan: read_table {raw:6.3f}s (median {statistics.median(runs['raw']):.3f})  "
-          f"cellstore {cs:6.3f}s (median {statistics.median(runs['cellstore']):.3f})  "
-          f"{cells / cs / 1e6:5.2f} M cells/s  ratio {raw / cs:4.2f}x")
+    print(
+        f"    scan: read_table {raw:6.3f}s (median {statistics.median(runs['raw']):.3f})  "
+        f"cellstore {cs:6.3f}s (median {statistics.median(runs['cellstore']):.3f})  "
+        f"{cells / cs / 1e6:5.2f} M cells/s  ratio {raw / cs:4.2f}x"
+    )
 
 
 def bench_dask(root: str, t: Table, cells: int, repeats: int) -> None:
@@ -150,19 +157,25 @@ def bench_dask(root: str, t: Table, cells: int, repeats: int) -> None:
 
     plain = os.path.join(root, f"plain-{t.name}")
     os.makedirs(plain, exist_ok=True)
-    pq.write_table(t.scan().to_arrow(), os.path.join(plain, "part0.parquet"),
-                   row_group_size=1 << 16)
+    pq.write_table(
+        t.scan().to_arrow(), os.path.join(plain, "part0.parquet"), row_group_size=1 << 16
+    )
     with dask.config.set(scheduler="threads"):
-        runs = interleaved({
-            "dd": lambda: dd.read_parquet(plain).compute(),
-            "dd-arrow": lambda: dd.read_parquet(plain, dtype_backend="pyarrow").compute(),
-            "cellstore": lambda: t.scan().to_dask().compute(),
-        }, repeats)
+        runs = interleaved(
+            {
+                "dd": lambda: dd.read_parquet(plain).compute(),
+                "dd-arrow": lambda: dd.read_parquet(plain, dtype_backend="pyarrow").compute(),
+                "cellstore": lambda: t.scan().to_dask().compute(),
+            },
+            repeats,
+        )
     best = {k: min(v) for k, v in runs.items()}
-    print(f"    dask: read_parquet {best['dd']:6.3f}s  (pyarrow dtypes {best['dd-arrow']:6.3f}s)  "
-          f"to_dask {best['cellstore']:6.3f}s  = {best['cellstore'] / best['dd-arrow']:4.2f}x "
-          f"the pyarrow-dtypes read, {best['cellstore'] / best['dd']:4.2f}x the default "
-          f"({cells / best['cellstore'] / 1e6:5.2f} M cells/s)")
+    print(
+        f"    dask: read_parquet {best['dd']:6.3f}s  (pyarrow dtypes {best['dd-arrow']:6.3f}s)  "
+        f"to_dask {best['cellstore']:6.3f}s  = {best['cellstore'] / best['dd-arrow']:4.2f}x "
+        f"the pyarrow-dtypes read, {best['cellstore'] / best['dd']:4.2f}x the default "
+        f"({cells / best['cellstore'] / 1e6:5.2f} M cells/s)"
+    )
 
 
 def bench_verify(t: Table, repeats: int) -> None:
@@ -176,8 +189,10 @@ def bench_verify(t: Table, repeats: int) -> None:
         runs.append(time.perf_counter() - t0)
         assert report.ok, report.problems
     best = min(runs)
-    print(f"    verify: {best:6.3f}s (median {statistics.median(runs):.3f}) for "
-          f"{size / 2**20:.1f} MiB = {size / best / 1e6:6.1f} MB/s")
+    print(
+        f"    verify: {best:6.3f}s (median {statistics.median(runs):.3f}) for "
+        f"{size / 2**20:.1f} MiB = {size / best / 1e6:6.1f} MB/s"
+    )
 
 
 def export_child(root: str, name: str, out: str) -> None:
@@ -201,8 +216,9 @@ def export_child(root: str, name: str, out: str) -> None:
     seconds = time.perf_counter() - t0
     peak = status("VmHWM")
     arrow = pa.default_memory_pool().max_memory() / 2**20
-    print(json.dumps({"base": base, "warm": warm, "peak": peak, "seconds": seconds,
-                      "arrow": arrow}))
+    print(
+        json.dumps({"base": base, "warm": warm, "peak": peak, "seconds": seconds, "arrow": arrow})
+    )
 
 
 def bench_export(root: str, t: Table) -> None:
@@ -210,10 +226,12 @@ def bench_export(root: str, t: Table) -> None:
     cmd = [sys.executable, __file__, "--export-child", root, str(t.name), out]
     res = subprocess.run(cmd, check=True, capture_output=True, text=True)
     r = json.loads(res.stdout.strip().splitlines()[-1])
-    print(f"    export: {r['seconds']:6.3f}s  base {r['base']:5.0f} MiB  first use "
-          f"+{r['warm'] - r['base']:4.0f} MiB  peak {r['peak']:5.0f} MiB  export added "
-          f"{r['peak'] - r['warm']:5.0f} MiB  (Arrow pool peak {r['arrow']:4.0f} MiB; "
-          f"budget {DEFAULT_TASK_MEMORY / 2**20:.0f} MiB)")
+    print(
+        f"    export: {r['seconds']:6.3f}s  base {r['base']:5.0f} MiB  first use "
+        f"+{r['warm'] - r['base']:4.0f} MiB  peak {r['peak']:5.0f} MiB  export added "
+        f"{r['peak'] - r['warm']:5.0f} MiB  (Arrow pool peak {r['arrow']:4.0f} MiB; "
+        f"budget {DEFAULT_TASK_MEMORY / 2**20:.0f} MiB)"
+    )
 
 
 def bench_get(t: Table, rows: list[bytes], n: int) -> None:
@@ -226,8 +244,10 @@ def bench_get(t: Table, rows: list[bytes], n: int) -> None:
         t.get(row)
         lat.append(time.perf_counter() - t0)
     lat.sort()
-    print(f"    get: median {statistics.median(lat) * 1e3:6.2f} ms  "
-          f"p95 {lat[int(0.95 * len(lat))] * 1e3:6.2f} ms  ({n} gets)")
+    print(
+        f"    get: median {statistics.median(lat) * 1e3:6.2f} ms  "
+        f"p95 {lat[int(0.95 * len(lat))] * 1e3:6.2f} ms  ({n} gets)"
+    )
 
 
 def main() -> None:
@@ -239,8 +259,9 @@ def main() -> None:
     ap.add_argument("--families", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gets", type=int, default=300)
-    ap.add_argument("--only", nargs="+",
-                    default=["load", "scan", "dask", "verify", "export", "get"])
+    ap.add_argument(
+        "--only", nargs="+", default=["load", "scan", "dask", "verify", "export", "get"]
+    )
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}  threads={pa.cpu_count()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as root:
@@ -250,8 +271,10 @@ def main() -> None:
         for families in args.families:
             t, seconds, cells = load(root, families, input_path)
             size = sum(f.size for f in t.files)
-            print(f"  {families} famil{'y' if families == 1 else 'ies'}: {cells:,} cells, "
-                  f"{len(t.files)} store files, {size / 2**20:.1f} MiB")
+            print(
+                f"  {families} famil{'y' if families == 1 else 'ies'}: {cells:,} cells, "
+                f"{len(t.files)} store files, {size / 2**20:.1f} MiB"
+            )
             if "load" in args.only:
                 print(f"    load: {seconds:6.3f}s  {cells / seconds / 1e6:5.2f} M cells/s")
             if "scan" in args.only:

@@ -40,8 +40,16 @@ def make_cells(rows: int, seed: int = 0) -> pa.Table:
     qual = pa.array(np.tile(np.repeat(quals, 2), rows), pa.binary())
     ts = pa.array(np.tile(np.array([2000, 1000], dtype=np.int64), rows * 5))
     values = pa.array(np.frombuffer(rng.bytes(16 * n), dtype="S16").astype(object), pa.binary())
-    return pa.table({"row": row, "family": pa.array(["f"] * n), "qualifier": qual, "ts": ts,
-                     "type": pa.array(np.full(n, 4, np.int8)), "value": values})
+    return pa.table(
+        {
+            "row": row,
+            "family": pa.array(["f"] * n),
+            "qualifier": qual,
+            "ts": ts,
+            "type": pa.array(np.full(n, 4, np.int8)),
+            "value": values,
+        }
+    )
 
 
 def make_table(root: str, name: str, rows: int, files: int) -> Table:
@@ -54,8 +62,9 @@ def make_table(root: str, name: str, rows: int, files: int) -> Table:
     return t
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int
-                ) -> dict[str, list[tuple[float, float]]]:
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeats: int
+) -> dict[str, list[tuple[float, float]]]:
     """(wall, cpu) seconds of each contender, one warm-up each, then round-robin."""
     for fn in fns.values():
         fn()
@@ -81,23 +90,29 @@ def bench(root: str, rows: int, files: int, repeats: int) -> None:
 
         con = duckdb.connect()
         sources = ", ".join(f"'{p}'" for p in paths)
-        q = (f"select row, qualifier, ts, value from (select *, row_number() over "
-             f"(partition by row, qualifier order by ts desc) as rn from "
-             f"read_parquet([{sources}])) where rn = 1")
+        q = (
+            f"select row, qualifier, ts, value from (select *, row_number() over "
+            f"(partition by row, qualifier order by ts desc) as rn from "
+            f"read_parquet([{sources}])) where rn = 1"
+        )
         fns["duckdb window query (latest version)"] = lambda: con.sql(q).to_arrow_table()
     except ImportError:
         pass
     results = interleaved(fns, repeats)
-    print(f"cells={n:,} files={files} rows={rows:,} repeats={repeats} "
-          f"threads={pa.cpu_count()} load={os.getloadavg()[0]:.2f}")
+    print(
+        f"cells={n:,} files={files} rows={rows:,} repeats={repeats} "
+        f"threads={pa.cpu_count()} load={os.getloadavg()[0]:.2f}"
+    )
     base = min(w for w, _ in results["pyarrow.parquet.read_table"])
     cs = min(w for w, _ in results["cellstore scan().to_arrow() (latest version)"])
     for name, runs in results.items():
         best, cpu = min(runs)
         median = statistics.median(w for w, _ in runs)
-        print(f"  {name:46s} min {best:6.3f}s  median {median:6.3f}s  cpu {cpu:6.2f}s  "
-              f"{n / best / 1e6:6.2f} M cells/s  ratio-to-raw {base / best:5.2f}  "
-              f"cellstore-speedup {best / cs:5.2f}x")
+        print(
+            f"  {name:46s} min {best:6.3f}s  median {median:6.3f}s  cpu {cpu:6.2f}s  "
+            f"{n / best / 1e6:6.2f} M cells/s  ratio-to-raw {base / best:5.2f}  "
+            f"cellstore-speedup {best / cs:5.2f}x"
+        )
 
 
 def main() -> None:

@@ -87,8 +87,9 @@ def test_too_few_keys_say_nothing_about_order_or_regions():
 def test_hot_region_threshold_scales_with_region_count():
     th = AdviceThresholds()
     assert th.hot_share(2) == 0.75 and th.hot_share(3) == 0.5 and th.hot_share(8) == 0.5
-    keys = pa.array([f"a{i:05d}".encode() for i in range(700)] +
-                    [f"z{i:05d}".encode() for i in range(300)])
+    keys = pa.array(
+        [f"a{i:05d}".encode() for i in range(700)] + [f"z{i:05d}".encode() for i in range(300)]
+    )
     two = regions_from_splits([b"m"])
     assert "hot-region" not in codes(analyze_keys([keys], input_order=False, regions=two))
     three = regions_from_splits([b"m", b"y"])
@@ -108,8 +109,7 @@ def test_long_keys_and_names():
     )
     by_code = {f.code: f for f in advice.findings}
     assert by_code["long-row-keys"].severity == "warning"
-    assert by_code["long-row-keys"].details == {"over": 2, "sampled": 3, "limit": 100,
-                                                "max": 150}
+    assert by_code["long-row-keys"].details == {"over": 2, "sampled": 3, "limit": 100, "max": 150}
     assert by_code["long-family-name"].severity == "info"
     assert by_code["long-family-name"].details["families"] == ["a_rather_long_family"]
     assert by_code["many-families"].details["families"] == 4
@@ -125,8 +125,12 @@ def test_salt_skew_from_repeated_keys():
 
     hot = [b"celebrity"] * 900 + [f"user{i}".encode() for i in range(300)]
     keys = prefix_salt(pa.array(hot, pa.binary()), 8)
-    advice = analyze_keys([keys], input_order=True, salt_buckets=8,
-                          regions=regions_from_splits([bytes([i]) for i in range(1, 8)]))
+    advice = analyze_keys(
+        [keys],
+        input_order=True,
+        salt_buckets=8,
+        regions=regions_from_splits([bytes([i]) for i in range(1, 8)]),
+    )
     assert "salt-skew" in codes(advice) and "hot-region" in codes(advice)
     assert sum(advice.summary.salt_buckets) == pytest.approx(1.0)
     even = prefix_salt(pa.array([f"user{i}".encode() for i in range(2000)], pa.binary()), 8)
@@ -178,10 +182,12 @@ def test_advise_input_before_create(tmp_path):
     assert advice.summary.complete and advice.summary.records_read == 2000
     assert codes(advice) == {"monotonic-keys"}
     # A hash prefix on the leading field spreads the same ids.
-    hashed = Mapping.from_dict({
-        "row_key": {"fields": [{"name": "id", "hash": "md5_prefix", "hash_bytes": 2}]},
-        "cells": [{"family": "d", "qualifier": "v", "value": "v"}],
-    })
+    hashed = Mapping.from_dict(
+        {
+            "row_key": {"fields": [{"name": "id", "hash": "md5_prefix", "hash_bytes": 2}]},
+            "cells": [{"family": "d", "qualifier": "v", "value": "v"}],
+        }
+    )
     advice = advise_input(str(seq), mapping=hashed)
     assert advice.findings == () and advice.summary.min_length == 12
     # So does salting (the loader's salt byte for a one-column key).
@@ -227,11 +233,18 @@ def test_long_keys_and_long_names_from_a_mapping(wh, tmp_path):
     ids = [("k" * 120) + f"{i:04d}" for i in range(10)]
     path = write_csv(tmp_path / "long.csv", ids, extra="quite_a_long_column_name")
     t = wh.create_table("long", families=[Family(name="information")])
-    mapping = Mapping.from_dict({
-        "row_key": "id",
-        "cells": [{"family": "information", "qualifier": "quite_a_long_column_name",
-                   "value": "quite_a_long_column_name"}],
-    })
+    mapping = Mapping.from_dict(
+        {
+            "row_key": "id",
+            "cells": [
+                {
+                    "family": "information",
+                    "qualifier": "quite_a_long_column_name",
+                    "value": "quite_a_long_column_name",
+                }
+            ],
+        }
+    )
     advice = t.advise(str(path), mapping=mapping)
     assert codes(advice) == {"long-row-keys", "long-family-name", "long-qualifiers"}
     assert advice.warnings[0].details["max"] == 124
@@ -240,9 +253,12 @@ def test_long_keys_and_long_names_from_a_mapping(wh, tmp_path):
 def test_qualifiers_from_columns_are_checked(tmp_path):
     path = tmp_path / "follows.csv"
     path.write_text("id,followed\nu1,someone_with_a_very_long_handle\nu2,bo\n")
-    mapping = Mapping.from_dict({
-        "row_key": "id", "cells": [{"family": "f", "qualifier_column": "followed"}],
-    })
+    mapping = Mapping.from_dict(
+        {
+            "row_key": "id",
+            "cells": [{"family": "f", "qualifier_column": "followed"}],
+        }
+    )
     advice = advise_input(str(path), mapping=mapping)
     (f,) = advice.findings
     assert f.code == "long-qualifiers"
@@ -250,12 +266,12 @@ def test_qualifiers_from_columns_are_checked(tmp_path):
 
 
 def test_row_key_spec_of_the_table_is_used(wh):
-    spec = RowKeySpec(fields=(KeyField(name="user"),
-                              KeyField(name="ts", type="int64", reverse_timestamp=True)))
+    spec = RowKeySpec(
+        fields=(KeyField(name="user"), KeyField(name="ts", type="int64", reverse_timestamp=True))
+    )
     t = wh.create_table("tl", families=[Family(name="d")], row_key=spec)
     n = 600
-    df = pd.DataFrame({"user": ["alice"] * n, "ts": np.arange(n, dtype=np.int64),
-                       "v": ["x"] * n})
+    df = pd.DataFrame({"user": ["alice"] * n, "ts": np.arange(n, dtype=np.int64), "v": ["x"] * n})
     advice = t.advise(df, mapping=Mapping.simple(row_key=None, columns=["d:v=v"]))
     (f,) = advice.findings  # newer events sort first: the keys decrease in input order
     assert f.code == "monotonic-keys" and f.details["direction"] == "decreasing"
@@ -264,12 +280,15 @@ def test_row_key_spec_of_the_table_is_used(wh):
 
 # ------------------------------------------------------------------------- table advice
 def test_advise_table_from_store_files(wh):
-    t = wh.create_table("t", families=[Family(name="d"), Family(name="longfamilyname")],
-                        splits=[b"m"])
-    df = pd.DataFrame({"id": [f"a{i:05d}" for i in range(900)] + ["z1"] * 1,
-                       "v": ["x"] * 901})
-    t.load(df, mapping=Mapping.simple(row_key="id", columns=["d:v=v", "longfamilyname:w=v"]),
-           key_advice="off")
+    t = wh.create_table(
+        "t", families=[Family(name="d"), Family(name="longfamilyname")], splits=[b"m"]
+    )
+    df = pd.DataFrame({"id": [f"a{i:05d}" for i in range(900)] + ["z1"] * 1, "v": ["x"] * 901})
+    t.load(
+        df,
+        mapping=Mapping.simple(row_key="id", columns=["d:v=v", "longfamilyname:w=v"]),
+        key_advice="off",
+    )
     advice = t.advise()
     assert advice.source == "table" and advice.table == "default:t"
     s = advice.summary
@@ -317,8 +336,12 @@ def test_load_warns_about_a_hot_region_in_spill_mode(wh):
     ids = [f"a{k}" for k in SHUFFLED]
     df = pd.DataFrame({"id": ids, "v": ["x" * 200] * len(ids)})
     with pytest.warns(KeyDesignWarning, match="region"):
-        report = t.load(df, mapping=Mapping.simple(row_key="id", columns=["d:v=v"]),
-                        memory_budget=1 << 20, workers=2)
+        report = t.load(
+            df,
+            mapping=Mapping.simple(row_key="id", columns=["d:v=v"]),
+            memory_budget=1 << 20,
+            workers=2,
+        )
     assert report.mode == "spill"
     assert [w.code for w in report.warnings] == ["hot-region"]
 
@@ -330,8 +353,9 @@ def run(tmp_path: Path):
     root = str(tmp_path / "wh")
 
     def invoke(*args: str, output: str = "text") -> Result:
-        return runner.invoke(cli, ["--root", root, "--output", output, *args],
-                             catch_exceptions=False)
+        return runner.invoke(
+            cli, ["--root", root, "--output", output, *args], catch_exceptions=False
+        )
 
     return invoke
 
@@ -364,8 +388,9 @@ def test_cli_advise_existing_table_and_errors(run, tmp_path):
     res = run("advise", "t", str(csv), "--row-key", "id", "--column", "d:v=v")
     assert res.exit_code == 0 and "WARNING hot-region" in res.output
     assert "r000001" in res.output and "100.0%" in res.output
-    res = run("advise", "t", str(csv), "--row-key", "id", "--column", "d:v=v",
-              "--salt-buckets", "4")
+    res = run(
+        "advise", "t", str(csv), "--row-key", "id", "--column", "d:v=v", "--salt-buckets", "4"
+    )
     assert res.exit_code == 2 and "exists" in res.stderr
     assert run("advise", "t", str(csv)).exit_code == 2  # input without a mapping
     assert run("advise", "t", "--row-key", "id").exit_code == 2  # mapping without input

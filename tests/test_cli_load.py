@@ -26,15 +26,26 @@ def run(root: str):
     runner = CliRunner()
 
     def invoke(*args: str, output: str = "text") -> Result:
-        return runner.invoke(cli, ["--root", root, "--output", output, *args],
-                             catch_exceptions=False)
+        return runner.invoke(
+            cli, ["--root", root, "--output", output, *args], catch_exceptions=False
+        )
 
     return invoke
 
 
 def test_example_dataset_with_mapping_file(run, root):
-    args = ("load", "example:users", str(EXAMPLES / "users.csv"), "--mapping",
-            str(EXAMPLES / "users.toml"), "--create", "--regions", "4", "--load-id", "ex-1")
+    args = (
+        "load",
+        "example:users",
+        str(EXAMPLES / "users.csv"),
+        "--mapping",
+        str(EXAMPLES / "users.toml"),
+        "--create",
+        "--regions",
+        "4",
+        "--load-id",
+        "ex-1",
+    )
     first = run(*args)
     assert first.exit_code == 0, first.output
     assert "Created table example:users with 4 regions" in first.output
@@ -57,8 +68,18 @@ def test_inline_options_json_report(run, tmp_path):
     csv = tmp_path / "in.tsv"
     csv.write_text("k\tv\tn\na\tx\t1\nb\ty\t2\n")
     assert run("create", "t", "--family", "f").exit_code == 0
-    res = run("load", "t", str(csv), "--row-key", "k", "--column", "f:v=v",
-              "--column", "f:n=n:long", output="json")
+    res = run(
+        "load",
+        "t",
+        str(csv),
+        "--row-key",
+        "k",
+        "--column",
+        "f:v=v",
+        "--column",
+        "f:n=n:long",
+        output="json",
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["rows"] == 2 and doc["cells"] == 4 and doc["files-per-region"] == {"r000001": 1}
@@ -90,8 +111,16 @@ def test_usage_errors(run, tmp_path):
     assert run("load", "t", str(csv), "--mapping", "m.toml", "--row-key", "k").exit_code == 2
     res = run("load", "missing", str(csv), "--row-key", "k", "--column", "f:v=v")
     assert res.exit_code == 3 and "--create" in res.stderr
-    res = run("load", "t", str(tmp_path / "nothing-*.csv"), "--row-key", "k", "--column",
-              "f:v=v", "--create")
+    res = run(
+        "load",
+        "t",
+        str(tmp_path / "nothing-*.csv"),
+        "--row-key",
+        "k",
+        "--column",
+        "f:v=v",
+        "--create",
+    )
     assert res.exit_code == 2 and "matches no files" in res.stderr
 
 
@@ -99,11 +128,30 @@ def test_create_with_missing_inputs_creates_nothing(run, root, tmp_path):
     """Inputs are resolved (globs, existence) before --create creates anything."""
     good = tmp_path / "in.csv"
     good.write_text("k,v\na,1\n")
-    res = run("load", "t", str(good), str(tmp_path / "absent.csv"), "--row-key", "k",
-              "--column", "f:v=v", "--create")
+    res = run(
+        "load",
+        "t",
+        str(good),
+        str(tmp_path / "absent.csv"),
+        "--row-key",
+        "k",
+        "--column",
+        "f:v=v",
+        "--create",
+    )
     assert res.exit_code == 2 and "does not exist" in res.stderr
-    res = run("load", "t", str(tmp_path / "none-*.csv"), "--row-key", "k", "--column", "f:v=v",
-              "--create", "--regions", "2")
+    res = run(
+        "load",
+        "t",
+        str(tmp_path / "none-*.csv"),
+        "--row-key",
+        "k",
+        "--column",
+        "f:v=v",
+        "--create",
+        "--regions",
+        "2",
+    )
     assert res.exit_code == 2 and "matches no files" in res.stderr
     wh = connect(root)
     assert not wh.exists("t") and wh.list_tables() == []
@@ -148,18 +196,26 @@ def test_describe_shows_the_row_key_spec(run, tmp_path):
     """A table created by 'load --create' from a mapping with a row-key spec keeps the
     spec; describe shows its fields and salt (text and JSON)."""
     mapping = tmp_path / "spec.json"
-    mapping.write_text(json.dumps({
-        "row_key": {"fields": [{"name": "user"},
-                               {"name": "ts", "type": "int64", "reverse_timestamp": True}],
-                    "salt_buckets": 4},
-        "cells": [{"family": "d", "qualifier": "v", "value": "v"}],
-    }))
+    mapping.write_text(
+        json.dumps(
+            {
+                "row_key": {
+                    "fields": [
+                        {"name": "user"},
+                        {"name": "ts", "type": "int64", "reverse_timestamp": True},
+                    ],
+                    "salt_buckets": 4,
+                },
+                "cells": [{"family": "d", "qualifier": "v", "value": "v"}],
+            }
+        )
+    )
     csv = tmp_path / "ev.csv"
     csv.write_text("user,ts,v\nalice,1,x\nbob,2,y\n")
     assert run("load", "ns:tl", str(csv), "--mapping", str(mapping), "--create").exit_code == 0
     text = run("describe", "ns:tl").output
     assert "SALT_BUCKETS => '4'" in text
-    section = text[text.index("ROW KEY\n"):text.index("REGIONS\n")].splitlines()
+    section = text[text.index("ROW KEY\n") : text.index("REGIONS\n")].splitlines()
     assert section == [
         "ROW KEY",
         "row key: salt(4) + user:string + ts:int64[reverse_timestamp]",
@@ -183,9 +239,22 @@ def test_spill_runs_merged_through_the_cli(run, root, tmp_path):
     keys = [f"k{(i * 7919) % n:06d}" for i in range(n)]
     for p in range(4):  # a text file is one part: four files, four sorted runs
         pd.DataFrame({"k": keys[p::4], "v": ["v" * 60] * (n // 4)}).to_csv(
-            tmp_path / f"in-{p}.csv", index=False)
-    res = run("load", "t", str(tmp_path / "in-*.csv"), "--row-key", "k", "--column", "f:v=v",
-              "--create", "--memory-budget", "1M", "--max-files-per-region", "2")
+            tmp_path / f"in-{p}.csv", index=False
+        )
+    res = run(
+        "load",
+        "t",
+        str(tmp_path / "in-*.csv"),
+        "--row-key",
+        "k",
+        "--column",
+        "f:v=v",
+        "--create",
+        "--memory-budget",
+        "1M",
+        "--max-files-per-region",
+        "2",
+    )
     assert res.exit_code == 0, res.output
     assert "mode spill" in res.output and "sorted runs merged" in res.output
     t = connect(root).table("t")
@@ -208,8 +277,7 @@ def test_summary_counts_and_the_missing_timestamp_hint(run, tmp_path):
     # With a timestamp column the versions are kept: no duplicates, no hint.
     timed = tmp_path / "timed.csv"
     timed.write_text("id,v,ts\nc,1,1000\nc,2,2000\n")
-    res = run("load", "t", str(timed), "--row-key", "id", "--column", "f:v=v",
-              "--timestamp", "ts")
+    res = run("load", "t", str(timed), "--row-key", "id", "--column", "f:v=v", "--timestamp", "ts")
     assert res.exit_code == 0, res.output
     assert "Loaded 2 records as 2 cells" in res.output
     assert "duplicate" not in res.output and "hint:" not in res.output

@@ -42,13 +42,28 @@ def _ints(codec):
 @pytest.mark.parametrize(
     ("name", "codec"),
     [
-        ("long", Codec.LONG), ("INT64", Codec.LONG), ("int32", Codec.INT), ("int", Codec.INT),
-        ("Integer", Codec.INT), ("int16", Codec.SHORT), ("short", Codec.SHORT),
-        ("float64", Codec.DOUBLE), ("double", Codec.DOUBLE), ("float32", Codec.FLOAT),
-        ("float", Codec.FLOAT), ("bool", Codec.BOOLEAN), ("boolean", Codec.BOOLEAN),
-        ("string", Codec.STRING), ("str", Codec.STRING), ("UTF8", Codec.STRING),
-        ("utf-8", Codec.STRING), ("bytes", Codec.BYTES), ("binary", Codec.BYTES),
-        ("raw", Codec.BYTES), (" Long ", Codec.LONG), (Codec.FLOAT, Codec.FLOAT),
+        ("long", Codec.LONG),
+        ("INT64", Codec.LONG),
+        ("int32", Codec.INT),
+        ("int", Codec.INT),
+        ("Integer", Codec.INT),
+        ("int16", Codec.SHORT),
+        ("short", Codec.SHORT),
+        ("float64", Codec.DOUBLE),
+        ("double", Codec.DOUBLE),
+        ("float32", Codec.FLOAT),
+        ("float", Codec.FLOAT),
+        ("bool", Codec.BOOLEAN),
+        ("boolean", Codec.BOOLEAN),
+        ("string", Codec.STRING),
+        ("str", Codec.STRING),
+        ("UTF8", Codec.STRING),
+        ("utf-8", Codec.STRING),
+        ("bytes", Codec.BYTES),
+        ("binary", Codec.BYTES),
+        ("raw", Codec.BYTES),
+        (" Long ", Codec.LONG),
+        (Codec.FLOAT, Codec.FLOAT),
     ],
 )
 def test_codec_aliases(name, codec):
@@ -62,8 +77,14 @@ def test_unknown_codec_lists_valid_names():
 
 def test_arrow_types_and_widths():
     assert [arrow_type(c) for c in Codec] == [
-        pa.binary(), pa.string(), pa.int64(), pa.int32(), pa.int16(), pa.float64(),
-        pa.float32(), pa.bool_(),
+        pa.binary(),
+        pa.string(),
+        pa.int64(),
+        pa.int32(),
+        pa.int16(),
+        pa.float64(),
+        pa.float32(),
+        pa.bool_(),
     ]
     assert [c.width for c in Codec] == [None, None, 8, 4, 2, 8, 4, 1]
 
@@ -75,9 +96,7 @@ def test_integers_match_struct_pack_and_round_trip(data):
     values = data.draw(st.lists(st.one_of(st.none(), _ints(codec)), max_size=30))
     out = encode_values(pa.array(values, pa.int64()), codec, field="v")
     assert out.type == pa.binary()
-    assert out.to_pylist() == [
-        None if v is None else struct.pack(PACK[codec], v) for v in values
-    ]
+    assert out.to_pylist() == [None if v is None else struct.pack(PACK[codec], v) for v in values]
     back = decode_values(out, codec, field="v")
     assert back.type == arrow_type(codec)
     assert back.to_pylist() == values
@@ -92,14 +111,15 @@ def test_floats_match_struct_pack_and_round_trip(data):
     out = encode_values(pa.array(values, pa.float64()), codec, field="v")
     nan = b"\x7f\xf8\x00\x00\x00\x00\x00\x00" if width == 64 else b"\x7f\xc0\x00\x00"
     expected = [
-        None if v is None else nan if math.isnan(v) else struct.pack(PACK[codec], v)
-        for v in values
+        None if v is None else nan if math.isnan(v) else struct.pack(PACK[codec], v) for v in values
     ]
     assert out.to_pylist() == expected
     back = decode_values(out, codec, field="v").to_pylist()
     for got, want in zip(back, values, strict=True):
-        assert (got is None and want is None) or (math.isnan(want) and math.isnan(got)) or (
-            got == want and math.copysign(1, got) == math.copysign(1, want)
+        assert (
+            (got is None and want is None)
+            or (math.isnan(want) and math.isnan(got))
+            or (got == want and math.copysign(1, got) == math.copysign(1, want))
         )
 
 
@@ -107,7 +127,10 @@ def test_nan_payloads_are_canonicalised():
     # doubleToLongBits: every NaN becomes 0x7ff8000000000000 (floats: 0x7fc00000).
     odd = np.array([0x7FF0000000000001, 0xFFF8000000000000, 0x7FFFFFFFFFFFFFFF], np.uint64)
     nans = pa.array(odd.view(np.float64))
-    assert encode_values(nans, "double", field="v").to_pylist() == [bytes.fromhex("7ff8" + "00" * 6)] * 3
+    assert (
+        encode_values(nans, "double", field="v").to_pylist()
+        == [bytes.fromhex("7ff8" + "00" * 6)] * 3
+    )
     assert encode_values(nans, "float", field="v").to_pylist() == [bytes.fromhex("7fc00000")] * 3
     odd32 = pa.array(np.array([0x7F800001, 0xFFC00000], np.uint32).view(np.float32))
     assert encode_values(odd32, "float", field="v").to_pylist() == [bytes.fromhex("7fc00000")] * 2
@@ -128,8 +151,13 @@ def test_booleans_are_ff_and_00():
     out = encode_values(pa.array([True, False, None]), "boolean", field="b")
     assert out.to_pylist() == [b"\xff", b"\x00", None]
     # Bytes.toBoolean: any non-zero byte is true.
-    assert decode_values(pa.array([b"\x01", b"\x00", b"\xff", None]), "bool", field="b").to_pylist() == [
-        True, False, True, None,
+    assert decode_values(
+        pa.array([b"\x01", b"\x00", b"\xff", None]), "bool", field="b"
+    ).to_pylist() == [
+        True,
+        False,
+        True,
+        None,
     ]
     text = encode_values(pa.array(["TRUE", " false ", "1", "0"]), "bool", field="b")
     assert text.to_pylist() == [b"\xff", b"\x00", b"\xff", b"\x00"]
@@ -145,12 +173,22 @@ def test_text_numbers_parse_like_java():
     got = encode_values(pa.array(["42", " -7 ", "+5", "007", "-0", None]), "long", field="n")
     assert got.to_pylist() == [struct.pack(">q", v) for v in (42, -7, 5, 7, 0)] + [None]
     edges = ["9223372036854775807", "-9223372036854775808", "00000000000000000000001"]
-    assert decode_values(encode_values(pa.array(edges), "long", field="n"), "long", field="n").to_pylist() == [
-        2**63 - 1, -(2**63), 1,
+    assert decode_values(
+        encode_values(pa.array(edges), "long", field="n"), "long", field="n"
+    ).to_pylist() == [
+        2**63 - 1,
+        -(2**63),
+        1,
     ]
-    doubles = encode_values(pa.array(["1.5", "-2e3", ".5", "inf", "-Infinity", "NaN"]), "double", field="d")
+    doubles = encode_values(
+        pa.array(["1.5", "-2e3", ".5", "inf", "-Infinity", "NaN"]), "double", field="d"
+    )
     assert decode_values(doubles, "double", field="d").to_pylist()[:5] == [
-        1.5, -2000.0, 0.5, math.inf, -math.inf,
+        1.5,
+        -2000.0,
+        0.5,
+        math.inf,
+        -math.inf,
     ]
 
 
@@ -192,7 +230,9 @@ def test_values_that_do_not_fit_name_record_and_field(values, codec, bad):
 
 
 def test_mask_mode_unpacks_and_keeps_good_values():
-    values, bad, reasons = encode_values(pa.array(["1", None, "x", "3"]), "int", field="n", errors="mask")
+    values, bad, reasons = encode_values(
+        pa.array(["1", None, "x", "3"]), "int", field="n", errors="mask"
+    )
     assert values.to_pylist() == [b"\x00\x00\x00\x01", None, None, b"\x00\x00\x00\x03"]
     assert bad.tolist() == [False, False, True, False]
     assert reasons.to_pylist() == [None, None, "n: not an integer (int)", None]
@@ -216,14 +256,20 @@ def test_decode_invalid_utf8():
 
 def test_input_shapes_chunked_dictionary_large_and_empty():
     chunked = pa.chunked_array([pa.array([1, 2]), pa.array([3])])
-    assert encode_values(chunked, "short", field="n").to_pylist() == [struct.pack(">h", v) for v in (1, 2, 3)]
+    assert encode_values(chunked, "short", field="n").to_pylist() == [
+        struct.pack(">h", v) for v in (1, 2, 3)
+    ]
     dictionary = pa.array(["7", "8", "7"]).dictionary_encode()
-    assert encode_values(dictionary, "int", field="n").to_pylist() == [struct.pack(">i", v) for v in (7, 8, 7)]
+    assert encode_values(dictionary, "int", field="n").to_pylist() == [
+        struct.pack(">i", v) for v in (7, 8, 7)
+    ]
     large = pa.array(["a", None], pa.large_string())
     assert encode_values(large, "string", field="s").to_pylist() == [b"a", None]
     sliced = pa.array([b"xx", struct.pack(">i", 5), struct.pack(">i", 6)]).slice(1)
     assert decode_values(sliced, "int", field="n").to_pylist() == [5, 6]
-    assert decode_values(pa.array([struct.pack(">i", 5)], pa.binary(4)), "int", field="n").to_pylist() == [5]
+    assert decode_values(
+        pa.array([struct.pack(">i", 5)], pa.binary(4)), "int", field="n"
+    ).to_pylist() == [5]
     assert encode_values(pa.array([], pa.int64()), "long", field="n").to_pylist() == []
     assert decode_values(pa.array([], pa.binary()), "double", field="n").to_pylist() == []
     assert encode_values(pa.nulls(2), "long", field="n").to_pylist() == [None, None]
@@ -244,14 +290,35 @@ def test_unsupported_column_types_and_modes():
 
 
 UTF8_PIECES = st.sampled_from(
-    [b"a", b"\x00", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\x80", b"\xc3", b"\xe2\x82",
-     b"\xed\xa0\x80", b"\xc0\xaf", b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf", b"\xf4\x90\x80\x80",
-     b"\xf8\x88\x80\x80\x80", b"\xff", b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf"]
+    [
+        b"a",
+        b"\x00",
+        b"\xc3\xa9",
+        b"\xe2\x82\xac",
+        b"\xf0\x9f\x98\x80",
+        b"\x80",
+        b"\xc3",
+        b"\xe2\x82",
+        b"\xed\xa0\x80",
+        b"\xc0\xaf",
+        b"\xe0\x80\xaf",
+        b"\xf0\x80\x80\xaf",
+        b"\xf4\x90\x80\x80",
+        b"\xf8\x88\x80\x80\x80",
+        b"\xff",
+        b"\xef\xbf\xbf",
+        b"\xf4\x8f\xbf\xbf",
+    ]
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.binary(max_size=6), st.lists(UTF8_PIECES, max_size=4).map(b"".join)), max_size=12))
+@given(
+    st.lists(
+        st.one_of(st.binary(max_size=6), st.lists(UTF8_PIECES, max_size=4).map(b"".join)),
+        max_size=12,
+    )
+)
 def test_utf8_validation_matches_python(values):
     offsets, data = binary_parts(pa.array(values, pa.binary()))
     got = utf8_invalid(offsets, data).tolist()

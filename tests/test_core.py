@@ -65,20 +65,25 @@ def test_sort_order_matches_hbase_comparator_r2_1(cells):
     table = _table(cells)
     got = table.take(sort_indices(table))
     expected = sorted(cells, key=_hbase_key)
-    assert list(
-        zip(
-            got.column("row").to_pylist(),
-            got.column("qualifier").to_pylist(),
-            got.column("ts").to_pylist(),
-            got.column("type").to_pylist(),
-            strict=True,
+    assert (
+        list(
+            zip(
+                got.column("row").to_pylist(),
+                got.column("qualifier").to_pylist(),
+                got.column("ts").to_pylist(),
+                got.column("type").to_pylist(),
+                strict=True,
+            )
         )
-    ) == expected
+        == expected
+    )
     assert first_unsorted_index(got, strict=False) is None
 
 
 def test_unsigned_bytes_and_prefix_first_r2_1():
-    table = _table([(b"\xff", b"", 1, 4), (b"a", b"", 1, 4), (b"ab", b"", 1, 4), (b"a\x00", b"", 1, 4)])
+    table = _table(
+        [(b"\xff", b"", 1, 4), (b"a", b"", 1, 4), (b"ab", b"", 1, 4), (b"a\x00", b"", 1, 4)]
+    )
     got = table.take(sort_indices(table)).column("row").to_pylist()
     assert got == [b"a", b"a\x00", b"ab", b"\xff"]
 
@@ -126,8 +131,26 @@ def test_valid_table_names_r16_3(name, ns, q):
 
 @pytest.mark.parametrize(
     "name",
-    ["", ":t", "ns:", "a:b:c", ".t", "-t", "ns:.t", "t/x", "..", "../etc", "t\x00", "n-s:t",
-     "zookeeper", "ns:zookeeper", "hbase:meta", "t x", "t\\x", "a" * 256],
+    [
+        "",
+        ":t",
+        "ns:",
+        "a:b:c",
+        ".t",
+        "-t",
+        "ns:.t",
+        "t/x",
+        "..",
+        "../etc",
+        "t\x00",
+        "n-s:t",
+        "zookeeper",
+        "ns:zookeeper",
+        "hbase:meta",
+        "t x",
+        "t\\x",
+        "a" * 256,
+    ],
 )
 def test_invalid_table_names_r16_3(name):
     with pytest.raises(InvalidNameError):
@@ -146,7 +169,8 @@ def test_valid_family_names_r15_3(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["", ".cf", "a:b", "a/b", "a\\b", "a\x00b", "a\nb", "recovered.edits", "x" * 128, "é" * 64]
+    "name",
+    ["", ".cf", "a:b", "a/b", "a\\b", "a\x00b", "a\nb", "recovered.edits", "x" * 128, "é" * 64],
 )
 def test_invalid_family_names_r15_3(name):
     with pytest.raises(InvalidNameError):
@@ -194,8 +218,16 @@ def test_family_forever_ttl_normalised_r8_1():
 
 
 def test_family_round_trip_and_replace():
-    f = Family(name="cf", max_versions=5, min_versions=1, ttl=3600, keep_deleted_cells="ttl",
-               compression="SNAPPY", bloom_filter=False, block_size=4096)
+    f = Family(
+        name="cf",
+        max_versions=5,
+        min_versions=1,
+        ttl=3600,
+        keep_deleted_cells="ttl",
+        compression="SNAPPY",
+        bloom_filter=False,
+        block_size=4096,
+    )
     assert Family.from_dict(f.to_dict()) == f
     assert f.compression == "snappy"
     g = f.replace(ttl=7200)

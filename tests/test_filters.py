@@ -264,7 +264,10 @@ def test_parse_filter_language():
     (f,) = parse_filter("SingleColumnValueFilter('cf', 'age', >=, 'binary:18', true, false)")
     assert isinstance(f, SingleColumnValueFilter)
     assert (f.family, f.qualifier, f.filter_if_missing, f.latest_version_only) == (
-        "cf", b"age", True, False,
+        "cf",
+        b"age",
+        True,
+        False,
     )
     fs = parse_filter("ColumnPrefixFilter('it''s') AND KeyOnlyFilter() AND TimestampsFilter(5, 1)")
     assert fs == (ColumnPrefixFilter("it's"), KeyOnlyFilter(), TimestampsFilter([1, 5]))

@@ -50,7 +50,9 @@ def cells() -> pa.Table:
             "qualifier": [b"q"] * n,
             "ts": np.arange(n, dtype=np.int64) + 1,
             "type": types,
-            "value": [b"" if t == DELETE_COLUMN else b"v" + r for r, t in zip(rows, types, strict=True)],
+            "value": [
+                b"" if t == DELETE_COLUMN else b"v" + r for r, t in zip(rows, types, strict=True)
+            ],
         }
     )
 
@@ -153,8 +155,9 @@ JSON_VALUES = st.recursive(
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=8)
     | st.sampled_from(["", "00", "6d", "ff" * 3, "r000001", "f", "../x", "data/x.parquet"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -162,8 +165,9 @@ JSON_VALUES = st.recursive(
 def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every key/index path inside a JSON document (not the root)."""
     out: list[tuple[Any, ...]] = []
-    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(
-        doc, list) else ()
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
     for key, value in items:
         out.append((*prefix, key))
         out.extend(_paths(value, (*prefix, key)))

@@ -52,14 +52,18 @@ qualifier_column = "v"
 value = "n"
 codec = "long"
 """
-VALID_JSON_MAPPING = json.dumps({
-    "row_key": {"column": "k", "codec": "string"},
-    "timestamp": "ts",
-    "input": {"header": True, "null_values": [""]},
-    "cells": [{"family": "f", "qualifier": "v", "value": "v"},
-              {"family": "f", "qualifier": "n", "value": "n", "codec": "int"}],
-    "columns": {"f:w": {"column": "v", "codec": "bytes"}},
-}).encode()
+VALID_JSON_MAPPING = json.dumps(
+    {
+        "row_key": {"column": "k", "codec": "string"},
+        "timestamp": "ts",
+        "input": {"header": True, "null_values": [""]},
+        "cells": [
+            {"family": "f", "qualifier": "v", "value": "v"},
+            {"family": "f", "qualifier": "n", "value": "n", "codec": "int"},
+        ],
+        "columns": {"f:w": {"column": "v", "codec": "bytes"}},
+    }
+).encode()
 
 #: Bytes that matter to the parsers, most likely to find edge cases.
 SPECIAL = b'",\t\n\r{}[]:\\ 0-9e.\x00\xff'
@@ -111,10 +115,16 @@ def load_file(table: Table, tmp_path: Path, name: str, data: bytes, **kw: Any) -
     path = tmp_path / f"{uuid.uuid4().hex[:8]}-{name}"
     path.write_bytes(data)
     try:
-        outcome(lambda skip: table.load(
-            str(path), skip_bad_records=skip, key_advice="off", workers=1,
-            report_dir=str(tmp_path / "reports"), **kw,
-        ))
+        outcome(
+            lambda skip: table.load(
+                str(path),
+                skip_bad_records=skip,
+                key_advice="off",
+                workers=1,
+                report_dir=str(tmp_path / "reports"),
+                **kw,
+            )
+        )
     finally:
         path.unlink()
 
@@ -125,8 +135,14 @@ def load_file(table: Table, tmp_path: Path, name: str, data: bytes, **kw: Any) -
 @example(data=b"k,v,n,ts\nr1,a,1,99999999999999999999999\n", multiline=False)
 @example(data=b"k,v,n,ts\nr1,a,1180591620717411303424,1\n", multiline=True)
 def test_fuzz_csv(target, tmp_path, data, multiline):
-    load_file(target, tmp_path, "in.csv", data, mapping=MAPPING,
-              text=TextOptions(multiline=multiline, block_size=1024))
+    load_file(
+        target,
+        tmp_path,
+        "in.csv",
+        data,
+        mapping=MAPPING,
+        text=TextOptions(multiline=multiline, block_size=1024),
+    )
 
 
 @FUZZ_SETTINGS
@@ -148,15 +164,20 @@ def test_fuzz_jsonl(target, tmp_path, data):
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                 max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
 @FUZZ_SETTINGS
-@given(rows=st.lists(st.dictionaries(st.sampled_from(["k", "v", "n", "ts", "x"]), json_values,
-                                     max_size=5), max_size=5))
+@given(
+    rows=st.lists(
+        st.dictionaries(st.sampled_from(["k", "v", "n", "ts", "x"]), json_values, max_size=5),
+        max_size=5,
+    )
+)
 def test_fuzz_jsonl_values(target, tmp_path, rows):
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     load_file(target, tmp_path, "in.jsonl", data, mapping=MAPPING)
@@ -172,17 +193,42 @@ def test_fuzz_mapping_toml(target, tmp_path, doc, suffix):
 
 
 @FUZZ_SETTINGS
-@given(doc=st.one_of(st.binary(max_size=120), mutated(VALID_JSON_MAPPING)),
-       suffix=st.just(".json"))
+@given(doc=st.one_of(st.binary(max_size=120), mutated(VALID_JSON_MAPPING)), suffix=st.just(".json"))
 def test_fuzz_mapping_json(target, tmp_path, doc, suffix):
     load_with_mapping(target, tmp_path, doc, suffix)
 
 
 mapping_keys = st.sampled_from(
-    ["row_key", "timestamp", "operation", "input", "cells", "columns", "family", "qualifier",
-     "qualifier_hex", "qualifier_column", "qualifier_codec", "value", "column", "codec",
-     "fields", "salt_buckets", "name", "type", "width", "unit", "delimiter", "header",
-     "multiline", "null_values", "column_names", "quote_char", "compression", "format"]
+    [
+        "row_key",
+        "timestamp",
+        "operation",
+        "input",
+        "cells",
+        "columns",
+        "family",
+        "qualifier",
+        "qualifier_hex",
+        "qualifier_column",
+        "qualifier_codec",
+        "value",
+        "column",
+        "codec",
+        "fields",
+        "salt_buckets",
+        "name",
+        "type",
+        "width",
+        "unit",
+        "delimiter",
+        "header",
+        "multiline",
+        "null_values",
+        "column_names",
+        "quote_char",
+        "compression",
+        "format",
+    ]
 ) | st.text(max_size=6)
 mapping_docs = st.recursive(
     json_scalars | st.sampled_from(["k", "v", "n", "ts", "f", "long", "s", "string", "csv"]),

@@ -28,11 +28,19 @@ def test_golden_table_reads_back(version):
     for f in sorted(t.files, key=lambda f: (f.seq, f.region, f.family)):
         assert check(t.fs, t.file_path(f), region=t.metadata.region(f.region), entry=f).ok
         data = read_store_file(t.fs, t.file_path(f))
-        got.append({
-            "region": f.region, "family": f.family, "seq": f.seq,
-            "cells": [[r.hex(), q.hex(), ts, ty, v.hex()] for r, q, ts, ty, v in
-                      zip(*(data.column(c).to_pylist() for c in data.column_names), strict=True)],
-        })
+        got.append(
+            {
+                "region": f.region,
+                "family": f.family,
+                "seq": f.seq,
+                "cells": [
+                    [r.hex(), q.hex(), ts, ty, v.hex()]
+                    for r, q, ts, ty, v in zip(
+                        *(data.column(c).to_pylist() for c in data.column_names), strict=True
+                    )
+                ],
+            }
+        )
     assert got == expected["files"]
     # Earlier versions stay readable (as-of reads).
     assert len(wh.table(expected["table"], version=2).files) < len(t.files)

@@ -46,7 +46,11 @@ def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     out = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cellstore."):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("cellstore.")
+        ):
             out.add(node.module.split(".")[1])
         elif isinstance(node, ast.ImportFrom) and node.module == "cellstore" and not node.level:
             for alias in node.names:
@@ -79,7 +83,9 @@ def test_imports_run_one_way(path):
 def test_root_package_imports_are_checked(tmp_path):
     """``from cellstore import __version__`` in a lower layer is an upward arrow."""
     path = tmp_path / "probe.py"
-    path.write_text("from cellstore import __version__\nfrom cellstore import fs\nimport cellstore\n")
+    path.write_text(
+        "from cellstore import __version__\nfrom cellstore import fs\nimport cellstore\n"
+    )
     assert _imports(path) == {ROOT_PACKAGE, "fs"}
 
 

@@ -106,8 +106,7 @@ def test_expression_types():
     assert type_of(parse_expression("double(a:b) * 2"), key) is IndexType.FLOAT64
     assert type_of(parse_expression("bytes(a:b) || key(user)"), key) is IndexType.BYTES
     assert type_of(parse_expression("SUBSTR(bytes(a:b), 2)"), key) is IndexType.BYTES
-    for bad in ("UPPER(long(a:b))", "string(a:b) + 1", "SUBSTR(long(a:b), 1)",
-                "boolean(a:b) * 2"):
+    for bad in ("UPPER(long(a:b))", "string(a:b) + 1", "SUBSTR(long(a:b), 1)", "boolean(a:b) * 2"):
         with pytest.raises(InvalidArgumentError):
             type_of(parse_expression(bad), key)
     spec = RowKeySpec(fields=(KeyField(name="user", type="string"),))
@@ -250,9 +249,7 @@ def test_definition_document_and_cli(tmp_path):
     )
     assert made.exit_code == 0, made.output
     doc = json.loads(made.output)
-    assert doc["format-version"] == 2 and doc["parts"] == [
-        {"expression": "UPPER(string(info:n))"}
-    ]
+    assert doc["format-version"] == 2 and doc["parts"] == [{"expression": "UPPER(string(info:n))"}]
     assert IndexDefinition.from_dict(doc).parts[0].kind == "expression"
     t.load_cells(cells([b"r1", b"r2", b"r3"], "info", b"n", [b"ann", b"ANN", b"bob"]))
     found = run("--output", "json", "index", "lookup", "ns:u", "up", "ANN")

@@ -59,9 +59,7 @@ def table(tmp_path: Path) -> Any:
     """ns:t with regions [-, m) and [m, -): 8,000 cells, 1,000 rows each side, one load."""
     clear_footer_cache()
     wh = cellstore.connect(str(tmp_path / "wh"))
-    t = wh.create_table(
-        "ns:t", families=[Family(name="f", compression="none")], splits=["m"]
-    )
+    t = wh.create_table("ns:t", families=[Family(name="f", compression="none")], splits=["m"])
     t.load_cells(pa.concat_tables([grid("a", 1000), grid("n", 1000)]))
     return t
 
@@ -239,7 +237,13 @@ def test_cells_written_before_a_split_are_rerouted_at_commit(table: Any) -> None
     written, _ = write_cells(table.fs, table.path, base, cells, load_id="L1", seq=base.next_seq)
     split(table.warehouse.table("ns:t"), at=["c00025"])
     meta, already, files, rerouted = commit_load(
-        table.fs, table.path, table.log, base, written, load_id="L1", summary={},
+        table.fs,
+        table.path,
+        table.log,
+        base,
+        written,
+        load_id="L1",
+        summary={},
         row_group_cells=1000,
     )
     assert not already and rerouted == 1 and len(files) == 2

@@ -38,9 +38,15 @@ def test_loads_while_compactions_and_splits_commit(tmp_path: Path) -> None:
         try:
             for i in range(BATCHES):
                 rows = [b"b%03d-%03d" % (i, k) for k in range(ROWS)]
-                cells = pa.table({"row": rows, "family": ["f"] * ROWS,
-                                  "qualifier": [b"q"] * ROWS, "ts": [1] * ROWS,
-                                  "value": [b"%d" % i] * ROWS})
+                cells = pa.table(
+                    {
+                        "row": rows,
+                        "family": ["f"] * ROWS,
+                        "qualifier": [b"q"] * ROWS,
+                        "ts": [1] * ROWS,
+                        "value": [b"%d" % i] * ROWS,
+                    }
+                )
                 while True:
                     try:
                         t.load_cells(cells, load_id=f"batch-{i}")
@@ -83,8 +89,9 @@ def test_loads_while_compactions_and_splits_commit(tmp_path: Path) -> None:
     t = cellstore.connect(root).table("t")
     got = t.scan().to_arrow()
     batches: dict[int, int] = {}
-    for row, value in zip(got.column("row").to_pylist(), got.column("value").to_pylist(),
-                          strict=True):
+    for row, value in zip(
+        got.column("row").to_pylist(), got.column("value").to_pylist(), strict=True
+    ):
         assert int(row[1:4]) == int(value)
         batches[int(value)] = batches.get(int(value), 0) + 1
     assert batches == {i: ROWS for i in range(BATCHES)}

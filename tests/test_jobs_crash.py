@@ -56,8 +56,9 @@ CHILD = textwrap.dedent(
 def _committed_batches(table: cellstore.warehouse.Table) -> list[int]:
     got = table.scan().to_arrow()
     counts: dict[int, int] = {}
-    for row, value in zip(got.column("row").to_pylist(), got.column("value").to_pylist(),
-                          strict=True):
+    for row, value in zip(
+        got.column("row").to_pylist(), got.column("value").to_pylist(), strict=True
+    ):
         batch = int(row[1:5])
         assert int(value) == batch
         counts[batch] = counts.get(batch, 0) + 1

@@ -295,8 +295,14 @@ def test_export_file_writes_one_file_on_any_filesystem(memory_root: str, fmt: st
     elif fmt == "json":
         lines = [json.loads(x) for x in data.decode().splitlines()]
         assert len(lines) == report.cells
-        assert {"row": "a\\x5Cb", "family": "f", "qualifier": "\\x00q", "ts": 1,
-                "type": "Put", "value": "a\\x5Cb/\\x00q/1"} in lines
+        assert {
+            "row": "a\\x5Cb",
+            "family": "f",
+            "qualifier": "\\x00q",
+            "ts": 1,
+            "type": "Put",
+            "value": "a\\x5Cb/\\x00q/1",
+        } in lines
     else:
         assert data.decode().splitlines()[0] == '"row","family","qualifier","ts","type","value"'
         assert len(data.decode().splitlines()) == report.cells + 1

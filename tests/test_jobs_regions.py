@@ -29,17 +29,31 @@ from cellstore.loader.execute import commit_load, execute_plan
 from cellstore.storefiles import StoreFileReader, check, read_store_file, write_store_file
 from cellstore.warehouse import connect
 
-PUT, DEL, DCOL, DFAM, DFV = (int(t) for t in (
-    CellType.PUT, CellType.DELETE, CellType.DELETE_COLUMN, CellType.DELETE_FAMILY,
-    CellType.DELETE_FAMILY_VERSION,
-))
+PUT, DEL, DCOL, DFAM, DFV = (
+    int(t)
+    for t in (
+        CellType.PUT,
+        CellType.DELETE,
+        CellType.DELETE_COLUMN,
+        CellType.DELETE_FAMILY,
+        CellType.DELETE_FAMILY_VERSION,
+    )
+)
 
 
 def cells(rows):
     """(row, family, qualifier, ts, type, value) tuples as a load_cells table."""
     r, f, q, ts, ty, v = zip(*rows, strict=True)
-    return pa.table({"row": list(r), "family": list(f), "qualifier": list(q), "ts": list(ts),
-                     "type": pa.array(ty, pa.int8()), "value": list(v)})
+    return pa.table(
+        {
+            "row": list(r),
+            "family": list(f),
+            "qualifier": list(q),
+            "ts": list(ts),
+            "type": pa.array(ty, pa.int8()),
+            "value": list(v),
+        }
+    )
 
 
 def build(root, *, row_group_cells=4, storage_options=None):
@@ -51,8 +65,11 @@ def build(root, *, row_group_cells=4, storage_options=None):
     - load 3: only rows 'p'..'r' (a file entirely below the later split key 't').
     """
     wh = connect(root, storage_options=storage_options)
-    t = wh.create_table("t", families=[Family(name="cf", max_versions=5),
-                                       Family(name="meta", max_versions=1)], splits=["m"])
+    t = wh.create_table(
+        "t",
+        families=[Family(name="cf", max_versions=5), Family(name="meta", max_versions=1)],
+        splits=["m"],
+    )
     letters = [chr(c).encode() * 2 for c in range(ord("a"), ord("z") + 1)]
     one = []
     for i, row in enumerate(letters):
@@ -109,8 +126,14 @@ def test_split_at_key_keeps_every_read(any_root):
     _, t = build(any_root)
     before = reads(t)
     # Seq tie-breaking is exercised: the later load wins the exact key ties.
-    assert {"row": b"aa", "family": "cf", "qualifier": b"q1", "ts": 30, "type": PUT,
-            "value": b"tie-winner"} in before["latest"]
+    assert {
+        "row": b"aa",
+        "family": "cf",
+        "qualifier": b"q1",
+        "ts": 30,
+        "type": PUT,
+        "value": b"tie-winner",
+    } in before["latest"]
     old = {f.path: f for f in t.files}
     r2 = t.metadata.region("r000002")
     report = split(t, at="tt")
@@ -118,7 +141,10 @@ def test_split_at_key_keeps_every_read(any_root):
     (s,) = report.splits
     assert (s.parent, s.keys, s.children) == ("r000002", (b"tt",), ("r000003", "r000004"))
     assert [(r.id, r.start, r.end) for r in t.regions] == [
-        ("r000001", b"", b"m"), ("r000003", b"m", b"tt"), ("r000004", b"tt", b"")]
+        ("r000001", b"", b"m"),
+        ("r000003", b"m", b"tt"),
+        ("r000004", b"tt", b""),
+    ]
     assert t.metadata.next_region_id == 5
     # Re-assigned: load 3 (rows pp..rr, below 'tt') and load 2's meta file (row ww, above).
     # Cut: loads 1 (cf and meta) and 2 (cf) span 'tt'.
@@ -172,7 +198,9 @@ def test_split_several_keys_in_several_regions(tmp_path):
     before = reads(t)
     report = split(t, at=["dd", "gg", "pq", "xx"])
     assert [(s.parent, s.keys) for s in report.splits] == [
-        ("r000001", (b"dd", b"gg")), ("r000002", (b"pq", b"xx"))]
+        ("r000001", (b"dd", b"gg")),
+        ("r000002", (b"pq", b"xx")),
+    ]
     assert [r.id for r in t.regions] == [f"r{i:06d}" for i in range(3, 9)]
     assert [r.start for r in t.regions] == [b"", b"dd", b"gg", b"m", b"pq", b"xx"]
     assert_invariants(t)
@@ -236,8 +264,10 @@ def test_split_point_is_the_middle_cell_row(tmp_path, monkeypatch, row_group_cel
         rows += [(b"row%03d" % i, "a", b"q%02d" % j, 1, PUT, b"x") for j in range(n)]
     t.load_cells(cells(rows[::2]), row_group_cells=row_group_cells)
     t.load_cells(cells(rows[1::2]), row_group_cells=row_group_cells)
-    t.load_cells(cells([(b"row%03d" % i, "b", b"z", 2, PUT, b"y") for i in range(0, 40, 4)]),
-                 row_group_cells=row_group_cells)
+    t.load_cells(
+        cells([(b"row%03d" % i, "b", b"z", 2, PUT, b"y") for i in range(0, 40, 4)]),
+        row_group_cells=row_group_cells,
+    )
     calls = []
     real = StoreFileReader.read_row_groups
 
@@ -268,8 +298,9 @@ def test_auto_split_picks_largest_region_and_balances(tmp_path):
     wh = connect(tmp_path)
     t = wh.create_table("w", families=["f"], splits=["b"])
     t.load_cells(cells([(b"a%03d" % i, "f", b"q", 1, PUT, b"x") for i in range(10)]))
-    t.load_cells(cells([(b"b%03d" % i, "f", b"q", 1, PUT, b"x") for i in range(100)]),
-                 row_group_cells=7)
+    t.load_cells(
+        cells([(b"b%03d" % i, "f", b"q", 1, PUT, b"x") for i in range(100)]), row_group_cells=7
+    )
     sizes = region_sizes(t.metadata)
     assert sizes["r000002"] > sizes["r000001"]
     dry = split(t, dry_run=True)
@@ -286,8 +317,10 @@ def test_cut_reads_a_piece_at_a_time(tmp_path, monkeypatch):
     """A spanning file is read piece by piece (row-group pruning), never all at once."""
     wh = connect(tmp_path)
     t = wh.create_table("w", families=["f"])
-    t.load_cells(cells([(b"r%04d" % i, "f", b"q", 1, PUT, b"x" * 10) for i in range(1000)]),
-                 row_group_cells=50)
+    t.load_cells(
+        cells([(b"r%04d" % i, "f", b"q", 1, PUT, b"x" * 10) for i in range(1000)]),
+        row_group_cells=50,
+    )
     groups = t.metadata.files[0]
     calls = []
     real = StoreFileReader.read_row_groups
@@ -308,8 +341,13 @@ def test_equal_seq_overlapping_files_are_cut_as_one(tmp_path):
     n = 20_000
     df = pd.DataFrame({"k": [f"k{i % 100:03d}" for i in range(n)], "v": [str(i) for i in range(n)]})
     t = connect(tmp_path).create_table("t", families=["f"])
-    t.load(df, mapping=Mapping.simple(row_key="k", columns=["f:v=v"]), memory_budget=1 << 20,
-           now_ms=5, key_advice="off")
+    t.load(
+        df,
+        mapping=Mapping.simple(row_key="k", columns=["f:v=v"]),
+        memory_budget=1 << 20,
+        now_ms=5,
+        key_advice="off",
+    )
     assert len({f.seq for f in t.files}) == 1 and len(t.files) > 1
     before = reads_simple(t)
     assert before["latest"][0]["value"] == str(n - 100).encode()
@@ -345,8 +383,10 @@ def test_equal_seq_tie_is_kept_when_one_file_is_cut_and_one_moved(tmp_path):
 
 
 def reads_simple(t):
-    return {"latest": t.scan().to_arrow().to_pylist(),
-            "raw": t.scan(raw=True, max_versions=100).to_arrow().to_pylist()}
+    return {
+        "latest": t.scan().to_arrow().to_pylist(),
+        "raw": t.scan(raw=True, max_versions=100).to_arrow().to_pylist(),
+    }
 
 
 # --------------------------------------------------------------------------------- merge
@@ -393,8 +433,14 @@ def test_merge_small_merges_runs_under_the_threshold(tmp_path):
     t = wh.create_table("s", families=["f"], splits=["b", "c", "d", "e"])
     rng = random.Random(0)
     for p, n in (("a", 5), ("b", 5), ("c", 400), ("d", 5)):
-        t.load_cells(cells([(b"%s%04d" % (p.encode(), i), "f", b"q", 1, PUT, rng.randbytes(100))
-                            for i in range(n)]))
+        t.load_cells(
+            cells(
+                [
+                    (b"%s%04d" % (p.encode(), i), "f", b"q", 1, PUT, rng.randbytes(100))
+                    for i in range(n)
+                ]
+            )
+        )
     before = reads_simple(t)
     sizes = region_sizes(t.metadata)
     small = max(sizes["r000001"] + sizes["r000002"], sizes["r000004"] + sizes["r000005"])
@@ -412,18 +458,33 @@ def test_merge_small_merges_runs_under_the_threshold(tmp_path):
 def test_load_planned_before_a_split_commits_after_it(tmp_path):
     wh = connect(tmp_path)
     t = wh.create_table("t", families=["f"], splits=["m"])
-    t.load_cells(cells([(b"%s%03d" % (c, i), "f", b"old", 1, PUT, b"o")
-                        for c in (b"a", b"p", b"x") for i in range(20)]))
+    t.load_cells(
+        cells(
+            [
+                (b"%s%03d" % (c, i), "f", b"old", 1, PUT, b"o")
+                for c in (b"a", b"p", b"x")
+                for i in range(20)
+            ]
+        )
+    )
     keys = [f"{c}{i:03d}" for c in "adhkpsw" for i in range(50)]
     m = Mapping.simple(row_key="k", columns=["f:v=v"])
-    plan, _ = plan_load(t.metadata, table_url=t.path, storage_options={},
-                        source=pd.DataFrame({"k": keys, "v": keys}), mapping=m, load_id="L",
-                        now_ms=now_ms(), settings=LoadSettings())
+    plan, _ = plan_load(
+        t.metadata,
+        table_url=t.path,
+        storage_options={},
+        source=pd.DataFrame({"k": keys, "v": keys}),
+        mapping=m,
+        load_id="L",
+        now_ms=now_ms(),
+        settings=LoadSettings(),
+    )
     written = [w for o in execute_plan(plan) for w in o.written]
     base = t.metadata
     split(wh.table("t"), at=["d", "s"])  # both of the load's files now span a new key
     _meta, already, _files, rerouted = commit_load(
-        t.fs, t.path, t.log, base, written, load_id="L", summary={}, row_group_cells=65536)
+        t.fs, t.path, t.log, base, written, load_id="L", summary={}, row_group_cells=65536
+    )
     assert not already and rerouted == 2
     t.refresh()
     assert_invariants(t)
@@ -448,8 +509,11 @@ def test_table_load_with_a_split_in_between(tmp_path, monkeypatch):
 
     monkeypatch.setattr(execute, "commit_files", split_first)
     keys = [f"k{i:03d}" for i in range(100)]
-    report = t.load(pd.DataFrame({"k": keys, "v": keys}),
-                    mapping=Mapping.simple(row_key="k", columns=["f:v=v"]), key_advice="off")
+    report = t.load(
+        pd.DataFrame({"k": keys, "v": keys}),
+        mapping=Mapping.simple(row_key="k", columns=["f:v=v"]),
+        key_advice="off",
+    )
     assert done and report.rerouted_files == 1
     t.refresh()
     assert [r.start for r in t.regions] == [b"", b"k050"]
@@ -482,8 +546,12 @@ def with_concurrent(monkeypatch, action):
 def test_concurrent_load_into_the_split_region_is_moved(tmp_path, monkeypatch):
     wh, t = build(tmp_path)
     other = wh.table("t")
-    with_concurrent(monkeypatch, lambda: other.load_cells(
-        cells([(b"zz", "cf", b"late", 50, PUT, b"late"), (b"zy", "cf", b"late", 50, PUT, b"l")])))
+    with_concurrent(
+        monkeypatch,
+        lambda: other.load_cells(
+            cells([(b"zz", "cf", b"late", 50, PUT, b"late"), (b"zy", "cf", b"late", 50, PUT, b"l")])
+        ),
+    )
     report = split(t, at="tt")
     late = [f for f in t.files if f.load_id == other.metadata.load_ids[-1]]
     assert len(late) == 1 and late[0].region == report.splits[0].children[1]
@@ -494,8 +562,12 @@ def test_concurrent_load_into_the_split_region_is_moved(tmp_path, monkeypatch):
 def test_concurrent_load_spanning_the_key_fails_the_split(tmp_path, monkeypatch):
     wh, t = build(tmp_path)
     other = wh.table("t")
-    with_concurrent(monkeypatch, lambda: other.load_cells(
-        cells([(b"nn", "cf", b"late", 50, PUT, b"a"), (b"zz", "cf", b"late", 50, PUT, b"b")])))
+    with_concurrent(
+        monkeypatch,
+        lambda: other.load_cells(
+            cells([(b"nn", "cf", b"late", 50, PUT, b"a"), (b"zz", "cf", b"late", 50, PUT, b"b")])
+        ),
+    )
     version = t.version
     with pytest.raises(JobConflictError, match="across a split key"):
         split(t, at="tt")
@@ -542,8 +614,9 @@ def run(tmp_path):
     build(str(tmp_path / "wh"))
 
     def invoke(*args, output="text"):
-        return CliRunner().invoke(cli, ["--root", str(tmp_path / "wh"), "--output", output, *args],
-                                  catch_exceptions=False)
+        return CliRunner().invoke(
+            cli, ["--root", str(tmp_path / "wh"), "--output", output, *args], catch_exceptions=False
+        )
 
     return invoke
 

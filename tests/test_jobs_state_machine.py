@@ -40,8 +40,7 @@ ROWS = [b"a", b"b", b"c", b"d", b"e"]
 QUALIFIERS = [b"", b"q", b"r"]
 STAMPS = [NOW - 1500, NOW - 1200, NOW - 900, NOW - 500, NOW - 100, NOW]
 TYPES = ["Put", "Put", "Put", "Delete", "DeleteColumn", "DeleteFamily", "DeleteFamilyVersion"]
-CODES = {"Put": 4, "Delete": 8, "DeleteFamilyVersion": 10, "DeleteColumn": 12,
-         "DeleteFamily": 14}
+CODES = {"Put": 4, "Delete": 8, "DeleteFamilyVersion": 10, "DeleteColumn": 12, "DeleteFamily": 14}
 
 Key = tuple[str, str, str]  # (path, region, family)
 
@@ -50,9 +49,14 @@ Key = tuple[str, str, str]  # (path, region, family)
 def load_batches(draw: st.DrawFn) -> list[tuple[bytes, bytes, int, str]]:
     keys = draw(
         st.lists(
-            st.tuples(st.sampled_from(ROWS), st.sampled_from(QUALIFIERS),
-                      st.sampled_from(STAMPS), st.sampled_from(TYPES)),
-            min_size=1, max_size=8,
+            st.tuples(
+                st.sampled_from(ROWS),
+                st.sampled_from(QUALIFIERS),
+                st.sampled_from(STAMPS),
+                st.sampled_from(TYPES),
+            ),
+            min_size=1,
+            max_size=8,
         )
     )
     out = {}
@@ -81,11 +85,16 @@ class TableMachine(RuleBasedStateMachine):
         ttl=st.sampled_from([None, 1]),
         kdc=st.sampled_from(list(KeepDeletedCells)),
     )
-    def create(self, versions: int, min_versions: int, ttl: int | None,
-               kdc: KeepDeletedCells) -> None:
-        self.family = Family(name="f", max_versions=versions,
-                             min_versions=min(min_versions, versions), ttl=ttl,
-                             keep_deleted_cells=kdc)
+    def create(
+        self, versions: int, min_versions: int, ttl: int | None, kdc: KeepDeletedCells
+    ) -> None:
+        self.family = Family(
+            name="f",
+            max_versions=versions,
+            min_versions=min(min_versions, versions),
+            ttl=ttl,
+            keep_deleted_cells=kdc,
+        )
         self.table = cellstore.connect(self.root).create_table(
             "t", families=[self.family], splits=[b"c"]
         )
@@ -127,14 +136,16 @@ class TableMachine(RuleBasedStateMachine):
     def load(self, batch: list[tuple[bytes, bytes, int, str]]) -> None:
         self.loads += 1
         self.table.load_cells(
-            pa.table({
-                "row": [b[0] for b in batch],
-                "family": ["f"] * len(batch),
-                "qualifier": [b[1] for b in batch],
-                "ts": [b[2] for b in batch],
-                "type": [b[3] for b in batch],
-                "value": [b"v%d" % self.loads if b[3] == "Put" else b"" for b in batch],
-            })
+            pa.table(
+                {
+                    "row": [b[0] for b in batch],
+                    "family": ["f"] * len(batch),
+                    "qualifier": [b[1] for b in batch],
+                    "ts": [b[2] for b in batch],
+                    "type": [b[3] for b in batch],
+                    "value": [b"v%d" % self.loads if b[3] == "Put" else b"" for b in batch],
+                }
+            )
         )
         self._sync()
 
@@ -183,17 +194,23 @@ class TableMachine(RuleBasedStateMachine):
         for k in removed:
             kept = [c.out() for c in before[k][1] if c.ts >= oldest]
             expected.setdefault(k[1], []).extend(kept)
-        self._sync({r: sorted(v, key=lambda o: model.cell_key(model.Cell(*o[:4])))
-                    for r, v in expected.items()})
+        self._sync(
+            {
+                r: sorted(v, key=lambda o: model.cell_key(model.Cell(*o[:4])))
+                for r, v in expected.items()
+            }
+        )
 
     @rule(at=st.sampled_from([b"b", b"b\x00", b"d", b"e"]))
     def split(self, at: bytes) -> None:
         before = {k: v for k, v in self.files.items()}
         split(self.table, at=at)
         self._sync()
+
         # Every cell is still there, once, with its sequence number, in the region owning it.
         def cells_of(files: dict[Key, tuple[int, list[model.Cell]]]) -> list[tuple]:
             return sorted((c.seq, *c.out()) for _, cells in files.values() for c in cells)
+
         assert cells_of(self.files) == cells_of(before)
         regions = {r.id: r for r in self.table.regions}
         for (_, region, _), (_, cells) in self.files.items():
@@ -262,8 +279,9 @@ class TableMachine(RuleBasedStateMachine):
             if read.get("raw"):
                 options["raw"] = True
             got = self.table.scan(**options).to_arrow()
-            rows = [(r["row"], r["qualifier"], r["ts"], r["type"], r["value"])
-                    for r in got.to_pylist()]
+            rows = [
+                (r["row"], r["qualifier"], r["ts"], r["type"], r["value"]) for r in got.to_pylist()
+            ]
             assert rows == self._model_read(**read), read
 
     @invariant()

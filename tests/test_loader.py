@@ -37,7 +37,9 @@ def stored(table):
 
 def check_files(table):
     for f in table.files:
-        report = check(table.fs, table.file_path(f), region=table.metadata.region(f.region), entry=f)
+        report = check(
+            table.fs, table.file_path(f), region=table.metadata.region(f.region), entry=f
+        )
         assert report.ok, report
 
 
@@ -228,31 +230,56 @@ def test_csv_tall_and_wide_designs(tmp_path):
     wh = connect(tmp_path / "wh")
     # Wide: one row per user, one qualifier per followed user, empty values.
     wide = wh.create_table("wide", families=["follows"])
-    r = wide.load(str(csv), mapping={"row_key": "follower",
-                                     "cells": [{"family": "follows",
-                                                "qualifier_column": "followed"}]}, now_ms=7)
+    r = wide.load(
+        str(csv),
+        mapping={
+            "row_key": "follower",
+            "cells": [{"family": "follows", "qualifier_column": "followed"}],
+        },
+        now_ms=7,
+    )
     assert r.cells == 3 and r.duplicates_dropped == 1  # ann->bob given twice, same ts
     assert [(c[1], c[2]) for c in stored(wide)] == [
-        (b"ann", b"bob"), (b"ann", b"cat"), (b"bob", b"ann")]
+        (b"ann", b"bob"),
+        (b"ann", b"cat"),
+        (b"bob", b"ann"),
+    ]
     # Tall: one row per pair, composite key from a spec stored with the table.
     spec = RowKeySpec(fields=(KeyField(name="follower"), KeyField(name="followed")))
     tall = wh.create_table("tall", families=["f"], row_key=spec)
     assert wh.table("tall").metadata.row_key == spec
-    r = tall.load(str(csv), mapping={"cells": [{"family": "f", "qualifier": "since",
-                                                 "value": "since", "codec": "long"}]}, now_ms=7)
+    r = tall.load(
+        str(csv),
+        mapping={
+            "cells": [{"family": "f", "qualifier": "since", "value": "since", "codec": "long"}]
+        },
+        now_ms=7,
+    )
     assert r.rows == 4 and r.cells == 3  # the repeated pair: last given wins
     rows = [c[1] for c in stored(tall)]
-    assert rows == sorted(spec.encode(pa.table({"follower": ["ann", "ann", "bob"],
-                                                "followed": ["bob", "cat", "ann"]})).to_pylist())
+    assert rows == sorted(
+        spec.encode(
+            pa.table({"follower": ["ann", "ann", "bob"], "followed": ["bob", "cat", "ann"]})
+        ).to_pylist()
+    )
     assert struct.unpack(">q", stored(tall)[0][5])[0] == 13
 
 
 def test_timestamps_units_and_text(tmp_path):
     t = connect(tmp_path).create_table("t", families=["f"])
-    df = pd.DataFrame({"k": ["a", "b", "c"], "v": ["1", "2", "3"],
-                       "when": ["1700000000", "2023-11-14T22:13:20", "1700000001"]})
-    t.load(df, mapping=Mapping.simple(row_key="k", columns=["f:q=v"], timestamp="when",
-                                      timestamp_unit="s"))
+    df = pd.DataFrame(
+        {
+            "k": ["a", "b", "c"],
+            "v": ["1", "2", "3"],
+            "when": ["1700000000", "2023-11-14T22:13:20", "1700000001"],
+        }
+    )
+    t.load(
+        df,
+        mapping=Mapping.simple(
+            row_key="k", columns=["f:q=v"], timestamp="when", timestamp_unit="s"
+        ),
+    )
     assert [c[3] for c in stored(t)] == [1_700_000_000_000, 1_700_000_000_000, 1_700_000_001_000]
     t2 = connect(tmp_path).create_table("t2", families=["f"])
     df2 = pd.DataFrame({"k": ["a"], "v": ["1"], "when": pd.to_datetime(["2020-01-01"])})
@@ -262,24 +289,40 @@ def test_timestamps_units_and_text(tmp_path):
 
 def test_operation_column_loads_delete_markers(tmp_path):
     t = connect(tmp_path).create_table("t", families=["f", "g"])
-    t.load(pd.DataFrame({"k": ["r1", "r2", "r3"], "a": ["x", "y", "z"], "b": ["1", "2", "3"]}),
-           mapping=Mapping.simple(row_key="k", columns=["f:a=a", "g:b=b"]), now_ms=100)
-    ops = pd.DataFrame({"k": ["r1", "r2", "r3", "r3"], "a": [None, None, None, "new"],
-                        "b": [None] * 4, "op": ["DeleteColumn", "delete_family", "Delete", "put"],
-                        "ts": [200, 200, 100, 300]})
-    r = t.load(ops, mapping=Mapping.simple(row_key="k", columns=["f:a=a", "g:b=b"],
-                                           timestamp="ts", operation="op"))
+    t.load(
+        pd.DataFrame({"k": ["r1", "r2", "r3"], "a": ["x", "y", "z"], "b": ["1", "2", "3"]}),
+        mapping=Mapping.simple(row_key="k", columns=["f:a=a", "g:b=b"]),
+        now_ms=100,
+    )
+    ops = pd.DataFrame(
+        {
+            "k": ["r1", "r2", "r3", "r3"],
+            "a": [None, None, None, "new"],
+            "b": [None] * 4,
+            "op": ["DeleteColumn", "delete_family", "Delete", "put"],
+            "ts": [200, 200, 100, 300],
+        }
+    )
+    r = t.load(
+        ops,
+        mapping=Mapping.simple(
+            row_key="k", columns=["f:a=a", "g:b=b"], timestamp="ts", operation="op"
+        ),
+    )
     assert r.cells == 2 + 2 + 2 + 1
     types = sorted((c[0], c[1], c[2], c[4]) for c in stored(t) if c[4] != 4)
     assert types == [
-        ("f", b"r1", b"a", CellType.DELETE_COLUMN), ("f", b"r2", b"", CellType.DELETE_FAMILY),
+        ("f", b"r1", b"a", CellType.DELETE_COLUMN),
+        ("f", b"r2", b"", CellType.DELETE_FAMILY),
         ("f", b"r3", b"a", CellType.DELETE),
-        ("g", b"r1", b"b", CellType.DELETE_COLUMN), ("g", b"r2", b"", CellType.DELETE_FAMILY),
+        ("g", b"r1", b"b", CellType.DELETE_COLUMN),
+        ("g", b"r2", b"", CellType.DELETE_FAMILY),
         ("g", b"r3", b"b", CellType.DELETE),
     ]
     visible = t.scan().to_pandas()
     assert sorted(zip(visible.row, visible.qualifier, visible.value, strict=True)) == [
-        (b"r3", b"a", b"new")]
+        (b"r3", b"a", b"new")
+    ]
 
 
 def test_bad_record_errors_name_file_line_field(tmp_path):
@@ -315,8 +358,11 @@ def test_always_rejected(tmp_path, frame, field, reason):
 
 def test_bad_timestamps_rejected(tmp_path):
     t = connect(tmp_path).create_table("t", families=["f"])
-    for when, why in (([1, -5], "negative"), (["1", "yesterday"], "not a time"),
-                      ([1.0, None], "null")):
+    for when, why in (
+        ([1, -5], "negative"),
+        (["1", "yesterday"], "not a time"),
+        ([1.0, None], "null"),
+    ):
         df = pd.DataFrame({"id": ["a", "b"], "v": ["1", "2"], "ts": when})
         with pytest.raises(BadRecordError, match=why):
             t.load(df, mapping=Mapping.simple(row_key="id", columns=["f:v=v"], timestamp="ts"))
@@ -326,9 +372,12 @@ def test_skip_bad_records_writes_side_file(tmp_path):
     csv = tmp_path / "in.csv"
     csv.write_text("id,age,op\nu1,1,put\nu2,x,\n,3,\nu4,4,explode\nu5,5,\nu6,6,put,extra\nu7,7,\n")
     t = connect(tmp_path / "wh").create_table("t", families=["f"])
-    report = t.load(str(csv), skip_bad_records=True, report_dir=str(tmp_path / "reports"),
-                    mapping=Mapping.simple(row_key="id", columns=["f:age=age:int"],
-                                           operation="op"))
+    report = t.load(
+        str(csv),
+        skip_bad_records=True,
+        report_dir=str(tmp_path / "reports"),
+        mapping=Mapping.simple(row_key="id", columns=["f:age=age:int"], operation="op"),
+    )
     assert report.rows == 3 and report.bad_records == 4 and report.records == 7
     assert report.bad_reasons == {
         "age: not an integer (int)": 1,
@@ -338,11 +387,17 @@ def test_skip_bad_records_writes_side_file(tmp_path):
         "<line>: malformed record": 1,
     }
     assert report.bad_records_path == str(tmp_path / "reports" / f"{report.load_id}.bad.jsonl")
-    lines = [json.loads(x) for x in (tmp_path / "reports" / f"{report.load_id}.bad.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(x)
+        for x in (tmp_path / "reports" / f"{report.load_id}.bad.jsonl").read_text().splitlines()
+    ]
     by_line = {x["line"]: x for x in lines}
     assert set(by_line) == {3, 4, 5, 7}
-    assert by_line[3]["field"] == "age" and by_line[3]["values"] == {"id": "u2", "age": "x",
-                                                                     "op": None}
+    assert by_line[3]["field"] == "age" and by_line[3]["values"] == {
+        "id": "u2",
+        "age": "x",
+        "op": None,
+    }
     assert by_line[7]["values"] == {"text": "u6,6,put,extra"}
     assert (tmp_path / "reports" / f"{report.load_id}.report.json").exists()
     assert [c[1] for c in stored(t)] == [b"u1", b"u5", b"u7"]
@@ -350,8 +405,13 @@ def test_skip_bad_records_writes_side_file(tmp_path):
 
 def test_spill_mode_runs_are_separate_files_and_merge_on_read(tmp_path):
     n = 30_000
-    df = pd.DataFrame({"k": [f"row{(i * 7919) % n:06d}" for i in range(n)],
-                       "a": [f"value-{i}" for i in range(n)], "b": list(range(n))})
+    df = pd.DataFrame(
+        {
+            "k": [f"row{(i * 7919) % n:06d}" for i in range(n)],
+            "a": [f"value-{i}" for i in range(n)],
+            "b": list(range(n)),
+        }
+    )
     t = connect(tmp_path).create_table("t", families=["f"], splits=[b"row01", b"row02"])
     m = Mapping.simple(row_key="k", columns=["f:a=a", "f:b=b:long"])
     report = t.load(df, mapping=m, memory_budget=1 << 20, max_file_bytes=64 << 10, now_ms=5)
@@ -382,8 +442,10 @@ def test_salted_table_prefixes_salt_byte(tmp_path):
 
     t = connect(tmp_path).create_table("t", families=["f"], salt_buckets=4)
     keys = [f"user{i}" for i in range(40)]
-    t.load(pd.DataFrame({"k": keys, "v": ["x"] * 40}),
-           mapping=Mapping.simple(row_key="k", columns=["f:v=v"]))
+    t.load(
+        pd.DataFrame({"k": keys, "v": ["x"] * 40}),
+        mapping=Mapping.simple(row_key="k", columns=["f:v=v"]),
+    )
     salts = salt_bytes(pa.array([k.encode() for k in keys]), 4).tolist()
     expect = sorted(bytes([s]) + k.encode() for s, k in zip(salts, keys, strict=True))
     assert [c[1] for c in stored(t)] == expect
@@ -393,8 +455,9 @@ def test_salted_table_prefixes_salt_byte(tmp_path):
 
 
 def test_salted_spec_table(tmp_path):
-    spec = RowKeySpec(fields=(KeyField(name="user"), KeyField(name="n", type="int64")),
-                      salt_buckets=3)
+    spec = RowKeySpec(
+        fields=(KeyField(name="user"), KeyField(name="n", type="int64")), salt_buckets=3
+    )
     t = connect(tmp_path).create_table("t", families=["f"], row_key={**spec.to_dict()})
     assert t.metadata.salt_buckets == 3 and len(t.regions) == 3
     df = pd.DataFrame({"user": ["a", "b", "c"], "n": [1, 2, 3], "v": ["x", "y", "z"]})
@@ -409,23 +472,38 @@ def test_regions_changed_before_commit_are_rerouted(tmp_path):
     keys = [f"{c}{i:03d}" for c in "adhkpsw" for i in range(50)]
     df = pd.DataFrame({"k": keys, "v": keys})
     m = Mapping.simple(row_key="k", columns=["f:v=v"])
-    plan, _inputs = plan_load(t.metadata, table_url=t.path, storage_options={}, source=df,
-                             mapping=m, load_id="L", now_ms=now_ms(), settings=LoadSettings())
+    plan, _inputs = plan_load(
+        t.metadata,
+        table_url=t.path,
+        storage_options={},
+        source=df,
+        mapping=m,
+        load_id="L",
+        now_ms=now_ms(),
+        settings=LoadSettings(),
+    )
     assert pickle.loads(pickle.dumps(plan)) == plan
     outputs = execute_plan(plan)
     written = [w for o in outputs for w in o.written]
     assert len(written) == 2
+
     # A concurrent split: r000001 [,m) -> [,d) [d,h) [h,m); r000002 [m,) -> [m,s) [s,)
     def split(meta):
-        regions = (Region("r000003", b"", b"d"), Region("r000004", b"d", b"h"),
-                   Region("r000005", b"h", b"m"), Region("r000006", b"m", b"s"),
-                   Region("r000007", b"s", b""))
-        return meta.next_version(operation="split", timestamp_ms=now_ms(), regions=regions,
-                                 next_region_id=8)
+        regions = (
+            Region("r000003", b"", b"d"),
+            Region("r000004", b"d", b"h"),
+            Region("r000005", b"h", b"m"),
+            Region("r000006", b"m", b"s"),
+            Region("r000007", b"s", b""),
+        )
+        return meta.next_version(
+            operation="split", timestamp_ms=now_ms(), regions=regions, next_region_id=8
+        )
+
     t.log.commit_table(split)
     _meta, already, _files, rerouted = commit_load(
-        t.fs, t.path, t.log, t.metadata, written, load_id="L", summary={},
-        row_group_cells=65536)
+        t.fs, t.path, t.log, t.metadata, written, load_id="L", summary={}, row_group_cells=65536
+    )
     assert not already and rerouted == 2
     t.refresh()
     assert {f.region for f in t.files} == {"r000003", "r000004", "r000005", "r000006", "r000007"}
@@ -449,8 +527,11 @@ def test_text_options_without_header(tmp_path):
     tsv = tmp_path / "x.tsv"
     tsv.write_text("a\t1\nb\t2\n")
     t = connect(tmp_path / "wh").create_table("t", families=["f"])
-    r = t.load(str(tsv), text=TextOptions(header=False, column_names=("k", "v")),
-               mapping=Mapping.simple(row_key="k", columns=["f:v=v:short"]))
+    r = t.load(
+        str(tsv),
+        text=TextOptions(header=False, column_names=("k", "v")),
+        mapping=Mapping.simple(row_key="k", columns=["f:v=v:short"]),
+    )
     assert r.cells == 2 and stored(t)[1][5] == b"\x00\x02"
 
 
@@ -466,8 +547,11 @@ def test_dask_dataframe_input(tmp_path):
 def test_arrow_input_and_progress(memory_root):
     t = connect(memory_root).create_table("t", families=["info"], splits=[b"u2", b"u4"])
     seen = []
-    r = t.load(pa.Table.from_pandas(USERS), mapping=USER_MAPPING,
-               progress=lambda done, total: seen.append((done, total)))
+    r = t.load(
+        pa.Table.from_pandas(USERS),
+        mapping=USER_MAPPING,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert stored(t) == expected_users()
     assert seen[-1][0] == seen[-1][1] == 1 + 3  # one input task, three region tasks
     assert r.files == 3

@@ -43,8 +43,11 @@ def test_load_from_and_into_s3(s3_root, s3_options):
         pq.write_table(pa.Table.from_pandas(df2, preserve_index=False), f)
     wh = connect(s3_root, storage_options=s3_options)
     t = wh.create_table("ns:t", families=["f", "g"], splits=[b"key000400"])
-    report = t.load([f"s3://{bucket}/in/*.csv", f"s3://{bucket}/in/*.parquet"],
-                    mapping=MAPPING, storage_options=s3_options)
+    report = t.load(
+        [f"s3://{bucket}/in/*.csv", f"s3://{bucket}/in/*.parquet"],
+        mapping=MAPPING,
+        storage_options=s3_options,
+    )
     assert report.inputs == 2 and report.rows == 800
     assert report.cells == expected_cells(df1) + expected_cells(df2)
     assert report.report_path.startswith(f"{bucket}/warehouse/")
@@ -60,13 +63,25 @@ def test_load_on_local_cluster_with_worker_processes(tmp_path):
     paths = []
     for i in range(3):
         p = tmp_path / f"in-{i}.parquet"
-        pq.write_table(pa.Table.from_pandas(frame(2000, offset=i * 2000), preserve_index=False),
-                       p, row_group_size=700)
+        pq.write_table(
+            pa.Table.from_pandas(frame(2000, offset=i * 2000), preserve_index=False),
+            p,
+            row_group_size=700,
+        )
         paths.append(str(p))
-    t = connect(tmp_path / "wh").create_table("t", families=["f", "g"],
-                                              splits=[b"key002000", b"key004000"])
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      scheduler_port=0, dashboard_address=":0") as cluster, Client(cluster) as client:
+    t = connect(tmp_path / "wh").create_table(
+        "t", families=["f", "g"], splits=[b"key002000", b"key004000"]
+    )
+    with (
+        LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            scheduler_port=0,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         merge = t.load(str(tmp_path / "in-*.parquet"), mapping=MAPPING, client=client)
         big = frame(20000, offset=6000)
         spill = t.load(big, mapping=MAPPING, client=client, memory_budget=1 << 20)

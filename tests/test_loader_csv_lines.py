@@ -20,8 +20,9 @@ MAPPING = Mapping.simple(row_key="k", columns=["f:n=n:long", "f:t=t"])
 MULTILINE = TextOptions(multiline=True)
 
 
-def build(rows: list[tuple[str, str, str]], *, eol: str = "\n", seed: int = 0,
-          blank_every: int = 0) -> tuple[str, list[int]]:
+def build(
+    rows: list[tuple[str, str, str]], *, eol: str = "\n", seed: int = 0, blank_every: int = 0
+) -> tuple[str, list[int]]:
     """CSV text (header k,n,t) and the line where each record starts."""
     rnd = random.Random(seed)
     out = [f"k,n,t{eol}"]
@@ -41,17 +42,23 @@ def build(rows: list[tuple[str, str, str]], *, eol: str = "\n", seed: int = 0,
 
 def texts(n: int, seed: int) -> list[str]:
     rnd = random.Random(seed)
-    pool = ["plain", "two\nlines", 'say ""hi""', "a,b", "x\n\ny", 'q"\nz', "5\" tall"]
+    pool = ["plain", "two\nlines", 'say ""hi""', "a,b", "x\n\ny", 'q"\nz', '5" tall']
     return [rnd.choice(pool) for _ in range(n)]
 
 
-def load_bad_lines(tmp_path: Path, text: str, *, block_size: int = 1 << 20,
-                   newline: str = "") -> list[int]:
+def load_bad_lines(
+    tmp_path: Path, text: str, *, block_size: int = 1 << 20, newline: str = ""
+) -> list[int]:
     path = tmp_path / "in.csv"
     path.write_bytes(text.encode())
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
-    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
-                    text=TextOptions(block_size=block_size, multiline=True))
+    report = t.load(
+        str(path),
+        mapping=MAPPING,
+        skip_bad_records=True,
+        key_advice="off",
+        text=TextOptions(block_size=block_size, multiline=True),
+    )
     assert report.bad_records_path is not None
     lines = Path(report.bad_records_path).read_text().splitlines()
     return [json.loads(x)["line"] for x in lines]
@@ -85,8 +92,9 @@ def test_malformed_rows_after_multiline_values(tmp_path):
     path = tmp_path / "in.csv"
     path.write_text(text)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
-    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
-                    text=MULTILINE)
+    report = t.load(
+        str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off", text=MULTILINE
+    )
     bad = [json.loads(x) for x in Path(report.bad_records_path).read_text().splitlines()]
     assert [(b["line"], b["field"]) for b in bad] == [(5, "<line>"), (7, "<line>")]
     assert report.rows == 2
@@ -109,8 +117,9 @@ def test_quote_inside_an_unquoted_value_is_a_plain_character(tmp_path):
     path = tmp_path / "in.csv"
     path.write_text(text)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
-    report = t.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
-                    text=MULTILINE)
+    report = t.load(
+        str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off", text=MULTILINE
+    )
     bad = [json.loads(x) for x in Path(report.bad_records_path).read_text().splitlines()]
     assert [b["line"] for b in bad] == [3, 5]
     assert t.get("a").column("value").to_pylist()[1] == b'5" tall'

@@ -24,8 +24,9 @@ MAPPING = Mapping.simple(row_key="k", columns=["f:a=a", "f:b=b:long", "g:c=a"])
 def frame(n: int, *, seed: int = 1, repeat: int | None = None) -> pd.DataFrame:
     order = random.Random(seed).sample(range(n), n)
     keys = [f"row{(i % repeat) if repeat else i:06d}" for i in order]
-    return pd.DataFrame({"k": keys, "a": [f"value-{i}-" + "x" * 40 for i in range(n)],
-                         "b": list(range(n))})
+    return pd.DataFrame(
+        {"k": keys, "a": [f"value-{i}-" + "x" * 40 for i in range(n)], "b": list(range(n))}
+    )
 
 
 def per_store(t) -> Counter[tuple[str, str]]:
@@ -35,7 +36,7 @@ def per_store(t) -> Counter[tuple[str, str]]:
 def data_files(t) -> set[str]:
     fs = t.fs
     found = fs.find(f"{t.path}/data")
-    return {p[len(t.path.rstrip("/")) + 1:] for p in found if p.endswith(".parquet")}
+    return {p[len(t.path.rstrip("/")) + 1 :] for p in found if p.endswith(".parquet")}
 
 
 def raw_cells(t) -> pd.DataFrame:
@@ -47,8 +48,15 @@ def test_runs_over_the_limit_are_merged_before_commit(tmp_path: Path):
     wh = connect(str(tmp_path / "wh"))
     spec = dict(families=["f", "g"], splits=[b"row004", b"row008"])
     spilled = wh.create_table("spilled", **spec)
-    report = spilled.load(df, mapping=MAPPING, memory_budget=1 << 20, workers=2,
-                          max_files_per_region=3, now_ms=7, key_advice="off")
+    report = spilled.load(
+        df,
+        mapping=MAPPING,
+        memory_budget=1 << 20,
+        workers=2,
+        max_files_per_region=3,
+        now_ms=7,
+        key_advice="off",
+    )
     assert report.mode == "spill" and report.merged_runs > 3 * 2 * 3
     counts = per_store(spilled)
     assert len(counts) == 6 and max(counts.values()) <= 3
@@ -67,11 +75,16 @@ def test_runs_over_the_limit_are_merged_before_commit(tmp_path: Path):
 
 def test_later_record_wins_across_merged_runs(tmp_path: Path):
     n = 20_000
-    df = pd.DataFrame({"k": [f"k{i % 100:03d}" for i in range(n)],
-                       "v": [str(i) for i in range(n)]})
+    df = pd.DataFrame({"k": [f"k{i % 100:03d}" for i in range(n)], "v": [str(i) for i in range(n)]})
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])
-    report = t.load(df, mapping=Mapping.simple(row_key="k", columns=["f:v=v"]),
-                    memory_budget=1 << 20, max_files_per_region=1, now_ms=5, key_advice="off")
+    report = t.load(
+        df,
+        mapping=Mapping.simple(row_key="k", columns=["f:v=v"]),
+        memory_budget=1 << 20,
+        max_files_per_region=1,
+        now_ms=5,
+        key_advice="off",
+    )
     assert report.mode == "spill" and report.merged_runs > 1
     assert len(t.files) == 1 and t.files[0].cells == 100
     assert report.cells == 100 and report.duplicates_dropped == n - 100
@@ -84,9 +97,16 @@ def test_merge_rolls_files_and_stays_bounded(tmp_path: Path):
     merge stops once a pass no longer reduces the count, with files of about that size."""
     df = frame(8_000, seed=3)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f", "g"])
-    report = t.load(df, mapping=MAPPING, memory_budget=1 << 20, workers=2,
-                    max_file_bytes=64 << 10, max_files_per_region=2, now_ms=1,
-                    key_advice="off")
+    report = t.load(
+        df,
+        mapping=MAPPING,
+        memory_budget=1 << 20,
+        workers=2,
+        max_file_bytes=64 << 10,
+        max_files_per_region=2,
+        now_ms=1,
+        key_advice="off",
+    )
     assert report.merged_runs > 0
     fam_f = [f for f in t.files if f.family == "f"]
     runs_before = report.merged_runs  # runs merged across both families
@@ -100,8 +120,14 @@ def test_merge_rolls_files_and_stays_bounded(tmp_path: Path):
 def test_default_limit_is_hbase_32(tmp_path: Path):
     df = frame(40_000, seed=5)  # about 47 runs of 64 KiB
     t = connect(str(tmp_path / "wh")).create_table("t", families=[Family(name="f")])
-    report = t.load(df, mapping=Mapping.simple(row_key="k", columns=["f:a=a"]),
-                    memory_budget=1 << 20, workers=4, now_ms=1, key_advice="off")
+    report = t.load(
+        df,
+        mapping=Mapping.simple(row_key="k", columns=["f:a=a"]),
+        memory_budget=1 << 20,
+        workers=4,
+        now_ms=1,
+        key_advice="off",
+    )
     assert report.mode == "spill" and report.merged_runs > 32  # more runs than HBase takes
     assert 1 <= len(t.files) <= 32
     assert report.to_dict()["merged-runs"] == report.merged_runs
@@ -111,26 +137,33 @@ def test_default_limit_is_hbase_32(tmp_path: Path):
 # ------------------------------------------------------------------ streaming writer
 def cells_of(rows: list[bytes], quals: list[bytes], *, ts: int = 5) -> pa.Table:
     n = len(rows)
-    return pa.table({
-        "row": pa.array(rows, pa.binary()), "qualifier": pa.array(quals, pa.binary()),
-        "ts": pa.array(np.full(n, ts), pa.int64()), "type": pa.array(np.full(n, 4), pa.int8()),
-        "value": pa.array([b"v"] * n, pa.binary()),
-    })
+    return pa.table(
+        {
+            "row": pa.array(rows, pa.binary()),
+            "qualifier": pa.array(quals, pa.binary()),
+            "ts": pa.array(np.full(n, ts), pa.int64()),
+            "type": pa.array(np.full(n, 4), pa.int8()),
+            "value": pa.array([b"v"] * n, pa.binary()),
+        }
+    )
 
 
 def test_stream_writer_matches_write_store_file(tmp_path: Path):
     fs = fsspec.filesystem("file")
     fam = Family(name="d")
     n = 5000
-    cells = cells_of([f"r{i // 3:05d}".encode() for i in range(n)],
-                     [f"q{i % 3}".encode() for i in range(n)])
-    with StoreFileWriter(fs, str(tmp_path / "s.parquet"), family=fam, seq=3,
-                               load_id="l", row_group_cells=700) as w:
+    cells = cells_of(
+        [f"r{i // 3:05d}".encode() for i in range(n)], [f"q{i % 3}".encode() for i in range(n)]
+    )
+    with StoreFileWriter(
+        fs, str(tmp_path / "s.parquet"), family=fam, seq=3, load_id="l", row_group_cells=700
+    ) as w:
         for start in range(0, n, 401):  # chunks cut rows in the middle
             w.write(cells.slice(start, 401))
         info = w.close()
-    ref = write_store_file(fs, str(tmp_path / "w.parquet"), cells, family=fam, seq=3,
-                           load_id="l", row_group_cells=700)
+    ref = write_store_file(
+        fs, str(tmp_path / "w.parquet"), cells, family=fam, seq=3, load_id="l", row_group_cells=700
+    )
     assert info.footer_dict() == ref.footer_dict()
     assert info.rows == -(-n // 3) and info.row_groups == ref.row_groups == -(-n // 700)
     report = check(fs, str(tmp_path / "s.parquet"))
@@ -140,9 +173,10 @@ def test_stream_writer_matches_write_store_file(tmp_path: Path):
 def test_stream_writer_abort_and_empty(tmp_path: Path):
     fs = fsspec.filesystem("file")
     path = str(tmp_path / "x.parquet")
-    with pytest.raises(RuntimeError), StoreFileWriter(
-        fs, path, family=Family(name="d"), seq=1, load_id="l"
-    ) as w:
+    with (
+        pytest.raises(RuntimeError),
+        StoreFileWriter(fs, path, family=Family(name="d"), seq=1, load_id="l") as w,
+    ):
         w.write(cells_of([b"a"], [b"q"]))
         raise RuntimeError("boom")
     assert not Path(path).exists()
@@ -159,10 +193,25 @@ def test_merge_on_a_local_cluster_with_worker_processes(tmp_path: Path):
 
     df = frame(6_000, seed=9)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f", "g"], splits=[b"row003"])
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      scheduler_port=0, dashboard_address=":0") as cluster, Client(cluster) as client:
-        report = t.load(df, mapping=MAPPING, client=client, memory_budget=1 << 20,
-                        max_files_per_region=2, now_ms=3, key_advice="off")
+    with (
+        LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            scheduler_port=0,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        report = t.load(
+            df,
+            mapping=MAPPING,
+            client=client,
+            memory_budget=1 << 20,
+            max_files_per_region=2,
+            now_ms=3,
+            key_advice="off",
+        )
     assert report.mode == "spill" and report.merged_runs > 4
     assert max(per_store(t).values()) <= 2 and len(per_store(t)) == 4
     assert data_files(t) == {f.path for f in t.files}

@@ -37,8 +37,9 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
 def values(t: Table) -> dict[bytes, bytes]:
     """Row key to value of the table's (single-column) cells."""
     cells = t.scan().to_arrow()
-    return dict(zip(cells.column("row").to_pylist(), cells.column("value").to_pylist(),
-                    strict=True))
+    return dict(
+        zip(cells.column("row").to_pylist(), cells.column("value").to_pylist(), strict=True)
+    )
 
 
 def bad_lines(report: Any) -> list[dict[str, Any]]:
@@ -69,7 +70,7 @@ def test_unterminated_quote_is_skipped_and_later_lines_load(tmp_path, table):
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
 def test_unterminated_quote_on_the_last_line(tmp_path, table, eol):
-    path = write(tmp_path, "in.csv", f"k,v{eol}r1,a{eol}r2,\"open")
+    path = write(tmp_path, "in.csv", f'k,v{eol}r1,a{eol}r2,"open')
     report = table.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off")
     assert [(b["line"], b["field"]) for b in bad_lines(report)] == [(3, "v")]
     assert values(table) == {b"r1": b"a"}
@@ -95,14 +96,18 @@ def test_multiline_option_accepts_quoted_line_breaks(tmp_path, table):
     path = write(tmp_path, "in.csv", 'k,v\nr1,"x\ny"\nr2,b\n')
     with pytest.raises(BadRecordError, match="line 2, field 'v': unterminated quote"):
         table.load(str(path), mapping=MAPPING, key_advice="off")
-    report = table.load(str(path), mapping=MAPPING, key_advice="off",
-                        text=TextOptions(multiline=True))
+    report = table.load(
+        str(path), mapping=MAPPING, key_advice="off", text=TextOptions(multiline=True)
+    )
     assert report.rows == 2
     assert values(table) == {b"r1": b"x\ny", b"r2": b"b"}
 
 
 def test_multiline_from_the_mapping_file(tmp_path, table):
-    mapping = write(tmp_path, "m.toml", """
+    mapping = write(
+        tmp_path,
+        "m.toml",
+        """
 row_key = "k"
 [input]
 multiline = true
@@ -110,7 +115,8 @@ multiline = true
 family = "f"
 qualifier = "v"
 value = "v"
-""")
+""",
+    )
     path = write(tmp_path, "in.csv", 'k,v\nr1,"x\ny"\n')
     assert table.load(str(path), mapping=str(mapping), key_advice="off").rows == 1
     assert Mapping.from_file(str(mapping)).input_options == {"multiline": True}
@@ -122,8 +128,13 @@ def test_line_mode_across_small_blocks(tmp_path, table):
     for i in bad:
         rows[i] = f'r{i:05d},"open'
     path = write(tmp_path, "in.csv", "k,v\n" + "\n".join(rows) + "\n")
-    report = table.load(str(path), mapping=MAPPING, skip_bad_records=True, key_advice="off",
-                        text=TextOptions(block_size=1024))
+    report = table.load(
+        str(path),
+        mapping=MAPPING,
+        skip_bad_records=True,
+        key_advice="off",
+        text=TextOptions(block_size=1024),
+    )
     assert sorted(b["line"] for b in bad_lines(report)) == sorted(i + 2 for i in bad)
     assert report.rows == 3000 - len(bad)
 
@@ -133,7 +144,7 @@ def test_jsonl_bad_lines_are_named_and_counted(tmp_path, table):
     text = (
         '{"k": "r1", "v": "a"}\n'
         '{"k": "r2", "v": "trunc\n'
-        '[1, 2]\n'
+        "[1, 2]\n"
         '{"k": "r4", "v": "d"} garbage\n'
         '{"k": "r5", "v": {"nested": 1}}\n'
         '{"k": "r6", "v": 6}\n'
@@ -191,8 +202,11 @@ def test_missing_column_in_typed_inputs(tmp_path, table, kind):
         frame.to_parquet(source)
     elif kind == "arrow":
         source = pa.Table.from_pandas(frame)
-    with pytest.raises(InvalidArgumentError, match=r"no column 'k' \(mapping row_key\); "
-                       r"did you mean 'key'\?"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"no column 'k' \(mapping row_key\); "
+        r"did you mean 'key'\?",
+    ):
         table.load(source, mapping=MAPPING, key_advice="off")
 
 
@@ -200,8 +214,18 @@ def test_cli_missing_column_is_one_line(tmp_path):
     path = write(tmp_path, "in.csv", "id,v\nr1,a\n")
     res = CliRunner().invoke(
         cli,
-        ["--root", str(tmp_path / "wh"), "load", "t", str(path), "--row-key", "ik",
-         "--column", "f:v=v", "--create"],
+        [
+            "--root",
+            str(tmp_path / "wh"),
+            "load",
+            "t",
+            str(path),
+            "--row-key",
+            "ik",
+            "--column",
+            "f:v=v",
+            "--create",
+        ],
         catch_exceptions=False,
     )
     assert res.exit_code == InvalidArgumentError.exit_code == 2
@@ -213,8 +237,18 @@ def test_cli_missing_column_is_one_line(tmp_path):
 
 def test_cli_multiline_flag(tmp_path):
     path = write(tmp_path, "in.csv", 'k,v\nr1,"x\ny"\n')
-    args = ["--root", str(tmp_path / "wh"), "load", "t", str(path), "--row-key", "k",
-            "--column", "f:v=v", "--create"]
+    args = [
+        "--root",
+        str(tmp_path / "wh"),
+        "load",
+        "t",
+        str(path),
+        "--row-key",
+        "k",
+        "--column",
+        "f:v=v",
+        "--create",
+    ]
     res = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert res.exit_code == 8 and "unterminated quote" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
@@ -228,12 +262,29 @@ def test_cli_multiline_flag(tmp_path):
     [
         ({"row_kye": "k", "cells": [{"family": "f", "qualifier": "v"}]}, "'row_key'"),
         ({"row_key": "k", "cells": [{"family": "f", "qualifer": "v"}]}, "'qualifier'"),
-        ({"row_key": "k", "cells": [{"family": "f", "qualifier": "v"}],
-          "input": {"delimeter": ";"}}, "'delimiter'"),
-        ({"row_key": "k", "timestamp": {"column": "t", "unti": "s"},
-          "cells": [{"family": "f", "qualifier": "v"}]}, "'unit'"),
-        ({"row_key": "k", "cells": [{"family": "f", "qualifier": "v", "value": "v",
-                                     "codec": "lnog"}]}, "'long'"),
+        (
+            {
+                "row_key": "k",
+                "cells": [{"family": "f", "qualifier": "v"}],
+                "input": {"delimeter": ";"},
+            },
+            "'delimiter'",
+        ),
+        (
+            {
+                "row_key": "k",
+                "timestamp": {"column": "t", "unti": "s"},
+                "cells": [{"family": "f", "qualifier": "v"}],
+            },
+            "'unit'",
+        ),
+        (
+            {
+                "row_key": "k",
+                "cells": [{"family": "f", "qualifier": "v", "value": "v", "codec": "lnog"}],
+            },
+            "'long'",
+        ),
     ],
 )
 def test_mapping_key_typos_suggest_the_known_key(doc, hint):
@@ -252,12 +303,16 @@ def test_mapping_key_typos_suggest_the_known_key(doc, hint):
         {"row_key": "k", "cells": [{"family": "f", "qualifier": "v", "value": ["x"]}]},
         {"row_key": "k", "columns": 3},
         {"row_key": "k", "cells": [{"family": "f", "qualifier": "v"}], "input": []},
-        {"row_key": "k", "cells": [{"family": "f", "qualifier": "v"}],
-         "input": {"header": "yes"}},
-        {"row_key": "k", "cells": [{"family": "f", "qualifier": "v"}],
-         "input": {"delimiter": ",,"}},
-        {"row_key": {"fields": [{"name": "a", "width": "x"}]},
-         "cells": [{"family": "f", "qualifier": "v"}]},
+        {"row_key": "k", "cells": [{"family": "f", "qualifier": "v"}], "input": {"header": "yes"}},
+        {
+            "row_key": "k",
+            "cells": [{"family": "f", "qualifier": "v"}],
+            "input": {"delimiter": ",,"},
+        },
+        {
+            "row_key": {"fields": [{"name": "a", "width": "x"}]},
+            "cells": [{"family": "f", "qualifier": "v"}],
+        },
     ],
 )
 def test_mapping_values_of_the_wrong_shape(doc):
@@ -269,11 +324,12 @@ def test_mapping_values_of_the_wrong_shape(doc):
 TS_MAPPING = Mapping.simple(row_key="k", columns=["f:v=v"], timestamp="ts")
 
 
-@pytest.mark.parametrize(("ts", "unit"), [(str(2**70), "ms"), (str(2**63), "ms"),
-                                          (str(2**62), "s"), (str(-(2**70)), "ms")])
+@pytest.mark.parametrize(
+    ("ts", "unit"),
+    [(str(2**70), "ms"), (str(2**63), "ms"), (str(2**62), "s"), (str(-(2**70)), "ms")],
+)
 def test_timestamp_beyond_int64_is_a_bad_record(tmp_path, table, ts, unit):
-    mapping = Mapping.simple(row_key="k", columns=["f:v=v"], timestamp="ts",
-                             timestamp_unit=unit)
+    mapping = Mapping.simple(row_key="k", columns=["f:v=v"], timestamp="ts", timestamp_unit=unit)
     path = write(tmp_path, "in.csv", f"k,v,ts\nr1,a,5\nr2,b,{ts}\nr3,c,7\n")
     with pytest.raises(BadRecordError) as e:
         table.load(str(path), mapping=mapping, key_advice="off")
@@ -284,10 +340,13 @@ def test_timestamp_beyond_int64_is_a_bad_record(tmp_path, table, ts, unit):
 
 
 def test_timestamp_columns_in_every_unit(table):
-    frame = pd.DataFrame({
-        "k": ["a", "b"], "v": ["1", "2"],
-        "ts": pd.to_datetime([1_500_000, 2_000_000_000_999_999], unit="ns"),
-    })
+    frame = pd.DataFrame(
+        {
+            "k": ["a", "b"],
+            "v": ["1", "2"],
+            "ts": pd.to_datetime([1_500_000, 2_000_000_000_999_999], unit="ns"),
+        }
+    )
     table.load(frame, mapping=TS_MAPPING, key_advice="off")
     cells = table.scan().to_arrow()
     assert sorted(cells.column("ts").to_pylist()) == [1, 2_000_000_000]
@@ -299,8 +358,9 @@ def test_timestamp_columns_in_every_unit(table):
         table.load(wrapped, mapping=TS_MAPPING, key_advice="off")
 
 
-@pytest.mark.parametrize(("codec", "value"), [("long", 2**70), ("int", 2**40),
-                                              ("short", 2**20), ("long", -(2**64))])
+@pytest.mark.parametrize(
+    ("codec", "value"), [("long", 2**70), ("int", 2**40), ("short", 2**20), ("long", -(2**64))]
+)
 def test_numbers_that_overflow_their_codec(tmp_path, table, codec, value):
     mapping = Mapping.simple(row_key="k", columns=[f"f:v=v:{codec}"])
     path = write(tmp_path, "in.csv", f"k,v\nr1,1\nr2,{value}\n")

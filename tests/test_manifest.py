@@ -99,9 +99,12 @@ def test_load_fails_cleanly_if_regions_changed(tmp_path):
     written, _ = write_cells(t.fs, t.path, base, cells, load_id="L", seq=base.next_seq)
     # Meanwhile the region is split (the jobs issue adds a real split job).
     t.log.commit_table(
-        lambda m: m.next_version(operation="split", timestamp_ms=1,
-                                 regions=regions_from_splits([b"m"], first_id=m.next_region_id),
-                                 next_region_id=m.next_region_id + 2)
+        lambda m: m.next_version(
+            operation="split",
+            timestamp_ms=1,
+            regions=regions_from_splits([b"m"], first_id=m.next_region_id),
+            next_region_id=m.next_region_id + 2,
+        )
     )
     with pytest.raises(CommitConflictError, match="changed"):
         commit_files(t.log, base, written, load_id="L")
@@ -168,12 +171,16 @@ def test_backend_without_exclusive_create_is_refused():
 def test_s3_warehouse_round_trip(s3_root, s3_options):
     wh = connect(s3_root, storage_options=s3_options)
     t = wh.create_table("ns:t", families=["cf"], splits=[b"m"])
-    res = t.load_cells(cells_table([(b"a", "cf", b"q", 1, 4, b"1"), (b"x", "cf", b"q", 1, 4, b"2")]))
+    res = t.load_cells(
+        cells_table([(b"a", "cf", b"q", 1, 4, b"1"), (b"x", "cf", b"q", 1, 4, b"2")])
+    )
     assert res.files == 2
     again = connect(s3_root, storage_options=s3_options).table("ns:t")
     assert again.version == 2 and len(again.files) == 2
     from cellstore.storefiles import check
 
     for f in again.files:
-        assert check(again.fs, again.file_path(f), region=again.metadata.region(f.region), entry=f).ok
+        assert check(
+            again.fs, again.file_path(f), region=again.metadata.region(f.region), entry=f
+        ).ok
     assert wh.list_tables() == ["ns:t"]

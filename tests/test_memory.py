@@ -51,11 +51,13 @@ def even_table(tmp_path):
     region = np.arange(n) // ROWS_PER_REGION
     keys = [b"r%02d-%08d" % (r, i) for r, i in zip(region.tolist(), range(n), strict=True)]
     rng = np.random.default_rng(7)
-    data = pa.table({
-        "id": pa.array(keys, pa.binary()),
-        "a": pa.array(rng.integers(0, 1 << 40, n)),
-        "b": pa.array(rng.integers(0, 1 << 40, n)),
-    })
+    data = pa.table(
+        {
+            "id": pa.array(keys, pa.binary()),
+            "a": pa.array(rng.integers(0, 1 << 40, n)),
+            "b": pa.array(rng.integers(0, 1 << 40, n)),
+        }
+    )
     t.load(data, mapping=Mapping.simple(row_key="id", columns=["cf:a=a:long", "cf:b=b:long"]))
     return t
 
@@ -115,10 +117,12 @@ def big_parquet(tmp_path):
     n = 200_000
     rng = np.random.default_rng(3)
     ids = rng.permutation(n)
-    table = pa.table({
-        "id": pa.array([b"k%09d" % i for i in ids.tolist()], pa.binary()),
-        "v": pa.array(rng.integers(0, 1 << 40, n)),
-    })
+    table = pa.table(
+        {
+            "id": pa.array([b"k%09d" % i for i in ids.tolist()], pa.binary()),
+            "v": pa.array(rng.integers(0, 1 << 40, n)),
+        }
+    )
     path = tmp_path / "one.parquet"
     pq.write_table(table, path, row_group_size=25_000)
     return path, table

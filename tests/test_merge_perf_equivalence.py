@@ -50,7 +50,15 @@ ROW_ALPHABETS = {
     "short": [b"\x00", b"\x01", b"a", b"ab", b"\x80\x7f"],
     "long-prefix": [b"com.example/" * 3 + s for s in (b"a", b"ab", b"b", b"a\x00")],
 }
-QUALIFIERS = [b"", b"a", b"a\x00", b"b", b"\x80", b"long-qualifier-name-0", b"long-qualifier-name-1"]
+QUALIFIERS = [
+    b"",
+    b"a",
+    b"a\x00",
+    b"b",
+    b"\x80",
+    b"long-qualifier-name-0",
+    b"long-qualifier-name-1",
+]
 TIMESTAMPS = [0, 1, 2, 5, 1000, 2**40, 2**62, 2**63 - 1, -(2**63), -1]
 TYPES = [int(t) for t in CellType]
 
@@ -68,8 +76,10 @@ def reference_merge(runs: list[pa.Table], seqs: list[int]) -> pa.Table:
     if len(tagged) == 1:
         return tagged[0]
     bounds = sorted(
-        ((t.column("row")[0].as_py(), t.column("row")[-1].as_py(), i) for i, t in
-         enumerate(tagged)),
+        (
+            (t.column("row")[0].as_py(), t.column("row")[-1].as_py(), i)
+            for i, t in enumerate(tagged)
+        ),
     )
     if all(last < first for (_, last, _), (first, _, _) in pairwise(bounds)):
         return pa.concat_tables([tagged[i] for _, _, i in bounds])
@@ -217,8 +227,12 @@ def test_candidate_codes_order_like_binary(values: list[bytes]) -> None:
 
 
 @SETTINGS
-@given(data=st.data(), runs_and_seqs=wide_runs(), max_versions=st.integers(1, 3),
-       read_versions=st.sampled_from([None, 1, 2]))
+@given(
+    data=st.data(),
+    runs_and_seqs=wide_runs(),
+    max_versions=st.integers(1, 3),
+    read_versions=st.sampled_from([None, 1, 2]),
+)
 def test_newest_put_fast_path_equals_general_path(
     data, runs_and_seqs, max_versions, read_versions
 ) -> None:
@@ -256,9 +270,12 @@ def test_puts_only_fast_path_equals_general_path() -> None:
         )
         runs.append(table.take(pc.sort_indices(table, sort_keys=list(SORT_KEYS))))
     family = Family(name="f", max_versions=3)
-    for spec in (ReadSpec(now_ms=0), ReadSpec(now_ms=0, max_versions=2),
-                 ReadSpec(now_ms=0, time_range=(1, 4)),
-                 ReadSpec(now_ms=0, qualifiers=frozenset({b"q1", b"q3"}))):
+    for spec in (
+        ReadSpec(now_ms=0),
+        ReadSpec(now_ms=0, max_versions=2),
+        ReadSpec(now_ms=0, time_range=(1, 4)),
+        ReadSpec(now_ms=0, qualifiers=frozenset({b"q1", b"q3"})),
+    ):
         expected = resolve(reference_merge(runs, [1, 2, 2]), family=family, spec=spec)
         assert merge_resolve(runs, [1, 2, 2], family=family, spec=spec).equals(expected)
 
@@ -306,16 +323,22 @@ def reference_scan(table, **kwargs) -> list[dict]:  # type: ignore[no-untyped-de
     out = []
     for task in scan.plan():
         for fam in task.families:
-            runs = [read_store_file(table.fs, f"{task.table_path}/{p}", start=task.start,
-                                    stop=task.stop) for p, _ in fam.files]
+            runs = [
+                read_store_file(
+                    table.fs, f"{task.table_path}/{p}", start=task.start, stop=task.stop
+                )
+                for p, _ in fam.files
+            ]
             merged = reference_merge(runs, [s for _, s in fam.files])
             out.extend(resolve(merged, family=fam.family, spec=fam.spec).to_pylist())
     return out
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-@pytest.mark.parametrize("kwargs", [{}, {"max_versions": 2}, {"raw": True},
-                                    {"start_row": "r00100", "stop_row": "r00400"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"max_versions": 2}, {"raw": True}, {"start_row": "r00100", "stop_row": "r00400"}],
+)
 def test_chunked_scan_equals_reference(multi_file_table, monkeypatch, kwargs, threads) -> None:
     import cellstore.reader.execute as execute
 
@@ -369,9 +392,16 @@ def test_footer_cache_never_serves_a_rewritten_file(tmp_path) -> None:
     path = str(tmp_path / "f.parquet")
 
     def cells(value: bytes) -> pa.Table:
-        return pa.table({"row": [b"a", b"b"], "qualifier": [b"q", b"q"], "ts": [1, 1],
-                         "type": pa.array([4, 4], pa.int8()), "value": [value, value]},
-                        schema=CELL_SCHEMA)
+        return pa.table(
+            {
+                "row": [b"a", b"b"],
+                "qualifier": [b"q", b"q"],
+                "ts": [1, 1],
+                "type": pa.array([4, 4], pa.int8()),
+                "value": [value, value],
+            },
+            schema=CELL_SCHEMA,
+        )
 
     write_store_file(fs, path, cells(b"1"), family=Family(name="f"), seq=1, load_id="L")
     with StoreFileReader(fs, path) as r:

@@ -26,8 +26,21 @@ def _tool(name: str) -> str:
 
 
 def test_ruff_clean():
-    out = subprocess.run([_tool("ruff"), "check", "src", "tests", "bench"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [_tool("ruff"), "check", "src", "tests", "bench"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_format_clean():
+    """The tree is as ``ruff format`` writes it (the dev extra pins ruff's minor version,
+    whose formatting is stable), so a contributor's format run changes only their lines."""
+    out = subprocess.run(
+        [_tool("ruff"), "format", "--check", "src", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

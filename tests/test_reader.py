@@ -30,21 +30,31 @@ def web(tmp_path):
     t = connect(tmp_path).create_table(
         "web", families=[{"name": "a", "max_versions": 3}, "b"], splits=[b"m"]
     )
-    t.load_cells(cells_table([
-        (b"c", "a", b"q", 1, PUT, b"c1"), (b"c", "a", b"q", 2, PUT, b"c2"),
-        (b"c", "b", b"x", 1, PUT, b"cbx"), (b"c", "a", b"", 1, PUT, b"cempty"),
-        (b"r1", "a", b"q", 5, PUT, b"r1"), (b"r2", "a", b"q", 5, PUT, b"r2"),
-        (b"z\xff", "b", b"y", 3, PUT, b"zz"),
-    ]))
+    t.load_cells(
+        cells_table(
+            [
+                (b"c", "a", b"q", 1, PUT, b"c1"),
+                (b"c", "a", b"q", 2, PUT, b"c2"),
+                (b"c", "b", b"x", 1, PUT, b"cbx"),
+                (b"c", "a", b"", 1, PUT, b"cempty"),
+                (b"r1", "a", b"q", 5, PUT, b"r1"),
+                (b"r2", "a", b"q", 5, PUT, b"r2"),
+                (b"z\xff", "b", b"y", 3, PUT, b"zz"),
+            ]
+        )
+    )
     return t
 
 
 def test_result_order_rows_then_families_r2_3(web):
     got = cells(web.scan(max_versions=5).to_arrow())
     assert got == [
-        (b"c", "a", b"", 1, PUT, b"cempty"), (b"c", "a", b"q", 2, PUT, b"c2"),
-        (b"c", "a", b"q", 1, PUT, b"c1"), (b"c", "b", b"x", 1, PUT, b"cbx"),
-        (b"r1", "a", b"q", 5, PUT, b"r1"), (b"r2", "a", b"q", 5, PUT, b"r2"),
+        (b"c", "a", b"", 1, PUT, b"cempty"),
+        (b"c", "a", b"q", 2, PUT, b"c2"),
+        (b"c", "a", b"q", 1, PUT, b"c1"),
+        (b"c", "b", b"x", 1, PUT, b"cbx"),
+        (b"r1", "a", b"q", 5, PUT, b"r1"),
+        (b"r2", "a", b"q", 5, PUT, b"r2"),
         (b"z\xff", "b", b"y", 3, PUT, b"zz"),
     ]
 
@@ -63,13 +73,18 @@ def test_newer_load_wins_exact_key_tie_r3_2_r3_3(web):
 
 def test_put_after_delete_with_older_ts_stays_hidden_r5_8(web):
     web.load_cells(cells_table([(b"r1", "a", b"q", 10, DC, b"")]))
-    web.load_cells(cells_table([(b"r1", "a", b"q", 7, PUT, b"late but old"),
-                                (b"r1", "a", b"q", 11, PUT, b"newer")]))
+    web.load_cells(
+        cells_table(
+            [(b"r1", "a", b"q", 7, PUT, b"late but old"), (b"r1", "a", b"q", 11, PUT, b"newer")]
+        )
+    )
     assert cells(web.get("r1", max_versions=5)) == [(b"r1", "a", b"q", 11, PUT, b"newer")]
 
 
 def test_deleted_version_uncovers_older_r6_3(web):
-    web.load_cells(cells_table([(b"c", "a", b"q", 3, PUT, b"c3"), (b"c", "a", b"q", 4, PUT, b"c4")]))
+    web.load_cells(
+        cells_table([(b"c", "a", b"q", 3, PUT, b"c3"), (b"c", "a", b"q", 4, PUT, b"c4")])
+    )
     assert [c[3] for c in cells(web.get("c", columns="a:q", max_versions=3))] == [4, 3, 2]
     web.load_cells(cells_table([(b"c", "a", b"q", 4, DELETE, b"")]))
     assert [c[3] for c in cells(web.get("c", columns="a:q", max_versions=3))] == [3, 2, 1]
@@ -106,7 +121,10 @@ def test_reversed_scan_r2_4_r12_5(web):
     assert [c[0] for c in got] == [b"z\xff", b"r2", b"r1", b"c", b"c", b"c", b"c"]
     # Inside a row the normal order holds.
     assert [(c[1], c[2], c[3]) for c in got if c[0] == b"c"] == [
-        ("a", b"", 1), ("a", b"q", 2), ("a", b"q", 1), ("b", b"x", 1)
+        ("a", b"", 1),
+        ("a", b"q", 2),
+        ("a", b"q", 1),
+        ("b", b"x", 1),
     ]
     # start_row is the higher bound (inclusive), stop_row the lower (exclusive).
     rows = [c[0] for c in cells(web.scan(reversed=True, start_row="r2", stop_row="c").to_arrow())]
@@ -118,7 +136,8 @@ def test_columns_and_families_r11_1(web):
     assert {(c[1], c[2]) for c in cells(web.scan(columns=["a:"]).to_arrow())} == {("a", b"")}
     # A bare family after a column widens to the whole family.
     assert {(c[1], c[2]) for c in cells(web.scan(columns=["a:q", "a"]).to_arrow())} == {
-        ("a", b"q"), ("a", b"")
+        ("a", b"q"),
+        ("a", b""),
     }
     assert {c[1] for c in cells(web.scan(families=["b"]).to_arrow())} == {"b"}
     with pytest.raises(InvalidFamilyError):
@@ -209,9 +228,16 @@ def test_to_dask_adds_no_string_conversion_task_without_object_columns(web):
 @pytest.mark.slow
 def test_to_dask_on_local_cluster_with_processes(web):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, host="127.0.0.1") as cluster, \
-            distributed.Client(cluster):
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
         df = web.scan(max_versions=5).to_dask().compute()
     assert list(df["value"]) == [c[5] for c in cells(web.scan(max_versions=5).to_arrow())]
 

@@ -76,7 +76,8 @@ def test_md5_matches_hashlib(values):
 def test_md5_of_strings_and_sliced_input():
     arr = pa.array(["x", "hello", "é"]).slice(1)
     assert [bytes(d) for d in md5_digests(arr)] == [
-        hashlib.md5(b"hello").digest(), hashlib.md5("é".encode()).digest()
+        hashlib.md5(b"hello").digest(),
+        hashlib.md5("é".encode()).digest(),
     ]
 
 
@@ -161,7 +162,9 @@ FIELD_ST = st.builds(
 )
 
 
-def _random_field(draw, name: str, *, allow_hash: bool = True, allow_reverse: bool = True) -> KeyField:
+def _random_field(
+    draw, name: str, *, allow_hash: bool = True, allow_reverse: bool = True
+) -> KeyField:
     typ = draw(st.sampled_from(list(KeyType)))
     opts: dict = {}
     if typ.is_text:
@@ -173,7 +176,12 @@ def _random_field(draw, name: str, *, allow_hash: bool = True, allow_reverse: bo
         opts["reverse_timestamp"] = True
     hashing = allow_hash and draw(st.integers(0, 5)) == 0
     if hashing:
-        if draw(st.booleans()) or opts.get("width") or opts.get("reverse") or opts.get("reverse_timestamp"):
+        if (
+            draw(st.booleans())
+            or opts.get("width")
+            or opts.get("reverse")
+            or opts.get("reverse_timestamp")
+        ):
             opts["hash"] = KeyHash.MD5_PREFIX
             opts["hash_bytes"] = draw(st.integers(1, 16))
         else:
@@ -207,13 +215,19 @@ def test_spec_json_round_trip(spec):
 TEXT = st.text(alphabet="ab\u00e9", max_size=4)
 BYTES = st.binary(max_size=4).map(lambda b: b.replace(b"\x00", b"\x01"))
 INT_RANGES = {
-    KeyType.INT8: (-(2**7), 2**7 - 1), KeyType.INT16: (-(2**15), 2**15 - 1),
-    KeyType.INT32: (-(2**31), 2**31 - 1), KeyType.INT64: (-(2**63), 2**63 - 1),
-    KeyType.UINT8: (0, 2**8 - 1), KeyType.UINT16: (0, 2**16 - 1),
-    KeyType.UINT32: (0, 2**32 - 1), KeyType.UINT64: (0, 2**64 - 1),
+    KeyType.INT8: (-(2**7), 2**7 - 1),
+    KeyType.INT16: (-(2**15), 2**15 - 1),
+    KeyType.INT32: (-(2**31), 2**31 - 1),
+    KeyType.INT64: (-(2**63), 2**63 - 1),
+    KeyType.UINT8: (0, 2**8 - 1),
+    KeyType.UINT16: (0, 2**16 - 1),
+    KeyType.UINT32: (0, 2**32 - 1),
+    KeyType.UINT64: (0, 2**64 - 1),
 }
 FLOATS64 = [-math.inf, -1e300, -2.5, -1.0, -0.0, 0.0, 1e-300, 0.5, 1.0, 3.0, 1e300, math.inf]
-FLOATS32 = [float(np.float32(x)) for x in [-math.inf, -3e38, -2.5, -0.0, 0.0, 1e-40, 0.5, 3e38, math.inf]]
+FLOATS32 = [
+    float(np.float32(x)) for x in [-math.inf, -3e38, -2.5, -0.0, 0.0, 1e-40, 0.5, 3e38, math.inf]
+]
 
 
 def _fit(value, width):
@@ -229,7 +243,11 @@ def values_for(field: KeyField, *, nan: bool = False, last: bool = False):
         base = TEXT if t is KeyType.STRING else BYTES
         if field.hash is None and not field.terminated(last=last) and field.width is None:
             # An ascending last field runs to the end of the key and may hold 0x00.
-            base = st.text(alphabet="a\x00\u00e9", max_size=4) if t is KeyType.STRING else st.binary(max_size=4)
+            base = (
+                st.text(alphabet="a\x00\u00e9", max_size=4)
+                if t is KeyType.STRING
+                else st.binary(max_size=4)
+            )
         if field.width is not None:
             base = base.map(functools.partial(_fit, width=field.width))
         return base
@@ -284,13 +302,21 @@ def typed_cmp(spec: RowKeySpec, x: tuple, y: tuple) -> int:
 def test_key_order_equals_typed_tuple_order(data):
     spec = data.draw(specs(allow_hash=False, salt=False))
     rows = data.draw(
-        st.lists(st.tuples(*[values_for(f, last=f is spec.fields[-1]) for f in spec.fields]), min_size=1, max_size=25)
+        st.lists(
+            st.tuples(*[values_for(f, last=f is spec.fields[-1]) for f in spec.fields]),
+            min_size=1,
+            max_size=25,
+        )
     )
     rows, keys = encode_rows(spec, rows)
     for i in range(len(rows)):
         for j in range(len(rows)):
             assert _cmp(keys[i], keys[j]) == typed_cmp(spec, rows[i], rows[j]), (
-                spec, rows[i], rows[j], keys[i], keys[j]
+                spec,
+                rows[i],
+                rows[j],
+                keys[i],
+                keys[j],
             )
 
 
@@ -304,7 +330,12 @@ def _same(a, b) -> bool:
 @given(st.data())
 def test_decode_round_trips_and_salt_is_phoenix(data):
     spec = data.draw(specs())
-    rows = data.draw(st.lists(st.tuples(*[values_for(f, nan=True, last=f is spec.fields[-1]) for f in spec.fields]), max_size=20))
+    rows = data.draw(
+        st.lists(
+            st.tuples(*[values_for(f, nan=True, last=f is spec.fields[-1]) for f in spec.fields]),
+            max_size=20,
+        )
+    )
     rows, key_list = encode_rows(spec, rows)
     keys = pa.array(key_list, pa.binary())
     decoded = spec.decode(keys)
@@ -330,7 +361,9 @@ def enc(spec: RowKeySpec, **cols) -> list[bytes]:
 def test_integer_and_float_encodings_are_sign_flipped_big_endian():
     s = RowKeySpec(fields=(KeyField(name="v", type="int32"),))
     assert enc(s, v=pa.array([-1, 0, 5], pa.int32())) == [
-        b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\x80\x00\x00\x05"
+        b"\x7f\xff\xff\xff",
+        b"\x80\x00\x00\x00",
+        b"\x80\x00\x00\x05",
     ]
     u = RowKeySpec(fields=(KeyField(name="v", type="uint16"),))
     assert enc(u, v=[258]) == [b"\x01\x02"]
@@ -343,12 +376,14 @@ def test_integer_and_float_encodings_are_sign_flipped_big_endian():
 
 
 def test_strings_terminated_padded_and_descending():
-    s = RowKeySpec(fields=(
-        KeyField(name="a"),
-        KeyField(name="b", width=3),
-        KeyField(name="c", descending=True),
-        KeyField(name="d"),
-    ))
+    s = RowKeySpec(
+        fields=(
+            KeyField(name="a"),
+            KeyField(name="b", width=3),
+            KeyField(name="c", descending=True),
+            KeyField(name="d"),
+        )
+    )
     assert enc(s, a=["ab"], b=["x"], c=["q"], d=["tail\x00ok"]) == [
         b"ab\x00" + b"x\x00\x00" + bytes([0xFF - ord("q"), 0xFF]) + b"tail\x00ok"
     ]
@@ -357,7 +392,8 @@ def test_strings_terminated_padded_and_descending():
 def test_integers_from_text_input():
     s = RowKeySpec(fields=(KeyField(name="id", type="int64"),))
     assert enc(s, id=["42", " -1"]) == [
-        struct.pack(">Q", 42 ^ (1 << 63)), struct.pack(">Q", (2**64 - 1) ^ (1 << 63))
+        struct.pack(">Q", 42 ^ (1 << 63)),
+        struct.pack(">Q", (2**64 - 1) ^ (1 << 63)),
     ]
     with pytest.raises(BadCellError) as info:
         enc(s, id=["1", "4x2"])
@@ -378,8 +414,12 @@ def test_integers_from_text_input():
         ((KeyField(name="a", type="float32"),), {"a": [1.0, 1e39]}, 1, "a"),
         ((KeyField(name="a"),), {"a": ["x", ""]}, 1, "row"),
         ((KeyField(name="a"),), {"a": ["x", "y" * 32768]}, 1, "row"),
-        ((KeyField(name="a", type="bytes"), KeyField(name="b", type="int8")),
-         {"a": [b"ok", b"k"], "b": [1000, 1]}, 0, "b"),
+        (
+            (KeyField(name="a", type="bytes"), KeyField(name="b", type="int8")),
+            {"a": [b"ok", b"k"], "b": [1000, 1]},
+            0,
+            "b",
+        ),
         ((KeyField(name="a"),), {"a": pa.array([b"ok", b"\xff"])}, 1, "a"),
     ],
 )
@@ -419,7 +459,9 @@ def test_missing_column_and_bad_modes():
 def test_decode_rejects_foreign_keys():
     spec = RowKeySpec(fields=(KeyField(name="a"), KeyField(name="n", type="int32")), salt_buckets=4)
     good = spec.encode(pa.table({"a": ["x"], "n": [7]}))[0].as_py()
-    rows = pa.array([good, b"\x09x\x00\x80\x00\x00\x07", good + b"!", b"\x01no-terminator", None, b""])
+    rows = pa.array(
+        [good, b"\x09x\x00\x80\x00\x00\x07", good + b"!", b"\x01no-terminator", None, b""]
+    )
     with pytest.raises(BadCellError) as info:
         spec.decode(rows)
     assert info.value.record == 1
@@ -471,7 +513,11 @@ def _matches(f: KeyField, v, lower, upper, lo_inc, hi_inc, prefix) -> bool:
 def test_key_ranges_select_exactly_the_matching_rows(data):
     spec = data.draw(specs(max_fields=3))
     rows = data.draw(
-        st.lists(st.tuples(*[values_for(f, nan=True, last=f is spec.fields[-1]) for f in spec.fields]), min_size=1, max_size=30)
+        st.lists(
+            st.tuples(*[values_for(f, nan=True, last=f is spec.fields[-1]) for f in spec.fields]),
+            min_size=1,
+            max_size=30,
+        )
     )
     rows, keys = encode_rows(spec, rows)
     assume(rows)
@@ -489,7 +535,11 @@ def test_key_ranges_select_exactly_the_matching_rows(data):
         if seen:
             vals = st.one_of(st.sampled_from(seen), st.sampled_from(seen), vals)
         if f.type.is_text:
-            wide = st.text(alphabet="ab\x00\u00e9", max_size=6) if f.type is KeyType.STRING else st.binary(max_size=6)
+            wide = (
+                st.text(alphabet="ab\x00\u00e9", max_size=6)
+                if f.type is KeyType.STRING
+                else st.binary(max_size=6)
+            )
             vals = st.one_of(vals, wide)
             if data.draw(st.integers(0, 3)) == 0:
                 prefix = data.draw(vals)[: data.draw(st.integers(0, 3))]
@@ -502,8 +552,12 @@ def test_key_ranges_select_exactly_the_matching_rows(data):
             if lower is None and upper is None:
                 ranged = False
     ranges = spec.key_ranges(
-        equals=equals, lower=lower, upper=upper, lower_inclusive=lo_inc,
-        upper_inclusive=hi_inc, prefix=prefix,
+        equals=equals,
+        lower=lower,
+        upper=upper,
+        lower_inclusive=lo_inc,
+        upper_inclusive=hi_inc,
+        prefix=prefix,
     )
     for (a, b), (c, _) in itertools.pairwise(ranges):
         assert a < b or not b
@@ -522,11 +576,13 @@ def test_key_ranges_select_exactly_the_matching_rows(data):
 
 
 def test_key_ranges_argument_errors():
-    spec = RowKeySpec(fields=(
-        KeyField(name="user", hash="md5_prefix"),
-        KeyField(name="phone", reverse=True),
-        KeyField(name="n", type="int32"),
-    ))
+    spec = RowKeySpec(
+        fields=(
+            KeyField(name="user", hash="md5_prefix"),
+            KeyField(name="phone", reverse=True),
+            KeyField(name="n", type="int32"),
+        )
+    )
     with pytest.raises(InvalidArgumentError, match="leading"):
         spec.key_ranges(equals={"phone": "1"})
     with pytest.raises(InvalidArgumentError, match="unknown"):
@@ -552,10 +608,14 @@ def test_bucket_ranges():
     assert plain.bucket_ranges(b"c", b"a") == []
     salted = RowKeySpec(fields=(KeyField(name="a"),), salt_buckets=3)
     assert salted.bucket_ranges(b"a", b"c") == [
-        (b"\x00a", b"\x00c"), (b"\x01a", b"\x01c"), (b"\x02a", b"\x02c")
+        (b"\x00a", b"\x00c"),
+        (b"\x01a", b"\x01c"),
+        (b"\x02a", b"\x02c"),
     ]
     assert salted.bucket_ranges(b"", b"") == [
-        (b"\x00", b"\x01"), (b"\x01", b"\x02"), (b"\x02", b"\x03")
+        (b"\x00", b"\x01"),
+        (b"\x01", b"\x02"),
+        (b"\x02", b"\x03"),
     ]
     full = RowKeySpec(fields=(KeyField(name="a"),), salt_buckets=256)
     assert full.bucket_ranges(b"k", b"")[-1] == (b"\xffk", b"")
@@ -583,15 +643,17 @@ def test_design_salted_sequential_ids_spread_over_regions():
 
 
 def test_design_hashed_prefix_user_id():
-    spec = RowKeySpec(fields=(
-        KeyField(name="user", hash="md5_prefix", hash_bytes=4),
-        KeyField(name="event", type="int64"),
-    ))
+    spec = RowKeySpec(
+        fields=(
+            KeyField(name="user", hash="md5_prefix", hash_bytes=4),
+            KeyField(name="event", type="int64"),
+        )
+    )
     keys = enc(spec, user=["alice"], event=[1])
     prefix = hashlib.md5(b"alice").digest()[:4]
     assert keys == [prefix + b"alice\x00" + struct.pack(">Q", 1 ^ (1 << 63))]
     assert spec.decode(pa.array(keys)).to_pylist() == [{"user": "alice", "event": 1}]
-    (start, _), = spec.key_ranges(equals={"user": "alice"})
+    ((start, _),) = spec.key_ranges(equals={"user": "alice"})
     assert start == prefix + b"alice\x00"
 
 
@@ -604,20 +666,24 @@ def test_design_full_md5_field_is_not_decodable():
 
 
 def test_design_reversed_phone_number():
-    spec = RowKeySpec(fields=(KeyField(name="phone", reverse=True), KeyField(name="ts", type="int64")))
+    spec = RowKeySpec(
+        fields=(KeyField(name="phone", reverse=True), KeyField(name="ts", type="int64"))
+    )
     keys = enc(spec, phone=["4155551234", "4155559876"], ts=[1, 2])
     assert keys[0].startswith(b"4321555514\x00")
     assert keys[1].startswith(b"6789555514\x00")
     assert spec.decode(pa.array(keys)).column("phone").to_pylist() == ["4155551234", "4155559876"]
-    (start, stop), = spec.key_ranges(equals={"phone": "4155551234"})
+    ((start, stop),) = spec.key_ranges(equals={"phone": "4155551234"})
     assert start <= keys[0] < stop and not start <= keys[1] < stop
 
 
 def test_design_reverse_timestamp_newest_first():
-    spec = RowKeySpec(fields=(
-        KeyField(name="user"),
-        KeyField(name="ts", type="int64", reverse_timestamp=True),
-    ))
+    spec = RowKeySpec(
+        fields=(
+            KeyField(name="user"),
+            KeyField(name="ts", type="int64", reverse_timestamp=True),
+        )
+    )
     ts = [1_700_000_000_000, 1_700_000_000_500, 1_600_000_000_000]
     keys = enc(spec, user=["u"] * 3, ts=ts)
     assert keys[0] == b"u\x00" + struct.pack(">q", LONG_MAX - ts[0])  # Bytes.toBytes(MAX - ts)

@@ -46,8 +46,9 @@ def fs():
 def test_write_read_round_trip_and_footer(tmp_path, fs):
     cells = make_cells()
     path = str(tmp_path / "f.parquet")
-    info = write_store_file(fs, path, cells, family=Family(name="cf"), seq=7, load_id="L1",
-                            row_group_cells=1000)
+    info = write_store_file(
+        fs, path, cells, family=Family(name="cf"), seq=7, load_id="L1", row_group_cells=1000
+    )
     assert info.cells == cells.num_rows
     assert info.rows == 2000
     assert info.first_row == b"row000000" and info.last_row == b"row003998"
@@ -70,8 +71,9 @@ def test_write_read_round_trip_and_footer(tmp_path, fs):
 def test_read_row_range_prunes_row_groups(tmp_path, fs):
     cells = make_cells()
     path = str(tmp_path / "f.parquet")
-    write_store_file(fs, path, cells, family=Family(name="cf"), seq=1, load_id="L",
-                     row_group_cells=600)
+    write_store_file(
+        fs, path, cells, family=Family(name="cf"), seq=1, load_id="L", row_group_cells=600
+    )
     with StoreFileReader(fs, path) as r:
         groups = r.row_groups_for(b"row001000", b"row001010")
         assert len(groups) == 1
@@ -97,8 +99,9 @@ def test_bloom_filter_answers_absent_rows(tmp_path, fs):
         false_pos = sum(r.might_contain_row(x) for x in absent)
         assert false_pos < 100  # fpp 1%, so ~20 expected
     nobloom = str(tmp_path / "g.parquet")
-    write_store_file(fs, nobloom, cells, family=Family(name="cf", bloom_filter=False), seq=1,
-                     load_id="L")
+    write_store_file(
+        fs, nobloom, cells, family=Family(name="cf", bloom_filter=False), seq=1, load_id="L"
+    )
     with StoreFileReader(fs, nobloom) as r:
         assert all(r.might_contain_row(x) for x in absent[:50])
         assert not r.might_contain_row(b"zzz")  # outside the statistics
@@ -121,8 +124,9 @@ def test_bloom_filter_is_standard_parquet_duckdb_agrees(tmp_path, fs):
 def test_every_compression_round_trips(tmp_path, fs, compression):
     cells = make_cells(n_rows=100)
     path = str(tmp_path / f"{compression}.parquet")
-    write_store_file(fs, path, cells, family=Family(name="cf", compression=compression), seq=1,
-                     load_id="L")
+    write_store_file(
+        fs, path, cells, family=Family(name="cf", compression=compression), seq=1, load_id="L"
+    )
     assert read_store_file(fs, path).equals(cells.cast(CELL_SCHEMA))
     assert check(fs, path).ok
 
@@ -166,8 +170,9 @@ def test_check_reports_unsorted_and_footer_mismatch(tmp_path, fs):
 def test_check_detects_corrupted_page(tmp_path, fs):
     cells = make_cells(n_rows=3000)
     path = str(tmp_path / "f.parquet")
-    write_store_file(fs, path, cells, family=Family(name="cf", compression="none"), seq=1,
-                     load_id="L")
+    write_store_file(
+        fs, path, cells, family=Family(name="cf", compression="none"), seq=1, load_id="L"
+    )
     data = bytearray((tmp_path / "f.parquet").read_bytes())
     md = pq.ParquetFile(path).metadata
     col = md.row_group(0).column(2)  # ts column, plain-encoded pages

@@ -37,8 +37,9 @@ def read_all(table):
 def test_create_list_describe_drop(any_root):
     wh = connect(any_root)
     assert wh.list_tables() == []
-    t = wh.create_table("ns:web", families=[Family(name="cf", max_versions=5), "meta"],
-                        splits=[b"g", "p"])
+    t = wh.create_table(
+        "ns:web", families=[Family(name="cf", max_versions=5), "meta"], splits=[b"g", "p"]
+    )
     assert t.version == 1
     assert [f.name for f in t.families] == ["cf", "meta"]
     assert [(r.start, r.end) for r in t.regions] == [(b"", b"g"), (b"g", b"p"), (b"p", b"")]
@@ -116,7 +117,9 @@ def test_load_cells_routes_sorts_commits(any_root):
     assert fresh.version == 2
     by = {(f.region, f.family): f for f in fresh.files}
     assert set(by) == {("r000001", "a"), ("r000001", "b"), ("r000002", "a"), ("r000002", "b")}
-    assert read_store_file(t.fs, t.file_path(by[("r000002", "b")])).column("row").to_pylist() == [b"m"]
+    assert read_store_file(t.fs, t.file_path(by[("r000002", "b")])).column("row").to_pylist() == [
+        b"m"
+    ]
     # Each file holds only its region's rows, in cell order, and passes check().
     for f in fresh.files:
         region = fresh.metadata.region(f.region)
@@ -152,8 +155,11 @@ def test_load_cells_from_pandas_with_names_and_defaults(tmp_path):
     assert res.cells == 3
     got = read_all(t)
     assert got == sorted(
-        [("cf", b"r1", b"a", 1234, 4, b"x", 1), ("cf", b"r1", b"", 1234, 14, b"", 1),
-         ("cf", b"r2", b"", 1234, 10, b"", 1)]
+        [
+            ("cf", b"r1", b"a", 1234, 4, b"x", 1),
+            ("cf", b"r1", b"", 1234, 14, b"", 1),
+            ("cf", b"r2", b"", 1234, 10, b"", 1),
+        ]
     )
 
 
@@ -166,8 +172,13 @@ def test_latest_timestamp_gets_write_time_r1_5(tmp_path):
 def test_duplicate_keys_in_one_load_keep_last(tmp_path):
     t = connect(tmp_path).create_table("t", families=["cf"])
     res = t.load_cells(
-        cells_table([(b"r", "cf", b"q", 1, 4, b"first"), (b"r", "cf", b"q", 1, 4, b"second"),
-                     (b"r", "cf", b"q", 1, 8, b"")])
+        cells_table(
+            [
+                (b"r", "cf", b"q", 1, 4, b"first"),
+                (b"r", "cf", b"q", 1, 4, b"second"),
+                (b"r", "cf", b"q", 1, 8, b""),
+            ]
+        )
     )
     assert res.cells == 2 and res.duplicates_dropped == 1
     assert [c[5] for c in read_all(t) if c[4] == 4] == [b"second"]
@@ -213,9 +224,13 @@ def test_alter_table(tmp_path):
     wh = connect(tmp_path)
     t = wh.create_table("t", families=["a", "b"])
     t.load_cells(cells_table([(b"r", "a", b"q", 1, 4, b"1"), (b"r", "b", b"q", 1, 4, b"2")]))
-    t2 = wh.alter_table("t", add_families=[Family(name="c", max_versions=1)],
-                        drop_families=["b"], modify_families={"a": {"max_versions": 10}},
-                        properties={"owner": "data-eng"})
+    t2 = wh.alter_table(
+        "t",
+        add_families=[Family(name="c", max_versions=1)],
+        drop_families=["b"],
+        modify_families={"a": {"max_versions": 10}},
+        properties={"owner": "data-eng"},
+    )
     assert [f.name for f in t2.families] == ["a", "c"]
     assert t2.metadata.family("a").max_versions == 10
     assert {f.family for f in t2.files} == {"a"}
@@ -237,12 +252,19 @@ BAD_CELLS = [
     ("unknown family", [(b"r", "nope", b"q", 1, 4, b"v")], "family", "unknown family 'nope'"),
     ("negative ts", [(b"r", "cf", b"q", -1, 4, b"v")], "ts", "negative"),
     ("bad type code", [(b"r", "cf", b"q", 1, 5, b"v")], "type", "unknown cell type code 5"),
-    ("family marker with qualifier", [(b"r", "cf", b"q", 1, 14, b"")], "qualifier", "empty qualifier"),
+    (
+        "family marker with qualifier",
+        [(b"r", "cf", b"q", 1, 14, b"")],
+        "qualifier",
+        "empty qualifier",
+    ),
     ("marker with value", [(b"r", "cf", b"q", 1, 12, b"v")], "value", "no value"),
 ]
 
 
-@pytest.mark.parametrize(("label", "rows", "field", "text"), BAD_CELLS, ids=[b[0] for b in BAD_CELLS])
+@pytest.mark.parametrize(
+    ("label", "rows", "field", "text"), BAD_CELLS, ids=[b[0] for b in BAD_CELLS]
+)
 def test_bad_cells_name_record_and_field_nothing_committed(any_root, label, rows, field, text):
     wh = connect(any_root)
     t = wh.create_table("t", families=["cf"])
@@ -257,18 +279,91 @@ def test_bad_cells_name_record_and_field_nothing_committed(any_root, label, rows
 @pytest.mark.parametrize(
     ("data", "field"),
     [
-        (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "ts": [1.5], "value": [b"v"]}), "ts"),
+        (
+            pa.table(
+                {"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "ts": [1.5], "value": [b"v"]}
+            ),
+            "ts",
+        ),
         (pa.table({"row": [1], "family": ["cf"], "qualifier": [b"q"], "value": [b"v"]}), "row"),
         (pa.table({"row": [b"r"], "family": ["cf"], "value": [b"v"]}), "qualifier"),
-        (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "type": [True], "value": [b"v"]}), "type"),
-        (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "type": ["Increment"], "value": [b"v"]}), "type"),
-        (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [None], "value": [b"v"]}, schema=pa.schema([("row", pa.binary()), ("family", pa.string()), ("qualifier", pa.binary()), ("value", pa.binary())])), "qualifier"),
-        (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "value": [None]}, schema=pa.schema([("row", pa.binary()), ("family", pa.string()), ("qualifier", pa.binary()), ("value", pa.binary())])), "value"),
+        (
+            pa.table(
+                {
+                    "row": [b"r"],
+                    "family": ["cf"],
+                    "qualifier": [b"q"],
+                    "type": [True],
+                    "value": [b"v"],
+                }
+            ),
+            "type",
+        ),
+        (
+            pa.table(
+                {
+                    "row": [b"r"],
+                    "family": ["cf"],
+                    "qualifier": [b"q"],
+                    "type": ["Increment"],
+                    "value": [b"v"],
+                }
+            ),
+            "type",
+        ),
+        (
+            pa.table(
+                {"row": [b"r"], "family": ["cf"], "qualifier": [None], "value": [b"v"]},
+                schema=pa.schema(
+                    [
+                        ("row", pa.binary()),
+                        ("family", pa.string()),
+                        ("qualifier", pa.binary()),
+                        ("value", pa.binary()),
+                    ]
+                ),
+            ),
+            "qualifier",
+        ),
+        (
+            pa.table(
+                {"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "value": [None]},
+                schema=pa.schema(
+                    [
+                        ("row", pa.binary()),
+                        ("family", pa.string()),
+                        ("qualifier", pa.binary()),
+                        ("value", pa.binary()),
+                    ]
+                ),
+            ),
+            "value",
+        ),
         (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [b"q"]}), "value"),
-        (pa.table({"row": [b"r"], "family": ["cf"], "qualifier": [b"q"], "value": [b"v"], "extra": [1]}), "extra"),
+        (
+            pa.table(
+                {
+                    "row": [b"r"],
+                    "family": ["cf"],
+                    "qualifier": [b"q"],
+                    "value": [b"v"],
+                    "extra": [1],
+                }
+            ),
+            "extra",
+        ),
     ],
-    ids=["float-ts", "int-row", "missing-qualifier", "bool-type", "unknown-type-name",
-         "null-qualifier", "null-put-value", "missing-value", "extra-column"],
+    ids=[
+        "float-ts",
+        "int-row",
+        "missing-qualifier",
+        "bool-type",
+        "unknown-type-name",
+        "null-qualifier",
+        "null-put-value",
+        "missing-value",
+        "extra-column",
+    ],
 )
 def test_wrong_column_types(tmp_path, data, field):
     t = connect(tmp_path).create_table("t", families=["cf"])

@@ -30,8 +30,14 @@ def main(out: Path) -> None:
         "golden:webtable",
         families=[
             Family(name="contents", max_versions=3),
-            Family(name="anchor", ttl=86400, keep_deleted_cells="true", compression="snappy",
-                   bloom_filter=False, min_versions=1),
+            Family(
+                name="anchor",
+                ttl=86400,
+                keep_deleted_cells="true",
+                compression="snappy",
+                bloom_filter=False,
+                min_versions=1,
+            ),
         ],
         splits=[b"com.m", b"org\x00"],
         format_version=int(out.name.removeprefix("v")),
@@ -39,37 +45,63 @@ def main(out: Path) -> None:
 
     def cells(rows):
         cols = list(zip(*rows, strict=True))
-        return pa.table({"row": pa.array(cols[0], pa.binary()), "family": cols[1],
-                         "qualifier": pa.array(cols[2], pa.binary()),
-                         "ts": pa.array(cols[3], pa.int64()), "type": pa.array(cols[4], pa.int8()),
-                         "value": pa.array(cols[5], pa.binary())})
+        return pa.table(
+            {
+                "row": pa.array(cols[0], pa.binary()),
+                "family": cols[1],
+                "qualifier": pa.array(cols[2], pa.binary()),
+                "ts": pa.array(cols[3], pa.int64()),
+                "type": pa.array(cols[4], pa.int8()),
+                "value": pa.array(cols[5], pa.binary()),
+            }
+        )
 
-    t.load_cells(cells([
-        (b"com.cnn.www", "contents", b"html", 3, 4, b"<html>v3"),
-        (b"com.cnn.www", "contents", b"html", 5, 4, b"<html>v5"),
-        (b"com.cnn.www", "contents", b"html", 6, 4, b"<html>v6"),
-        (b"com.cnn.www", "anchor", b"cnnsi.com", 9, 4, b"CNN"),
-        (b"com.cnn.www", "anchor", b"my.look.ca", 8, 4, b"CNN.com"),
-        (b"com.example.www", "contents", b"html", 5, 4, b"<html>ex"),
-        (b"org.apache.hbase", "contents", b"html", 7, 4, b"\x00\xff binary"),
-        (b"org\x00", "contents", b"", 1, 4, b"empty qualifier"),
-    ]), load_id="golden-load-1", now_ms=1_700_000_000_000)
-    t.load_cells(cells([
-        (b"com.cnn.www", "contents", b"html", 5, 8, b""),
-        (b"com.example.www", "contents", b"", 10, 14, b""),
-        (b"com.cnn.www", "anchor", b"", 9, 10, b""),
-        (b"com.cnn.www", "anchor", b"my.look.ca", 8, 12, b""),
-        (b"org.apache.hbase", "contents", b"html", 7, 4, b"newer load wins"),
-    ]), load_id="golden-load-2", now_ms=1_700_000_000_000)
+    t.load_cells(
+        cells(
+            [
+                (b"com.cnn.www", "contents", b"html", 3, 4, b"<html>v3"),
+                (b"com.cnn.www", "contents", b"html", 5, 4, b"<html>v5"),
+                (b"com.cnn.www", "contents", b"html", 6, 4, b"<html>v6"),
+                (b"com.cnn.www", "anchor", b"cnnsi.com", 9, 4, b"CNN"),
+                (b"com.cnn.www", "anchor", b"my.look.ca", 8, 4, b"CNN.com"),
+                (b"com.example.www", "contents", b"html", 5, 4, b"<html>ex"),
+                (b"org.apache.hbase", "contents", b"html", 7, 4, b"\x00\xff binary"),
+                (b"org\x00", "contents", b"", 1, 4, b"empty qualifier"),
+            ]
+        ),
+        load_id="golden-load-1",
+        now_ms=1_700_000_000_000,
+    )
+    t.load_cells(
+        cells(
+            [
+                (b"com.cnn.www", "contents", b"html", 5, 8, b""),
+                (b"com.example.www", "contents", b"", 10, 14, b""),
+                (b"com.cnn.www", "anchor", b"", 9, 10, b""),
+                (b"com.cnn.www", "anchor", b"my.look.ca", 8, 12, b""),
+                (b"org.apache.hbase", "contents", b"html", 7, 4, b"newer load wins"),
+            ]
+        ),
+        load_id="golden-load-2",
+        now_ms=1_700_000_000_000,
+    )
     t = wh.table("golden:webtable")
     files = []
     for f in sorted(t.files, key=lambda f: (f.seq, f.region, f.family)):
         data = read_store_file(t.fs, t.file_path(f))
-        files.append({
-            "region": f.region, "family": f.family, "seq": f.seq,
-            "cells": [[r.hex(), q.hex(), ts, ty, v.hex()] for r, q, ts, ty, v in
-                      zip(*(data.column(c).to_pylist() for c in data.column_names), strict=True)],
-        })
+        files.append(
+            {
+                "region": f.region,
+                "family": f.family,
+                "seq": f.seq,
+                "cells": [
+                    [r.hex(), q.hex(), ts, ty, v.hex()]
+                    for r, q, ts, ty, v in zip(
+                        *(data.column(c).to_pylist() for c in data.column_names), strict=True
+                    )
+                ],
+            }
+        )
     expected = {
         "table": "golden:webtable",
         "version": t.version,

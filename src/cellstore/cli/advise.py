@@ -78,9 +78,7 @@ def render_advice(output: Output, advice: KeyAdvice) -> None:
         lines += _wrap(f"fix: {f.fix}", "  ")
     warnings = len(advice.warnings)
     if advice.findings:
-        lines.append(
-            f"{len(advice.findings)} finding(s), {warnings} warning(s)"
-        )
+        lines.append(f"{len(advice.findings)} finding(s), {warnings} warning(s)")
     else:
         lines.append("no findings: the sampled keys spread well and are short")
     click.echo("\n".join(lines))
@@ -89,28 +87,63 @@ def render_advice(output: Output, advice: KeyAdvice) -> None:
 @click.command("advise")
 @click.argument("table")
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...")
-@click.option("--mapping", "mapping_path", metavar="FILE",
-              help="Mapping file of the load to check (TOML or JSON; any fsspec URL).")
-@click.option("--row-key", metavar="COLUMN[:CODEC]",
-              help="Inline mapping: the row-key column (as for 'load').")
-@click.option("--column", "columns", multiple=True, metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
-              help="Inline mapping: a cell column (repeatable, as for 'load').")
-@click.option("--format", "input_format", type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
-              help="Input format (default: from each file's extension).")
+@click.option(
+    "--mapping",
+    "mapping_path",
+    metavar="FILE",
+    help="Mapping file of the load to check (TOML or JSON; any fsspec URL).",
+)
+@click.option(
+    "--row-key",
+    metavar="COLUMN[:CODEC]",
+    help="Inline mapping: the row-key column (as for 'load').",
+)
+@click.option(
+    "--column",
+    "columns",
+    multiple=True,
+    metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
+    help="Inline mapping: a cell column (repeatable, as for 'load').",
+)
+@click.option(
+    "--format",
+    "input_format",
+    type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
+    help="Input format (default: from each file's extension).",
+)
 @click.option("--delimiter", metavar="CHAR", help="CSV field delimiter (default , or tab).")
 @click.option("--no-header", is_flag=True, help="Text files have no header line.")
-@click.option("--column-names", metavar="A,B,...",
-              help="Input column names (required with --no-header).")
-@click.option("--salt-buckets", type=click.IntRange(1, 256), default=None,
-              help="TABLE does not exist yet: check keys as a table salted into N buckets.")
-@click.option("--regions", type=click.IntRange(1, 10_000), default=None,
-              help="TABLE does not exist yet: check keys as 'load --create --regions N' "
-              "would split it (at the sample's key quantiles).")
-@click.option("--sample", "sample_keys", type=click.IntRange(1, 100_000_000), default=None,
-              help="Row keys (input records) to sample at most (default 100000).")
+@click.option(
+    "--column-names", metavar="A,B,...", help="Input column names (required with --no-header)."
+)
+@click.option(
+    "--salt-buckets",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="TABLE does not exist yet: check keys as a table salted into N buckets.",
+)
+@click.option(
+    "--regions",
+    type=click.IntRange(1, 10_000),
+    default=None,
+    help="TABLE does not exist yet: check keys as 'load --create --regions N' "
+    "would split it (at the sample's key quantiles).",
+)
+@click.option(
+    "--sample",
+    "sample_keys",
+    type=click.IntRange(1, 100_000_000),
+    default=None,
+    help="Row keys (input records) to sample at most (default 100000).",
+)
 @click.option("--strict", is_flag=True, help="Exit with 1 when there are warnings.")
-@click.option("--input-storage-option", "input_storage_options", type=STORAGE_OPTION,
-              multiple=True, help="fsspec option for the inputs' filesystem (repeatable).")
+@click.option(
+    "--input-storage-option",
+    "input_storage_options",
+    type=STORAGE_OPTION,
+    multiple=True,
+    help="fsspec option for the inputs' filesystem (repeatable).",
+)
 @pass_cli_context
 def advise_cmd(
     cli_ctx: CliContext,
@@ -170,20 +203,37 @@ def advise_cmd(
         advice = warehouse.table(table).advise(sample_keys=sample)
     else:
         in_opts = dict(input_storage_options)
-        mapping = read_mapping(mapping_path=mapping_path, row_key=row_key, columns=columns,
-                               timestamp=None, operation=None, storage_options=in_opts)
-        text = text_options(mapping, delimiter=delimiter, no_header=no_header,
-                            column_names=column_names)
+        mapping = read_mapping(
+            mapping_path=mapping_path,
+            row_key=row_key,
+            columns=columns,
+            timestamp=None,
+            operation=None,
+            storage_options=in_opts,
+        )
+        text = text_options(
+            mapping, delimiter=delimiter, no_header=no_header, column_names=column_names
+        )
         fmt: Any = input_format or mapping.input_options.get("format")
         if exists:
             advice = warehouse.table(table).advise(
-                list(inputs), mapping=mapping, sample_keys=sample, format=fmt, text=text,
+                list(inputs),
+                mapping=mapping,
+                sample_keys=sample,
+                format=fmt,
+                text=text,
                 storage_options=in_opts,
             )
         else:
             advice = advise_input(
-                list(inputs), mapping=mapping, salt_buckets=salt_buckets, regions=regions,
-                sample_keys=sample, input_format=fmt, text=text, storage_options=in_opts,
+                list(inputs),
+                mapping=mapping,
+                salt_buckets=salt_buckets,
+                regions=regions,
+                sample_keys=sample,
+                input_format=fmt,
+                text=text,
+                storage_options=in_opts,
             )
     render_advice(cli_ctx.output, advice)
     if strict and advice.warnings:

@@ -33,8 +33,6 @@ def _keys(keys: tuple[bytes, ...]) -> str:
     return ", ".join(f"'{to_string_binary(k)}'" for k in keys)
 
 
-
-
 def render_split_report(output: Output, report: SplitReport) -> None:
     """Print a split report with the chosen renderer."""
     if isinstance(output, JsonOutput):

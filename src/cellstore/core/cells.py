@@ -100,6 +100,7 @@ TYPE_NAMES: Final[dict[str, CellType]] = {
     **{str(int(t)): t for t in CellType},
 }
 
+
 def parse_type_names(text: pa.Array) -> pa.Array:
     """Vectorized :meth:`CellType.parse` of strings: every accepted spelling to its code.
 

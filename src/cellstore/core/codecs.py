@@ -573,9 +573,7 @@ def text_bytes(arr: pa.Array, *, utf8: bool, field: str, problems: Problems) -> 
             filled = out.fill_null(b"") if out.null_count else out
             offsets, data = binary_parts(filled)
             problems.add(valid_mask(out) & utf8_invalid(offsets, data), field, "not valid UTF-8")
-    elif utf8 and (
-        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-    ):
+    elif utf8 and (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
         out = pc.cast(arr, pa.string()).cast(pa.binary())
     else:
         kind = "a string" if utf8 else "bytes"

@@ -114,4 +114,3 @@ class RowRange(NamedTuple):
     def overlaps(self, first: bytes, last: bytes) -> bool:
         """Whether any row of ``[first, last]`` (both inclusive) is in the range."""
         return last >= self.start and (not self.stop or first < self.stop)
-

@@ -132,8 +132,7 @@ def check_regions(regions: Sequence[Region]) -> None:
     for prev, cur in itertools.pairwise(regions):
         if prev.end != cur.start or not cur.start:
             raise InvalidRowRangeError(
-                f"regions {prev.id} and {cur.id} are not contiguous "
-                f"({prev.end!r} != {cur.start!r})"
+                f"regions {prev.id} and {cur.id} are not contiguous ({prev.end!r} != {cur.start!r})"
             )
         if cur.end and cur.end <= cur.start:
             raise InvalidRowRangeError(f"region {cur.id} is empty or inverted")

@@ -156,9 +156,7 @@ class _FileSink:
         import json
 
         self._wrote_json = True
-        self.f.write(
-            "".join(json.dumps(r) + "\n" for r in text.to_pylist()).encode("utf-8")
-        )
+        self.f.write("".join(json.dumps(r) + "\n" for r in text.to_pylist()).encode("utf-8"))
 
     def close(self) -> None:
         if self._writer is not None:
@@ -539,7 +537,10 @@ def _create_like(wh: Warehouse, name: str, meta: TableMetadata, families: Sequen
 def _read_entry(source: Table, entry: FileEntry, start: bytes, stop: bytes) -> pa.Table:
     """The stored cells of one entry (only its region's rows), with a ``family`` column."""
     with StoreFileReader(
-        source.fs, source.file_path(entry), entry=entry, table=source.name,
+        source.fs,
+        source.file_path(entry),
+        entry=entry,
+        table=source.name,
         version=source.version,
     ) as reader:
         cells = reader.read(start=start, stop=stop)

@@ -147,19 +147,26 @@ def advise_input(
         salt = spec_salt if spec is not None else salt_buckets
         if salt is not None and regions is not None:
             raise InvalidArgumentError("give salt_buckets or regions, not both")
-        bound = BoundMapping(mapping=mapping, key=key, salt_buckets=salt,
-                             families=mapping.families)
+        bound = BoundMapping(mapping=mapping, key=key, salt_buckets=salt, families=mapping.families)
         table_regions = regions_from_splits(salt_split_keys(salt) if salt else [])
         families = mapping.families
         name = None
     columns = list(mapping.key_columns(spec))
     qual_maps = [c for c in mapping.cells if c.qualifier_column is not None]
     columns += [q for c in qual_maps if (q := c.qualifier_column) and q not in columns]
-    inputs = discover_inputs(source, columns=columns, format=input_format, text=text,
-                             storage_options=storage_options, target_part_bytes=8 << 20)
+    inputs = discover_inputs(
+        source,
+        columns=columns,
+        format=input_format,
+        text=text,
+        storage_options=storage_options,
+        target_part_bytes=8 << 20,
+    )
     if inputs.dask_frame is not None:
-        raise InvalidArgumentError("advice on Dask input is not supported; pass a sample "
-                                   "(e.g. ddf.head(100_000)) as a pandas DataFrame")
+        raise InvalidArgumentError(
+            "advice on Dask input is not supported; pass a sample "
+            "(e.g. ddf.head(100_000)) as a pandas DataFrame"
+        )
     parts = inputs.parts
     max_parts = max(1, -(-sample_keys // 1000))  # at least ~1000 records per part read
     if len(parts) > max_parts:
@@ -180,8 +187,12 @@ def advise_input(
             part_keys.append(rows.filter(pa.array(~bad)) if bad.any() else rows)
             for cm in qual_maps:
                 assert cm.qualifier_column is not None
-                q = encode_values(table.column(cm.qualifier_column), cm.qualifier_codec,
-                                  field=cm.qualifier_column, errors="mask").values
+                q = encode_values(
+                    table.column(cm.qualifier_column),
+                    cm.qualifier_codec,
+                    field=cm.qualifier_column,
+                    errors="mask",
+                ).values
                 quals.append(pc.unique(q.drop_null()))
             taken += table.num_rows
             if taken >= per_part:
@@ -263,8 +274,9 @@ def advise_table(
         region = metadata.region(entry.region)
         for name, out in (("row", rows), ("qualifier", quals)):
             col = cells.column(name)
-            values = [c.dictionary if pa.types.is_dictionary(c.type) else pc.unique(c)
-                      for c in col.chunks]
+            values = [
+                c.dictionary if pa.types.is_dictionary(c.type) else pc.unique(c) for c in col.chunks
+            ]
             if values:
                 arr = pa.concat_arrays([v.cast(pa.binary()) for v in values])
                 if name == "row":  # a file referenced by a split region holds other rows too

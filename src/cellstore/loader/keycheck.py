@@ -103,8 +103,13 @@ class AdviceThresholds:
                 raise InvalidArgumentError(f"{name} must be in (0, 1], got {value}")
         if self.salt_skew_factor <= 1.0:
             raise InvalidArgumentError("salt_skew_factor must be greater than 1")
-        for name in ("min_keys", "max_row_key_bytes", "max_family_bytes",
-                     "max_qualifier_bytes", "max_families"):
+        for name in (
+            "min_keys",
+            "max_row_key_bytes",
+            "max_family_bytes",
+            "max_qualifier_bytes",
+            "max_families",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name} must be at least 1")
 
@@ -362,15 +367,16 @@ def _salt_fix(buckets: int | None) -> str:
     n = "N (e.g. 16)" if buckets is None else str(buckets)
     return (
         f"salt the row key (salt_buckets = {n}: a leading hash byte, one region per bucket), "
-        "put a hash prefix on the leading field (hash = \"md5_prefix\"), reverse it if its "
+        'put a hash prefix on the leading field (hash = "md5_prefix"), reverse it if its '
         "fast-changing end is last (reverse = true), or lead time-series keys with an entity "
-        f"id (user + reverse_timestamp) — {_GUIDE}, \"Monotonically Increasing Row "
-        "Keys/Timeseries Data\""
+        f'id (user + reverse_timestamp) — {_GUIDE}, "Monotonically Increasing Row '
+        'Keys/Timeseries Data"'
     )
 
 
-def _monotonic_finding(inc: int, dec: int, thresholds: AdviceThresholds,
-                       salt: int | None) -> KeyFinding | None:
+def _monotonic_finding(
+    inc: int, dec: int, thresholds: AdviceThresholds, salt: int | None
+) -> KeyFinding | None:
     pairs = inc + dec
     if pairs < thresholds.min_keys:
         return None
@@ -391,8 +397,11 @@ def _monotonic_finding(inc: int, dec: int, thresholds: AdviceThresholds,
             f"lands in the {where} region, which becomes a hot spot while the others idle"
         ),
         fix=_salt_fix(salt),
-        details={"direction": "increasing" if increasing else "decreasing",
-                 "pairs": pairs, "share": round(share, 4)},
+        details={
+            "direction": "increasing" if increasing else "decreasing",
+            "pairs": pairs,
+            "share": round(share, 4),
+        },
     )
 
 
@@ -422,9 +431,15 @@ def _region_shares(
     )
 
 
-def _hot_region_finding(shares: Sequence[RegionShare], measured: int,
-                        thresholds: AdviceThresholds, *, salt: int | None,
-                        monotonic: bool, of_cells: bool) -> KeyFinding | None:
+def _hot_region_finding(
+    shares: Sequence[RegionShare],
+    measured: int,
+    thresholds: AdviceThresholds,
+    *,
+    salt: int | None,
+    monotonic: bool,
+    of_cells: bool,
+) -> KeyFinding | None:
     if len(shares) < 2 or measured < thresholds.min_keys:
         return None
     hot = max(shares, key=lambda s: s.share)
@@ -440,8 +455,10 @@ def _hot_region_finding(shares: Sequence[RegionShare], measured: int,
             "or, if new keys keep landing in one place, " + _salt_fix(salt)
         )
     else:
-        fix = ("a few salt buckets hold most keys: check for heavily repeated keys, or "
-               "split the hot region at its median key")
+        fix = (
+            "a few salt buckets hold most keys: check for heavily repeated keys, or "
+            "split the hot region at its median key"
+        )
     return KeyFinding(
         code="hot-region",
         severity="warning",
@@ -451,8 +468,12 @@ def _hot_region_finding(shares: Sequence[RegionShare], measured: int,
             "the work of loads, compactions and scans"
         ),
         fix=fix,
-        details={"region": hot.region, "share": round(hot.share, 4),
-                 "regions": len(shares), "limit": round(limit, 4)},
+        details={
+            "region": hot.region,
+            "share": round(hot.share, 4),
+            "regions": len(shares),
+            "limit": round(limit, 4),
+        },
     )
 
 
@@ -465,8 +486,9 @@ def _salt_shares(keys: pa.Array, buckets: int) -> tuple[float, ...]:
     return tuple(float(c) / len(starts) for c in counts)
 
 
-def _salt_finding(shares: Sequence[float], sampled: int,
-                  thresholds: AdviceThresholds) -> KeyFinding | None:
+def _salt_finding(
+    shares: Sequence[float], sampled: int, thresholds: AdviceThresholds
+) -> KeyFinding | None:
     buckets = len(shares)
     if buckets < 2 or sampled < max(thresholds.min_keys, 10 * buckets):
         return None
@@ -482,16 +504,23 @@ def _salt_finding(shares: Sequence[float], sampled: int,
             f"(even share {_pct(1 / buckets)}): the salt hashes the whole key, so a "
             "key that repeats often always lands in the same bucket"
         ),
-        fix=("make heavily repeated keys distinct (add a field that varies, e.g. a "
-             "sequence or time field after the entity id), or pre-split the hot bucket's "
-             "region further"),
-        details={"bucket": worst, "share": round(shares[worst], 4),
-                 "buckets": buckets, "limit": round(limit, 4)},
+        fix=(
+            "make heavily repeated keys distinct (add a field that varies, e.g. a "
+            "sequence or time field after the entity id), or pre-split the hot bucket's "
+            "region further"
+        ),
+        details={
+            "bucket": worst,
+            "share": round(shares[worst], 4),
+            "buckets": buckets,
+            "limit": round(limit, 4),
+        },
     )
 
 
-def _long_keys_finding(lengths: np.ndarray, thresholds: AdviceThresholds,
-                       salt: int | None) -> KeyFinding | None:
+def _long_keys_finding(
+    lengths: np.ndarray, thresholds: AdviceThresholds, salt: int | None
+) -> KeyFinding | None:
     limit = thresholds.max_row_key_bytes
     over = int((lengths > limit).sum())
     if over == 0:
@@ -506,64 +535,79 @@ def _long_keys_finding(lengths: np.ndarray, thresholds: AdviceThresholds,
             f"bytes{salt_note}, the longest {int(lengths.max())} bytes: every cell stores "
             "its row key, so long keys cost storage, memory and comparisons"
         ),
-        fix=("keep row keys short: replace long fields by a fixed 16-byte hash "
-             "(hash = \"md5\") or a hash prefix, encode numbers as fixed-width integers "
-             "instead of text, and move descriptive data into columns — "
-             f"{_GUIDE}, \"Try to minimize row and column sizes\""),
+        fix=(
+            "keep row keys short: replace long fields by a fixed 16-byte hash "
+            '(hash = "md5") or a hash prefix, encode numbers as fixed-width integers '
+            "instead of text, and move descriptive data into columns — "
+            f'{_GUIDE}, "Try to minimize row and column sizes"'
+        ),
         details={"over": over, "sampled": n, "limit": limit, "max": int(lengths.max())},
     )
 
 
-def _name_findings(families: Sequence[str], qualifiers: Sequence[bytes],
-                   thresholds: AdviceThresholds) -> list[KeyFinding]:
+def _name_findings(
+    families: Sequence[str], qualifiers: Sequence[bytes], thresholds: AdviceThresholds
+) -> list[KeyFinding]:
     out: list[KeyFinding] = []
     long_families = [f for f in families if len(f.encode("utf-8")) > thresholds.max_family_bytes]
     if long_families:
-        out.append(KeyFinding(
-            code="long-family-name",
-            severity="info",
-            message=(
-                f"family name(s) {', '.join(repr(f) for f in long_families)} are longer "
-                f"than {thresholds.max_family_bytes} bytes: HBase repeats the family name "
-                "in every cell's key (cellstore keeps it in the directory name, so here "
-                "it costs nothing, but not in HBase or an export to it)"
-            ),
-            fix=(f"use short family names, preferably one character (e.g. 'd') — "
-                 f"{_GUIDE}, \"Try to minimize row and column sizes\""),
-            details={"families": list(long_families), "limit": thresholds.max_family_bytes},
-        ))
+        out.append(
+            KeyFinding(
+                code="long-family-name",
+                severity="info",
+                message=(
+                    f"family name(s) {', '.join(repr(f) for f in long_families)} are longer "
+                    f"than {thresholds.max_family_bytes} bytes: HBase repeats the family name "
+                    "in every cell's key (cellstore keeps it in the directory name, so here "
+                    "it costs nothing, but not in HBase or an export to it)"
+                ),
+                fix=(
+                    f"use short family names, preferably one character (e.g. 'd') — "
+                    f'{_GUIDE}, "Try to minimize row and column sizes"'
+                ),
+                details={"families": list(long_families), "limit": thresholds.max_family_bytes},
+            )
+        )
     if len(families) > thresholds.max_families:
-        out.append(KeyFinding(
-            code="many-families",
-            severity="info",
-            message=(
-                f"{len(families)} column families: HBase flushes and compacts a region's "
-                "families together, so more than two or three cost I/O there (in cellstore "
-                "every family is a separate set of files per region)"
-            ),
-            fix=("group columns that are read together into one family; keep a second or "
-                 f"third only for data read on its own — {_GUIDE}, \"On the number of "
-                 "column families\""),
-            details={"families": len(families), "limit": thresholds.max_families},
-        ))
+        out.append(
+            KeyFinding(
+                code="many-families",
+                severity="info",
+                message=(
+                    f"{len(families)} column families: HBase flushes and compacts a region's "
+                    "families together, so more than two or three cost I/O there (in cellstore "
+                    "every family is a separate set of files per region)"
+                ),
+                fix=(
+                    "group columns that are read together into one family; keep a second or "
+                    f'third only for data read on its own — {_GUIDE}, "On the number of '
+                    'column families"'
+                ),
+                details={"families": len(families), "limit": thresholds.max_families},
+            )
+        )
     limit = thresholds.max_qualifier_bytes
     long_quals = sorted({q for q in qualifiers if len(q) > limit}, key=lambda q: (-len(q), q))
     if long_quals:
         examples = [to_string_binary(q) for q in long_quals[:5]]
-        out.append(KeyFinding(
-            code="long-qualifiers",
-            severity="info",
-            message=(
-                f"{len(long_quals)} qualifier(s) are longer than {limit} bytes (e.g. "
-                f"{', '.join(repr(e) for e in examples)}): every cell stores its qualifier "
-                "(Parquet's dictionary encoding keeps repeated ones cheap here; HBase "
-                "stores it in full in every cell)"
-            ),
-            fix=(f"prefer short qualifiers (e.g. 'via' rather than "
-                 f"'myVeryImportantAttribute') — {_GUIDE}, \"Try to minimize row and "
-                 "column sizes\""),
-            details={"count": len(long_quals), "limit": limit, "examples": examples},
-        ))
+        out.append(
+            KeyFinding(
+                code="long-qualifiers",
+                severity="info",
+                message=(
+                    f"{len(long_quals)} qualifier(s) are longer than {limit} bytes (e.g. "
+                    f"{', '.join(repr(e) for e in examples)}): every cell stores its qualifier "
+                    "(Parquet's dictionary encoding keeps repeated ones cheap here; HBase "
+                    "stores it in full in every cell)"
+                ),
+                fix=(
+                    f"prefer short qualifiers (e.g. 'via' rather than "
+                    f"'myVeryImportantAttribute') — {_GUIDE}, \"Try to minimize row and "
+                    'column sizes"'
+                ),
+                details={"count": len(long_quals), "limit": limit, "examples": examples},
+            )
+        )
     return out
 
 
@@ -611,8 +655,11 @@ def analyze_keys(
     runs = [s.cast(pa.binary()) for s in samples if len(s)]
     keys = pa.concat_arrays(runs) if runs else pa.array([], pa.binary())
     n = len(keys)
-    lengths = (np.asarray(pc.binary_length(keys).to_numpy(zero_copy_only=False), dtype=np.int64)
-               if n else np.zeros(0, dtype=np.int64))
+    lengths = (
+        np.asarray(pc.binary_length(keys).to_numpy(zero_copy_only=False), dtype=np.int64)
+        if n
+        else np.zeros(0, dtype=np.int64)
+    )
     distinct = len(pc.unique(keys)) if n else 0
     salted = salt_buckets is not None and salt_buckets > 1
     inc = dec = 0
@@ -643,8 +690,14 @@ def analyze_keys(
     )
     measured = int(sum(region_cells)) if region_cells is not None else n
     candidates = [
-        _hot_region_finding(shares, measured, th, salt=salt_buckets,
-                            monotonic=monotonic is not None, of_cells=region_cells is not None),
+        _hot_region_finding(
+            shares,
+            measured,
+            th,
+            salt=salt_buckets,
+            monotonic=monotonic is not None,
+            of_cells=region_cells is not None,
+        ),
         _salt_finding(buckets, n, th),
         monotonic,
         _long_keys_finding(lengths, th, salt_buckets) if n else None,

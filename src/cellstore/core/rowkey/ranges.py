@@ -311,5 +311,3 @@ def salt_of(salt_buckets: int, logical_key: bytes) -> int:
     data = np.frombuffer(logical_key, dtype=np.uint8)
     offsets = np.array([0, len(logical_key)], dtype=np.int64)
     return int(salt_parts(offsets, data, salt_buckets)[0])
-
-

@@ -177,4 +177,3 @@ def same_group_and_ts(ts: _IntArray, group: _IntArray, markers: _IntArray) -> _B
     marker_keys = group[markers] * stamps.size + np.searchsorted(stamps, ts[markers])
     result[candidates] = np.isin(keys, marker_keys)
     return result
-

@@ -429,8 +429,8 @@ def _dictionary_table(
     reads every cell's key and copies its value; only the distinct rows and qualifiers are
     then gathered as bytes.
     """
-    bad, row_idx, row_first, q_idx, q_first, q_len, ts, typ, vlen, vend = (
-        decode_cells_dictionary(np.ascontiguousarray(buf, np.uint8), starts.astype(np.int64))
+    bad, row_idx, row_first, q_idx, q_first, q_len, ts, typ, vlen, vend = decode_cells_dictionary(
+        np.ascontiguousarray(buf, np.uint8), starts.astype(np.int64)
     )
     if bad >= 0:
         raise CorruptFileError("a cell's row or family length overruns its key")
