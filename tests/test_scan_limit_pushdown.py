@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cellstore.core.cells import run_starts
 from cellstore.core.family import Family
 from cellstore.filters import ValueFilter
 from cellstore.reader import execute
 from cellstore.warehouse import connect
+from strategies import cells_table
 
 NOW = 10_000_000
 
@@ -158,3 +161,62 @@ def test_limit_over_hbase_store_files(tmp_path: Path, monkeypatch: pytest.Monkey
     chunks = 0
     got = t.scan(now_ms=HBASE_NOW, reversed=True, limit=4).to_arrow()
     assert got.equals(_first_rows(backwards, 4)) and chunks == 1
+
+
+_CELL = st.tuples(
+    st.integers(0, 40),  # row
+    st.sampled_from(["a", "b"]),  # family
+    st.integers(0, 2),  # qualifier
+    st.integers(1, 6),  # ts
+    st.sampled_from([4, 4, 4, 4, 8, 12, 14]),  # Put, Delete, DeleteColumn, DeleteFamily
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    loads=st.lists(st.lists(_CELL, min_size=1, max_size=60), min_size=1, max_size=3),
+    limit=st.integers(1, 45),
+    reverse=st.booleans(),
+    raw=st.booleans(),
+)
+def test_limit_equals_the_first_rows_of_the_full_scan(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    loads: list[list[tuple[int, str, int, int, int]]],
+    limit: int,
+    reverse: bool,
+    raw: bool,
+) -> None:
+    """Random puts and the four delete kinds (R5) over two families, in up to three
+    files, read in chunks of a few cells: a limited scan, forward or reversed (R2.4), raw
+    or not (R10), is exactly the full scan's first ``limit`` rows."""
+    monkeypatch.setattr(execute, "CHUNK_CELLS", 8)
+    root = tmp_path_factory.mktemp("limit")
+    t = connect(str(root)).create_table(
+        "t", families=[Family(name="a", max_versions=2), Family(name="b")]
+    )
+    for cells in loads:
+        unique = {(r, f, q, ts, ty): None for r, f, q, ts, ty in cells}
+        t.load_cells(
+            cells_table(
+                [
+                    (
+                        b"r%02d" % r,
+                        f,
+                        b"" if ty == 14 else b"q%d" % q,
+                        ts,
+                        ty,
+                        b"v" if ty == 4 else b"",
+                    )
+                    for r, f, q, ts, ty in unique
+                ]
+            ),
+            now_ms=NOW,
+            row_group_cells=4,
+        )
+    t = connect(str(root)).table("t")
+    options: dict[str, Any] = {"now_ms": NOW, "reversed": reverse, "raw": raw}
+    full = t.scan(**options).to_arrow()
+    assert t.scan(limit=limit, **options).to_arrow().equals(_first_rows(full, limit))
