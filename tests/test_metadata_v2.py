@@ -332,6 +332,44 @@ def test_point_get_plans_without_reading_every_manifest(tmp_path: Path) -> None:
     assert fresh.describe().files == 3
 
 
+def test_gets_read_a_regions_manifest_rows_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeated gets on one table version read each region's manifest rows once (the
+    live set keeps them, up to REGION_CACHE_ENTRIES); past the cap the oldest regions are
+    read again, and every get still sees its region's files."""
+    import cellstore.manifest.live as live
+
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table("ns:t", families=["cf"], splits=[b"g", b"p"])
+    for row, value in ((b"a", b"1"), (b"h", b"2"), (b"q", b"3"), (b"b", b"4")):
+        t.load_cells(cells_table([(row, "cf", b"q", 1, 4, value)]))
+    reads: list[int] = []
+    real = live.read_manifests
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads.append(len(kwargs.get("region_ids") or ()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(live, "read_manifests", counting)
+    fresh = wh.table("ns:t")
+    want = {b"a": [b"1"], b"b": [b"4"], b"h": [b"2"], b"q": [b"3"], b"z": []}
+    for _ in range(3):
+        for row, values in want.items():
+            assert fresh.get(row).column("value").to_pylist() == values
+    assert reads == [1, 1, 1]  # r000001 (a, b), r000002 (h), r000003 (q, z): once each
+    assert not fresh.metadata.files.loaded
+    # a cap of 3 entries: a region of 2 files and its neighbours evict each other
+    monkeypatch.setattr(live, "REGION_CACHE_ENTRIES", 3)
+    fresh, reads[:] = wh.table("ns:t"), []
+    for row, values in [*want.items(), *want.items()]:
+        assert fresh.get(row).column("value").to_pylist() == values
+    assert len(reads) > 3
+    # a new version sees the new file
+    t.load_cells(cells_table([(b"c", "cf", b"q", 1, 4, b"5")]))
+    assert wh.table("ns:t").get(b"c").column("value").to_pylist() == [b"5"]
+
+
 def test_large_regions_and_load_ids_live_in_parts(tmp_path: Path) -> None:
     wh = cellstore.connect(str(tmp_path / "wh"))
     splits = [b"%04d" % i for i in range(1, 100)]  # 100 regions: more than a root lists

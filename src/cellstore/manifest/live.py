@@ -11,15 +11,20 @@ them (:meth:`LiveFiles.with_delta`).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, Final, overload
 
 import fsspec
 
 from cellstore.core.metadata import FileEntry, ManifestRef
 from cellstore.manifest.files import apply_last_wins, entries_of, read_manifests
 
-__all__ = ["LiveFiles", "entry_key"]
+__all__ = ["REGION_CACHE_ENTRIES", "LiveFiles", "entry_key"]
+
+#: Most entries a version's live set keeps of the regions it read one by one (a point
+#: get reads its region's entries from the manifests once, not on every get).
+REGION_CACHE_ENTRIES: Final = 100_000
 
 
 def entry_key(entry: FileEntry) -> tuple[str, str, str]:
@@ -38,6 +43,11 @@ class _Base:
         self.refs = refs
         self.entries: tuple[FileEntry, ...] | None = None
         self.by_region: dict[str, list[FileEntry]] | None = None
+        # regions read from the manifests without materializing the whole set (gets and
+        # small scans of one version): kept, most recently used last, up to
+        # REGION_CACHE_ENTRIES entries in all
+        self.regions: OrderedDict[str, list[FileEntry]] = OrderedDict()
+        self.regions_size = 0
         self.lock = threading.Lock()
 
     def load(self) -> tuple[FileEntry, ...]:
@@ -61,16 +71,35 @@ class _Base:
         if self.entries is not None:
             index = self.region_index()
             return [e for rid, _ in regions for e in index.get(rid, ())]
-        starts = sorted({start for _, start in regions})
-        refs = [ref for ref in self.refs if any(ref.may_hold(s) for s in starts)]
-        tables = read_manifests(
-            self.fs,
-            self.table_path,
-            refs,
-            region_starts=starts,
-            region_ids=[rid for rid, _ in regions],
-        )
-        return entries_of(apply_last_wins(tables))
+        wanted = dict(regions)  # region id -> start, first occurrence order
+        with self.lock:
+            found = {rid: self.regions[rid] for rid in wanted if rid in self.regions}
+            for rid in found:
+                self.regions.move_to_end(rid)
+        missing = [(rid, start) for rid, start in wanted.items() if rid not in found]
+        if missing:
+            starts = sorted({start for _, start in missing})
+            refs = [ref for ref in self.refs if any(ref.may_hold(s) for s in starts)]
+            tables = read_manifests(
+                self.fs,
+                self.table_path,
+                refs,
+                region_starts=starts,
+                region_ids=[rid for rid, _ in missing],
+            )
+            read: dict[str, list[FileEntry]] = {rid: [] for rid, _ in missing}
+            for e in entries_of(apply_last_wins(tables)):
+                read[e.region].append(e)
+            found.update(read)
+            with self.lock:
+                for rid, entries in read.items():
+                    if rid not in self.regions:
+                        self.regions[rid] = entries
+                        self.regions_size += len(entries) + 1
+                while self.regions_size > REGION_CACHE_ENTRIES and len(self.regions) > 1:
+                    _, dropped = self.regions.popitem(last=False)
+                    self.regions_size -= len(dropped) + 1
+        return [e for rid in wanted for e in found[rid]]
 
 
 class LiveFiles(Sequence[FileEntry]):
