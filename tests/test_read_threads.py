@@ -25,13 +25,25 @@ from cellstore.warehouse import Table, connect
 
 @pytest.fixture
 def two_cores() -> Iterator[int]:
-    """pyarrow sees two cores for the test (the pool is used from two threads up)."""
+    """pyarrow sees two cores for the test (the pool is used from two threads up).
+
+    A pool of another size left by earlier tests is replaced (and shut down) first, and
+    its idle threads are given time to exit, so the watch counts only this test's.
+    """
     before = pa.cpu_count()
     pa.set_cpu_count(2)
+    execute._read_pool(2)
+    deadline = time.monotonic() + 10
+    while _read_threads() > 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         yield 2
     finally:
         pa.set_cpu_count(before)
+
+
+def _read_threads() -> int:
+    return sum(t.name.startswith("cellstore-read") for t in threading.enumerate())
 
 
 def _table(tmp_path: Path, *, regions: int = 6, rows: int = 3000) -> Table:
@@ -60,6 +72,7 @@ class _ReadThreadWatch:
 
     def __init__(self) -> None:
         self.most = 0
+        self.names: list[str] = []
         self.seen: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -67,6 +80,8 @@ class _ReadThreadWatch:
     def _sample(self) -> None:
         while not self._stop.is_set():
             live = [t for t in threading.enumerate() if t.name.startswith("cellstore-read")]
+            if len(live) > self.most:
+                self.names = sorted(t.name for t in live)
             self.most = max(self.most, len(live))
             self.seen.update(t.ident for t in live if t.ident is not None)
             time.sleep(0.0005)
@@ -90,7 +105,7 @@ def test_concurrent_scan_tasks_share_one_pool_of_cores_threads(
     with _ReadThreadWatch() as watch, dask.config.set(scheduler="threads", num_workers=4):
         got = t.scan().to_dask().compute()
     assert watch.seen, "the tasks read their chunks on the pool"
-    assert watch.most <= two_cores
+    assert watch.most <= two_cores, watch.names
     assert len(watch.seen) <= two_cores
     assert got["value"].tolist() == expected.column("value").to_pylist()
     assert got["family"].tolist() == expected.column("family").to_pylist()
@@ -130,3 +145,28 @@ def test_a_failing_chunk_cancels_the_rest_and_leaves_the_pool_usable(
         execute._in_order(run, 40, 2)
     assert len(calls) < 40  # the tail never started
     assert t.scan().to_arrow().num_rows == 3000 * 4
+
+
+def test_a_replaced_pool_is_shut_down_and_running_reads_move_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_cores: int
+) -> None:
+    """When pyarrow's cpu count changes, the next read replaces the pool and shuts the old
+    one down (its threads exit); a read that was submitting to it moves to the new one."""
+    old = execute._read_pool(2)
+    assert old.submit(lambda: 1).result() == 1  # its threads exist
+    assert old._threads
+    replaced = execute._read_pool(3)
+    assert replaced is not old
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("cellstore-read") and t.is_alive() for t in old._threads):
+        assert time.monotonic() < deadline, "the old pool's threads did not exit"
+        time.sleep(0.01)
+
+    def run(i: int) -> pa.Table:
+        if i == 1:
+            execute._read_pool(2)  # another scan sees another cpu count mid-read
+        return pa.table({"i": [i]})
+
+    got = execute._in_order(run, 40, 3)  # chunks after the replacement go to the new pool
+    assert [t.column("i")[0].as_py() for t in got] == list(range(40))
+    assert execute._read_pool(2) is not replaced

@@ -484,7 +484,14 @@ def _in_order(run: Callable[[int], pa.Table], n: int, threads: int) -> list[pa.T
     pending: deque[Future[pa.Table]] = deque()
     try:
         for i in range(n):
-            pending.append(pool.submit(run, i))
+            try:
+                future = pool.submit(run, i)
+            except RuntimeError:
+                # another scan replaced (and shut down) the pool: pyarrow's cpu count
+                # changed; the chunks already queued there still run
+                pool = _read_pool(threads)
+                future = pool.submit(run, i)
+            pending.append(future)
             if len(pending) > threads + 1:
                 results.append(pending.popleft().result())
         while pending:
@@ -505,12 +512,15 @@ _pool_threads = 0
 def _read_pool(threads: int) -> ThreadPoolExecutor:
     """The process's shared chunk pool, of ``threads`` threads.
 
-    Created on first use; replaced (the old one finishes its queued chunks, then its
-    threads exit) when the wanted size changes, e.g. after ``pyarrow.set_cpu_count``.
+    Created on first use; replaced when the wanted size changes, e.g. after
+    ``pyarrow.set_cpu_count``: the old one is shut down (it finishes its queued chunks,
+    then its threads exit; :func:`_in_order` moves to the new pool if it was submitting).
     """
     global _pool, _pool_threads
     with _pool_lock:
         if _pool is None or _pool_threads != threads:
+            if _pool is not None:
+                _pool.shutdown(wait=False)  # its threads exit once its queue is done
             _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cellstore-read")
             _pool_threads = threads
         return _pool
