@@ -55,6 +55,8 @@ class _Base:
             if self.entries is None:
                 tables = read_manifests(self.fs, self.table_path, self.refs)
                 self.entries = tuple(entries_of(apply_last_wins(tables)))
+                self.regions.clear()  # the whole set answers every region from now on
+                self.regions_size = 0
             return self.entries
 
     def region_index(self) -> dict[str, list[FileEntry]]:

@@ -168,9 +168,10 @@ def _read_families(
             return RESULT_SCHEMA.empty_table()
         every = [s for _, sources in live for s in sources]
         chunks = _chunk_bounds(every, task.start, task.stop, CHUNK_CELLS)
-        from_end = reverse and max_rows is not None
+        chunks_from_end = reverse and max_rows is not None
         reads = [
-            (fam, _ChunkedRead(sources, chunks, fam, from_end=from_end)) for fam, sources in live
+            (fam, _ChunkedRead(sources, chunks, fam, from_end=chunks_from_end))
+            for fam, sources in live
         ]
         names = [fam.family.name for fam, _ in live]
 
@@ -254,8 +255,8 @@ def _read_family(
         chunks = [(task.start, task.stop)]
         if point_row is None:
             chunks = _chunk_bounds(sources, task.start, task.stop, CHUNK_CELLS)
-        last_first = from_end and max_rows is not None
-        read = _ChunkedRead(sources, chunks, fam, from_end=last_first)
+        chunks_from_end = from_end and max_rows is not None
+        read = _ChunkedRead(sources, chunks, fam, from_end=chunks_from_end)
         return _run_chunks(read.run, len(chunks), max_rows=max_rows, from_end=from_end)
     finally:
         for reader in readers:
