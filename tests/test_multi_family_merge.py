@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import model
 from cellstore.core.family import Family
 from cellstore.core.semantics import ReadSpec, merge_resolve
+from cellstore.core.semantics.arrays import pool_empty
 from cellstore.core.semantics.merge import merge_resolve_rows
 from cellstore.core.semantics.runs import merge_families, merge_family_order
 from cellstore.errors import InvalidArgumentError
@@ -390,3 +391,17 @@ def test_merge_resolve_rows_marks_row_starts_r3_2(
     cells, starts = merge_resolve_rows(tables, seqs, family=family, spec=spec)
     assert cells.equals(merge_resolve(tables, seqs, family=family, spec=spec))
     assert starts.tolist() == _row_starts(cells.column("row").to_pylist()).tolist()
+
+
+def test_pool_arrays_live_in_arrows_memory_pool() -> None:
+    """Per-cell scratch arrays come from Arrow's pool (reused pages) and are freed with
+    the array: the pool counts them while they live and not after."""
+    before = pa.total_allocated_bytes()
+    values = pool_empty(1_000_000, np.int64)
+    values[:] = np.arange(1_000_000)
+    assert values.dtype == np.int64 and values.shape == (1_000_000,)
+    assert values.flags.writeable and int(values[-1]) == 999_999
+    assert pa.total_allocated_bytes() >= before + 8_000_000
+    del values
+    assert pa.total_allocated_bytes() < before + 8_000_000
+    assert pool_empty(0, np.bool_).shape == (0,)

@@ -28,6 +28,19 @@ _BoolArray = np.ndarray  # numpy bool arrays (aliases keep signatures readable)
 _IntArray = np.ndarray
 
 
+def pool_empty(n: int, dtype: type[np.generic] | np.dtype) -> np.ndarray:
+    """An uninitialised numpy array of ``n`` elements in Arrow's memory pool.
+
+    For the per-cell arrays of a read: Arrow's allocator keeps freed pages for the next
+    array, where large numpy arrays come from (and go back to) the operating system, so
+    every chunk of a scan would fault fresh, zeroed pages in (more so in Dask workers,
+    which set ``MALLOC_TRIM_THRESHOLD_`` low). The array keeps its buffer alive.
+    """
+    typ = np.dtype(dtype)
+    buffer = pa.allocate_buffer(max(n, 1) * typ.itemsize)
+    return np.frombuffer(buffer, typ)[:n]
+
+
 def _cell_columns(run: pa.Table, *, keep_dictionaries: bool = False) -> pa.Table:
     """The five cell columns of ``run``, cast to :data:`CELL_SCHEMA`.
 
@@ -76,7 +89,8 @@ def _seen_before(flag: _BoolArray, start: _BoolArray) -> _BoolArray:
 
 def _starts(equal_to_previous: _BoolArray) -> _BoolArray:
     """Segment starts (length n) from "element i+1 equals element i" (length n - 1)."""
-    start = np.ones(equal_to_previous.size + 1, dtype=bool)
+    start = pool_empty(equal_to_previous.size + 1, np.bool_)
+    start[0] = True
     np.logical_not(equal_to_previous, out=start[1:])
     return start
 
@@ -90,7 +104,7 @@ def _neighbour_equal(col: pa.ChunkedArray) -> _BoolArray:
     compared directly.
     """
     n = len(col)
-    out = np.empty(max(n - 1, 0), dtype=bool)
+    out = pool_empty(max(n - 1, 0), np.bool_)
     pos = 0
     last: object = None
     for chunk in col.chunks:
@@ -100,21 +114,21 @@ def _neighbour_equal(col: pa.ChunkedArray) -> _BoolArray:
         if pos:
             out[pos - 1] = chunk[0].as_py() == last
         if m > 1:
-            out[pos : pos + m - 1] = _chunk_neighbour_equal(chunk)
+            _chunk_neighbour_equal(chunk, out[pos : pos + m - 1])
         last = chunk[m - 1].as_py()
         pos += m
     return out
 
 
-def _chunk_neighbour_equal(chunk: pa.Array) -> _BoolArray:
-    """:func:`_neighbour_equal` of one chunk of at least two elements."""
+def _chunk_neighbour_equal(chunk: pa.Array, out: _BoolArray) -> None:
+    """:func:`_neighbour_equal` of one chunk of at least two elements, written to ``out``."""
     if pa.types.is_dictionary(chunk.type):
-        if _distinct(chunk.dictionary):
-            index = _to_numpy(chunk.indices, np.int64)
-            result: _BoolArray = index[1:] == index[:-1]
-            return result
+        if _distinct(chunk.dictionary) and not chunk.indices.null_count:
+            index = chunk.indices.to_numpy()  # no copy, no widening
+            np.equal(index[1:], index[:-1], out=out)
+            return
         chunk = chunk.dictionary_decode()
-    return _neighbour_equal_plain(chunk)
+    out[:] = _neighbour_equal_plain(chunk)
 
 
 def _neighbour_equal_plain(arr: pa.Array) -> _BoolArray:

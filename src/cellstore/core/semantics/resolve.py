@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,8 +107,12 @@ class _Keys:
     n: int
     row_eq: _BoolArray
     col_eq: _BoolArray
-    ts: _IntArray
     typ: _IntArray
+
+    @property
+    def ts(self) -> _IntArray:
+        """Timestamps (built when first asked for: the common read never needs them)."""
+        raise NotImplementedError
 
     def qualifier_in(self, qualifiers: frozenset[bytes]) -> _BoolArray:
         """Per cell: whether its qualifier is one of ``qualifiers``."""
@@ -129,9 +134,13 @@ class _TableKeys(_Keys):
         self.table = table
         self.n = table.num_rows
         self.row_eq = _neighbour_equal(table.column("row"))
-        self.col_eq = self.row_eq & _neighbour_equal(table.column("qualifier"))
-        self.ts = _to_numpy(table.column("ts"), np.int64)
+        col_eq = _neighbour_equal(table.column("qualifier"))
+        self.col_eq = np.logical_and(self.row_eq, col_eq, out=col_eq)
         self.typ = _to_numpy(table.column("type"), np.int8)
+
+    @functools.cached_property
+    def ts(self) -> _IntArray:
+        return _to_numpy(self.table.column("ts"), np.int64)
 
     def qualifier_in(self, qualifiers: frozenset[bytes]) -> _BoolArray:
         value_set = pa.array(sorted(qualifiers), pa.binary())
@@ -167,8 +176,12 @@ class _MergedKeys(_Keys):
         order = plan.order
         self.n = order.size
         self.row_eq, self.col_eq = plan.neighbours_equal()
-        self.ts = plan.ts[order]
+        self._ts: _IntArray = plan.ts[order]
         self.typ = plan.typ[order]
+
+    @property
+    def ts(self) -> _IntArray:
+        return self._ts
 
     def qualifier_in(self, qualifiers: frozenset[bytes]) -> _BoolArray:
         assert self.plan.qualifiers is not None and self.plan.order is not None

@@ -15,12 +15,14 @@ in ascending order is passed through as it is, with only the family column added
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.semantics.arrays import pool_empty
 from cellstore.errors import InvalidArgumentError
 
 __all__ = ["merge_families", "merge_family_order"]
@@ -70,81 +72,110 @@ def _merge_kernel(
     use_starts: bool,
     ids: np.ndarray,
     coded: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Merge sorted runs ``[bounds[r], bounds[r + 1])`` of one binary column.
+    reverse: bool,
+    order: np.ndarray,
+    picks: np.ndarray,
+    runs: np.ndarray,
+    is_start: np.ndarray,
+    block_at: np.ndarray,
+) -> None:
+    """Merge sorted runs ``[bounds[r], bounds[r + 1])`` of one binary column, row by row.
 
     With ``coded``, value ``i`` is the one at ``ids[i]`` in ``offsets``/``data`` (the
     column is dictionary-encoded: ``offsets``/``data`` hold the dictionaries), else value
     ``i`` itself.
 
-    A run's block of equal values ends where ``given_starts`` is True (``use_starts``: the
-    caller knows where each run's values change) or else where a value differs from the
-    block's first (compared from the end, where neighbouring row keys differ); values of
-    different runs are
-    compared only between the runs' current heads, once per row: the heads found equal to
-    the row chosen are remembered and emitted after it in run order.
+    First each run is cut into blocks of equal values: a block starts at the run's first
+    value and wherever ``given_starts`` is True (``use_starts``: the caller knows where
+    each run's values change), or else where a value differs from the one before it
+    (compared from the end, where neighbouring row keys differ). Then the runs' head
+    blocks are merged: their keys are compared once per output row, and every head equal
+    to the smallest (the largest with ``reverse``) is emitted, in run order, each block's
+    values in their own order.
 
-    Returns ``(order, starts)``: ``order`` lists the values' indices in merged order, the
-    lowest run first among equal values, each run's equal values in their own order;
-    ``starts[p]`` is True where output position ``p`` holds a value different from the one
-    before it (a new row).
+    Fills, per output position: ``order`` (the value's index), ``picks`` (its index in
+    ``offsets``/``data``: ``ids[order]`` when ``coded``) and ``runs`` (its run);
+    ``is_start`` (one per value) and ``block_at`` (one more) are scratch space.
     """
     k = len(bounds) - 1
-    n = bounds[k] - bounds[0]
-    pos = bounds[:k].copy()
-    order = np.empty(n, np.int64)
-    starts = np.zeros(n, np.bool_)
-    # same[r]: run r's head is the row being emitted (found while choosing that row), so
-    # the later families of a row are taken without comparing their keys again.
-    same = np.zeros(k, np.bool_)
+    n = bounds[k]
+    blocks = 0
+    for r in range(k):
+        lo, hi = bounds[r], bounds[r + 1]
+        for i in range(lo, hi):
+            if i == lo:
+                s = True
+            elif use_starts:
+                s = given_starts[i]
+            elif coded:
+                s = ids[i] != ids[i - 1] and not _equal(offsets, data, ids[i], ids[i - 1])
+            else:
+                s = not _equal(offsets, data, i, i - 1)
+            is_start[i] = s
+            if s:
+                blocks += 1
+    # block_at[b]: the first value of block b; a run's blocks are first_block[r] up to
+    # first_block[r + 1]; block b ends where block b + 1 starts.
+    first_block = np.empty(k + 1, np.int64)
+    b = 0
+    for r in range(k):
+        first_block[r] = b
+        for i in range(bounds[r], bounds[r + 1]):
+            if is_start[i]:
+                block_at[b] = i
+                b += 1
+    first_block[k] = b
+    block_at[blocks] = n
+    head = np.empty(k, np.int64)
+    for r in range(k):
+        head[r] = first_block[r + 1] - 1 if reverse else first_block[r]
+    equal = np.zeros(k, np.bool_)
     o = 0
-    last_run = k
     while o < n:
         best = -1
-        for r in range(last_run + 1, k):
-            if same[r]:
+        for r in range(k):
+            equal[r] = False
+            h = head[r]
+            if h < first_block[r] or h >= first_block[r + 1]:
+                continue
+            if best < 0:
                 best = r
-                break
-        new = best < 0
-        if new:
-            for r in range(k):
-                same[r] = False
-                if pos[r] >= bounds[r + 1]:
-                    continue
-                if best < 0:
-                    c = -1
-                elif coded:
-                    c = _compare(offsets, data, ids[pos[r]], ids[pos[best]])
-                else:
-                    c = _compare(offsets, data, pos[r], pos[best])
-                if c < 0:
-                    for q in range(r):
-                        same[q] = False
-                    best = r
-                if c <= 0:
-                    same[r] = True
-        same[best] = False
-        i = pos[best]
-        starts[o] = new
-        end = bounds[best + 1]
-        order[o] = i
-        o += 1
-        j = i + 1
-        while j < end:
-            if use_starts:
-                if given_starts[j]:
-                    break
-            elif coded:
-                if ids[j] != ids[i] and not _equal(offsets, data, ids[j], ids[i]):
-                    break
-            elif not _equal(offsets, data, j, i):
-                break
-            order[o] = j
-            o += 1
-            j += 1
-        pos[best] = j
-        last_run = best
-    return order, starts
+                equal[r] = True
+                continue
+            x, y = block_at[h], block_at[head[best]]
+            c = _compare(offsets, data, ids[x], ids[y]) if coded else _compare(offsets, data, x, y)
+            if reverse:
+                c = -c
+            if c < 0:
+                for q in range(r):
+                    equal[q] = False
+                best = r
+                equal[r] = True
+            elif c == 0:
+                equal[r] = True
+        for r in range(best, k):
+            if not equal[r]:
+                continue
+            h = head[r]
+            for j in range(block_at[h], block_at[h + 1]):
+                order[o] = j
+                picks[o] = ids[j] if coded else j
+                runs[o] = r
+                o += 1
+            head[r] = h - 1 if reverse else h + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _take_ids(ids: np.ndarray, order: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[:] = ids[order]`` (compiled: no index conversion, the GIL released)."""
+    for o in range(len(order)):
+        out[o] = ids[order[o]]
+    return out
+
+
+def _index_type(n: int) -> type[np.signedinteger]:
+    """The narrowest index type (int32 or int64) for positions ``0..n``."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -206,21 +237,24 @@ class _Values:
             return
         values = [c.dictionary if pa.types.is_dictionary(c.type) else c for c in chunks]
         self.offsets, self.data = _concat_buffers(values)
-        ids = np.empty(sum(len(c) for c in chunks), np.int64)
+        ids = pool_empty(sum(len(c) for c in chunks), _index_type(len(self.offsets) - 1))
         at, base = 0, 0
         for chunk, vals in zip(chunks, values, strict=True):
             n = len(chunk)
             if pa.types.is_dictionary(chunk.type):
                 np.add(_indices(chunk), base, out=ids[at : at + n])
             else:
-                ids[at : at + n] = np.arange(base, base + n, dtype=np.int64)
+                ids[at : at + n] = np.arange(base, base + n, dtype=ids.dtype)
             at += n
             base += len(vals)
         self.ids = ids
 
     def gather(self, order: np.ndarray, typ: pa.DataType) -> pa.Array:
         """The values at ``order`` (indices into the chunks' concatenation), as ``typ``."""
-        picks = order if self.ids is None else self.ids[order]
+        if self.ids is None:
+            picks = order
+        else:
+            picks = _take_ids(self.ids, order, pool_empty(len(order), self.ids.dtype))
         return _gather_binary(self.offsets, self.data, picks, typ)
 
 
@@ -249,7 +283,7 @@ def merge_family_order(
     Runtime: one linear pass with at most ``len(rows)`` row-key comparisons per row block,
     never a sort.
     """
-    return _merge_order([_binary_arrays(r) for r in rows], reverse=reverse)[0]
+    return _merge_order([_binary_arrays(r) for r in rows], reverse=reverse).order
 
 
 def _merge_order(
@@ -257,8 +291,9 @@ def _merge_order(
     *,
     reverse: bool,
     row_starts: Sequence[np.ndarray] | None = None,
-) -> tuple[np.ndarray, _Values]:
-    """``(order, rows)``: the merge order and the runs' row values (for gathering).
+    run_type: type[np.integer] = np.int8,
+) -> _Merged:
+    """The merge of the runs' row columns: order, row values and run of every result cell.
 
     ``row_starts``, one per run, mark where each run's row changes (else the kernel
     compares neighbouring row keys).
@@ -267,12 +302,10 @@ def _merge_order(
     bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(bounds[-1])
     rows = _Values([a for run in runs for a in run])
-    if total == 0:
-        return np.zeros(0, np.int64), rows
-    if len(runs) == 1 and not reverse:
-        return np.arange(total, dtype=np.int64), rows
-    coded = rows.ids is not None
-    ids = rows.ids if rows.ids is not None else np.zeros(0, np.int64)
+    if total == 0 or (len(runs) == 1 and not reverse):
+        order = np.arange(total, dtype=_index_type(total))
+        picks = order if rows.ids is None else rows.ids
+        return _Merged(order, picks, np.zeros(total, run_type), rows)
     if row_starts is None:
         given = np.zeros(0, np.bool_)
     else:
@@ -280,18 +313,47 @@ def _merge_order(
         if given.size != total:
             raise InvalidArgumentError(f"row starts for {given.size} cells, not {total}")
         given = given.astype(np.bool_, copy=False)
-    order, starts = _merge_kernel(
-        rows.offsets, rows.data, bounds, given, row_starts is not None, ids, coded
+    coded = rows.ids is not None
+    index_type = _index_type(total)
+    ids = rows.ids if rows.ids is not None else np.zeros(0, index_type)
+    order = pool_empty(total, index_type)
+    picks = pool_empty(total, ids.dtype if coded else index_type)
+    run_of = pool_empty(total, run_type)
+    _merge_kernel(
+        rows.offsets,
+        rows.data,
+        bounds,
+        given,
+        row_starts is not None,
+        ids,
+        coded,
+        reverse,
+        order,
+        picks,
+        run_of,
+        pool_empty(total, np.bool_),
+        pool_empty(total + 1, np.int64),
     )
-    if reverse:
-        block_starts = np.flatnonzero(starts)
-        block_lengths = np.diff(np.append(block_starts, total))
-        new_starts = block_starts[::-1]
-        new_lengths = block_lengths[::-1]
-        first_out = np.cumsum(new_lengths) - new_lengths
-        within = np.arange(total, dtype=np.int64) - np.repeat(first_out, new_lengths)
-        order = order[np.repeat(new_starts, new_lengths) + within]
-    return order, rows
+    return _Merged(order, picks, run_of, rows)
+
+
+@dataclass(frozen=True)
+class _Merged:
+    """The merge of several runs' row columns (:func:`_merge_order`).
+
+    ``order[p]`` is the index (into the runs' concatenation) of result cell ``p``,
+    ``picks[p]`` the index of its row value in ``rows.offsets``/``rows.data``, and
+    ``runs[p]`` the run it came from.
+    """
+
+    order: np.ndarray
+    picks: np.ndarray
+    runs: np.ndarray
+    rows: _Values
+
+    def row_column(self, typ: pa.DataType) -> pa.Array:
+        """The result's row column, as ``typ``."""
+        return _gather_binary(self.rows.offsets, self.rows.data, self.picks, typ)
 
 
 def _wrap_binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
@@ -314,6 +376,19 @@ def _gather_binary(
     return out if out.type == typ else out.cast(typ)
 
 
+@numba.njit(cache=True, nogil=True)
+def _fill_fixed_width(
+    ids: np.ndarray, table: np.ndarray, data: np.ndarray, offsets: np.ndarray
+) -> None:
+    """``data``/``offsets`` of the binary array whose value ``i`` is ``table[ids[i]]``."""
+    width = table.shape[1]
+    for i in range(len(ids)):
+        offsets[i] = i * width
+        for b in range(width):
+            data[i * width + b] = table[ids[i], b]
+    offsets[len(ids)] = len(ids) * width
+
+
 def _family_column(ids: np.ndarray, names: Sequence[str]) -> pa.Array:
     """The family name of each cell (``names[ids[i]]``) as a string array."""
     encoded = [n.encode("utf-8") for n in names]
@@ -321,8 +396,9 @@ def _family_column(ids: np.ndarray, names: Sequence[str]) -> pa.Array:
     n = len(ids)
     if all(len(e) == width for e in encoded) and n * width <= _MAX_BINARY_BYTES:
         table = np.frombuffer(b"".join(encoded), np.uint8).reshape(len(encoded), width)
-        data = table[ids].ravel() if len(encoded) > 1 else np.tile(table[0], n)
-        offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
+        data = pool_empty(n * width, np.uint8)
+        offsets = pool_empty(n + 1, np.int32)
+        _fill_fixed_width(ids, table, data, offsets)
         return pa.Array.from_buffers(
             pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
@@ -385,17 +461,16 @@ def merge_families(
         ]
         return pa.Table.from_arrays(columns, schema=schema)
     row_runs = [_binary_arrays(t.column("row")) for t, _ in live]
-    order, rows = _merge_order(row_runs, reverse=reverse, row_starts=live_starts)
-    counts = [t.num_rows for t, _ in live]
     id_type = np.int8 if len(live) <= 127 else np.int32
-    family_ids = np.repeat(np.arange(len(live), dtype=id_type), counts)[order]
+    merged = _merge_order(row_runs, reverse=reverse, row_starts=live_starts, run_type=id_type)
+    order = merged.order
     take: pa.Array | None = None
     columns = []
     for field in schema:
         if field.name == "family":
-            columns.append(_family_column(family_ids, [n for _, n in live]))
+            columns.append(_family_column(merged.runs, [n for _, n in live]))
         elif field.name == "row":
-            columns.append(rows.gather(order, field.type))
+            columns.append(merged.row_column(field.type))
         elif _any_dictionary(t.column(field.name) for t, _ in live):
             # A dictionary-encoded column (``qualifier``) is decoded once, in result order.
             chunks = [c for t, _ in live for c in _binary_arrays(t.column(field.name))]
