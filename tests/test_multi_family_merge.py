@@ -405,3 +405,34 @@ def test_pool_arrays_live_in_arrows_memory_pool() -> None:
     del values
     assert pa.total_allocated_bytes() < before + 8_000_000
     assert pool_empty(0, np.bool_).shape == (0,)
+
+
+def test_merge_of_more_than_127_families_r2_3() -> None:
+    """Family ids past int8 (128+ families) keep row, then family order."""
+    names = [f"f{i:03d}" for i in range(130)]
+    tables = []
+    for i in range(130):
+        rows = [b"r1", b"r3"] if i % 2 else [b"r2"]
+        tables.append(
+            pa.table(
+                {
+                    "row": pa.array(rows, pa.binary()),
+                    "qualifier": pa.array([b"q"] * len(rows), pa.binary()),
+                    "ts": pa.array([i] * len(rows), pa.int64()),
+                    "type": pa.array([4] * len(rows), pa.int8()),
+                    "value": pa.array([b"%d" % i] * len(rows), pa.binary()),
+                }
+            )
+        )
+    for reverse in (False, True):
+        out = merge_families(tables, names, schema=RESULT_SCHEMA, reverse=reverse)
+        got = [(r["row"], r["family"]) for r in out.to_pylist()]
+        odd = [names[i] for i in range(1, 130, 2)]
+        even = [names[i] for i in range(0, 130, 2)]
+        blocks = [(b"r1", odd), (b"r2", even), (b"r3", odd)]
+        if reverse:
+            blocks.reverse()
+        assert got == [(row, name) for row, fams in blocks for name in fams]
+        assert out.column("value").to_pylist() == [
+            n[1:].lstrip("0").encode() or b"0" for _, n in got
+        ]
