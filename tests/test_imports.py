@@ -104,3 +104,22 @@ def test_cli_help_does_not_import_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_local_load_does_not_import_distributed(tmp_path: Path) -> None:
+    """A load on local threads never imports ``distributed`` (Dask looks for a client
+    when the threaded scheduler is named; about 13 MiB of a process that runs no cluster)."""
+    code = (
+        "import sys\n"
+        "import pyarrow as pa, pyarrow.parquet as pq\n"
+        "from cellstore.loader import Mapping\n"
+        "from cellstore.warehouse import connect\n"
+        f"root = {str(tmp_path)!r}\n"
+        "pq.write_table(pa.table({'id': ['b', 'a', 'c'], 'v': [1, 2, 3]}), root + '/in.parquet')\n"
+        "t = connect(root + '/wh').create_table('t', families=['cf'])\n"
+        "mapping = Mapping.simple(row_key='id', columns=['cf:v=v:long'])\n"
+        "report = t.load(root + '/in.parquet', mapping=mapping, key_advice='off')\n"
+        "print(report.rows, t.scan().to_arrow().num_rows, 'distributed' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["3", "3", "False"]
