@@ -15,6 +15,7 @@ import pytest
 from cellstore.loader import Mapping
 from cellstore.storefiles import check
 from cellstore.warehouse import connect
+from clusters import process_client
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
@@ -48,19 +49,7 @@ def computed(client, ddf) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def cluster_client():
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=3,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-            host="127.0.0.1",
-        ) as cluster,
-        Client(cluster, set_as_default=False) as client,
-    ):
+    with process_client(3, as_default=False) as client:
         yield client  # not the default client: everything must use the one it is given
 
 

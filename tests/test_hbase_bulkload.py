@@ -32,6 +32,7 @@ from cellstore.loader.hfiles import parse_split_keys
 from cellstore.storefiles.layout import bulkload_file_relpath
 from cellstore.storefiles.rolling import HFileSettings
 from cellstore.warehouse import connect
+from clusters import process_client
 
 VECTORS = Path(__file__).parents[2] / "shared" / "testdata" / "hbase-hfiles"
 BIGTABLE = VECTORS / "google-bigtable-hbase" / "EndToEndIT-snapshot.zip"
@@ -365,20 +366,9 @@ def test_a_failing_task_leaves_nothing_under_dir(table: Any, tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_local_cluster_with_worker_processes(table: Any, tmp_path: Path) -> None:
-    from distributed import Client, LocalCluster
-
     df = frame(3000)
     out = tmp_path / "bulk"
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(2) as client:
         report = table.load(df, mapping=MAPPING, hfile_output=str(out), client=client, now_ms=NOW)
         out2 = tmp_path / "bulk2"
         spill = table.load(

@@ -40,6 +40,7 @@ from cellstore.hbase import (
 from cellstore.hbase.importer import PROP_ID, derive_import_id, plan_import
 from cellstore.jobs import export_hfiles
 from cellstore.storefiles import check
+from clusters import process_client
 
 try:
     import hbase_fixtures as hf
@@ -206,19 +207,8 @@ def test_failure_mid_import_leaves_nothing(export_root: Path, tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_import_on_local_cluster_with_worker_processes(export_root: Path, tmp_path: Path) -> None:
-    from distributed import Client, LocalCluster
-
     wh = connect(tmp_path / "wh")
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(2) as client:
         seen: list[tuple[int, int]] = []
         r = import_snapshot(
             str(export_root),

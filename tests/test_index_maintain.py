@@ -30,6 +30,7 @@ from cellstore.jobs.index import (
 )
 from cellstore.jobs.index.definition import IndexDefinition
 from cellstore.loader import LoadMapping
+from clusters import process_client
 
 
 def cells(rows, family, qualifier, values, ts, kind="Put"):
@@ -271,8 +272,6 @@ def test_load_without_sequence_id_loses_ties_in_the_index_too(users):
 def test_load_on_a_local_cluster_and_clones_leave_the_source_index(tmp_path):
     """Table.load with a distributed client (processes) maintains the index at its commit;
     a clone carries the definition but its loads do not touch the source's index."""
-    from distributed import Client, LocalCluster
-
     from cellstore.jobs import clone, snapshot
 
     wh = connect(tmp_path / "wh")
@@ -280,16 +279,7 @@ def test_load_on_a_local_cluster_and_clones_leave_the_source_index(tmp_path):
     create_index(t, name="v", column="f:v")
     df = pd.DataFrame({"id": [f"k{i}" for i in range(6)], "v": ["a", "b"] * 3})
     mapping = LoadMapping.simple(row_key="id", columns=["f:v=v"])
-    with (
-        LocalCluster(
-            n_workers=1,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(1) as client:
         t.load(df, mapping=mapping, client=client, key_advice="off")
     t = wh.table("ns:t")
     assert looked_up(t, "v", b"a") == [b"k0", b"k2", b"k4"]

@@ -18,6 +18,7 @@ from cellstore.errors import InvalidArgumentError
 from cellstore.jobs.compact import compact, select_minor
 from cellstore.jobs.purge import purge_ttl
 from cellstore.storefiles import StoreFileReader
+from clusters import process_client
 
 try:
     import model
@@ -318,22 +319,11 @@ def test_compact_rejects_unknown_names(wh: Any) -> None:
 
 
 def test_compaction_tasks_run_on_a_local_cluster_with_worker_processes(wh: Any) -> None:
-    from distributed import Client, LocalCluster
-
     t = make(wh, splits=[b"m"])
     for k in range(3):
         t.load_cells(cells((b"a", b"q", k, "Put"), (b"z", b"q", k, "Put")))
     before = read(t)
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            host="127.0.0.1",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(2) as client:
         report = compact(t, major=True, now_ms=NOW, client=client)
     assert len(report.stores) == 2 and report.version is not None
     assert len(t.files) == 2

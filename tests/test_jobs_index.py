@@ -36,6 +36,7 @@ from cellstore.jobs.index import (
 )
 from cellstore.jobs.index.keys import decode_keys, encode_parts, encode_values, index_keys
 from cellstore.jobs.index.rows import read_rows
+from clusters import process_client
 
 # Values whose encodings are easy to get wrong: prefixes of each other, 0x00 and 0xFF
 # bytes, the empty value, and a value ending in the terminator's second byte.
@@ -491,22 +492,11 @@ def test_incremental_needs_a_previous_build(users):
 
 
 def test_full_build_on_a_local_cluster(tmp_path):
-    from distributed import Client, LocalCluster
-
     wh = connect(tmp_path / "wh")
     t = wh.create_table("t", families=["f"], splits=[b"k10", b"k20"])
     rows = [f"k{i:02d}".encode() for i in range(30)]
     t.load_cells(put(rows, "f", b"v", [str(i % 4).encode() for i in range(30)], 1))
-    with (
-        LocalCluster(
-            n_workers=1,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(1) as client:
         report = build_index(t, name="by_v", column="f:v", client=client)
     assert report.index_rows == 30 and report.files == 3  # one file per partition
     assert verify_index(t, name="by_v").ok

@@ -10,6 +10,7 @@ import pytest
 from cellstore.loader import Mapping
 from cellstore.storefiles import check
 from cellstore.warehouse import connect
+from clusters import process_client
 
 MAPPING = Mapping.simple(row_key="k", columns=["f:a=a", "f:n=n:long", "g:b=b"], timestamp="ts")
 
@@ -58,8 +59,6 @@ def test_load_from_and_into_s3(s3_root, s3_options):
 
 
 def test_load_on_local_cluster_with_worker_processes(tmp_path):
-    from distributed import Client, LocalCluster
-
     paths = []
     for i in range(3):
         p = tmp_path / f"in-{i}.parquet"
@@ -72,16 +71,7 @@ def test_load_on_local_cluster_with_worker_processes(tmp_path):
     t = connect(tmp_path / "wh").create_table(
         "t", families=["f", "g"], splits=[b"key002000", b"key004000"]
     )
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(2) as client:
         merge = t.load(str(tmp_path / "in-*.parquet"), mapping=MAPPING, client=client)
         big = frame(20000, offset=6000)
         spill = t.load(big, mapping=MAPPING, client=client, memory_budget=1 << 20)

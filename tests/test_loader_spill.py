@@ -17,6 +17,7 @@ from cellstore.core.family import Family
 from cellstore.loader import Mapping
 from cellstore.storefiles import check, write_store_file
 from cellstore.storefiles.writer import StoreFileWriter
+from clusters import process_client
 
 MAPPING = Mapping.simple(row_key="k", columns=["f:a=a", "f:b=b:long", "g:c=a"])
 
@@ -189,20 +190,9 @@ def test_stream_writer_abort_and_empty(tmp_path: Path):
 @pytest.mark.slow
 def test_merge_on_a_local_cluster_with_worker_processes(tmp_path: Path):
     """Merge tasks are plain picklable objects: they run on distributed workers too."""
-    from distributed import Client, LocalCluster
-
     df = frame(6_000, seed=9)
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f", "g"], splits=[b"row003"])
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            scheduler_port=0,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with process_client(2) as client:
         report = t.load(
             df,
             mapping=MAPPING,

@@ -12,6 +12,7 @@ import pytest
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError, InvalidRowRangeError
 from cellstore.reader import prefix_stop_row
 from cellstore.warehouse import connect
+from clusters import process_client
 from strategies import cells_table
 
 PUT, DELETE, DFV, DC, DF = 4, 8, 10, 12, 14
@@ -229,17 +230,7 @@ def test_to_dask_adds_no_string_conversion_task_without_object_columns(web):
 
 @pytest.mark.slow
 def test_to_dask_on_local_cluster_with_processes(web):
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            host="127.0.0.1",
-        ) as cluster,
-        distributed.Client(cluster),
-    ):
+    with process_client(2):
         df = web.scan(max_versions=5).to_dask().compute()
     assert list(df["value"]) == [c[5] for c in cells(web.scan(max_versions=5).to_arrow())]
 
