@@ -10,6 +10,20 @@ from typing import Any
 import fsspec
 import pytest
 
+from requirements import check_marks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs(need, present, reason): skip unless present, fail instead when CI requires "
+        "the need (tests/requirements.py)",
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    check_marks(item)
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -24,6 +24,7 @@ from cellstore.cli import cli
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.hbase import hfile_info, open_table, read_hfile
 from cellstore.warehouse import Table
+from requirements import unavailable
 
 try:
     import model
@@ -230,7 +231,7 @@ def test_spark_option_parses_family_time_ranges() -> None:
 @pytest.fixture(scope="module")
 def root094(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if not NS_UPGRADE.exists():
-        pytest.skip("HBase test vectors not present")
+        unavailable("vectors", "HBase test vectors not present")
     d = tmp_path_factory.mktemp("ns094")
     with tarfile.open(NS_UPGRADE) as t:
         t.extractall(d, filter="data")

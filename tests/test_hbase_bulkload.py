@@ -33,6 +33,7 @@ from cellstore.storefiles.layout import bulkload_file_relpath
 from cellstore.storefiles.rolling import HFileSettings
 from cellstore.warehouse import connect
 from clusters import process_client
+from requirements import unavailable
 
 VECTORS = Path(__file__).parents[2] / "shared" / "testdata" / "hbase-hfiles"
 BIGTABLE = VECTORS / "google-bigtable-hbase" / "EndToEndIT-snapshot.zip"
@@ -233,7 +234,7 @@ def test_split_keys_from_file_with_escapes(table: Any, tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def snapshot_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if not BIGTABLE.exists():
-        pytest.skip("HBase test vectors not present")
+        unavailable("vectors", "HBase test vectors not present")
     d = tmp_path_factory.mktemp("bigtable")
     with zipfile.ZipFile(BIGTABLE) as z:
         z.extractall(d)
@@ -286,7 +287,7 @@ def test_regions_and_settings_from_an_hbase_root_table(tmp_path: Path) -> None:
     import tarfile
 
     if not NS_UPGRADE.exists():
-        pytest.skip("HBase test vectors not present")
+        unavailable("vectors", "HBase test vectors not present")
     with tarfile.open(NS_UPGRADE) as tf:
         tf.extractall(tmp_path / "root", filter="data")
     t = connect(str(tmp_path / "wh")).create_table("t", families=["f"])

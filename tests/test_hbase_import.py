@@ -47,7 +47,9 @@ try:
 except ImportError:  # pragma: no cover
     from tests import hbase_fixtures as hf
 
-pytestmark = pytest.mark.skipif(not hf.BIGTABLE.exists(), reason="HBase test vectors not present")
+pytestmark = pytest.mark.needs(
+    need="vectors", present=hf.BIGTABLE.exists(), reason="HBase test vectors not present"
+)
 
 NOW = 1_700_000_000_000
 ALL = 2**31 - 1

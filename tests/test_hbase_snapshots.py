@@ -25,7 +25,9 @@ VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-h
 BIGTABLE = VECTORS / "google-bigtable-hbase" / "EndToEndIT-snapshot.zip"
 NS_UPGRADE = VECTORS / "apache-hbase" / "TestNamespaceUpgrade.0.98.tgz"
 
-pytestmark = pytest.mark.skipif(not BIGTABLE.exists(), reason="HBase test vectors not present")
+pytestmark = pytest.mark.needs(
+    need="vectors", present=BIGTABLE.exists(), reason="HBase test vectors not present"
+)
 
 TS = 1617828990
 

@@ -24,6 +24,7 @@ from cellstore.hbase import hfile_info, open_table, read_hfile, write_hfile
 from cellstore.hbase.meta import read_meta_regions
 from cellstore.hbase.store import _drop_superseded, _Run
 from cellstore.hbase.tables import HBaseTable
+from requirements import unavailable
 
 try:
     import model
@@ -44,7 +45,7 @@ def _untar(src: Path, dest: Path) -> None:
 @pytest.fixture(scope="module")
 def root094(tmp_path_factory: pytest.TempPathFactory):
     if not NS_UPGRADE.exists():
-        pytest.skip("HBase test vectors not present")
+        unavailable("vectors", "HBase test vectors not present")
     d = tmp_path_factory.mktemp("ns094")
     _untar(NS_UPGRADE, d)
     yield d / "hbase"
@@ -114,7 +115,7 @@ def test_094_unknown_table_lists_the_tables(root094: Path) -> None:
 
 def test_split_parents_are_skipped(tmp_path: Path) -> None:
     if not META_MIGRATION.exists():
-        pytest.skip("HBase test vectors not present")
+        unavailable("vectors", "HBase test vectors not present")
     _untar(META_MIGRATION, tmp_path)
     t = open_table(str(tmp_path / "TestMetaMigrationConvertToPB"), "TestTable")
     starts = [r.start for r in t.regions]

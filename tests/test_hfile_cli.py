@@ -18,7 +18,9 @@ HUDI = VECTORS / "apache-hudi"
 GZ_FILE = HUDI / "hudi_1_0_hbase_2_4_9_16KB_GZ_20000.hfile"
 V1 = VECTORS / "apache-hbase" / "8e8ab58dcf39412da19833fcd8f687ac.hfile-v1"
 
-pytestmark = pytest.mark.skipif(not VECTORS.is_dir(), reason="HBase test vectors not present")
+pytestmark = pytest.mark.needs(
+    need="vectors", present=VECTORS.is_dir(), reason="HBase test vectors not present"
+)
 
 
 def run(*args: str) -> tuple[int, str, str]:

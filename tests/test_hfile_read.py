@@ -19,7 +19,9 @@ VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-h
 HUDI = VECTORS / "apache-hudi"
 HBASE = VECTORS / "apache-hbase"
 
-pytestmark = pytest.mark.skipif(not VECTORS.is_dir(), reason="HBase test vectors not present")
+pytestmark = pytest.mark.needs(
+    need="vectors", present=VECTORS.is_dir(), reason="HBase test vectors not present"
+)
 
 # file -> (cells, data blocks, index levels, row format), from the vectors' README.
 HUDI_FILES = {

@@ -14,8 +14,7 @@ import pyarrow as pa
 import pytest
 
 from cellstore import hbase
-
-writer = pytest.importorskip("cellstore.storefiles.hfile.writer")
+from cellstore.storefiles.hfile import writer
 
 ORDER = [
     ("row", "ascending"),

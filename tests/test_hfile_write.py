@@ -25,7 +25,9 @@ VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-h
 HUDI = VECTORS / "apache-hudi"
 LONG_MAX = 2**63 - 1
 
-needs_vectors = pytest.mark.skipif(not VECTORS.is_dir(), reason="shared test vectors absent")
+needs_vectors = pytest.mark.needs(
+    need="vectors", present=VECTORS.is_dir(), reason="shared test vectors absent"
+)
 
 
 def hudi_cells(n: int) -> pa.Table:

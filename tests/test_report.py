@@ -329,8 +329,9 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None,
+@pytest.mark.needs(
+    need="browser",
+    present=CHROMIUM is not None,
     reason="chromium is not installed (Debian: apt-get "
     "install chromium); the HTML report is checked in a real browser",
 )

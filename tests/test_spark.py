@@ -55,10 +55,11 @@ from cellstore.spark.options import ReadOptions, RowBounds, WriteOptions
 from cellstore.spark.source import CellstoreDataSource, pushdown_enabled
 from cellstore.storefiles import check
 from cellstore.warehouse import connect
+from requirements import unavailable
 from strategies import cells_table
 
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip("PySpark needs Java (17); none on this machine", allow_module_level=True)
+    unavailable("java", "PySpark needs Java (17); none on this machine")
 
 pytestmark = [
     pytest.mark.slow,
@@ -844,8 +845,10 @@ def test_read_and_write_on_s3(spark, s3_root, s3_options):
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-hfiles"
 BIGTABLE = VECTORS / "google-bigtable-hbase" / "EndToEndIT-snapshot.zip"
 NS_UPGRADE = VECTORS / "apache-hbase" / "TestNamespaceUpgrade.0.98.tgz"
-needs_vectors = pytest.mark.skipif(
-    not (BIGTABLE.exists() and NS_UPGRADE.exists()), reason="HBase test vectors not present"
+needs_vectors = pytest.mark.needs(
+    need="vectors",
+    present=BIGTABLE.exists() and NS_UPGRADE.exists(),
+    reason="HBase test vectors not present",
 )
 
 
