@@ -651,3 +651,25 @@ def compact(
                 raise AssertionError(code)
         start = end
     return out
+
+
+# ------------------------------------------------------------------------ Phoenix salt
+def java_salt(key: bytes, buckets: int) -> int:
+    """Phoenix ``SaltingUtil.getSaltingByte``, literally: int32 arithmetic, signed bytes.
+
+    The salt bucket of a logical key (the key without its salt byte), the oracle for
+    ``cellstore.core.rowkey.salt_bytes`` and everything that salts keys.
+    """
+    h = 1
+    for b in key:
+        h = (31 * h + (b - 256 if b >= 128 else b)) & 0xFFFFFFFF
+    if h >= 2**31:
+        h -= 2**32
+    rem = abs(h) % buckets
+    rem = -rem if h < 0 else rem  # Java's % takes the dividend's sign
+    return abs(rem)
+
+
+def salted(key: bytes, buckets: int) -> bytes:
+    """``key`` as a salted table stores it: its Phoenix salt byte, then the key."""
+    return bytes([java_salt(key, buckets)]) + key

@@ -27,24 +27,13 @@ from cellstore.core.rowkey import (
     successor,
 )
 from cellstore.errors import BadCellError, InvalidArgumentError
+from model import java_salt
 
 FAST = settings(max_examples=60, deadline=None)
 LONG_MAX = 2**63 - 1
 
 
 # -- references -------------------------------------------------------------------------
-
-
-def java_salt(key: bytes, buckets: int) -> int:
-    """Phoenix SaltingUtil.getSaltingByte, literally: int32 arithmetic, signed bytes."""
-    h = 1
-    for b in key:
-        h = (31 * h + (b - 256 if b >= 128 else b)) & 0xFFFFFFFF
-    if h >= 2**31:
-        h -= 2**32
-    rem = abs(h) % buckets
-    rem = -rem if h < 0 else rem  # Java's % takes the dividend's sign
-    return abs(rem)
 
 
 def test_java_salt_reference_sanity():
