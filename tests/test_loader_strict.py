@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from cellstore import connect
 from cellstore.cli import cli
-from cellstore.errors import BadRecordError, InvalidArgumentError
+from cellstore.errors import BadCellError, BadRecordError, InvalidArgumentError
 from cellstore.loader import Mapping, TextOptions
 from cellstore.warehouse import Table
 
@@ -337,6 +337,41 @@ def test_timestamp_beyond_int64_is_a_bad_record(tmp_path, table, ts, unit):
     assert f"{path}, line 3, field 'ts'" in str(e.value)
     report = table.load(str(path), mapping=mapping, skip_bad_records=True, key_advice="off")
     assert report.bad_records == 1 and report.rows == 2
+
+
+@pytest.mark.parametrize("ts", [2**64 + 1, 2**63, -(2**64)])
+def test_pandas_object_timestamp_past_64_bits_is_a_bad_record(table, ts):
+    """A Python int past 64 bits in a pandas object column: a bad record naming the field,
+    from the bulk loader and from load_cells (pyarrow's OverflowError never leaks)."""
+    frame = pd.DataFrame({"k": ["r1", "r2", "r3"], "v": ["a", "b", "c"]})
+    frame["ts"] = pd.Series([5, ts, 7], dtype=object)
+    with pytest.raises(BadRecordError, match="field 'ts'") as e:
+        table.load(frame, mapping=TS_MAPPING, key_advice="off")
+    assert (e.value.record, e.value.field) == (1, "ts")
+    report = table.load(frame, mapping=TS_MAPPING, skip_bad_records=True, key_advice="off")
+    assert (report.records, report.rows, report.bad_records) == (3, 2, 1)
+    assert sorted(table.scan().to_arrow().column("row").to_pylist()) == [b"r1", b"r3"]
+    cells = pd.DataFrame({"row": [b"x", b"y"], "family": ["f", "f"], "qualifier": [b"q"] * 2})
+    cells["ts"] = pd.Series([ts, 1], dtype=object)
+    cells["value"] = [b"v", b"w"]
+    version = table.refresh().version
+    with pytest.raises(BadCellError, match=r"record 0, field 'ts': .*64-bit long") as e:
+        table.load_cells(cells)
+    assert (e.value.record, e.value.field) == (0, "ts")
+    late = cells.assign(ts=pd.Series([1, ts], dtype=object))
+    with pytest.raises(BadCellError, match="record 1, field 'ts'"):
+        table.load_cells(late)
+    assert table.refresh().version == version  # nothing committed
+
+
+def test_pandas_values_that_do_not_convert_are_bad_cells(table):
+    """A pandas value pyarrow cannot convert names its record and field in load_cells."""
+    cells = pd.DataFrame(
+        {"row": [b"x", 5], "family": ["f", "f"], "qualifier": [b"q", b"q"], "value": [b"v"] * 2}
+    )
+    with pytest.raises(BadCellError, match="record 1, field 'row'") as e:
+        table.load_cells(cells)
+    assert (e.value.record, e.value.field) == (1, "row")
 
 
 def test_timestamp_columns_in_every_unit(table):

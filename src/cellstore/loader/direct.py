@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Literal
 
 import fsspec
@@ -36,7 +37,7 @@ from cellstore.core.cells import (
 from cellstore.core.codecs import binary_from_parts, binary_parts
 from cellstore.core.metadata import UNASSIGNED_SEQ, FileEntry, TableMetadata
 from cellstore.core.regions import sorted_region_bounds
-from cellstore.core.rowkey import salt_bytes
+from cellstore.core.rowkey import RowKeySpec, salt_bytes
 from cellstore.errors import BadCellError, InvalidArgumentError
 from cellstore.manifest import TableLog
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL, write_rolled
@@ -148,6 +149,57 @@ def _to_ts(col: pa.ChunkedArray, now: int) -> pa.Array:
     return pc.if_else(latest, now, arr)
 
 
+#: What pyarrow raises for a pandas object column it cannot convert (a Python int past
+#: 64 bits raises OverflowError; a value of the wrong kind ArrowTypeError/ArrowInvalid).
+_CONVERSION_ERRORS = (
+    OverflowError,
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+)
+
+
+def _from_pandas(frame: Any) -> pa.Table:
+    """A pandas DataFrame as an Arrow table; a value pyarrow cannot convert is a BadCellError.
+
+    The failing column and record are found only after the whole frame failed: each column
+    is converted on its own, then the shortest failing prefix of the failing column is
+    found by bisection (a logarithmic number of vectorized conversions).
+
+    Raises:
+        BadCellError: naming the first record and field that do not convert (a timestamp
+            past 64 bits is "does not fit a signed 64-bit long", as for other out-of-range
+            timestamps).
+    """
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    except _CONVERSION_ERRORS as whole:
+        error: Exception = whole
+    for name in frame.columns:
+        column = frame[name]
+        try:
+            pa.array(column, from_pandas=True)
+            continue
+        except _CONVERSION_ERRORS as e:
+            error = e
+        lo, hi = 0, len(column) - 1  # the prefix [: hi + 1] fails; find the shortest
+        while lo < hi:
+            mid = (lo + hi) // 2
+            try:
+                pa.array(column.iloc[: mid + 1], from_pandas=True)
+                lo = mid + 1
+            except _CONVERSION_ERRORS as e:
+                hi, error = mid, e
+        field = str(name)
+        shown = repr(column.iloc[hi])[:80]
+        if field == "ts" and isinstance(error, OverflowError):
+            why = f"timestamp {shown} does not fit a signed 64-bit long"
+        else:
+            why = f"value {shown} cannot be converted ({type(error).__name__}: {error})"
+        raise BadCellError(f"record {hi}, field {field!r}: {why}", record=hi, field=field)
+    raise BadCellError(f"cells cannot be converted from pandas: {error}")  # not one column
+
+
 def normalize_cells(
     data: Any,
     *,
@@ -164,7 +216,9 @@ def normalize_cells(
 
     Raises:
         BadCellError: naming the first bad record and field: missing column, null row,
-            empty or oversized row (R16.1), unknown family, negative or null timestamp,
+            empty or oversized row (R16.1), unknown family, negative, null or out-of-range
+            timestamp (also a pandas object column's int past 64 bits), a pandas value
+            that does not convert to Arrow,
             unknown type, null qualifier, non-empty qualifier on a DeleteFamily or
             DeleteFamilyVersion marker, null value on a Put, value on a delete marker.
     """
@@ -176,7 +230,7 @@ def normalize_cells(
         import pandas as pd
 
         if isinstance(data, pd.DataFrame):
-            table = pa.Table.from_pandas(data, preserve_index=False)
+            table = _from_pandas(data)
         else:
             raise BadCellError(
                 f"cells must be a pyarrow Table or a pandas DataFrame, not {type(data).__name__}"
@@ -282,10 +336,62 @@ def normalize_cells(
 
 #: How ``load_cells`` reads the row keys of a salted table: ``logical`` keys (as ``get`` and
 #: ``scan`` take them) get their salt byte; ``physical`` keys carry it and are verified.
+#: None (the default) is ``logical``, refusing a call whose every key already carries its
+#: salt byte (what :meth:`~cellstore.core.rowkey.RowKeySpec.encode` returns).
 KeyKind = Literal["logical", "physical"]
 
 
-def salt_rows(cells: pa.Table, buckets: int | None, *, keys: KeyKind = "logical") -> pa.Table:
+def _split_salt(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """Each key's first byte and the rest of it (keys of at least one byte)."""
+    first = data[offsets[:-1]]
+    keep = np.ones(len(data), dtype=bool)
+    keep[offsets[:-1]] = False
+    rest = binary_from_parts(offsets - np.arange(len(offsets), dtype=np.int64), data[keep])
+    return first, rest
+
+
+def _refuse_physical_looking(
+    offsets: np.ndarray, data: np.ndarray, buckets: int, row_key: RowKeySpec | None
+) -> None:
+    """Refuse logical keys of which every one already starts with its own salt byte.
+
+    That is what :meth:`RowKeySpec.encode` returns on a salted spec: salting such keys
+    again would store rows that no ``get`` or ``scan`` finds. With a row-key spec, a key
+    counts only if the rest of it also decodes with the spec. Cheap exits first: any key
+    shorter than two bytes or with a first byte of ``buckets`` or more.
+    """
+    lengths = np.diff(offsets)
+    if len(lengths) == 0 or (lengths < 2).any():
+        return
+    first = data[offsets[:-1]]
+    if (first >= buckets).any():
+        return
+    first, rest = _split_salt(offsets, data)
+    if not (first == salt_bytes(rest, buckets)).all():
+        return
+    if row_key is not None:
+        try:
+            replace(row_key, salt_buckets=None).decode(rest)
+        except BadCellError:  # some key is not the spec's key behind a salt byte
+            return
+    raise BadCellError(
+        f"record 0, field 'row': every row key already starts with its own salt byte "
+        f"(record 0's: bucket {int(first[0])} of {buckets}), as RowKeySpec.encode returns "
+        "keys; load_cells takes logical keys by default and would salt them again, storing "
+        "rows no get or scan finds. Pass keys='physical' to load these keys as they are, "
+        "or keys='logical' if they are logical keys that only look salted",
+        record=0,
+        field="row",
+    )
+
+
+def salt_rows(
+    cells: pa.Table,
+    buckets: int | None,
+    *,
+    keys: KeyKind | None = None,
+    row_key: RowKeySpec | None = None,
+) -> pa.Table:
     """Normalized cells with row keys as a salted table stores them (vectorized).
 
     On a salted table (``buckets`` set) every stored row key starts with its Phoenix salt
@@ -296,17 +402,23 @@ def salt_rows(cells: pa.Table, buckets: int | None, *, keys: KeyKind = "logical"
     Args:
         cells: Output of :func:`normalize_cells` (a binary ``row`` column).
         buckets: The table's salt bucket count, or None (unsalted: the cells are returned
-            unchanged, and ``keys`` must be ``logical``).
+            unchanged, and ``keys`` must not be ``physical``).
         keys: ``logical``: keys without the salt byte, which is computed and prefixed.
             ``physical``: keys that already start with their salt byte; each is verified.
+            None (default): ``logical``, but a call whose every key already starts with
+            its own salt byte (and, with ``row_key``, is the spec's key behind it) is
+            refused: those are keys as :meth:`RowKeySpec.encode` returns them.
+        row_key: The table's row-key spec, if any (sharpens the check of ``keys=None``).
 
     Raises:
         BadCellError: naming the first record whose physical key has a wrong salt byte
-            or nothing after it, or whose logical key is too long once salted.
-        InvalidArgumentError: ``keys`` is not ``logical``/``physical``, or ``physical`` on
-            an unsalted table.
+            or nothing after it, or whose logical key is too long once salted; or, with
+            ``keys=None``, record 0 when every key already carries its salt byte (the
+            message names ``keys='physical'``).
+        InvalidArgumentError: ``keys`` is not None, ``logical`` or ``physical``, or
+            ``physical`` on an unsalted table.
     """
-    if keys not in ("logical", "physical"):
+    if keys not in (None, "logical", "physical"):
         raise InvalidArgumentError(f"keys must be 'logical' or 'physical', not {keys!r}")
     if buckets is None:
         if keys == "physical":
@@ -315,7 +427,9 @@ def salt_rows(cells: pa.Table, buckets: int | None, *, keys: KeyKind = "logical"
     rows = cells.column("row").combine_chunks()
     offsets, data = binary_parts(rows)
     data = data[: offsets[-1]]
-    if keys == "logical":
+    if keys is None:
+        _refuse_physical_looking(offsets, data, buckets, row_key)
+    if keys != "physical":
         too_long = pc.greater_equal(pc.binary_length(rows), MAX_ROW_LENGTH)
         if _any(too_long):
             raise _bad(
@@ -335,10 +449,7 @@ def salt_rows(cells: pa.Table, buckets: int | None, *, keys: KeyKind = "logical"
             lengths < 2,
             "row",
         )
-    stored = data[offsets[:-1]]
-    keep = np.ones(len(data), dtype=bool)
-    keep[offsets[:-1]] = False
-    rest = binary_from_parts(offsets - np.arange(len(offsets), dtype=np.int64), data[keep])
+    stored, rest = _split_salt(offsets, data)
     expected = salt_bytes(rest, buckets)
     wrong = stored != expected
     if wrong.any():
@@ -346,7 +457,7 @@ def salt_rows(cells: pa.Table, buckets: int | None, *, keys: KeyKind = "logical"
         raise BadCellError(
             f"record {i}, field 'row': salt byte {int(stored[i])} is wrong for this key "
             f"(its salt is {int(expected[i])} of {buckets} buckets); pass logical keys "
-            "(keys='logical', the default) to have the salt computed",
+            "(the default) to have the salt computed",
             record=i,
             field="row",
         )
