@@ -218,6 +218,96 @@ def test_salted_load_cells_verifies_physical_keys(tmp_path: Path) -> None:
     assert t.refresh().version == version  # nothing committed by the refused loads
 
 
+def test_salted_load_cells_refuses_what_the_spec_encoder_returned(tmp_path: Path) -> None:
+    """The trap: RowKeySpec.encode gives keys with their salt byte; load_cells takes logical
+    keys by default. Loading the encoder's keys is refused (naming keys='physical') instead
+    of salting them twice; with keys='physical' they load and reads by key find them."""
+    from cellstore.core.rowkey import KeyField, RowKeySpec
+    from model import salted
+
+    spec = RowKeySpec(
+        fields=(KeyField(name="user"), KeyField(name="n", type="int64")), salt_buckets=4
+    )
+    wh = cellstore.connect(str(tmp_path / "wh"))
+    t = wh.create_table("ns:k", families=["f"], row_key=spec)
+    records = pa.table({"user": ["ann", "bob", "cy"], "n": [1, 2, 3]})
+    keys = t.metadata.row_key.encode(records).to_pylist()  # the project's own encoder
+    logical = [b"ann\x00\x80" + bytes(6) + b"\x01", b"bob\x00\x80" + bytes(6) + b"\x02"]
+    assert keys[:2] == [salted(k, 4) for k in logical]  # Phoenix's salt byte in front
+    version = t.version
+    for subset in (keys, keys[:1]):
+        with pytest.raises(BadCellError, match="keys='physical'") as info:
+            t.load_cells(cells_of(subset))
+        assert (info.value.record, info.value.field) == (0, "row")
+    assert t.refresh().version == version and t.scan().count_rows() == 0  # nothing stored
+    t.load_cells(cells_of(keys), keys="physical")
+    assert t.get(logical[0]).column("value").to_pylist() == [b"v-" + keys[0]]
+    got = t.scan(key={"user": "bob"}).to_arrow()
+    assert got.column("row").to_pylist() == [logical[1]]
+    assert got.column("value").to_pylist() == [b"v-" + keys[1]]
+    assert t.scan().count_rows() == 3 and verify(t).ok
+    # Logical keys of the same table load by default, including a mix that only partly
+    # looks salted, and stay findable.
+    t.load_cells(cells_of([keys[0][1:], b"\x00" + keys[1][1:]], ts=9))
+    assert t.get(logical[0]).column("ts").to_pylist() == [9]
+
+
+def test_salted_load_cells_guard_without_a_spec_and_its_override(tmp_path: Path) -> None:
+    """Without a row-key spec the guard looks at the salt byte alone; keys='logical' loads
+    logical keys that only look salted (here: b'\x02x1' is the salted form of b'x1', and
+    also a logical key of its own)."""
+    from model import java_salt, salted
+
+    t = salted_table(tmp_path)
+    assert salted(b"x1", 4) == b"\x02x1" and java_salt(b"x1", 4) == 2
+    with pytest.raises(BadCellError, match="keys='physical'"):
+        t.load_cells(cells_of([b"\x02x1"]))
+    t.load_cells(cells_of([b"\x02x1"]), keys="logical")  # a logical key, salted once
+    assert t.get(b"\x02x1").num_rows == 1 and t.get(b"x1").num_rows == 0
+    stored = {f.first_row for f in t.files}
+    assert stored == {salted(b"\x02x1", 4)}
+    # A key too short to carry a salt byte and a key, or a first byte past the buckets,
+    # is logical without asking.
+    t.load_cells(cells_of([b"\x02", b"\x01ab"]))
+    assert t.get(b"\x02").num_rows == 1 and t.get(b"\x01ab").num_rows == 1
+
+
+def test_salted_load_cells_guard_uses_the_spec_layout(tmp_path: Path) -> None:
+    """With a fixed-size spec a logical key never parses as salt byte + key: a logical id
+    whose first byte happens to be its rest's salt loads without asking."""
+    import struct
+
+    from cellstore.core.rowkey import KeyField, RowKeySpec
+    from model import java_salt
+
+    spec = RowKeySpec(fields=(KeyField(name="id", type="uint32"),), salt_buckets=16)
+    t = cellstore.connect(str(tmp_path / "wh")).create_table("ns:u", families=["f"], row_key=spec)
+    key = struct.pack(">I", 17)
+    assert java_salt(key[1:], 16) == key[0]  # looks salted by the first byte alone
+    t.load_cells(cells_of([key]))
+    assert t.get(key).num_rows == 1
+    assert t.scan(key={"id": 17}).to_arrow().column("row").to_pylist() == [key]
+
+
+def test_cli_load_cells_keys_option_on_a_salted_table(tmp_path: Path) -> None:
+    """``cellstore load-cells --keys``: the guard's refusal names the option; both kinds load."""
+    from model import salted
+
+    t = salted_table(tmp_path)
+    root = str(tmp_path / "wh")
+    path = tmp_path / "cells.csv"
+    path.write_text("row,family,qualifier,ts,type,value\n\\x02x1,f,q,5,Put,v\n")
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["--root", root, "load-cells", "ns:s", str(path)])
+    assert refused.exit_code != 0 and "keys='physical'" in refused.output, refused.output
+    ok = runner.invoke(cli, ["--root", root, "load-cells", "ns:s", str(path), "--keys", "physical"])
+    assert ok.exit_code == 0, ok.output
+    assert t.refresh().get(b"x1").column("value").to_pylist() == [b"v"]
+    ok = runner.invoke(cli, ["--root", root, "load-cells", "ns:s", str(path), "--keys", "logical"])
+    assert ok.exit_code == 0, ok.output
+    assert {f.first_row for f in t.refresh().files} == {salted(b"x1", 4), salted(b"\x02x1", 4)}
+
+
 # ------------------------------------------------------------------ stale handles, splits
 def test_load_cells_on_a_handle_opened_before_a_split(table: Any) -> None:
     stale = table.warehouse.table("ns:t")

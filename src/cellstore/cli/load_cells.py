@@ -128,6 +128,14 @@ def _format_for(path: str) -> CellFileFormat:
     "hbase.mapreduce.bulkload.assign.sequenceNumbers=false): at equal row, column, "
     "timestamp and type the cells already in the table win.",
 )
+@click.option(
+    "--keys",
+    type=click.Choice(["logical", "physical"]),
+    default=None,
+    help="Salted tables: row keys without their salt byte (logical, as get and scan take "
+    "them), or with it (physical, verified). Default: logical, refusing a file whose every "
+    "key already carries its salt byte.",
+)
 @pass_cli_context
 def load_cells_cmd(
     cli_ctx: CliContext,
@@ -137,6 +145,7 @@ def load_cells_cmd(
     fmt: CellFileFormat | None,
     load_id: str | None,
     no_assign_seq_id: bool = False,
+    keys: Literal["logical", "physical"] | None = None,
 ) -> None:
     """Load raw cells from FILE into TABLE in one commit.
 
@@ -151,7 +160,10 @@ def load_cells_cmd(
     fmt = fmt or _format_for(file)
     handle = cli_ctx.warehouse().table(table)
     result = handle.load_cells(
-        read_cells_file(file, fmt=fmt), load_id=load_id, assign_seq_id=not no_assign_seq_id
+        read_cells_file(file, fmt=fmt),
+        load_id=load_id,
+        assign_seq_id=not no_assign_seq_id,
+        keys=keys,
     )
     cli_ctx.output.load_result(str(handle.name), result)
 

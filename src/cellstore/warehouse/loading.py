@@ -72,7 +72,7 @@ class TableLoading(TableBase):
         load_id: str | None = None,
         now_ms: int | None = None,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
-        keys: KeyKind = "logical",
+        keys: KeyKind | None = None,
         assign_seq_id: bool = True,
     ) -> LoadReport:
         """Write cells and commit them at once: the raw write primitive.
@@ -91,8 +91,13 @@ class TableLoading(TableBase):
 
         On a salted table, row keys are logical keys, as :meth:`get` and :meth:`scan` take
         them: each gets its salt byte (Phoenix), so the cells are found by key. Pass
-        ``keys="physical"`` for keys that already carry their salt byte; each one is
-        verified (a wrong salt byte is a :class:`~cellstore.errors.BadCellError`).
+        ``keys="physical"`` for keys that already carry their salt byte, such as
+        :meth:`RowKeySpec.encode <cellstore.core.rowkey.RowKeySpec.encode>` returns; each
+        one is verified (a wrong salt byte is a :class:`~cellstore.errors.BadCellError`).
+        By default a call whose every key already starts with its own salt byte (and, on
+        a table with a row-key spec, is the spec's key behind it) is refused with a
+        ``BadCellError`` naming ``keys="physical"``: salting such keys again would store
+        rows that no read by key finds. ``keys="logical"`` loads them as logical keys.
 
         Args:
             cells: The cells.
@@ -101,8 +106,10 @@ class TableLoading(TableBase):
                 digits, '_', '-' and '.' (not first), at most 128 characters.
             now_ms: Time used for cells without a timestamp (default: the clock).
             row_group_cells: Cells per Parquet row group.
-            keys: ``"logical"`` (default) or ``"physical"`` row keys on a salted table
-                (``"physical"`` on an unsalted table is an InvalidArgumentError).
+            keys: On a salted table: None (default; logical keys, refusing keys that
+                all already carry their salt byte), ``"logical"`` (logical keys, not
+                checked) or ``"physical"`` (keys with their salt byte, verified).
+                ``"physical"`` on an unsalted table is an InvalidArgumentError.
             assign_seq_id: False commits the files without a sequence number, as HBase's
                 ``hbase.mapreduce.bulkload.assign.sequenceNumbers=false`` does (R14.5):
                 they rank below every other file, so at equal (row, family, qualifier,
@@ -116,7 +123,8 @@ class TableLoading(TableBase):
 
         Raises:
             BadCellError: naming the first bad record and field (also a physical key whose
-                salt byte is wrong); nothing is written.
+                salt byte is wrong, or, with ``keys=None``, keys that all already carry
+                their salt byte); nothing is written.
             InvalidNameError: a load id outside ``[A-Za-z0-9._-]`` (not starting with '.',
                 at most 128 characters): it names files.
             CommitConflictError: if a concurrent change made the load impossible.
@@ -140,7 +148,7 @@ class TableLoading(TableBase):
         ensure_exclusive_create(self.fs, self.warehouse.root)
         now = now_ms if now_ms is not None else _clock()
         normalized = normalize_cells(cells, metadata=base, now=now)
-        normalized = salt_rows(normalized, base.salt_buckets, keys=keys)
+        normalized = salt_rows(normalized, base.salt_buckets, keys=keys, row_key=base.row_key)
         records = normalized.num_rows
         if records == 0:
             return report()

@@ -196,6 +196,13 @@ class RowKeySpec:
     def encode(self, table: pa.Table, *, errors: Literal["raise", "mask"] = "raise") -> Any:
         """Row keys for every record of ``table``, vectorized over all fields.
 
+        On a salted spec the keys are stored keys: each starts with its salt byte (docs/
+        format.md, 11.4). ``Table.get``, ``Table.scan`` and, by default,
+        ``Table.load_cells`` take logical keys (without it): load these with
+        ``load_cells(..., keys="physical")`` (by default ``load_cells`` refuses keys that
+        all carry their salt byte); ``dataclasses.replace(spec, salt_buckets=None).encode``
+        gives the logical keys.
+
         Args:
             table: A table (or record batch) with a column per key field.
             errors: ``"raise"`` raises on the first bad record; ``"mask"`` returns an
