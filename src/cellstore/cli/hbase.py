@@ -65,32 +65,53 @@ _SNAPSHOT = click.option("--snapshot", default=None, metavar="NAME", help="Snaps
 _TABLE = click.option(
     "--table", default=None, metavar="NS:TABLE", help="Table of the root directory to read."
 )
+_FOLLOW_SYMLINKS = click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Follow symlinks that lead outside ROOT (default: only those inside it).",
+)
 
 
-def _open(cli_ctx: CliContext, root: str, snapshot: str | None, table: str | None) -> HBaseTable:
+def _open(
+    cli_ctx: CliContext,
+    root: str,
+    snapshot: str | None,
+    table: str | None,
+    *,
+    follow_symlinks: bool = False,
+) -> HBaseTable:
+    """Open the snapshot or table; the names are checked by ``cellstore.hbase``."""
     from cellstore.hbase.tables import open_snapshot, open_table
 
     if (snapshot is None) == (table is None):
         raise click.UsageError("give exactly one of --snapshot NAME or --table NS:TABLE")
     options: dict[str, Any] | None = dict(cli_ctx.storage_options) if "://" in root else None
     if snapshot is not None:
-        return open_snapshot(root, snapshot, storage_options=options)
+        return open_snapshot(
+            root, snapshot, storage_options=options, follow_symlinks=follow_symlinks
+        )
     assert table is not None
-    return open_table(root, table, storage_options=options)
+    return open_table(root, table, storage_options=options, follow_symlinks=follow_symlinks)
 
 
 @click.command("describe")
 @click.argument("root")
 @_SNAPSHOT
 @_TABLE
+@_FOLLOW_SYMLINKS
 @pass_cli_context
 def describe_cmd(
-    cli_ctx: CliContext, *, root: str, snapshot: str | None, table: str | None
+    cli_ctx: CliContext,
+    *,
+    root: str,
+    snapshot: str | None,
+    table: str | None,
+    follow_symlinks: bool,
 ) -> None:
     """Describe an HBase table or snapshot: families with their settings, regions, files."""
     import json
 
-    doc = _open(cli_ctx, root, snapshot, table).describe()
+    doc = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks).describe()
     if isinstance(cli_ctx.output, JsonOutput):
         click.echo(json.dumps(doc.to_dict(), indent=2))
         return
@@ -112,6 +133,7 @@ def describe_cmd(
 @click.argument("root")
 @_SNAPSHOT
 @_TABLE
+@_FOLLOW_SYMLINKS
 @_START_ROW
 @_STOP_ROW
 @_PREFIX
@@ -135,6 +157,7 @@ def scan_cmd(
     root: str,
     snapshot: str | None,
     table: str | None,
+    follow_symlinks: bool,
     start_row: bytes | None,
     stop_row: bytes | None,
     row_prefix: bytes | None,
@@ -151,7 +174,7 @@ def scan_cmd(
     now_ms: int | None,
 ) -> None:
     """Scan an HBase table or snapshot under ROOT, printed as ``cellstore scan`` does."""
-    handle = _open(cli_ctx, root, snapshot, table)
+    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
     started = time.perf_counter()
     scan = handle.scan(
         start_row=start_row,
@@ -176,6 +199,7 @@ def scan_cmd(
 @click.argument("root")
 @_SNAPSHOT
 @_TABLE
+@_FOLLOW_SYMLINKS
 @_START_ROW
 @_STOP_ROW
 @_PREFIX
@@ -192,6 +216,7 @@ def count_cmd(
     root: str,
     snapshot: str | None,
     table: str | None,
+    follow_symlinks: bool,
     start_row: bytes | None,
     stop_row: bytes | None,
     row_prefix: bytes | None,
@@ -203,7 +228,7 @@ def count_cmd(
     now_ms: int | None,
 ) -> None:
     """Count the rows of an HBase table or snapshot that have a visible cell."""
-    handle = _open(cli_ctx, root, snapshot, table)
+    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
     started = time.perf_counter()
     rows = handle.scan(
         start_row=start_row,
@@ -337,6 +362,7 @@ def export_hfiles_cmd(
 @click.argument("root")
 @_SNAPSHOT
 @_TABLE
+@_FOLLOW_SYMLINKS
 @click.argument("warehouse")
 @click.argument("dest")
 @click.option(
@@ -381,6 +407,7 @@ def import_cmd(
     root: str,
     snapshot: str | None,
     table: str | None,
+    follow_symlinks: bool,
     warehouse: str,
     dest: str,
     import_id: str | None,
@@ -408,7 +435,7 @@ def import_cmd(
     )
     from cellstore.warehouse import connect
 
-    source = _open(cli_ctx, root, snapshot, table)
+    source = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
 
     def protocol(u: str) -> str:
         return u.split("://", 1)[0] if "://" in u else "file"

@@ -12,16 +12,22 @@ layout reference (hbase-layout.md sections 1-3 and 7):
 
 The protobuf wire format is read with the HFile trailer's decoder
 (:func:`~cellstore.storefiles.hfile.trailer.iter_pb_fields`).
+
+The bytes are untrusted: every length and count is checked against the bytes that are
+left before it is used (a forged varint or count cannot allocate or loop more than the
+input holds), names must be UTF-8, and whatever goes wrong while decoding is a
+:class:`~cellstore.errors.CorruptFileError` naming the file (``where``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, ParamSpec, TypeVar
 
 from cellstore.core.family import FOREVER, Family, KeepDeletedCells
 from cellstore.errors import CorruptFileError, InvalidFamilyError
@@ -210,9 +216,39 @@ class SnapshotInfo:
 
 
 # --------------------------------------------------------------------------- protobuf
-def _fields(buf: bytes, what: str) -> list[tuple[int, int | bytes]]:
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _named(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Make every decoding failure of ``fn`` a :class:`CorruptFileError` naming ``where``.
+
+    A ``CorruptFileError`` from a lower layer that does not name the file yet (a varint
+    decoder) gets ``where`` in front; a ``UnicodeDecodeError``, ``struct.error``,
+    ``IndexError``, ``OverflowError`` or other ``ValueError`` becomes one.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        where = str(kwargs.get("where", ""))
+        try:
+            return fn(*args, **kwargs)
+        except CorruptFileError as e:
+            if where in str(e):
+                raise
+            raise CorruptFileError(f"{where}: {e}") from e
+        except UnicodeDecodeError as e:
+            raise CorruptFileError(f"{where}: a name or value is not UTF-8 ({e})") from e
+        except (struct.error, IndexError, OverflowError, ValueError) as e:
+            raise CorruptFileError(f"{where}: does not parse ({type(e).__name__}: {e})") from e
+
+    return wrapper
+
+
+def _fields(buf: bytes, what: str) -> Iterator[tuple[int, int | bytes]]:
+    """The fields of a protobuf message, one at a time (nothing is collected)."""
     try:
-        return list(iter_pb_fields(buf, what=what))
+        yield from iter_pb_fields(buf, what=what)
     except CorruptFileError as e:
         if what in str(e):
             raise
@@ -238,6 +274,7 @@ def _text(v: int | bytes, what: str) -> str:
         raise CorruptFileError(f"{what}: a name is not UTF-8") from e
 
 
+@_named
 def parse_snapshot_info(data: bytes, *, where: str) -> SnapshotInfo:
     """Decode ``.snapshotinfo`` (a raw ``SnapshotDescription``; absent version = v1).
 
@@ -353,6 +390,7 @@ def _split_row(key: bytes, where: str) -> bytes:
     return key[2 : 2 + n]
 
 
+@_named
 def parse_region_manifest(
     data: bytes, *, where: str
 ) -> tuple[HBaseRegionInfo, dict[str, list[StoreFileListing]]]:
@@ -409,6 +447,7 @@ def _pb_tracked_file(data: bytes, where: str) -> StoreFileListing:
     return StoreFileListing(name, ref, size)
 
 
+@_named
 def parse_store_file_list(data: bytes, *, where: str) -> StoreFileList | None:
     """Decode a store-file tracker file (``StoreFileListFile``, layout sections 1-2).
 
@@ -453,6 +492,7 @@ def parse_store_file_list(data: bytes, *, where: str) -> StoreFileList | None:
     return StoreFileList(timestamp, tuple(files))
 
 
+@_named
 def parse_data_manifest(
     data: bytes, *, where: str
 ) -> tuple[TableDescriptor, list[tuple[HBaseRegionInfo, dict[str, list[StoreFileListing]]]]]:
@@ -502,11 +542,32 @@ class _In:
         return int(struct.unpack(">q", self.take(8))[0])
 
     def byte_array(self) -> bytes:
-        n, self.pos = read_vlong(self.data, self.pos)
+        try:
+            n, self.pos = read_vlong(self.data, self.pos)
+        except CorruptFileError as e:
+            raise CorruptFileError(f"{self.where}: {e}") from e
         return self.take(n)
 
     def ibw(self) -> bytes:
         return self.take(self.i32())
+
+    def count(self, min_entry: int, what: str) -> int:
+        """An ``i32`` count of entries of at least ``min_entry`` bytes each, checked."""
+        at = self.pos
+        n = self.i32()
+        left = len(self.data) - self.pos
+        if n < 0 or n * min_entry > left:
+            raise CorruptFileError(
+                f"{self.where}: {what} count {n} at offset {at} does not fit the {left} bytes left"
+            )
+        return n
+
+    def text(self, raw: bytes, what: str) -> str:
+        """``raw`` as UTF-8 (a name), else a CorruptFileError naming the file."""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptFileError(f"{self.where}: {what} {raw[:60]!r} is not UTF-8") from e
 
 
 def _writable_region_info(data: bytes, where: str) -> HBaseRegionInfo:
@@ -520,7 +581,7 @@ def _writable_region_info(data: bytes, where: str) -> HBaseRegionInfo:
     r.byte_array()  # region name
     split = r.boolean()
     start = r.byte_array()
-    table = r.byte_array().decode("utf-8", "replace")
+    table = r.text(r.byte_array(), "table name")
     enc = encoded_region_name(table, start, rid)
     if table in ("-ROOT-", ".META."):
         enc = {"-ROOT-": "70236052", ".META.": "1028785192"}[table]
@@ -532,24 +593,24 @@ def _writable_table_descriptor(data: bytes, where: str) -> TableDescriptor:
     version = r.i32()
     if version < 3:
         raise CorruptFileError(f"{where}: HTableDescriptor version {version} is not supported")
-    name = r.byte_array().decode("utf-8")
+    name = r.text(r.byte_array(), "table name")
     r.boolean()  # isRoot
     r.boolean()  # isMeta
     attrs: dict[str, str] = {}
-    for _ in range(r.i32()):
+    for _ in range(r.count(8, "table attribute")):
         key = r.ibw().decode("utf-8", "replace")
         attrs[key] = r.ibw().decode("utf-8", "replace")
     families = []
-    for _ in range(r.i32()):
+    for _ in range(r.count(6, "family")):
         fversion = r.u8()
         if fversion < 6:
             raise CorruptFileError(
                 f"{where}: HColumnDescriptor version {fversion} (before HBase 0.92) is not "
                 "supported"
             )
-        fname = r.byte_array().decode("utf-8")
+        fname = r.text(r.byte_array(), "family name")
         fattrs: dict[str, str] = {}
-        for _ in range(r.i32()):
+        for _ in range(r.count(8, "family attribute")):
             key = r.ibw().decode("utf-8", "replace")
             fattrs[key] = r.ibw().decode("utf-8", "replace")
         families.append(FamilyDescriptor(fname, fattrs))
@@ -558,6 +619,7 @@ def _writable_table_descriptor(data: bytes, where: str) -> TableDescriptor:
 
 
 # --------------------------------------------------------------------------- public
+@_named
 def parse_region_info(data: bytes, *, where: str) -> HBaseRegionInfo:
     """Decode a ``.regioninfo`` file: ``PBUF`` + delimited ``RegionInfo``, or a Writable.
 
@@ -566,10 +628,16 @@ def parse_region_info(data: bytes, *, where: str) -> HBaseRegionInfo:
     """
     if data.startswith(PBUF_MAGIC):
         n, pos = read_pb_varint(data, len(PBUF_MAGIC))
+        if n > len(data) - pos:
+            raise CorruptFileError(
+                f"{where}: region info length {n} overruns the file ({len(data) - pos} bytes "
+                "after it)"
+            )
         return _pb_region_info(data[pos : pos + n], where)
     return _writable_region_info(data, where)
 
 
+@_named
 def parse_meta_region_info(data: bytes, *, where: str) -> HBaseRegionInfo:
     """Decode an ``info:regioninfo`` cell of hbase:meta.
 
@@ -584,6 +652,7 @@ def parse_meta_region_info(data: bytes, *, where: str) -> HBaseRegionInfo:
     return _writable_region_info(data, where)
 
 
+@_named
 def parse_table_descriptor(data: bytes, *, where: str) -> TableDescriptor:
     """Decode a ``.tableinfo.*`` file: ``PBUF`` + ``TableSchema``, or a Writable.
 
@@ -603,6 +672,7 @@ def parse_table_descriptor(data: bytes, *, where: str) -> TableDescriptor:
     return _writable_table_descriptor(data, where)
 
 
+@_named
 def parse_reference(data: bytes, *, where: str) -> ReferenceInfo:
     """Decode a Reference file: ``PBUF`` + ``Reference``, or Writable ``bool top | key``.
 

@@ -694,6 +694,7 @@ def import_snapshot(
     max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     progress: ProgressFn | None = None,
+    follow_symlinks: bool = False,
 ) -> ImportReport:
     """Import an HBase snapshot (exported or not) into a new cellstore table.
 
@@ -720,19 +721,24 @@ def import_snapshot(
         max_file_bytes: Output store files roll at about this many uncompressed bytes.
         row_group_cells: Cells per Parquet row group.
         progress: Called with ``(done, total)`` tasks.
+        follow_symlinks: Follow symlinks that lead outside ``root`` (local disk; by
+            default only those inside it are followed, as ``open_snapshot``).
 
     Returns:
         An :class:`ImportReport`.
 
     Raises:
         SnapshotNotFoundError: no such snapshot (the message lists the snapshots).
-        CorruptFileError: a manifest, descriptor or HFile that does not parse.
+        CorruptFileError: a manifest, descriptor or HFile that does not parse, a name in
+            one that breaks HBase's rules, a symlink leading outside ``root``.
         MissingFileError: a store file in none of the places HBase looks.
         UnsupportedFormatError: MOB, encrypted data, ``NEW_VERSION_BEHAVIOR=true``.
         TableExistsError: ``table`` exists (and was not created by this import).
-        InvalidNameError: a bad table name or ``import_id``.
+        InvalidNameError: a bad table, snapshot or ``import_id`` name.
     """
-    source = open_snapshot(root, name, storage_options=storage_options)
+    source = open_snapshot(
+        root, name, storage_options=storage_options, follow_symlinks=follow_symlinks
+    )
     return import_hbase_table(
         source,
         warehouse,
@@ -762,19 +768,23 @@ def import_table(
     max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     progress: ProgressFn | None = None,
+    follow_symlinks: bool = False,
 ) -> ImportReport:
     """Import a table of an HBase root directory (0.94 or 2.x/3.x) into a new table.
 
     As :func:`import_snapshot`, reading the table's region directories instead of a
     manifest. Only flushed data is in the files: import a snapshot of a live cluster, or
     the root of a stopped one. ``name`` is ``ns:table`` (0.94 tables by name).
+    ``follow_symlinks`` as :func:`import_snapshot`.
 
     Raises:
         TableNotFoundError: no such HBase table (the message lists the tables).
         CorruptFileError, MissingFileError, UnsupportedFormatError, TableExistsError,
         InvalidNameError: as :func:`import_snapshot`.
     """
-    source = open_table(root, name, storage_options=storage_options)
+    source = open_table(
+        root, name, storage_options=storage_options, follow_symlinks=follow_symlinks
+    )
     return import_hbase_table(
         source,
         warehouse,

@@ -6,11 +6,16 @@ directories, exported snapshots) and resolves every store file name to the bytes
 References (the top or bottom half of a parent region's file) and bulk-loaded
 ``_SeqId_N_`` files. The result, an :class:`HBaseLayout`, lists regions in key order with
 their resolved files per family; nothing here reads an HFile.
+
+Every name that becomes part of a path (the table or snapshot asked for, and the table,
+region, family and store-file names read from descriptors, manifests and tracker files)
+is checked by :func:`cellstore.hbase.paths.check_name`, and every read goes through
+:class:`cellstore.hbase.paths.RootFiles`, which refuses paths outside the root (symlinks
+included).
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +26,7 @@ import fsspec
 from cellstore.commit import now_ms
 from cellstore.errors import (
     CorruptFileError,
+    InvalidNameError,
     MissingFileError,
     SnapshotNotFoundError,
     TableNotFoundError,
@@ -43,6 +49,21 @@ from cellstore.hbase.descriptors import (
     parse_table_descriptor,
 )
 from cellstore.hbase.meta import read_meta_regions
+from cellstore.hbase.paths import (
+    ARCHIVE,
+    ARCHIVE_094,
+    DATA,
+    MOBDIR,
+    TMP,
+    RootFiles,
+    Segment,
+    StoreFileName,
+    check_name,
+    is_name,
+    listed_name,
+    parse_store_file_name,
+    split_table_name,
+)
 
 __all__ = [
     "HBaseLayout",
@@ -53,16 +74,22 @@ __all__ = [
     "load_table",
 ]
 
-_HFILE: Final = r"[0-9a-f]+(?:_SeqId_[0-9]+_|_del)?"
-_LINK: Final = rf"(?:([_\w]+)=)?([_\w][-_.\w]*)=([a-f0-9]+)-({_HFILE})"
-_LINK_RE: Final = re.compile(rf"^{_LINK}$")
-_REF_RE: Final = re.compile(rf"^({_HFILE}|{_LINK})\.(.+)$")
-_HFILE_RE: Final = re.compile(rf"^{_HFILE}$")
-_MOB_RE: Final = re.compile(rf"^{_HFILE}_{_HFILE}$")
 _TRACK_RE: Final = re.compile(r"^f(1|2)(?:\.([0-9]+))?$")
 _TRACKER_KEY: Final = "hbase.store.file-tracker.impl"
 _MIGRATION_SRC_KEY: Final = "hbase.store.file-tracker.migration.src.impl"
 _CATALOG: Final = frozenset({"-ROOT-", ".META.", "-META-", "hbase:meta", "hbase:namespace"})
+#: Directory names of the layout itself (constants, not read from anywhere).
+_HBASE_VERSION: Final = Segment("hbase.version")
+_TABLEDESC: Final = Segment(".tabledesc")
+_REGIONINFO: Final = Segment(".regioninfo")
+_FILELIST: Final = Segment(".filelist")
+_SNAPSHOTINFO: Final = Segment(".snapshotinfo")
+_DATA_MANIFEST: Final = Segment("data.manifest")
+_SNAPSHOT_DIRS: Final = (Segment(".hbase-snapshot"), Segment(".snapshot"))
+_META_2: Final = (Segment("hbase"), Segment("meta"))
+_META_094: Final = (Segment(".META."), Segment("-META-"))
+_DEFAULT: Final = Segment("default")
+_INFO: Final = Segment("info")
 
 Version = Literal["0.94", "2"]
 
@@ -128,50 +155,30 @@ class HBaseLayout:
 
 
 # --------------------------------------------------------------------------- helpers
-def _version(fs: fsspec.AbstractFileSystem, root: str) -> Version:
+def _version(files: RootFiles) -> Version:
     """0.94 or 2.x: ``hbase.version`` says (PBUF = 0.96+); else ``archive`` vs ``.archive``."""
-    vfile = posixpath.join(root, "hbase.version")
-    if fs.exists(vfile):
-        return "2" if fs.cat_file(vfile).startswith(PBUF_MAGIC) else "0.94"
-    if fs.exists(posixpath.join(root, "archive")) or not fs.exists(
-        posixpath.join(root, ".archive")
-    ):
+    root = files.root
+    vfile = files.join(root, _HBASE_VERSION)
+    if files.exists(vfile):
+        return "2" if files.read(vfile).startswith(PBUF_MAGIC) else "0.94"
+    if files.exists(files.join(root, ARCHIVE)) or not files.exists(files.join(root, ARCHIVE_094)):
         return "2"
     return "0.94"
 
 
-def _split_name(name: str) -> tuple[str, str]:
-    ns, sep, qual = name.partition(":")
-    return (ns, qual) if sep else ("default", name)
+def _table_rel(version: Version, ns: Segment, qual: Segment) -> tuple[Segment, ...]:
+    return (DATA, ns, qual) if version == "2" else (qual,)
 
 
-def _table_rel(version: Version, ns: str, qual: str) -> str:
-    return posixpath.join("data", ns, qual) if version == "2" else qual
-
-
-def _locations(
-    root: str, version: Version, ns: str, qual: str, region: str, family: str, hfile: str
-) -> list[str]:
-    """Where HBase looks for a linked file, in order (``HFileLink`` locations)."""
-    rel = posixpath.join(_table_rel(version, ns, qual), region, family, hfile)
-    tops = ["", "archive", ".tmp", "mobdir"] if version == "2" else ["", ".archive", ".tmp"]
-    return [posixpath.join(root, top, rel) if top else posixpath.join(root, rel) for top in tops]
-
-
-def _read(fs: fsspec.AbstractFileSystem, path: str) -> bytes:
-    data: bytes = fs.cat_file(path)
-    return data
-
-
-def _latest_tableinfo(fs: fsspec.AbstractFileSystem, dirs: Sequence[str]) -> str | None:
+def _latest_tableinfo(files: RootFiles, dirs: Sequence[str]) -> str | None:
     """The newest ``.tableinfo.*`` in the first of ``dirs`` that has one (names sort)."""
     for d in dirs:
-        if not fs.isdir(d):
+        if not files.isdir(d):
             continue
-        names = [posixpath.basename(p) for p in fs.ls(d, detail=False)]
+        names = [listed_name(p) for p in files.ls(d)]
         infos = sorted((n for n in names if n.startswith(".tableinfo")), reverse=True)
         if infos:
-            return posixpath.join(d, infos[0])
+            return files.join(d, infos[0])
     return None
 
 
@@ -179,44 +186,64 @@ def _latest_tableinfo(fs: fsspec.AbstractFileSystem, dirs: Sequence[str]) -> str
 class _Resolver:
     """Turns store-file names of one table into :class:`HFileRef` (layout section 6)."""
 
-    fs: fsspec.AbstractFileSystem
-    root: str
+    files: RootFiles
     version: Version
-    ns: str
-    qual: str
+    ns: Segment
+    qual: Segment
     where: str
 
     def resolve(
-        self, region: str, family: str, listing: StoreFileListing, *, ref_path: str | None
+        self,
+        region: Segment,
+        family: Segment,
+        listing: StoreFileListing,
+        *,
+        source: str,
+        ref_path: str | None,
     ) -> HFileRef:
+        """Resolve one listed name; ``source`` is where the name was read (for messages).
+
+        Raises:
+            CorruptFileError: not a store-file name (or a part of it breaks HBase's
+                rules), a reference without content, a path outside the root.
+            UnsupportedFormatError: a MOB file.
+            MissingFileError: in none of the places HBase looks.
+        """
         name = listing.name
         what = f"{self.where}, region {region}, family {family}: store file {name}"
-        if _MOB_RE.match(name) and not _HFILE_RE.match(name):
+        parsed = parse_store_file_name(name, source=f"{source} (region {region}, family {family})")
+        if parsed.kind == "mob":
             raise UnsupportedFormatError(f"{what} is a MOB file; MOB data is not supported")
-        ref = _REF_RE.match(name)
-        if _LINK_RE.match(name) or _HFILE_RE.match(name):
-            return self._find(name, self._candidates(region, family, name), None, what)
-        if ref is None:
-            raise CorruptFileError(f"{what} is not an hfile, link or reference name")
-        target, parent = ref.group(1), ref.group(ref.lastindex or 1)
+        if parsed.kind != "reference":
+            return self._find(name, self._locations(parsed, region, family), None, what)
         info = listing.reference
         if info is None:
             if ref_path is None:
                 raise CorruptFileError(f"{what}: reference without its content")
-            info = parse_reference(_read(self.fs, ref_path), where=ref_path)
-        return self._find(name, self._candidates(parent, family, target), info, what)
+            info = parse_reference(self.files.read(ref_path), where=ref_path)
+        assert parsed.parent is not None
+        return self._find(name, self._locations(parsed, parsed.parent, family), info, what)
 
-    def _candidates(self, region: str, family: str, name: str) -> list[str]:
-        link = _LINK_RE.match(name)
-        if link:
-            ns, qual, reg, hfile = link.groups()
-            return _locations(self.root, self.version, ns or "default", qual, reg, family, hfile)
-        return _locations(self.root, self.version, self.ns, self.qual, region, family, name)
+    def _locations(self, name: StoreFileName, region: Segment, family: Segment) -> list[str]:
+        """Where HBase looks for a (linked) file, in order (``HFileLink`` locations).
+
+        A link names its own table and region; a plain name or a reference's target is
+        in this table, in ``region`` (the store's, or the reference's parent).
+        """
+        rel = (
+            *_table_rel(self.version, name.namespace or self.ns, name.qualifier or self.qual),
+            name.region or region,
+            family,
+            name.hfile,
+        )
+        tops = [ARCHIVE, TMP, MOBDIR] if self.version == "2" else [ARCHIVE_094, TMP]
+        root = self.files.root
+        return [self.files.join(root, *rel)] + [self.files.join(root, t, *rel) for t in tops]
 
     def _find(self, name: str, tried: list[str], ref: ReferenceInfo | None, what: str) -> HFileRef:
         for path in tried:
             try:
-                size = int(self.fs.size(path))
+                size = self.files.size(path, source=what)
             except FileNotFoundError:
                 continue
             top = None if ref is None else ref.top
@@ -253,96 +280,115 @@ def _tracker(desc: TableDescriptor, fam: FamilyDescriptor) -> str:
     return impl
 
 
-def load_file_list(fs: fsspec.AbstractFileSystem, family_dir: str) -> list[StoreFileListing] | None:
+def load_file_list(files: RootFiles, family_dir: str) -> tuple[list[StoreFileListing], str] | None:
     """The live files of a store per its ``.filelist`` (FILE tracker), or None if it has none.
 
     Tracker files are ``f1.<seq>`` and ``f2.<seq>``; the highest ``<seq>`` with a
     complete file wins, and of its two files the one with the larger
     ``StoreFileList.timestamp`` (``StoreFileListFile#load``). Files cut short are skipped.
 
+    Returns:
+        The files listed, and the tracker file they were read from.
+
     Raises:
         CorruptFileError: a damaged tracker file, more than two for one ``<seq>``, or no
             complete tracker file at all.
     """
-    tdir = posixpath.join(family_dir, ".filelist")
-    if not fs.isdir(tdir):
+    tdir = files.join(family_dir, _FILELIST)
+    if not files.isdir(tdir):
         return None
     groups: dict[int, list[str]] = {}
-    for path in fs.ls(tdir, detail=False):
-        m = _TRACK_RE.match(posixpath.basename(str(path).rstrip("/")))
+    for path in files.ls(tdir):
+        name = listed_name(path)
+        m = _TRACK_RE.match(name)
         if m:
-            groups.setdefault(int(m.group(2) or -1), []).append(str(path))
+            groups.setdefault(int(m.group(2) or -1), []).append(files.join(tdir, name))
     for seq in sorted(groups, reverse=True):
-        paths = sorted(groups[seq], key=posixpath.basename)
+        paths = sorted(groups[seq])
         if len(paths) > 2:
             raise CorruptFileError(
                 f"{tdir}: {len(paths)} store file lists for sequence {seq} (at most 2): "
                 f"{', '.join(paths)}"
             )
-        lists = [parse_store_file_list(_read(fs, p), where=p) for p in paths]
+        lists = [parse_store_file_list(files.read(p), where=p) for p in paths]
         done = [(lst.timestamp, -i, lst) for i, lst in enumerate(lists) if lst is not None]
         if done:
-            return list(max(done, key=lambda d: (d[0], d[1]))[2].files)
+            _, minus_i, best = max(done, key=lambda d: (d[0], d[1]))
+            return list(best.files), paths[-minus_i]
     raise CorruptFileError(f"{tdir}: no complete store file list (f1.*/f2.*) in the directory")
 
 
 def _store_files(
-    fs: fsspec.AbstractFileSystem, fdir: str, *, tracker: str, where: str
-) -> list[tuple[StoreFileListing, str]]:
-    """A store's files with their paths: the ``.filelist`` if any, else the listing.
+    files: RootFiles, fdir: str, *, tracker: str, where: str
+) -> list[tuple[StoreFileListing, str, str]]:
+    """A store's files: the ``.filelist`` if any, else the listing.
+
+    Returns:
+        ``(listing, path, source)`` per file: the path a reference's content is read
+        from, and the file or directory that named it.
 
     Raises:
         MissingFileError: the family uses the FILE tracker but has no ``.filelist``.
+        CorruptFileError: a ``.filelist`` entry that is not a store-file name.
     """
-    if not fs.isdir(fdir):
+    if not files.isdir(fdir):
         return []
-    tracked = load_file_list(fs, fdir)
+    tracked = load_file_list(files, fdir)
     if tracked is not None:
-        return [(f, posixpath.join(fdir, f.name)) for f in tracked]
+        listed, source = tracked
+        return [
+            (f, files.join(fdir, check_name("store file", f.name, source=source)), source)
+            for f in listed
+        ]
     if tracker == "FILE":
         raise MissingFileError(
             f"{where}: {fdir} has no .filelist, but the table descriptor sets "
             f"{_TRACKER_KEY}=FILE (the live store files are only listed there)"
         )
     found = []
-    for d in sorted(fs.ls(fdir, detail=True), key=lambda d: str(d["name"])):
-        name = posixpath.basename(str(d["name"]).rstrip("/"))
+    for d in sorted(files.ls(fdir, detail=True), key=lambda d: str(d["name"])):
+        name = listed_name(str(d["name"]))
         if d["type"] == "directory" or name.startswith("."):
             continue
-        if not d["size"] and not _LINK_RE.match(name):
+        if not d["size"] and not _is_link(name):
             continue  # not a valid store file (StoreFileInfo.isValid)
-        found.append((StoreFileListing(name), str(d["name"])))
+        found.append((StoreFileListing(name), files.join(fdir, name), fdir))
     return found
 
 
+def _is_link(name: str) -> bool:
+    return is_name("store file", name) and parse_store_file_name(name, source="").kind == "link"
+
+
 def _meta_online(
-    fs: fsspec.AbstractFileSystem, root: str, version: Version, table: str, where: str
+    files: RootFiles, version: Version, table: str, where: str
 ) -> list[HBaseRegionInfo] | None:
     """The online regions of ``table`` per the catalog's HFiles; None if it lists none.
 
     The catalog is ``data/hbase/meta`` (0.96+) or ``.META.`` (``-META-`` before 0.92
     final) in a 0.94 root; its rows are read by :func:`read_meta_regions`.
     """
+    root = files.root
     if version == "2":
-        ns, qual = "hbase", "meta"
+        ns, qual = _META_2
     else:
-        ns = "default"
-        qual = next(
-            (q for q in (".META.", "-META-") if fs.isdir(posixpath.join(root, q))), ".META."
-        )
-    mdir = posixpath.join(root, _table_rel(version, ns, qual))
-    if not fs.isdir(mdir):
+        ns = _DEFAULT
+        qual = next((q for q in _META_094 if files.isdir(files.join(root, q))), _META_094[0])
+    mdir = files.join(root, *_table_rel(version, ns, qual))
+    if not files.isdir(mdir):
         return None
-    resolver = _Resolver(fs, root, version, ns, qual, f"{table} in the catalog of {root}")
+    resolver = _Resolver(files, version, ns, qual, f"{table} in the catalog of {root}")
     paths: list[str] = []
-    for rdir in sorted(fs.ls(mdir, detail=False)):
-        region = posixpath.basename(str(rdir).rstrip("/"))
-        if region.startswith(".") or not fs.isdir(rdir):
-            continue
-        fdir = posixpath.join(rdir, "info")
-        for listing, path in _store_files(fs, fdir, tracker="DEFAULT", where=where):
-            paths.append(resolver.resolve(region, "info", listing, ref_path=path).path)
-    regions = read_meta_regions(fs, paths, table, now_ms=now_ms())
+    for rdir in sorted(files.ls(mdir)):
+        name = listed_name(rdir)
+        if not is_name("region", name):
+            continue  # not a region directory (FSUtils.RegionDirFilter)
+        region = check_name("region", name, source=mdir)
+        fdir = files.join(mdir, region, _INFO)
+        for listing, path, source in _store_files(files, fdir, tracker="DEFAULT", where=where):
+            ref = resolver.resolve(region, _INFO, listing, source=source, ref_path=path)
+            paths.append(ref.path)
+    regions = read_meta_regions(files.fs, paths, table, now_ms=now_ms())
     if not regions:
         return None
     return [m.info for m in regions if m.online]
@@ -378,18 +424,32 @@ def _newest_cover(infos: list[HBaseRegionInfo]) -> list[HBaseRegionInfo]:
     return kept
 
 
-def _check_descriptor(desc: TableDescriptor, where: str) -> None:
+def _check_descriptor(desc: TableDescriptor, where: str, *, source: str) -> dict[str, Segment]:
+    """Refuse encrypted families; the family names, checked (``source``: the descriptor).
+
+    Raises:
+        CorruptFileError: a family name that breaks HBase's rules (names ``source``).
+        UnsupportedFormatError: an encrypted family.
+    """
+    names = {}
     for fam in desc.families:
+        names[fam.name] = check_name("family", fam.name, source=source)
         if fam.is_encrypted:
             raise UnsupportedFormatError(
                 f"{where}: family {fam.name} is encrypted (ENCRYPTION="
                 f"{fam.attributes['ENCRYPTION']}); encrypted HFiles are not supported"
             )
+    return names
 
 
 # --------------------------------------------------------------------------- tables
 def load_table(
-    fs: fsspec.AbstractFileSystem, root: str, table: str, *, use_meta: bool = True
+    fs: fsspec.AbstractFileSystem,
+    root: str,
+    table: str,
+    *,
+    use_meta: bool = True,
+    follow_symlinks: bool = False,
 ) -> HBaseLayout:
     """A table of a root directory (0.94 or 2.x/3.x; a copy of one is fine).
 
@@ -401,73 +461,90 @@ def load_table(
     else those in its directory. Data in WALs or memstores is not visible (flush first,
     or read a snapshot).
 
+    Every name that becomes a path is checked by HBase's naming rules, and nothing
+    outside ``root`` is read: a symlink leading out of it is refused unless
+    ``follow_symlinks`` (:mod:`cellstore.hbase.paths`).
+
     Raises:
+        InvalidNameError: ``table`` is not a valid HBase table name.
         TableNotFoundError: no such table under ``root`` (the message lists the tables).
         UnsupportedFormatError: a catalog table, MOB or encrypted data.
         MissingFileError: a store file is missing from every location HBase looks in, a
             region hbase:meta lists has no directory, or a FILE-tracked store has no
             ``.filelist``.
         CorruptFileError: a descriptor, region info or file list does not parse, regions
-            do not tile.
+            do not tile, a name read from a file breaks HBase's rules, or a path leads
+            outside the root.
     """
-    version = _version(fs, root)
-    ns, qual = _split_name(table)
-    if table in _CATALOG or (version == "0.94" and qual in _CATALOG):
+    files = RootFiles(fs, root, follow_symlinks=follow_symlinks)
+    root = files.root
+    version = _version(files)
+    if table in _CATALOG or (version == "0.94" and table.rpartition(":")[2] in _CATALOG):
         raise UnsupportedFormatError(f"{root}: catalog table {table} cannot be read")
+    ns, qual = split_table_name(
+        table, source=f"HBase table argument for {root}", error=InvalidNameError
+    )
     if version == "0.94" and ns != "default":
-        qual = f"{ns}.{qual}"  # 0.94 has no namespaces; 0.96 maps "a.b" to a:b only on upgrade
-        ns = "default"
-    tdir = posixpath.join(root, _table_rel(version, ns, qual))
+        # 0.94 has no namespaces; 0.96 maps "a.b" to a:b only on upgrade
+        qual = check_name("table", f"{ns}.{qual}", source=f"HBase table {table}")
+        ns = _DEFAULT
+    tdir = files.join(root, *_table_rel(version, ns, qual))
     where = f"HBase table {table} in {root}"
-    info = _latest_tableinfo(fs, [posixpath.join(tdir, ".tabledesc"), tdir])
+    info = _latest_tableinfo(files, [files.join(tdir, _TABLEDESC), tdir])
     if info is None:
         raise TableNotFoundError(
             f"{root}: no HBase table {table!r} (no {tdir}/.tabledesc); tables: "
-            f"{', '.join(list_tables(fs, root)) or 'none'}"
+            f"{', '.join(list_tables(files)) or 'none'}"
         )
-    desc = parse_table_descriptor(_read(fs, info), where=info)
-    _check_descriptor(desc, where)
-    infos: dict[str, HBaseRegionInfo] = {}
-    online = _meta_online(fs, root, version, desc.name, where) if use_meta else None
+    desc = parse_table_descriptor(files.read(info), where=info)
+    families = _check_descriptor(desc, where, source=info)
+    infos: dict[Segment, HBaseRegionInfo] = {}
+    online = _meta_online(files, version, desc.name, where) if use_meta else None
     if online is not None:
         for r in online:
-            rdir = posixpath.join(tdir, r.encoded)
-            if not fs.isdir(rdir):
+            enc = check_name("region", r.encoded, source=f"hbase:meta of {root}")
+            rdir = files.join(tdir, enc)
+            if not files.isdir(rdir):
                 raise MissingFileError(
                     f"{where}: hbase:meta (as flushed to its HFiles) lists region {r.encoded} "
                     f"[{r.start!r}, {r.end!r}) but {rdir} does not exist; flush hbase:meta, "
                     "read a snapshot, or pass use_meta=False"
                 )
-            infos[r.encoded] = r
+            infos[enc] = r
         kept = list(infos.values())
     else:
-        for entry in fs.ls(tdir, detail=False):
-            rfile = posixpath.join(entry, ".regioninfo")
-            if posixpath.basename(entry).startswith(".") or not fs.exists(rfile):
+        for entry in files.ls(tdir):
+            name = listed_name(entry)
+            if not is_name("region", name):
+                continue  # not a region directory (FSUtils.RegionDirFilter)
+            enc = check_name("region", name, source=tdir)
+            rfile = files.join(tdir, enc, _REGIONINFO)
+            if not files.exists(rfile):
                 continue
-            r = parse_region_info(_read(fs, rfile), where=rfile)
-            infos[posixpath.basename(entry)] = r
+            infos[enc] = parse_region_info(files.read(rfile), where=rfile)
         kept = _newest_cover([r for r in infos.values() if r.replica_id == 0])
-    resolver = _Resolver(fs, root, version, ns, qual, where)
+    resolver = _Resolver(files, version, ns, qual, where)
     regions = []
     by_info = {id(r): d for d, r in infos.items()}
     for r in kept:
-        rdir = posixpath.join(tdir, by_info[id(r)])
-        files = {}
+        enc = by_info[id(r)]
+        rdir = files.join(tdir, enc)
+        found = {}
         for fam in desc.families:
+            fname = families[fam.name]
             listed = _store_files(
-                fs,
-                posixpath.join(rdir, fam.name),
+                files,
+                files.join(rdir, fname),
                 tracker=_tracker(desc, fam),
-                where=f"{where}, region {by_info[id(r)]}, family {fam.name}",
+                where=f"{where}, region {enc}, family {fam.name}",
             )
             if listed and fam.is_mob:
                 raise UnsupportedFormatError(f"{where}: family {fam.name} is a MOB family")
-            files[fam.name] = tuple(
-                resolver.resolve(by_info[id(r)], fam.name, listing, ref_path=path)
-                for listing, path in listed
+            found[fam.name] = tuple(
+                resolver.resolve(enc, fname, listing, source=source, ref_path=path)
+                for listing, path, source in listed
             )
-        regions.append(RegionFiles(r, files))
+        regions.append(RegionFiles(r, found))
     if online is None:
         return HBaseLayout(root, version, desc, _tile(regions, where))
     try:
@@ -480,45 +557,64 @@ def load_table(
     return HBaseLayout(root, version, desc, tiled, regions_from="hbase:meta")
 
 
-def list_tables(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
-    """Names of the user tables of a root directory (``ns:t``, or ``t`` in default)."""
-    version = _version(fs, root)
+def list_tables(files: RootFiles) -> list[str]:
+    """Names of the user tables of a root directory (``ns:t``, or ``t`` in default).
+
+    Directories that are not valid names, or lead outside the root, are left out.
+    """
+    root = files.root
     out = []
-    if version == "2":
-        data = posixpath.join(root, "data")
-        if fs.isdir(data):
-            for nsdir in fs.ls(data, detail=False):
-                ns = posixpath.basename(nsdir)
-                if ns == "hbase" or not fs.isdir(nsdir):
+    if _version(files) == "2":
+        data = files.join(root, DATA)
+        if files.isdir(data):
+            for nsdir in files.ls(data):
+                ns = listed_name(nsdir)
+                if ns == "hbase" or not is_name("namespace", ns):
                     continue
-                for tdir in fs.ls(nsdir, detail=False):
-                    if fs.isdir(posixpath.join(tdir, ".tabledesc")):
-                        t = posixpath.basename(tdir)
+                nsdir = files.join(data, check_name("namespace", ns, source=data))
+                if files.outside(nsdir) is not None or not files.isdir(nsdir):
+                    continue
+                for tdir in files.ls(nsdir):
+                    t = listed_name(tdir)
+                    if not is_name("table", t):
+                        continue
+                    desc = files.join(nsdir, check_name("table", t, source=nsdir), _TABLEDESC)
+                    if files.outside(desc) is None and files.isdir(desc):
                         out.append(t if ns == "default" else f"{ns}:{t}")
     else:
-        for tdir in fs.ls(root, detail=False):
-            t = posixpath.basename(tdir)
-            if t in _CATALOG or t.startswith("."):
+        for tdir in files.ls(root):
+            t = listed_name(tdir)
+            if t in _CATALOG or not is_name("table", t):
                 continue
-            if _latest_tableinfo(fs, [tdir]) is not None:
+            path = files.join(root, check_name("table", t, source=root))
+            if files.outside(path) is None and _latest_tableinfo(files, [path]) is not None:
                 out.append(t)
     return sorted(out)
 
 
 # --------------------------------------------------------------------------- snapshots
-def list_snapshots(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
-    """Names of the completed snapshots under ``root`` (``.hbase-snapshot``, ``.snapshot``)."""
+def list_snapshots(files: RootFiles) -> list[str]:
+    """Names of the completed snapshots under the root (``.hbase-snapshot``, ``.snapshot``).
+
+    Directories that are not valid names, or lead outside the root, are left out.
+    """
     out = set()
-    for top in (".hbase-snapshot", ".snapshot"):
-        d = posixpath.join(root, top)
-        if fs.isdir(d):
-            for p in fs.ls(d, detail=False):
-                if fs.exists(posixpath.join(p, ".snapshotinfo")):
-                    out.add(posixpath.basename(p))
+    for top in _SNAPSHOT_DIRS:
+        d = files.join(files.root, top)
+        if files.isdir(d):
+            for p in files.ls(d):
+                name = listed_name(p)
+                if not is_name("snapshot", name):
+                    continue
+                info = files.join(d, check_name("snapshot", name, source=d), _SNAPSHOTINFO)
+                if files.outside(info) is None and files.exists(info):
+                    out.add(name)
     return sorted(out)
 
 
-def load_snapshot(fs: fsspec.AbstractFileSystem, root: str, name: str) -> HBaseLayout:
+def load_snapshot(
+    fs: fsspec.AbstractFileSystem, root: str, name: str, *, follow_symlinks: bool = False
+) -> HBaseLayout:
     """A snapshot of a root directory or an ``ExportSnapshot`` output (layout section 8).
 
     v2 snapshots read ``data.manifest`` (or the ``region-manifest.*`` files with the
@@ -526,87 +622,115 @@ def load_snapshot(fs: fsspec.AbstractFileSystem, root: str, name: str) -> HBaseL
     Split parents, replicas and the MOB region are skipped; file names resolve like
     HFileLinks to the snapshot's table (table directory, then archive).
 
+    Every name that becomes a path is checked by HBase's naming rules, and nothing
+    outside ``root`` is read: a symlink leading out of it is refused unless
+    ``follow_symlinks`` (:mod:`cellstore.hbase.paths`).
+
     Raises:
+        InvalidNameError: ``name`` is not a valid HBase snapshot name.
         SnapshotNotFoundError: no such snapshot (the message lists the snapshots).
-        CorruptFileError: a manifest or info file that does not parse.
+        CorruptFileError: a manifest or info file that does not parse, a name in one that
+            breaks HBase's rules, or a path that leads outside the root.
         MissingFileError: a store file is missing from every location.
         UnsupportedFormatError: MOB or encrypted data.
     """
+    files = RootFiles(fs, root, follow_symlinks=follow_symlinks)
+    root = files.root
+    seg = check_name(
+        "snapshot", name, source=f"HBase snapshot argument for {root}", error=InvalidNameError
+    )
     snap = None
-    for top in (".hbase-snapshot", ".snapshot"):
-        d = posixpath.join(root, top, name)
-        if fs.exists(posixpath.join(d, ".snapshotinfo")):
+    for top in _SNAPSHOT_DIRS:
+        d = files.join(root, top, seg)
+        if files.exists(files.join(d, _SNAPSHOTINFO)):
             snap = d
             break
     if snap is None:
         raise SnapshotNotFoundError(
             f"{root}: no HBase snapshot {name!r} (looked in .hbase-snapshot/ and .snapshot/); "
-            f"snapshots: {', '.join(list_snapshots(fs, root)) or 'none'}"
+            f"snapshots: {', '.join(list_snapshots(files)) or 'none'}"
         )
-    version = _version(fs, root)
-    info_path = posixpath.join(snap, ".snapshotinfo")
-    info = parse_snapshot_info(_read(fs, info_path), where=info_path)
+    version = _version(files)
+    info_path = files.join(snap, _SNAPSHOTINFO)
+    info = parse_snapshot_info(files.read(info_path), where=info_path)
     where = f"HBase snapshot {name} in {root}"
-    manifests: list[tuple[HBaseRegionInfo, dict[str, list[StoreFileListing]]]] = []
+    manifests: list[tuple[HBaseRegionInfo, dict[str, list[StoreFileListing]], str]] = []
     ref_dirs: dict[str, str] = {}
-    data_manifest = posixpath.join(snap, "data.manifest")
-    if info.version == 2 and fs.exists(data_manifest):
-        desc, manifests = parse_data_manifest(_read(fs, data_manifest), where=data_manifest)
+    data_manifest = files.join(snap, _DATA_MANIFEST)
+    if info.version == 2 and files.exists(data_manifest):
+        desc, regions_read = parse_data_manifest(files.read(data_manifest), where=data_manifest)
+        manifests = [(r, fams, data_manifest) for r, fams in regions_read]
+        desc_source = data_manifest
     else:
-        tinfo = _latest_tableinfo(fs, [posixpath.join(snap, ".tabledesc"), snap])
+        tinfo = _latest_tableinfo(files, [files.join(snap, _TABLEDESC), snap])
         if tinfo is None:
             raise CorruptFileError(f"{where}: no data.manifest and no table descriptor")
-        desc = parse_table_descriptor(_read(fs, tinfo), where=tinfo)
-        for p in sorted(fs.ls(snap, detail=False)):
-            base = posixpath.basename(p)
+        desc = parse_table_descriptor(files.read(tinfo), where=tinfo)
+        desc_source = tinfo
+        for p in sorted(files.ls(snap)):
+            base = listed_name(p)
+            path = files.join(snap, base)
             if base.startswith("region-manifest."):
-                manifests.append(parse_region_manifest(_read(fs, p), where=p))
-            elif fs.exists(posixpath.join(p, ".regioninfo")):
-                manifests.append(_v1_region(fs, p))
-                ref_dirs[manifests[-1][0].encoded] = p
-    _check_descriptor(desc, where)
-    table = desc.name if desc.qualifier else info.table
-    ns, qual = _split_name(table)
-    resolver = _Resolver(fs, root, version, ns, qual, where)
+                region, fams = parse_region_manifest(files.read(path), where=path)
+                manifests.append((region, fams, path))
+            elif is_name("region", base) and files.exists(files.join(path, _REGIONINFO)):
+                region, fams = _v1_region(files, path)
+                manifests.append((region, fams, path))
+                ref_dirs[region.encoded] = path
+    families = _check_descriptor(desc, where, source=desc_source)
+    if desc.qualifier:
+        ns = check_name("namespace", desc.namespace, source=desc_source)
+        qual = check_name("table", desc.qualifier, source=desc_source)
+    else:
+        ns, qual = split_table_name(info.table, source=info_path)
+    resolver = _Resolver(files, version, ns, qual, where)
     regions = []
-    for region, fams in manifests:
+    for region, fams, source in manifests:
         if region.is_split_parent or region.replica_id != 0:
             continue
         if region.start == b".mob" and region.region_id == 0:
             continue  # the MOB region (MobUtils.getMobRegionInfo)
-        files = {}
+        enc = check_name("region", region.encoded, source=source)
+        found = {}
         for fam in desc.families:
+            fname = families[fam.name]
             listed = fams.get(fam.name, [])
             if listed and fam.is_mob:
                 raise UnsupportedFormatError(f"{where}: family {fam.name} is a MOB family")
             rdir = ref_dirs.get(region.encoded)
-            files[fam.name] = tuple(
+            found[fam.name] = tuple(
                 resolver.resolve(
-                    region.encoded,
-                    fam.name,
+                    enc,
+                    fname,
                     f,
-                    ref_path=None if rdir is None else posixpath.join(rdir, fam.name, f.name),
+                    source=source,
+                    ref_path=None
+                    if rdir is None
+                    else files.join(rdir, fname, check_name("store file", f.name, source=source)),
                 )
                 for f in listed
             )
-        regions.append(RegionFiles(region, files))
+        regions.append(RegionFiles(region, found))
     return HBaseLayout(root, version, desc, _tile(regions, where), info, "manifest")
 
 
 def _v1_region(
-    fs: fsspec.AbstractFileSystem, rdir: str
+    files: RootFiles, rdir: str
 ) -> tuple[HBaseRegionInfo, dict[str, list[StoreFileListing]]]:
     """A v1 snapshot region directory: ``.regioninfo`` and one directory per family."""
-    rfile = posixpath.join(rdir, ".regioninfo")
-    region = parse_region_info(_read(fs, rfile), where=rfile)
+    rfile = files.join(rdir, _REGIONINFO)
+    region = parse_region_info(files.read(rfile), where=rfile)
     fams: dict[str, list[StoreFileListing]] = {}
-    for p in sorted(fs.ls(rdir, detail=False)):
-        fam = posixpath.basename(p)
-        if fam.startswith(".") or not fs.isdir(p):
+    for p in sorted(files.ls(rdir)):
+        fam = listed_name(p)
+        if not is_name("family", fam):
+            continue  # not a family directory (FSUtils.FamilyDirFilter)
+        fdir = files.join(rdir, check_name("family", fam, source=rdir))
+        if not files.isdir(fdir):
             continue
         fams[fam] = [
-            StoreFileListing(posixpath.basename(f))
-            for f in sorted(fs.ls(p, detail=False))
-            if not posixpath.basename(f).startswith(".")
+            StoreFileListing(n)
+            for n in sorted(listed_name(f) for f in files.ls(fdir))
+            if not n.startswith(".")
         ]
     return region, fams

@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.family import Family
+from cellstore.core.keys import to_string_binary
 from cellstore.core.semantics import ReadSpec, merge_resolve
-from cellstore.errors import MissingFileError
+from cellstore.errors import CorruptFileError, MissingFileError
 from cellstore.hbase.descriptors import HBaseRegionInfo, parse_meta_region_info
 from cellstore.storefiles.hfile.reader import HFileReader
 
@@ -76,11 +77,13 @@ def read_meta_regions(
 
     Raises:
         MissingFileError: a file is gone.
-        CorruptFileError: a file or a ``regioninfo`` cell does not parse.
+        CorruptFileError: a file or a ``regioninfo`` cell does not parse (the message
+            names the file and the meta row).
     """
     prefix = table.encode("utf-8") + b","
     runs: list[pa.Table] = []
     seqs: list[int] = []
+    run_paths: list[str] = []
     for path in files:
         try:
             reader = HFileReader(fs, path, where=path)
@@ -111,6 +114,7 @@ def read_meta_regions(
             ],
         )
         runs.append(cells.take(order))
+        run_paths.append(path)
         max_seq = reader.decoded_file_info().get("MAX_SEQ_ID_KEY")
         seqs.append(max_seq if isinstance(max_seq, int) else -1)
     if not runs:
@@ -132,14 +136,41 @@ def read_meta_regions(
         if i + 1 == len(rows) or rows[i + 1] != row:
             info = current.get(b"regioninfo")
             if info is not None:
-                where = f"hbase:meta row {row!r}"
                 state = current.get(b"state")
                 out.append(
                     MetaRegion(
-                        parse_meta_region_info(info, where=where),
+                        _region_info(info, row, runs, run_paths),
                         None if state is None else state.decode("utf-8", "replace"),
                         b"splitA" in current or b"splitB" in current,
                     )
                 )
             current = {}
     return out
+
+
+def _region_info(
+    value: bytes, row: bytes, runs: Sequence[pa.Table], paths: Sequence[str]
+) -> HBaseRegionInfo:
+    """Decode one ``info:regioninfo``; a failure names the meta row and its file(s)."""
+    where = f"hbase:meta row {to_string_binary(row)!r}"
+    try:
+        return parse_meta_region_info(value, where=where)
+    except CorruptFileError as e:
+        # Only on failure: which of the catalog's files holds this cell.
+        holders = [
+            path
+            for run, path in zip(runs, paths, strict=True)
+            if pc.any(
+                pc.and_(
+                    pc.and_(
+                        pc.equal(run.column("row"), pa.scalar(row, pa.binary())),
+                        pc.equal(run.column("qualifier"), pa.scalar(b"regioninfo", pa.binary())),
+                    ),
+                    pc.equal(run.column("value"), pa.scalar(value, pa.binary())),
+                )
+            ).as_py()
+        ]
+        raise CorruptFileError(
+            f"{', '.join(holders) or 'hbase:meta'}: {where}: info:regioninfo does not parse "
+            f"({str(e).removeprefix(where + ': ')})"
+        ) from e

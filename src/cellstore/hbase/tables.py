@@ -486,6 +486,7 @@ def open_table(
     *,
     storage_options: Mapping[str, Any] | None = None,
     use_meta: bool = True,
+    follow_symlinks: bool = False,
 ) -> HBaseTable:
     """Open a table of an HBase root directory (0.94 or 2.x/3.x, or a copy of one).
 
@@ -500,20 +501,30 @@ def open_table(
         use_meta: Take a 2.x/3.x root's regions from ``hbase:meta`` when it lists them;
             False lists the region directories instead (e.g. when meta was not flushed
             since the last split).
+        follow_symlinks: Follow symlinks that lead outside ``root`` (local disk); by
+            default only those that stay inside it are followed (``docs/hbase.md``,
+            "Untrusted input").
 
     Raises:
+        InvalidNameError: ``table`` breaks HBase's naming rules.
         TableNotFoundError: no such table (the message lists the tables found).
         MissingFileError: a store file is in none of the places HBase looks, a region
             meta lists has no directory, a FILE-tracked store has no ``.filelist``.
-        CorruptFileError: a descriptor, region info or file list that does not parse.
+        CorruptFileError: a descriptor, region info or file list that does not parse, a
+            name in one that breaks HBase's rules, a symlink leading outside ``root``.
         UnsupportedFormatError: MOB, encrypted data or a catalog table.
     """
     fs, path = resolve_filesystem(root, storage_options=storage_options)
-    return HBaseTable(fs, load_table(fs, path, table, use_meta=use_meta))
+    layout = load_table(fs, path, table, use_meta=use_meta, follow_symlinks=follow_symlinks)
+    return HBaseTable(fs, layout)
 
 
 def open_snapshot(
-    root: str, name: str, *, storage_options: Mapping[str, Any] | None = None
+    root: str,
+    name: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    follow_symlinks: bool = False,
 ) -> HBaseTable:
     """Open a snapshot of an HBase root directory, or an exported snapshot.
 
@@ -522,12 +533,15 @@ def open_snapshot(
             early 0.94), e.g. an ``ExportSnapshot`` target.
         name: The snapshot name.
         storage_options: fsspec options for ``root``'s filesystem.
+        follow_symlinks: Follow symlinks that lead outside ``root`` (as :func:`open_table`).
 
     Raises:
+        InvalidNameError: ``name`` breaks HBase's naming rules for snapshots.
         SnapshotNotFoundError: no such snapshot (the message lists the snapshots found).
-        CorruptFileError: a manifest that does not parse.
+        CorruptFileError: a manifest that does not parse, a name in it that breaks
+            HBase's rules, a symlink leading outside ``root``.
         MissingFileError: a store file is in none of the places HBase looks.
         UnsupportedFormatError: MOB or encrypted data.
     """
     fs, path = resolve_filesystem(root, storage_options=storage_options)
-    return HBaseTable(fs, load_snapshot(fs, path, name))
+    return HBaseTable(fs, load_snapshot(fs, path, name, follow_symlinks=follow_symlinks))
