@@ -601,11 +601,15 @@ class TableMetadata:
                 Region(r["id"], _unhex(r["start"]), _unhex(r["end"])) for r in d["regions"]
             )
             check_regions(regions)
+            families = tuple(Family.from_dict(f) for f in d["families"])
+            _check_unique_families(families)
+            row_key = RowKeySpec.from_dict(d["row-key"]) if d.get("row-key") else None
+            _check_salt(d["salt-buckets"], row_key)
             return cls(
                 table_uuid=d["table-uuid"],
                 name=d["name"],
                 version=int(d["version"]),
-                families=tuple(Family.from_dict(f) for f in d["families"]),
+                families=families,
                 regions=regions,
                 salt_buckets=d["salt-buckets"],
                 files=tuple(FileEntry.from_dict(f) for f in d["files"]) if version == 1 else (),
@@ -614,7 +618,7 @@ class TableMetadata:
                 last_history=HistoryEntry.from_dict(d["history"]),
                 load_ids=tuple(d.get("load-ids", ())),
                 properties=dict(d.get("properties", {})),
-                row_key=RowKeySpec.from_dict(d["row-key"]) if d.get("row-key") else None,
+                row_key=row_key,
                 snapshots={
                     str(name): SnapshotRef.from_dict(ref)
                     for name, ref in (d.get("snapshots") or {}).items()
@@ -756,6 +760,26 @@ def _check_types(d: Mapping[str, Any]) -> None:
         raise TypeError("properties are not all strings")
     if not all(isinstance(v, str) for v in d.get("load-ids") or ()):
         raise TypeError("load-ids are not all strings")
+
+
+def _check_unique_families(families: Sequence[Family]) -> None:
+    """Raise ValueError if two families share a name (lookups would see only the first)."""
+    names = [f.name for f in families]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"family {twice[0]!r} is listed twice")
+
+
+def _check_salt(buckets: int | None, row_key: RowKeySpec | None) -> None:
+    """Raise ValueError if the row-key spec salts keys differently from the table.
+
+    Loads by spec salt with the spec's bucket count, ``load_cells`` and scans with the
+    table's: a difference would store rows where no read by key looks.
+    """
+    if row_key is not None and row_key.salt_buckets != buckets:
+        raise ValueError(
+            f"row-key spec salt-buckets {row_key.salt_buckets!r} != table salt-buckets {buckets!r}"
+        )
 
 
 def _is(value: Any, types: tuple[type, ...]) -> bool:
