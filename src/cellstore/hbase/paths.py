@@ -135,7 +135,7 @@ _CHECKS: Final = {
 
 def _shown(name: object) -> str:
     text = repr(name)
-    return text if len(text) <= 80 else f"{text[:60]}...({len(text)} chars)"
+    return text if len(text) <= 200 else f"{text[:160]}...({len(text)} chars)"
 
 
 def _one_segment(name: str) -> bool:
