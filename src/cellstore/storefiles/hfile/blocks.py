@@ -16,6 +16,8 @@ off    size  field
 =====  ====  ===================================================================
 
 Without HBase checksums (v2.0) the header is 24 bytes and the payload fills the rest.
+Every size in a header is checked before it is used (:func:`parse_header`), and the
+payload decompresses to at most the stated size (:mod:`.codecs`).
 Pure: no I/O; :func:`decode_block` works on bytes already read.
 """
 
@@ -35,6 +37,7 @@ from cellstore.storefiles.hfile.checksums import (
     find_checksum_mismatch,
 )
 from cellstore.storefiles.hfile.codecs import decompress
+from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES
 
 __all__ = [
     "BLOCK_MAGICS",
@@ -117,30 +120,51 @@ class Block:
 
 
 def parse_header(
-    buf: bytes | memoryview, pos: int, *, offset: int, header_size: int, where: str
+    buf: bytes | memoryview,
+    pos: int,
+    *,
+    offset: int,
+    header_size: int,
+    where: str,
+    max_block_bytes: int = MAX_BLOCK_BYTES,
 ) -> BlockHeader:
     """Parse the block header at ``buf[pos]`` (the block sits at file ``offset``).
+
+    Every size is checked before it is used: none negative, the data size between the
+    header and the on-disk size, and the on-disk and uncompressed sizes at most
+    ``max_block_bytes`` (:data:`~cellstore.storefiles.hfile.limits.MAX_BLOCK_BYTES`).
 
     Raises:
         CorruptFileError: on a short buffer, an unknown magic or inconsistent sizes.
     """
-    if pos + header_size > len(buf):
+    if pos < 0 or pos + header_size > len(buf):
         raise CorruptFileError(f"{where}: truncated block header at offset {offset}")
     magic, on_disk, uncompressed, prev = _BASE.unpack_from(buf, pos)
     block_type = BLOCK_MAGICS.get(magic)
     if block_type is None:
         raise CorruptFileError(f"{where}: bad block magic {magic!r} at offset {offset}")
+    if on_disk < 0 or uncompressed < 0:
+        raise CorruptFileError(
+            f"{where}: {block_type} block at offset {offset} has negative sizes "
+            f"(onDiskSizeWithoutHeader {on_disk}, uncompressedSizeWithoutHeader {uncompressed})"
+        )
     if header_size == 33:
         ctype, per_chunk, data_size = _CHECKSUM.unpack_from(buf, pos + 24)
         if data_size < header_size or data_size > header_size + on_disk or per_chunk < 0:
             raise CorruptFileError(
-                f"{where}: block at offset {offset} has inconsistent sizes "
-                f"(onDiskDataSizeWithHeader {data_size}, onDiskSizeWithoutHeader {on_disk})"
+                f"{where}: {block_type} block at offset {offset} has inconsistent sizes "
+                f"(onDiskDataSizeWithHeader {data_size}, onDiskSizeWithoutHeader {on_disk}, "
+                f"bytesPerChecksum {per_chunk})"
             )
     else:
         ctype, per_chunk, data_size = 0, 0, header_size + on_disk
-    if on_disk < 0 or uncompressed < 0:
-        raise CorruptFileError(f"{where}: block at offset {offset} has negative sizes")
+    biggest = max(on_disk, uncompressed)
+    if biggest > max_block_bytes:
+        raise CorruptFileError(
+            f"{where}: {block_type} block at offset {offset} claims {biggest} bytes "
+            f"(onDiskSizeWithoutHeader {on_disk}, uncompressedSizeWithoutHeader {uncompressed}), "
+            f"more than the {max_block_bytes}-byte block limit"
+        )
     return BlockHeader(
         offset=offset,
         block_type=block_type,
@@ -163,14 +187,24 @@ def check_block(
     where: str,
     verify: bool = True,
     expect: str | None = None,
+    max_block_bytes: int = MAX_BLOCK_BYTES,
 ) -> BlockHeader:
     """Parse and verify the block at ``buf[pos]`` without decompressing its payload.
 
     The on-disk payload is ``buf[pos + header_size : pos + on_disk_data_size_with_header]``
-    (the uncompressed payload itself for an uncompressed file). Args and raises as
-    :func:`decode_block`.
+    (the uncompressed payload itself for an uncompressed file). With ``verify``, the
+    checksum bytes must be exactly one 4-byte sum per ``bytesPerChecksum`` chunk (all zero
+    for the NULL type, as ``ChecksumUtil.generateChecksums`` leaves them) and every sum
+    must match. Args and raises as :func:`decode_block`.
     """
-    header = parse_header(buf, pos, offset=offset, header_size=header_size, where=where)
+    header = parse_header(
+        buf,
+        pos,
+        offset=offset,
+        header_size=header_size,
+        where=where,
+        max_block_bytes=max_block_bytes,
+    )
     if expect is not None and header.block_type != expect:
         raise CorruptFileError(
             f"{where}: expected a {expect} block at offset {offset}, found {header.block_type}"
@@ -178,31 +212,45 @@ def check_block(
     end = pos + header.on_disk_size
     if end > len(buf):
         raise CorruptFileError(
-            f"{where}: block at offset {offset} is truncated ({len(buf) - pos} of "
-            f"{header.on_disk_size} bytes)"
+            f"{where}: {header.block_type} block at offset {offset} is truncated "
+            f"({len(buf) - pos} of {header.on_disk_size} bytes)"
         )
     data_end = pos + header.on_disk_data_size_with_header
-    if verify and header.checksum_type != 0:
-        view = memoryview(buf)
-        try:
-            bad = find_checksum_mismatch(
-                view[pos:data_end],
-                view[data_end:end],
-                code=header.checksum_type,
-                bytes_per_checksum=header.bytes_per_checksum,
-            )
-        except KeyError:
-            raise CorruptFileError(
-                f"{where}: block at offset {offset} has unknown checksum type "
-                f"{header.checksum_type}"
-            ) from None
-        if bad is not None:
-            raise CorruptFileError(
-                f"{where}: {header.checksum_name} checksum mismatch in the "
-                f"{header.block_type} block at offset {offset} (chunk {bad.chunk}): expected "
-                f"0x{bad.expected & 0xFFFFFFFF:08x}, actual 0x{bad.actual:08x}"
-            )
+    if verify and header_size == 33:
+        _check_sums(memoryview(buf), pos, data_end, end, header, where)
     return header
+
+
+def _check_sums(
+    view: memoryview, pos: int, data_end: int, end: int, header: BlockHeader, where: str
+) -> None:
+    """Raise unless the checksum bytes of a block are laid out right and match."""
+    what = f"{where}: {header.block_type} block at offset {header.offset}"
+    ctype, step = header.checksum_type, header.bytes_per_checksum
+    stored = end - data_end
+    if ctype == 0:
+        if stored and any(view[data_end:end]):
+            raise CorruptFileError(
+                f"{what}: checksum type NULL, but {stored} checksum bytes are not zero"
+            )
+        return
+    if ctype not in CHECKSUM_NAMES:
+        raise CorruptFileError(f"{what} has unknown checksum type {ctype}")
+    chunks = -(-(data_end - pos) // step) if step > 0 else 0
+    if step <= 0 or stored != 4 * chunks:
+        raise CorruptFileError(
+            f"{what}: {stored} checksum bytes do not fit {header.checksum_name} sums of "
+            f"{data_end - pos} bytes in {step}-byte chunks"
+        )
+    bad = find_checksum_mismatch(
+        view[pos:data_end], view[data_end:end], code=ctype, bytes_per_checksum=step
+    )
+    if bad is not None:
+        raise CorruptFileError(
+            f"{where}: {header.checksum_name} checksum mismatch in the "
+            f"{header.block_type} block at offset {header.offset} (chunk {bad.chunk}): "
+            f"expected 0x{bad.expected & 0xFFFFFFFF:08x}, actual 0x{bad.actual:08x}"
+        )
 
 
 def decode_block(
@@ -215,6 +263,7 @@ def decode_block(
     where: str,
     verify: bool = True,
     expect: str | None = None,
+    max_block_bytes: int = MAX_BLOCK_BYTES,
 ) -> Block:
     """Verify and decompress the block at ``buf[pos]`` (file ``offset``).
 
@@ -227,6 +276,7 @@ def decode_block(
         where: The file's path or URL, for error messages.
         verify: Check the HBase checksums.
         expect: If given, the ``BlockType`` name the block must have.
+        max_block_bytes: Most bytes the block may take on disk or uncompressed.
 
     Returns:
         The block with its uncompressed payload.
@@ -243,6 +293,7 @@ def decode_block(
         where=where,
         verify=verify,
         expect=expect,
+        max_block_bytes=max_block_bytes,
     )
     view = memoryview(buf)
     data_end = pos + header.on_disk_data_size_with_header

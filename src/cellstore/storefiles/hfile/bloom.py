@@ -26,6 +26,7 @@ from typing import Final
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
 from cellstore.storefiles.hfile.index import IndexEntry, parse_root_index
 from cellstore.storefiles.hfile.keys import LATEST_TIMESTAMP, compare_keys
+from cellstore.storefiles.hfile.limits import MAX_BLOOM_HASH_COUNT
 from cellstore.storefiles.hfile.varint import read_vlong
 
 __all__ = [
@@ -209,9 +210,14 @@ class BloomMeta:
 def parse_bloom_meta(payload: bytes, *, where: str) -> BloomMeta:
     """Parse a BLMFMET2/DFBLMET2 payload.
 
+    The parameters are checked against what HBase writes before they are used: a hash
+    count of 1 to :data:`~cellstore.storefiles.hfile.limits.MAX_BLOOM_HASH_COUNT` (it
+    bounds the probes of every lookup), no negative sizes or counts, and a chunk count the
+    payload can hold.
+
     Raises:
         UnsupportedFormatError: for a Bloom version other than 3 or an unknown hash type.
-        CorruptFileError: if the payload does not parse.
+        CorruptFileError: if the payload does not parse or a parameter is impossible.
     """
     try:
         version, total, hash_count, hash_type, keys, max_keys, n = _META.unpack_from(payload, 0)
@@ -221,7 +227,25 @@ def parse_bloom_meta(payload: bytes, *, where: str) -> BloomMeta:
         raise UnsupportedFormatError(f"{where}: Bloom filter version {version} (expected 3)")
     if hash_type not in _HASHES:
         raise UnsupportedFormatError(f"{where}: unknown Bloom hash type {hash_type}")
-    clen, pos = read_vlong(payload, _META.size)
+    if not 1 <= hash_count <= MAX_BLOOM_HASH_COUNT:
+        raise CorruptFileError(
+            f"{where}: Bloom hash count {hash_count} is outside 1..{MAX_BLOOM_HASH_COUNT} "
+            "(HBase derives it from the error rate)"
+        )
+    for name, value in (
+        ("total byte size", total),
+        ("key count", keys),
+        ("max keys", max_keys),
+        ("chunk count", n),
+    ):
+        if value < 0:
+            raise CorruptFileError(f"{where}: Bloom {name} {value} is negative")
+    try:
+        clen, pos = read_vlong(payload, _META.size)
+    except CorruptFileError:
+        raise CorruptFileError(f"{where}: Bloom meta truncated") from None
+    if clen < 0 or pos + clen > len(payload):
+        raise CorruptFileError(f"{where}: Bloom comparator name of {clen} bytes overruns")
     comparator = payload[pos : pos + clen].decode("utf-8", "replace")
     chunks, _ = parse_root_index(payload[pos + clen :], n, where=f"{where}: Bloom index")
     return BloomMeta(

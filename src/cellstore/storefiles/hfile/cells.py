@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from cellstore.errors import CorruptFileError
-from cellstore.storefiles.hfile.kernels import decode_cells_dictionary, walk_none
+from cellstore.storefiles.hfile.kernels import BAD_KEY, decode_cells_dictionary, walk_none
 from cellstore.storefiles.hfile.varint import vlongs_at
 
 __all__ = [
@@ -151,7 +151,7 @@ def walk_cells(
     Raises:
         CorruptFileError: if a cell's lengths overrun its block (naming the block).
     """
-    starts, counts, bad = walk_none(
+    starts, counts, bad, code, at = walk_none(
         np.ascontiguousarray(buf, dtype=np.uint8),
         np.ascontiguousarray(block_starts, dtype=np.int64),
         np.ascontiguousarray(block_ends, dtype=np.int64),
@@ -160,14 +160,34 @@ def walk_cells(
         flags.mvcc_one_byte,
     )
     if bad >= 0:
-        _overrun(where, int(bad), block_offsets)
+        b = int(bad)
+        block = (
+            f"the data block at offset {int(block_offsets[b])}"
+            if block_offsets is not None
+            else f"data block #{b}"
+        )
+        fault = _cell_fault(buf, int(at), int(block_starts[b]), int(block_ends[b]), int(code))
+        raise CorruptFileError(f"{where}: {fault.format(block=block)}")
     owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     return CellLayout(starts=starts, blocks=owner, counts=counts)
 
 
-def _overrun(where: str, block: int, block_offsets: npt.NDArray[np.int64] | None) -> None:
-    at = f"at offset {int(block_offsets[block])}" if block_offsets is not None else f"#{block}"
-    raise CorruptFileError(f"{where}: a cell overruns the data block {at}")
+def _cell_fault(buf: npt.NDArray[np.uint8], pos: int, start: int, end: int, code: int) -> str:
+    """What is wrong with the cell at ``buf[pos]`` of the block ``[start, end)``.
+
+    A template naming the block as ``{block}``; only bytes inside the block are read.
+    """
+    at = f"cell at byte {pos - start} of the block"
+    if code != BAD_KEY or not start <= pos <= end - 8:
+        return f"a cell overruns {{block}} ({at})"
+    klen = int.from_bytes(bytes(buf[pos : pos + 4]), "big")
+    if klen < 12:
+        return f"{{block}}: a cell's key length {klen} is shorter than a KeyValue key ({at})"
+    rlen = int.from_bytes(bytes(buf[pos + 8 : pos + 10]), "big")
+    if 12 + rlen > klen:
+        return f"{{block}}: a cell's row length {rlen} overruns its {klen}-byte key ({at})"
+    flen = int(buf[pos + 10 + rlen])
+    return f"{{block}}: a cell's family length {flen} overruns its {klen}-byte key ({at})"
 
 
 def _take_bytes(

@@ -11,7 +11,13 @@ HBase-module ZSTD codecs):
   ``ZStandardCodec``); anything else is block framing around zstd frames (HBase's
   ``ZstdCodec``). Dictionary-compressed files cannot be read (no dictionary).
 
-NONE passes through. LZO, BZIP2, LZMA and BROTLI are refused. Pure: no I/O.
+NONE passes through. LZO, BZIP2, LZMA and BROTLI are refused.
+
+Untrusted input: the block header states the uncompressed size; it must be within what
+the codec can expand the payload to (:func:`max_uncompressed`), and decompression never
+produces more than it (gzip inflates with an output limit; snappy, LZ4 and zstd decode
+into a buffer of the room left, after checking the sizes their own headers state), so a
+decompression bomb costs the stated size, not what it would inflate to. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,8 +27,15 @@ from collections.abc import Callable
 from typing import Final
 
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
+from cellstore.storefiles.hfile.limits import MAX_EXPANSION
 
-__all__ = ["SUPPORTED_CODECS", "decompress", "zstd_dictionary_id"]
+__all__ = [
+    "SUPPORTED_CODECS",
+    "decompress",
+    "max_uncompressed",
+    "zstd_content_size",
+    "zstd_dictionary_id",
+]
 
 #: Codecs :func:`decompress` reads.
 SUPPORTED_CODECS: Final = ("NONE", "GZ", "SNAPPY", "LZ4", "ZSTD")
@@ -32,7 +45,13 @@ _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 def _snappy(chunk: memoryview, room: int) -> bytes:
     import cramjam
 
-    return bytes(cramjam.snappy.decompress_raw(chunk))
+    # The raw snappy preamble states the output length: check it before any allocation.
+    need = int(cramjam.snappy.decompress_raw_len(chunk))
+    if need > room:
+        raise ValueError(f"snappy chunk of {need} bytes overruns the {room} bytes left")
+    out = bytearray(need)
+    n = cramjam.snappy.decompress_raw_into(chunk, out)
+    return bytes(out[:n])
 
 
 def _lz4(chunk: memoryview, room: int) -> bytes:
@@ -63,13 +82,34 @@ def zstd_dictionary_id(frame: bytes | memoryview) -> int:
     return int.from_bytes(bytes(frame[at : at + size]), "little")
 
 
+def zstd_content_size(frame: bytes | memoryview) -> int | None:
+    """The ``Frame_Content_Size`` in a zstd frame header (RFC 8878 §3.1.1.1.4), if stated."""
+    if len(frame) < 5 or bytes(frame[:4]) != _ZSTD_MAGIC:
+        return None
+    fhd = frame[4]
+    single = bool(fhd & 0x20)
+    width = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+    at = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    if not width or len(frame) < at + width:
+        return None
+    value = int.from_bytes(bytes(frame[at : at + width]), "little")
+    return value + 256 if width == 2 else value
+
+
 def _zstd(chunk: memoryview, room: int) -> bytes:
     import cramjam
 
     dictionary_id = zstd_dictionary_id(chunk)
     if dictionary_id:
         raise _NeedsDictionary(dictionary_id)
-    return bytes(cramjam.zstd.decompress(chunk))
+    stated = zstd_content_size(chunk)
+    if stated is not None and stated > room:
+        raise ValueError(f"zstd frame of {stated} bytes overruns the {room} bytes left")
+    # Decode into a buffer of the room left: a frame that holds more fails instead of
+    # growing an output without bound (cramjam's own decompress does, and aborts).
+    out = bytearray(room if stated is None else stated)
+    n = cramjam.zstd.decompress_into(chunk, out)
+    return bytes(out[:n])
 
 
 _FRAMED: Final[dict[str, Callable[[memoryview, int], bytes]]] = {
@@ -80,7 +120,11 @@ _FRAMED: Final[dict[str, Callable[[memoryview, int], bytes]]] = {
 
 
 def _unframe(data: memoryview, size: int, inner: Callable[[memoryview, int], bytes]) -> bytes:
-    """Undo Hadoop ``BlockCompressorStream`` framing."""
+    """Undo Hadoop ``BlockCompressorStream`` framing, producing at most ``size`` bytes.
+
+    Each frame states its raw length; one that would pass ``size`` is refused before its
+    chunks are decompressed, and each chunk decompresses into the room its frame has left.
+    """
     out: list[bytes] = []
     produced = 0
     pos = 0
@@ -90,6 +134,10 @@ def _unframe(data: memoryview, size: int, inner: Callable[[memoryview, int], byt
             raise ValueError("truncated block framing")
         raw_len = int.from_bytes(data[pos : pos + 4], "big")
         pos += 4
+        if raw_len > size - produced:
+            raise ValueError(
+                f"a frame of {raw_len} raw bytes overruns the {size - produced} bytes left"
+            )
         done = 0
         while done < raw_len:
             if pos + 4 > end:
@@ -104,6 +152,32 @@ def _unframe(data: memoryview, size: int, inner: Callable[[memoryview, int], byt
             out.append(piece)
         produced += done
     return b"".join(out)
+
+
+def _gunzip(data: bytes | memoryview, size: int) -> bytes:
+    """One gzip (or zlib) member, inflated to at most ``size + 1`` bytes.
+
+    The output buffer grows with what is inflated, so a member that inflates past
+    ``size`` costs ``size`` bytes, not what it would inflate to.
+    """
+    d = zlib.decompressobj(47)
+    out = d.decompress(data, size + 1)
+    if len(out) <= size and not d.eof:
+        # Output stopped at the limit or input ran out: finish the member (its CRC and
+        # length trailer), allowing one more byte to tell "too long" from "complete".
+        out += d.decompress(d.unconsumed_tail, 1)
+        if len(out) <= size and not d.eof:
+            raise ValueError("incomplete or truncated gzip stream")
+    return out
+
+
+def max_uncompressed(codec: str, payload: int) -> int:
+    """Most bytes a ``payload``-byte block of ``codec`` can decompress to.
+
+    The codec's own ceiling (:data:`~cellstore.storefiles.hfile.limits.MAX_EXPANSION`).
+    """
+    ratio, extra = MAX_EXPANSION.get(codec, (1, 0))
+    return payload * ratio + (extra if payload else 0)
 
 
 def decompress(codec: str, data: bytes | memoryview, *, size: int, where: str) -> bytes:
@@ -124,33 +198,43 @@ def decompress(codec: str, data: bytes | memoryview, *, size: int, where: str) -
         CorruptFileError: if the payload does not decompress to ``size`` bytes.
     """
     if codec == "NONE":
-        out = bytes(data)
-    elif codec not in SUPPORTED_CODECS:
+        if len(data) != size:
+            raise CorruptFileError(
+                f"{where}: NONE payload of {len(data)} bytes, header says {size}"
+            )
+        return bytes(data)
+    if codec not in SUPPORTED_CODECS:
         raise UnsupportedFormatError(
             f"{where}: compression {codec} is not supported (supported: "
             f"{', '.join(SUPPORTED_CODECS)})"
         )
-    else:
-        try:
-            if codec == "GZ":
-                out = zlib.decompress(data, 47)
-            elif codec == "ZSTD" and bytes(data[:4]) == _ZSTD_MAGIC:
-                out = _zstd(memoryview(data), size)
-            else:
-                out = _unframe(memoryview(data), size, _FRAMED[codec])
-        except _NeedsDictionary as e:
-            raise UnsupportedFormatError(
-                f"{where}: ZSTD block compressed with dictionary id {e.dictionary_id} "
-                "(hbase.io.compress.zstd.dictionary); ZSTD dictionaries are not supported"
-            ) from None
-        except (zlib.error, ValueError, OSError) as e:
+    most = max_uncompressed(codec, len(data))
+    if size > most:
+        raise CorruptFileError(
+            f"{where}: header says the {codec} payload of {len(data)} bytes decompresses to "
+            f"{size} bytes, more than {codec} can ({most})"
+        )
+    try:
+        if codec == "GZ":
+            out = _gunzip(data, size)
+        elif codec == "ZSTD" and bytes(data[:4]) == _ZSTD_MAGIC:
+            out = _zstd(memoryview(data), size)
+        else:
+            out = _unframe(memoryview(data), size, _FRAMED[codec])
+    except _NeedsDictionary as e:
+        raise UnsupportedFormatError(
+            f"{where}: ZSTD block compressed with dictionary id {e.dictionary_id} "
+            "(hbase.io.compress.zstd.dictionary); ZSTD dictionaries are not supported"
+        ) from None
+    except (zlib.error, ValueError, OSError) as e:
+        raise CorruptFileError(f"{where}: {codec} payload does not decompress: {e}") from e
+    except Exception as e:  # cramjam raises its own DecompressionError
+        if type(e).__module__.startswith("cramjam") or "Decompression" in type(e).__name__:
             raise CorruptFileError(f"{where}: {codec} payload does not decompress: {e}") from e
-        except Exception as e:  # cramjam raises its own DecompressionError
-            if type(e).__module__.startswith("cramjam") or "Decompression" in type(e).__name__:
-                raise CorruptFileError(f"{where}: {codec} payload does not decompress: {e}") from e
-            raise
+        raise
     if len(out) != size:
         raise CorruptFileError(
-            f"{where}: {codec} payload decompressed to {len(out)} bytes, header says {size}"
+            f"{where}: {codec} payload decompressed to "
+            f"{'more than ' if len(out) > size else ''}{len(out)} bytes, header says {size}"
         )
     return out

@@ -50,6 +50,7 @@ import numpy as np
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
 from cellstore.storefiles.hfile import kernels
 from cellstore.storefiles.hfile.cells import CellFlags
+from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES
 
 __all__ = [
     "ENCODING_IDS",
@@ -127,8 +128,21 @@ _DECODERS: Final[dict[int, Callable[..., bytes]]] = {
 }
 
 
-def decode_encoded_block(payload: bytes, *, flags: CellFlags, where: str) -> bytes:
+def decode_encoded_block(
+    payload: bytes, *, flags: CellFlags, where: str, max_bytes: int = MAX_BLOCK_BYTES
+) -> bytes:
     """Decode one ENCODED_DATA payload into NONE-layout cells.
+
+    The ``unencodedDataSize`` the block states is checked (0 to ``max_bytes``) before the
+    decoder runs, and the decoder never writes past it: its output grows with what is
+    decoded, so a forged size costs nothing.
+
+    Args:
+        payload: The block's uncompressed payload (``i16 encodingId`` first).
+        flags: The file's per-cell extras.
+        where: File and block, for error messages.
+        max_bytes: Most bytes the block may decode to
+            (:data:`~cellstore.storefiles.hfile.limits.MAX_BLOCK_BYTES`).
 
     Raises:
         UnsupportedFormatError: for an encoding id this reader does not know.
@@ -146,6 +160,10 @@ def decode_encoded_block(payload: bytes, *, flags: CellFlags, where: str) -> byt
         if len(payload) < 6:
             raise CorruptFileError("encoded block too short")
         (size,) = struct.unpack_from(">i", payload, 2)
+        if not 0 <= size <= max_bytes:
+            raise CorruptFileError(
+                f"unencoded size {size} is outside 0..{max_bytes} (the block limit)"
+            )
         out = _DECODERS[enc](payload[6:], flags=flags, size=size)
     except CorruptFileError as e:
         raise CorruptFileError(f"{where}: {_NAMES.get(enc, enc)} block: {e}") from e

@@ -83,13 +83,20 @@ _TEXT_KEYS: Final = frozenset(
 def parse_file_info(payload: bytes, *, where: str) -> dict[bytes, bytes]:
     """Parse a FILE_INFO payload (protobuf or legacy Writable) into a byte map.
 
+    Every count and length is checked against the payload before it is used.
+
     Raises:
-        CorruptFileError: if the payload does not parse.
+        CorruptFileError: if the payload does not parse (naming ``where``).
     """
     out: dict[bytes, bytes] = {}
     try:
         if payload[:4] == PB_MAGIC:
             n, pos = read_pb_varint(payload, 4)
+            if pos + n > len(payload):
+                raise CorruptFileError(
+                    f"{where}: FileInfo protobuf of {n} bytes overruns the {len(payload)}-byte "
+                    "block"
+                )
             for field, pair in iter_pb_fields(payload[pos : pos + n], what=f"{where}: FileInfo"):
                 if field != 1 or not isinstance(pair, bytes):
                     continue
@@ -103,32 +110,50 @@ def parse_file_info(payload: bytes, *, where: str) -> dict[bytes, bytes]:
                 out[key] = value
             return out
         (count,) = struct.unpack_from(">i", payload, 0)
+        # An entry takes at least 3 bytes (two 1-byte lengths and the class code).
+        if count < 0 or count > (len(payload) - 4) // 3:
+            raise CorruptFileError(
+                f"{where}: FileInfo claims {count} entries, a {len(payload)}-byte block holds "
+                f"at most {(len(payload) - 4) // 3}"
+            )
         pos = 4
         for _ in range(count):
             klen, pos = read_vlong(payload, pos)
+            if klen < 0 or pos + klen + 1 > len(payload):
+                raise CorruptFileError(f"{where}: FileInfo entry overruns the block")
             key = payload[pos : pos + klen]
             pos += klen + 1  # skip the Writable class code
             vlen, pos = read_vlong(payload, pos)
-            if klen < 0 or vlen < 0 or pos + vlen > len(payload):
+            if vlen < 0 or pos + vlen > len(payload):
                 raise CorruptFileError(f"{where}: FileInfo entry overruns the block")
             out[key] = payload[pos : pos + vlen]
             pos += vlen
     except struct.error as e:
         raise CorruptFileError(f"{where}: FileInfo does not parse: {e}") from e
+    except CorruptFileError as e:
+        if str(e).startswith(where):
+            raise
+        raise CorruptFileError(f"{where}: FileInfo does not parse: {e}") from None
     return out
 
 
 def decode_time_range(value: bytes) -> tuple[int, int] | None:
-    """``TIMERANGE``: 16 (or 0.94's 32) bytes ``i64 min | i64 max``, or ``PBUF`` + proto."""
+    """``TIMERANGE``: 16 (or 0.94's 32) bytes ``i64 min | i64 max``, or ``PBUF`` + proto.
+
+    Returns None for a value that is neither (callers show it as hex).
+    """
     if value[:4] == PB_MAGIC:
         lo, hi = 0, (1 << 63) - 1
-        for field, v in iter_pb_fields(value[4:], what="TIMERANGE"):
-            if isinstance(v, int):
-                v = v - (1 << 64) if v >= 1 << 63 else v
-                if field == 1:
-                    lo = v
-                elif field == 2:
-                    hi = v
+        try:
+            for field, v in iter_pb_fields(value[4:], what="TIMERANGE"):
+                if isinstance(v, int):
+                    v = v - (1 << 64) if v >= 1 << 63 else v
+                    if field == 1:
+                        lo = v
+                    elif field == 2:
+                        hi = v
+        except CorruptFileError:
+            return None
         return lo, hi
     if len(value) >= 16:
         lo, hi = struct.unpack_from(">qq", value, 0)

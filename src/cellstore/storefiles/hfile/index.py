@@ -11,6 +11,8 @@ Source: HBase ``io/hfile/HFileBlockIndex.java`` (``BlockIndexReader.readRootInde
   each entry is ``i64 offset | i32 onDiskSize | key`` and ``secondary`` holds entry
   offsets relative to the end of the secondary index.
 
+Counts are checked against the payload before they bound a loop; offsets and sizes of the
+entries are checked against the file by the reader (``HFileReader``), which knows it.
 Pure: no I/O. The write half is in :mod:`cellstore.storefiles.hfile.serialize`.
 """
 
@@ -22,7 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+
 from cellstore.errors import CorruptFileError
+from cellstore.storefiles.hfile.limits import MIN_ROOT_ENTRY
 from cellstore.storefiles.hfile.varint import read_vlong
 
 __all__ = [
@@ -68,6 +73,10 @@ def parse_root_index(
 ) -> tuple[list[IndexEntry], MidKeyMetadata | None]:
     """Parse ``count`` root-format entries from the start of ``payload``.
 
+    ``count`` comes from the file (trailer or Bloom meta): it is checked against what the
+    payload can hold (:data:`~cellstore.storefiles.hfile.limits.MIN_ROOT_ENTRY` bytes per
+    entry) before the loop, and every key length against the bytes left.
+
     Args:
         payload: The uncompressed payload of an IDXROOT2 block (or the tail of Bloom meta).
         count: Number of entries (from the trailer or the Bloom meta).
@@ -78,21 +87,32 @@ def parse_root_index(
         The entries and the mid-key metadata (None unless asked for and present).
 
     Raises:
-        CorruptFileError: if the entries overrun the payload.
+        CorruptFileError: if the count is negative or the entries overrun the payload.
     """
+    n = len(payload)
+    if count < 0 or count > n // MIN_ROOT_ENTRY:
+        raise CorruptFileError(
+            f"{where}: root index claims {count} entries, a {n}-byte block holds at most "
+            f"{n // MIN_ROOT_ENTRY}"
+        )
     entries: list[IndexEntry] = []
     pos = 0
-    n = len(payload)
-    try:
-        for _ in range(count):
-            offset, size = _ENTRY.unpack_from(payload, pos)
+    for k in range(count):
+        if pos + 12 > n:
+            raise CorruptFileError(f"{where}: root index truncated at entry {k} of {count}")
+        offset, size = _ENTRY.unpack_from(payload, pos)
+        try:
             klen, pos = read_vlong(payload, pos + 12)
-            if klen < 0 or pos + klen > n:
-                raise CorruptFileError(f"{where}: root index key overruns the block")
-            entries.append(IndexEntry(offset, size, payload[pos : pos + klen]))
-            pos += klen
-    except struct.error as e:
-        raise CorruptFileError(f"{where}: root index truncated ({count} entries)") from e
+        except CorruptFileError:
+            raise CorruptFileError(
+                f"{where}: root index truncated at entry {k} of {count}"
+            ) from None
+        if klen < 0 or pos + klen > n:
+            raise CorruptFileError(
+                f"{where}: root index entry {k} key length {klen} overruns the block"
+            )
+        entries.append(IndexEntry(offset, size, payload[pos : pos + klen]))
+        pos += klen
     mid = None
     if with_mid_key and pos + _MID.size <= n:
         mid = MidKeyMetadata(*_MID.unpack_from(payload, pos))
@@ -102,21 +122,33 @@ def parse_root_index(
 def parse_non_root_index(payload: bytes, *, where: str) -> list[IndexEntry]:
     """Parse a leaf or intermediate index block payload.
 
+    The entry count is checked against the payload before the secondary index is read,
+    and the secondary index (entry offsets) must start at 0, not go back, leave at least
+    12 bytes per entry and end inside the payload, all checked at once before any entry
+    is read.
+
     Raises:
         CorruptFileError: if the secondary index is inconsistent with the payload.
     """
-    if len(payload) < 4:
-        raise CorruptFileError(f"{where}: non-root index block too short")
+    n = len(payload)
+    if n < 4:
+        raise CorruptFileError(f"{where}: non-root index block too short ({n} bytes)")
     (count,) = struct.unpack_from(">i", payload, 0)
+    if count < 0 or 4 + 4 * (count + 1) + 12 * count > n:
+        raise CorruptFileError(
+            f"{where}: non-root index claims {count} entries, more than its {n} bytes hold"
+        )
     base = 4 + 4 * (count + 1)
-    if count < 0 or base > len(payload):
-        raise CorruptFileError(f"{where}: non-root index with {count} entries overruns")
-    secondary = struct.unpack_from(f">{count + 1}i", payload, 4)
+    secondary = np.frombuffer(payload, dtype=">i4", count=count + 1, offset=4).astype(np.int64)
+    gaps = np.diff(secondary)
+    if secondary[0] != 0 or bool(np.any(gaps < 12)) or base + int(secondary[-1]) > n:
+        raise CorruptFileError(
+            f"{where}: non-root index secondary offsets are inconsistent with its "
+            f"{count} entries and {n} bytes"
+        )
     entries: list[IndexEntry] = []
     for k in range(count):
-        start, stop = base + secondary[k], base + secondary[k + 1]
-        if stop > len(payload) or stop - start < 12:
-            raise CorruptFileError(f"{where}: non-root index entry {k} is malformed")
+        start, stop = base + int(secondary[k]), base + int(secondary[k + 1])
         offset, size = _ENTRY.unpack_from(payload, start)
         entries.append(IndexEntry(offset, size, payload[start + 12 : stop]))
     return entries

@@ -73,12 +73,18 @@ def walk_none(
     tags: bool,
     mvcc: bool,
     mvcc_one_byte: bool,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], np.int64]:
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], np.int64, np.int64, np.int64]:
     """Cell starts of NONE blocks: ``u32 klen, u32 vlen, key, value [tags] [VLong]``.
+
+    Every length is checked before the bytes it covers are read: a cell must fit its
+    block, and its key must hold the row and family it states (``u16 rowLength | row |
+    u8 familyLength | family | qualifier | i64 ts | u8 type``), so the column gathers that
+    follow stay inside each cell.
 
     Returns:
         (cell starts grouped by block in the given order, cells per block, index of the
-        first block whose cells overrun it or -1).
+        first block with a bad cell or -1, the error code (:data:`OVERRUN` or
+        :data:`BAD_KEY`), and that cell's position in the buffer).
     """
     nb = len(block_starts)
     total = np.int64(0)
@@ -92,10 +98,12 @@ def walk_none(
     for b in range(nb):
         p = block_starts[b]
         e = block_ends[b]
+        if p < 0 or e > len(buf):
+            return starts[:n], counts, np.int64(b), np.int64(OVERRUN), p
         c = 0
         while p < e:
             if p + 8 > e:
-                return starts[:n], counts, np.int64(b)
+                return starts[:n], counts, np.int64(b), np.int64(OVERRUN), p
             klen = (
                 (np.int64(buf[p]) << 24)
                 | (np.int64(buf[p + 1]) << 16)
@@ -109,22 +117,31 @@ def walk_none(
                 | np.int64(buf[p + 7])
             )
             q = p + 8 + klen + vlen
+            if q > e:
+                return starts[:n], counts, np.int64(b), np.int64(OVERRUN), p
+            if klen < 12:
+                return starts[:n], counts, np.int64(b), np.int64(BAD_KEY), p
+            rlen = (np.int64(buf[p + 8]) << 8) | np.int64(buf[p + 9])
+            if 12 + rlen > klen:
+                return starts[:n], counts, np.int64(b), np.int64(BAD_KEY), p
+            if 12 + rlen + np.int64(buf[p + 10 + rlen]) > klen:
+                return starts[:n], counts, np.int64(b), np.int64(BAD_KEY), p
             if tags:
                 if q + 2 > e:
-                    return starts[:n], counts, np.int64(b)
+                    return starts[:n], counts, np.int64(b), np.int64(OVERRUN), p
                 q += 2 + ((np.int64(buf[q]) << 8) | np.int64(buf[q + 1]))
             if mvcc:
                 if q + 1 > e:
-                    return starts[:n], counts, np.int64(b)
+                    return starts[:n], counts, np.int64(b), np.int64(OVERRUN), p
                 q += 1 if mvcc_one_byte else vlong_size(buf[q])
             if q > e or n >= len(starts):
-                return starts[:n], counts, np.int64(b)
+                return starts[:n], counts, np.int64(b), np.int64(OVERRUN), p
             starts[n] = p
             n += 1
             c += 1
             p = q
         counts[b] = c
-    return starts[:n], counts, np.int64(-1)
+    return starts[:n], counts, np.int64(-1), np.int64(OK), np.int64(0)
 
 
 @_jit
@@ -152,26 +169,49 @@ def _put_u32(out: npt.NDArray[np.uint8], at: np.int64, v: np.int64) -> None:
 
 
 @_jit
+def _room(
+    out: npt.NDArray[np.uint8], o: np.int64, need: np.int64, size: np.int64
+) -> tuple[npt.NDArray[np.uint8], bool]:
+    """``out`` with room for ``need`` bytes at ``o``: grown (doubling) up to ``size``.
+
+    Returns (the buffer, False when ``o + need`` passes ``size``: the block decodes to
+    more than its header states). The output starts small and grows with what is
+    decoded, so a forged size costs nothing until cells fill it.
+    """
+    want = o + need
+    if want <= len(out):
+        return out, True
+    if want > size:
+        return out, False
+    cap = min(size, max(want, 2 * np.int64(len(out))))
+    grown = np.empty(cap, np.uint8)
+    grown[:o] = out[:o]
+    return grown, True
+
+
+@_jit
 def _extras(
     data: npt.NDArray[np.uint8],
     pos: np.int64,
     end: np.int64,
     out: npt.NDArray[np.uint8],
     o: np.int64,
+    size: np.int64,
     tags: bool,
     mvcc: bool,
-) -> tuple[np.int64, np.int64, np.int64]:
-    """Copy tags (cint length -> u16) and the memstore VLong: (pos, o, error)."""
+) -> tuple[np.int64, np.int64, np.int64, npt.NDArray[np.uint8]]:
+    """Copy tags (cint length -> u16) and the memstore VLong: (pos, o, error, out)."""
     if tags:
         tl, pos = _cint(data, pos, end)
         if tl < 0:
-            return pos, o, np.int64(OVERRUN)
+            return pos, o, np.int64(OVERRUN), out
         if tl > 0xFFFF:
-            return pos, o, np.int64(BAD_TAGS)
+            return pos, o, np.int64(BAD_TAGS), out
         if pos + tl > end:
-            return pos, o, np.int64(OVERRUN)
-        if o + 2 + tl > len(out):
-            return pos, o, np.int64(BAD_SIZE)
+            return pos, o, np.int64(OVERRUN), out
+        out, ok = _room(out, o, 2 + tl, size)
+        if not ok:
+            return pos, o, np.int64(BAD_SIZE), out
         out[o] = (tl >> 8) & 0xFF
         out[o + 1] = tl & 0xFF
         out[o + 2 : o + 2 + tl] = data[pos : pos + tl]
@@ -179,23 +219,28 @@ def _extras(
         pos += tl
     if mvcc:
         if pos >= end:
-            return pos, o, np.int64(OVERRUN)
-        size = vlong_size(data[pos])
-        if pos + size > end:
-            return pos, o, np.int64(OVERRUN)
-        if o + size > len(out):
-            return pos, o, np.int64(BAD_SIZE)
-        out[o : o + size] = data[pos : pos + size]
-        o += size
-        pos += size
-    return pos, o, np.int64(OK)
+            return pos, o, np.int64(OVERRUN), out
+        width = vlong_size(data[pos])
+        if pos + width > end:
+            return pos, o, np.int64(OVERRUN), out
+        out, ok = _room(out, o, width, size)
+        if not ok:
+            return pos, o, np.int64(BAD_SIZE), out
+        out[o : o + width] = data[pos : pos + width]
+        o += width
+        pos += width
+    return pos, o, np.int64(OK), out
 
 
 @_jit
 def _decode_prefix(
-    data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], tags: bool, mvcc: bool
-) -> tuple[np.int64, np.int64, np.int64]:
-    """PREFIX cells to NONE layout in ``out``: (bytes written, error, input position)."""
+    data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], size: np.int64, tags: bool, mvcc: bool
+) -> tuple[np.int64, np.int64, np.int64, npt.NDArray[np.uint8]]:
+    """PREFIX cells to NONE layout in ``out`` (grown up to ``size``).
+
+    Returns:
+        (bytes written, error, input position, the output buffer).
+    """
     end = np.int64(len(data))
     pos = np.int64(0)
     o = np.int64(0)
@@ -207,14 +252,15 @@ def _decode_prefix(
         vlen, pos = _cint(data, pos, end)
         common, pos = _cint(data, pos, end)
         if rest < 0 or vlen < 0 or common < 0:
-            return o, np.int64(OVERRUN), at
+            return o, np.int64(OVERRUN), at, out
         if common > prev_len:
-            return o, np.int64(BAD_COMMON), at
+            return o, np.int64(BAD_COMMON), at, out
         klen = common + rest
         if pos + rest + vlen > end:
-            return o, np.int64(OVERRUN), at
-        if o + 8 + klen + vlen > len(out):
-            return o, np.int64(BAD_SIZE), at
+            return o, np.int64(OVERRUN), at, out
+        out, ok = _room(out, o, 8 + klen + vlen, size)
+        if not ok:
+            return o, np.int64(BAD_SIZE), at, out
         _put_u32(out, o, klen)
         _put_u32(out, o + 4, vlen)
         k = o + 8
@@ -224,17 +270,22 @@ def _decode_prefix(
         out[k + klen : k + klen + vlen] = data[pos : pos + vlen]
         pos += vlen
         o = k + klen + vlen
-        pos, o, err = _extras(data, pos, end, out, o, tags, mvcc)
+        pos, o, err, out = _extras(data, pos, end, out, o, size, tags, mvcc)
         if err != OK:
-            return o, err, at
+            return o, err, at, out
         prev, prev_len = k, klen
-    return o, np.int64(OK), pos
+    return o, np.int64(OK), pos, out
 
 
 @_jit
 def _decode_diff(
-    data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], tags: bool, mvcc: bool, fast: bool
-) -> tuple[np.int64, np.int64, np.int64]:
+    data: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.uint8],
+    size: np.int64,
+    tags: bool,
+    mvcc: bool,
+    fast: bool,
+) -> tuple[np.int64, np.int64, np.int64, npt.NDArray[np.uint8]]:
     """DIFF (``fast=False``) or FAST_DIFF cells to NONE layout in ``out``.
 
     DIFF: the block starts with ``u8 familyLength, family``; flag bits 1 same key length,
@@ -244,7 +295,7 @@ def _decode_diff(
     32 same type, 64 same value; the first cell is written whole.
 
     Returns:
-        (bytes written, error code, input position of the failing cell).
+        (bytes written, error code, input position of the failing cell, output buffer).
     """
     end = np.int64(len(data))
     pos = np.int64(0)
@@ -253,11 +304,11 @@ def _decode_diff(
     fam_len = np.int64(0)
     if not fast:
         if end == 0:
-            return o, np.int64(OK), pos
+            return o, np.int64(OK), pos, out
         fam_len = np.int64(data[0]) + 1
         fam_at = np.int64(0)
         if fam_len > end:
-            return o, np.int64(OVERRUN), pos
+            return o, np.int64(OVERRUN), pos, out
         pos = fam_len
     prev = np.int64(-1)  # previous key's start in out
     prev_klen = np.int64(0)
@@ -275,30 +326,33 @@ def _decode_diff(
         if not same_klen or first:
             klen, pos = _cint(data, pos, end)
             if klen < 0:
-                return o, np.int64(OVERRUN), at
+                return o, np.int64(OVERRUN), at, out
         if not same_vlen or first:
             vlen, pos = _cint(data, pos, end)
             if vlen < 0:
-                return o, np.int64(OVERRUN), at
+                return o, np.int64(OVERRUN), at, out
         common, pos = _cint(data, pos, end)
         if common < 0:
-            return o, np.int64(OVERRUN), at
-        if klen < 12 or o + 8 + klen + vlen > len(out):
-            return o, np.int64(BAD_KEY if klen < 12 else BAD_SIZE), at
+            return o, np.int64(OVERRUN), at, out
+        if klen < 12:
+            return o, np.int64(BAD_KEY), at, out
+        out, ok = _room(out, o, 8 + klen + vlen, size)
+        if not ok:
+            return o, np.int64(BAD_SIZE), at, out
         _put_u32(out, o, klen)
         _put_u32(out, o + 4, vlen)
         k = o + 8
         if fast and first:
             if pos + klen + vlen > end:
-                return o, np.int64(OVERRUN), at
+                return o, np.int64(OVERRUN), at, out
             out[k : k + klen + vlen] = data[pos : pos + klen + vlen]
             pos += klen + vlen
         else:
             limit = prev_klen - 9 if fast else prev_klen
             if common > limit:
-                return o, np.int64(BAD_COMMON), at
+                return o, np.int64(BAD_COMMON), at, out
             if common > klen - 9:
-                return o, np.int64(BAD_KEY), at
+                return o, np.int64(BAD_KEY), at, out
             out[k : k + common] = out[prev : prev + common]
             prev_rlen = np.int64(-1)
             if not first:
@@ -309,14 +363,14 @@ def _decode_diff(
                 if common < 2:
                     need = 2 - common
                     if pos + need > end:
-                        return o, np.int64(OVERRUN), at
+                        return o, np.int64(OVERRUN), at, out
                     out[w : w + need] = data[pos : pos + need]
                     pos += need
                     w += need
                 rlen = (np.int64(out[k]) << 8) | np.int64(out[k + 1])
                 rest = k + 2 + rlen - w
                 if rest < 0 or pos + rest > end or 2 + rlen + 10 > klen:
-                    return o, np.int64(OVERRUN if pos + rest > end else BAD_KEY), at
+                    return o, np.int64(OVERRUN if pos + rest > end else BAD_KEY), at, out
                 out[w : w + rest] = data[pos : pos + rest]
                 pos += rest
                 w += rest
@@ -324,17 +378,17 @@ def _decode_diff(
                     pf = prev + 2 + prev_rlen  # family of the previous key
                     flen = np.int64(out[pf]) + 1
                     if (w - k) + flen + 9 > klen:
-                        return o, np.int64(BAD_KEY), at
+                        return o, np.int64(BAD_KEY), at, out
                     out[w : w + flen] = out[pf : pf + flen]
                 else:
                     flen = fam_len
                     if (w - k) + flen + 9 > klen:
-                        return o, np.int64(BAD_KEY), at
+                        return o, np.int64(BAD_KEY), at, out
                     out[w : w + flen] = data[fam_at : fam_at + flen]
                 w += flen
             qual = k + klen - 9 - w
             if qual < 0 or pos + qual > end:
-                return o, np.int64(BAD_KEY if qual < 0 else OVERRUN), at
+                return o, np.int64(BAD_KEY if qual < 0 else OVERRUN), at, out
             out[w : w + qual] = data[pos : pos + qual]
             pos += qual
             w += qual
@@ -344,13 +398,13 @@ def _decode_diff(
                 out[w : w + shared] = out[prev + prev_klen - 9 : prev + prev_klen - 9 + shared]
                 rest = 8 - shared
                 if pos + rest > end:
-                    return o, np.int64(OVERRUN), at
+                    return o, np.int64(OVERRUN), at, out
                 out[w + shared : w + 8] = data[pos : pos + rest]
                 pos += rest
             else:
                 nbytes = ((flag >> 4) & 7) + 1
                 if pos + nbytes > end:
-                    return o, np.int64(OVERRUN), at
+                    return o, np.int64(OVERRUN), at, out
                 ts = np.uint64(0)
                 for j in range(nbytes):
                     ts |= np.uint64(data[pos + j]) << np.uint64(8 * j)
@@ -371,26 +425,26 @@ def _decode_diff(
                 out[w] = out[prev + prev_klen - 1] if not first else 0
             else:
                 if pos >= end:
-                    return o, np.int64(OVERRUN), at
+                    return o, np.int64(OVERRUN), at, out
                 out[w] = data[pos]
                 pos += 1
             w += 1
             if fast and (flag & 64) and not first:
                 if vlen != prev_vlen:
-                    return o, np.int64(BAD_VALUE), at
+                    return o, np.int64(BAD_VALUE), at, out
                 out[w : w + vlen] = out[prev_vat : prev_vat + vlen]
             else:
                 if pos + vlen > end:
-                    return o, np.int64(OVERRUN), at
+                    return o, np.int64(OVERRUN), at, out
                 out[w : w + vlen] = data[pos : pos + vlen]
                 pos += vlen
         prev, prev_klen, prev_vat, prev_vlen = k, klen, k + klen, vlen
         o = k + klen + vlen
-        pos, o, err = _extras(data, pos, end, out, o, tags, mvcc)
+        pos, o, err, out = _extras(data, pos, end, out, o, size, tags, mvcc)
         if err != OK:
-            return o, err, at
+            return o, err, at, out
         first = False
-    return o, np.int64(OK), pos
+    return o, np.int64(OK), pos, out
 
 
 @_jit
@@ -408,13 +462,16 @@ def decode_cells(
 
     Returns:
         (NONE-layout bytes, error code, input position of the failing cell); the output
-        is shorter than ``size`` when the block decodes to fewer bytes.
+        is shorter than ``size`` when the block decodes to fewer bytes. Output past
+        ``size`` is refused (:data:`BAD_SIZE`); the buffer starts at a few times the
+        input and grows with what is decoded, never past ``size``.
     """
-    out = np.empty(max(size, 0), np.uint8)
+    limit = np.int64(max(size, 0))
+    out = np.empty(min(limit, 4 * np.int64(len(data)) + 4096), np.uint8)
     if encoding == 2:
-        n, err, at = _decode_prefix(data, out, tags, mvcc)
+        n, err, at, out = _decode_prefix(data, out, limit, tags, mvcc)
     else:
-        n, err, at = _decode_diff(data, out, tags, mvcc, encoding == 4)
+        n, err, at, out = _decode_diff(data, out, limit, tags, mvcc, encoding == 4)
     return out[:n], err, at
 
 

@@ -10,8 +10,16 @@ The reading algorithm is HBase's (``HFileInfo.initMetaAndIndex``, ``HFileReaderI
 4. read those blocks in batches of contiguous byte ranges, verify checksums, decompress,
    un-encode (:mod:`.encodings`) and decode all cells of a batch at once (:mod:`.cells`).
 
-Memory per batch is bounded by ``batch_bytes`` of on-disk blocks plus their decompressed
-payloads and the Arrow output.
+Memory per batch is bounded by ``batch_bytes`` of on-disk blocks plus at most
+:data:`DECODED_FACTOR` times as many decompressed bytes (a batch whose payloads decompress
+to more is decoded in several steps) and the Arrow output.
+
+HBase files are untrusted input (:mod:`.limits`): every offset and size an index gives is
+checked against the file before it is read (a block lies inside the file's block section,
+entries of a level do not overlap or go back, children lie before the index block that
+names them), the descent never goes deeper than the trailer's level count, never reads an
+index block twice and expects HBase's block type at each level, and every failure is a
+:class:`~cellstore.errors.CorruptFileError` naming the file and the block offset.
 """
 
 from __future__ import annotations
@@ -63,10 +71,12 @@ from cellstore.storefiles.hfile.index import (
     parse_non_root_index,
     parse_root_index,
 )
-from cellstore.storefiles.hfile.keys import parse_key
+from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
+from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES, MAX_ROW_LENGTH
 from cellstore.storefiles.hfile.trailer import MAX_TRAILER_SIZE, Trailer, parse_trailer
 
 __all__ = [
+    "DECODED_FACTOR",
     "DEFAULT_BATCH_BYTES",
     "DEFAULT_THREADS",
     "BlockProblem",
@@ -81,8 +91,11 @@ DEFAULT_BATCH_BYTES: Final = 16 << 20
 DEFAULT_THREADS: Final = max(1, min(2, os.cpu_count() or 1))
 #: What a read does with a corrupt data block: raise, or skip it and go on.
 OnCorrupt = Literal["raise", "skip"]
-_INDEX_TYPES: Final = ("INTERMEDIATE_INDEX", "LEAF_INDEX")
+#: A batch decodes at most this many times ``batch_bytes`` of payloads in one step.
+DECODED_FACTOR: Final = 8
 _VERIFY_CHUNK: Final = 16 << 20
+#: Bytes of the load-on-open section read at once (its blocks are read one by one past it).
+_SECTION_CHUNK: Final = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -100,8 +113,16 @@ class BlockProblem:
 
 @dataclass
 class _Batch:
+    """Data blocks decoded together.
+
+    ``raw`` holds their bytes once read: a batch that decodes in several steps passes
+    them on to the next step.
+    """
+
     entries: list[IndexEntry] = field(default_factory=list)
     size: int = 0
+    raw: bytes | None = None
+    base: int = 0
 
 
 class HFileReader:
@@ -132,8 +153,18 @@ class HFileReader:
         *,
         where: str | None = None,
         verify_checksums: bool = True,
+        max_block_bytes: int = MAX_BLOCK_BYTES,
     ) -> None:
         """Open ``path`` on ``fs`` and load its trailer and load-on-open section.
+
+        Args:
+            fs: The filesystem.
+            path: The file's path on ``fs``.
+            where: How messages name the file (default ``path``).
+            verify_checksums: Check HBase block checksums on every block read.
+            max_block_bytes: Most bytes one block may take on disk, uncompressed or
+                unencoded (:data:`~cellstore.storefiles.hfile.limits.MAX_BLOCK_BYTES`);
+                raise it for a genuine file with larger cells.
 
         Raises:
             UnsupportedFormatError: for v1, encrypted files, unknown codecs or encodings.
@@ -144,23 +175,19 @@ class HFileReader:
         self.path = path
         self.where = where or path
         self.verify_checksums = verify_checksums
+        self.max_block_bytes = max_block_bytes
         self.size = int(fs.size(path))
         tail_len = min(MAX_TRAILER_SIZE, self.size)
         tail = self._read(self.size - tail_len, self.size)
         self.trailer: Trailer = parse_trailer(tail, file_size=self.size, where=self.where)
         t = self.trailer
-        end = self.size - t.size
-        if not 0 <= t.load_on_open_offset <= end:
-            raise CorruptFileError(
-                f"{self.where}: load-on-open offset {t.load_on_open_offset} is outside the file"
-            )
-        section = self._read(t.load_on_open_offset, end)
-        blocks: list[Block] = []
-        pos = 0
-        while pos < len(section):
-            block = self._decode(section, pos, t.load_on_open_offset + pos)
-            blocks.append(block)
-            pos += block.header.on_disk_size
+        #: Where the block section ends: data, index, meta and Bloom blocks lie before it.
+        self.blocks_end = t.load_on_open_offset
+        #: Problems of optional structures found at open (a damaged Bloom meta is left
+        #: out, as HBase does, and reported by :meth:`verify_blocks` and Bloom lookups).
+        self.open_problems: list[BlockProblem] = []
+        self._bloom_errors: dict[str, CorruptFileError] = {}
+        blocks = self._load_on_open(t.load_on_open_offset, self.size - t.size)
         if len(blocks) < 3:
             raise CorruptFileError(
                 f"{self.where}: load-on-open section holds {len(blocks)} blocks, expected >= 3"
@@ -177,30 +204,50 @@ class HFileReader:
         self.root_index, self.mid_key = parse_root_index(
             root.payload,
             t.data_index_count,
-            where=f"{self.where}: data index root",
+            where=f"{self.where}: data index root at offset {root.header.offset}",
             with_mid_key=t.num_data_index_levels > 1,
         )
+        if self.mid_key is not None and not self._mid_key_fits(self.mid_key):
+            self.mid_key = None  # never used to read; a damaged one is dropped
         self.meta_index, _ = parse_root_index(
-            meta.payload, t.meta_index_count, where=f"{self.where}: meta index"
+            meta.payload,
+            t.meta_index_count,
+            where=f"{self.where}: meta index at offset {meta.header.offset}",
         )
-        self.file_info: dict[bytes, bytes] = parse_file_info(info.payload, where=self.where)
+        self.file_info: dict[bytes, bytes] = parse_file_info(
+            info.payload, where=f"{self.where}: FileInfo at offset {info.header.offset}"
+        )
         self.general_bloom: BloomMeta | None = None
         self.delete_family_bloom: BloomMeta | None = None
         for block in blocks[3:]:
-            if block.block_type == "GENERAL_BLOOM_META":
-                self.general_bloom = parse_bloom_meta(block.payload, where=self.where)
-            elif block.block_type == "DELETE_FAMILY_BLOOM_META":
-                self.delete_family_bloom = parse_bloom_meta(block.payload, where=self.where)
+            kind = block.block_type
+            if kind not in ("GENERAL_BLOOM_META", "DELETE_FAMILY_BLOOM_META"):
+                continue
+            try:
+                bloom = parse_bloom_meta(
+                    block.payload,
+                    where=f"{self.where}: {kind} block at offset {block.header.offset}",
+                )
+            except CorruptFileError as e:
+                self._bloom_errors[kind] = e
+                self.open_problems.append(BlockProblem(block.header.offset, str(e)))
+                continue
+            if kind == "GENERAL_BLOOM_META":
+                self.general_bloom = bloom
+            else:
+                self.delete_family_bloom = bloom
         fi = self.file_info
-        self.encoding = fi.get(b"DATA_BLOCK_ENCODING", b"NONE").decode("ascii", "replace")
+        encoding = fi.get(b"DATA_BLOCK_ENCODING", b"NONE")
+        self.encoding = encoding.decode("ascii", "replace")
         if self.encoding not in ENCODING_IDS:
             raise UnsupportedFormatError(
-                f"{self.where}: data block encoding {self.encoding} is not supported"
+                f"{self.where}: data block encoding {printable_bytes(encoding)} is not supported"
             )
         index_encoding = fi.get(b"INDEX_BLOCK_ENCODING", b"NONE")
         if index_encoding != b"NONE":
             raise UnsupportedFormatError(
-                f"{self.where}: index block encoding {index_encoding.decode()} is not supported"
+                f"{self.where}: index block encoding {printable_bytes(index_encoding)} is not "
+                "supported"
             )
         tags = b"hfile.MAX_TAGS_LEN" in fi
         if (
@@ -221,6 +268,10 @@ class HFileReader:
     # ------------------------------------------------------------------ low level
 
     def _read(self, start: int, end: int) -> bytes:
+        if not 0 <= start <= self.size or end > self.size:
+            raise CorruptFileError(
+                f"{self.where}: bytes [{start}, {end}) lie outside the {self.size}-byte file"
+            )
         if end <= start:
             return b""
         data = self.fs.cat_file(self.path, start=start, end=end)
@@ -229,6 +280,60 @@ class HFileReader:
                 f"{self.where}: short read at offset {start} ({len(data)} of {end - start} bytes)"
             )
         return bytes(data)
+
+    def _load_on_open(self, start: int, end: int) -> list[Block]:
+        """The blocks of the load-on-open section ``[start, end)``, walked in order.
+
+        The section is read in one request when small (always, for HBase's files); a
+        block that goes past what was read is read on its own, its header checked first,
+        so a forged size never reads or holds more than one bounded block.
+        """
+        blocks: list[Block] = []
+        hs = self.trailer.header_size
+        buf = b""
+        buf_at = start
+        pos = start
+        while pos < end:
+            if pos + hs > buf_at + len(buf):
+                buf_at, buf = pos, self._read(pos, min(end, pos + max(hs, _SECTION_CHUNK)))
+            head = parse_header(
+                buf,
+                pos - buf_at,
+                offset=pos,
+                header_size=hs,
+                where=self.where,
+                max_block_bytes=self.max_block_bytes,
+            )
+            if pos + head.on_disk_size > end:
+                raise CorruptFileError(
+                    f"{self.where}: {head.block_type} block at offset {pos} runs past the "
+                    f"load-on-open section ({head.on_disk_size} bytes, section ends at {end})"
+                )
+            if pos + head.on_disk_size > buf_at + len(buf):
+                buf_at = pos
+                buf = self._read(pos, min(end, pos + max(head.on_disk_size, _SECTION_CHUNK)))
+            try:
+                block = self._decode(buf, pos - buf_at, pos)
+            except CorruptFileError as e:
+                if len(blocks) < 3:  # root index, meta index, FileInfo: the file needs them
+                    raise
+                # Bloom metas are optional: HBase reads on without a damaged one.
+                self._bloom_errors[head.block_type] = e
+                self.open_problems.append(BlockProblem(pos, str(e)))
+                pos += head.on_disk_size
+                continue
+            blocks.append(block)
+            pos += head.on_disk_size
+        return blocks
+
+    def _mid_key_fits(self, mid: MidKeyMetadata) -> bool:
+        """Whether mid-key metadata names a block inside the block section."""
+        return (
+            mid.leaf_offset >= 0
+            and mid.leaf_size >= self.trailer.header_size
+            and mid.leaf_offset + mid.leaf_size <= self.blocks_end
+            and mid.entry >= 0
+        )
 
     def _decode(self, buf: bytes, pos: int, offset: int, expect: str | None = None) -> Block:
         return decode_block(
@@ -240,25 +345,57 @@ class HFileReader:
             where=self.where,
             verify=self.verify_checksums,
             expect=expect,
+            max_block_bytes=self.max_block_bytes,
         )
+
+    def _block_range(self, offset: int, size: int | None, what: str) -> None:
+        """Raise unless a block of ``size`` bytes at ``offset`` can be in the file.
+
+        ``size`` None is unknown (read from the header next). Index entries give both;
+        the block must lie in the block section, with a size of a header up to a header
+        plus :attr:`max_block_bytes`.
+        """
+        hs = self.trailer.header_size
+        size_ok = size is None or hs <= size <= hs + self.max_block_bytes
+        if offset < 0 or offset + (size or hs) > self.blocks_end or not size_ok:
+            raise CorruptFileError(
+                f"{self.where}: {what} points at {size if size is not None else 'a'}-byte "
+                f"block at offset {offset}, outside the file's blocks [0, {self.blocks_end})"
+            )
 
     def read_block(
         self, offset: int, size: int | None = None, *, expect: str | None = None
     ) -> Block:
         """Read, verify and decompress one block.
 
-        The on-disk size is read from the block's header when not given.
+        The on-disk size is read from the block's header when not given; when given (by
+        an index entry) it must lie inside the file and equal the header's.
 
         Raises:
-            CorruptFileError: as :func:`~cellstore.storefiles.hfile.blocks.decode_block`.
+            CorruptFileError: as :func:`~cellstore.storefiles.hfile.blocks.decode_block`,
+                or for an offset or size outside the file.
         """
+        what = f"an index entry for a {expect} block" if expect else "an index entry"
+        hs = self.trailer.header_size
         if size is None or size <= 0:
-            hs = self.trailer.header_size
+            self._block_range(offset, None, what)
             head = parse_header(
-                self._read(offset, offset + hs), 0, offset=offset, header_size=hs, where=self.where
+                self._read(offset, offset + hs),
+                0,
+                offset=offset,
+                header_size=hs,
+                where=self.where,
+                max_block_bytes=self.max_block_bytes,
             )
             size = head.on_disk_size
-        return self._decode(self._read(offset, offset + size), 0, offset, expect)
+        self._block_range(offset, size, what)
+        block = self._decode(self._read(offset, offset + size), 0, offset, expect)
+        if block.header.on_disk_size != size:
+            raise CorruptFileError(
+                f"{self.where}: {block.block_type} block at offset {offset} takes "
+                f"{block.header.on_disk_size} bytes, its index entry says {size}"
+            )
+        return block
 
     @property
     def checksum_name(self) -> str:
@@ -276,7 +413,8 @@ class HFileReader:
         """Verify every block from offset 0 to the trailer, one after another.
 
         Index and Bloom blocks are checked as well as data blocks. A block header that
-        does not parse ends the walk (the next block cannot be found).
+        does not parse ends the walk (the next block cannot be found). Problems found when
+        the file was opened (a damaged Bloom meta) are reported too.
 
         Args:
             problems: Receives one entry per damaged block.
@@ -284,6 +422,7 @@ class HFileReader:
         Returns:
             How many blocks were checked.
         """
+        problems.extend(self.open_problems)
         end = self.size - self.trailer.size
         hs = self.trailer.header_size
         pos = 0
@@ -293,7 +432,14 @@ class HFileReader:
             k = 0
             while k < len(chunk):
                 try:
-                    head = parse_header(chunk, k, offset=pos + k, header_size=hs, where=self.where)
+                    head = parse_header(
+                        chunk,
+                        k,
+                        offset=pos + k,
+                        header_size=hs,
+                        where=self.where,
+                        max_block_bytes=self.max_block_bytes,
+                    )
                 except CorruptFileError as e:
                     problems.append(BlockProblem(pos + k, str(e)))
                     return count
@@ -301,7 +447,14 @@ class HFileReader:
                     if k == 0:  # one block larger than the chunk
                         chunk = self._read(pos, min(end, pos + head.on_disk_size))
                         if len(chunk) < head.on_disk_size:
-                            problems.append(BlockProblem(pos, f"{self.where}: truncated block"))
+                            problems.append(
+                                BlockProblem(
+                                    pos,
+                                    f"{self.where}: {head.block_type} block at offset {pos} "
+                                    f"is truncated ({len(chunk)} of {head.on_disk_size} bytes "
+                                    "before the trailer)",
+                                )
+                            )
                             return count
                         continue
                     break
@@ -321,32 +474,147 @@ class HFileReader:
         """Whether the file holds no cells (no data-index entries)."""
         return not self.root_index
 
+    def _checked_entries(
+        self,
+        entries: Sequence[IndexEntry],
+        *,
+        what: str,
+        ordered: bool,
+        before: int | None = None,
+        on_corrupt: OnCorrupt = "raise",
+        problems: list[BlockProblem] | None = None,
+    ) -> list[IndexEntry]:
+        """The entries whose blocks can be in the file; the others raise or are skipped.
+
+        Vectorized over all entries: each must name a block of at least a header and at
+        most :attr:`max_block_bytes` more that ends inside the block section (or before
+        ``before``: an index block's children precede it); with ``ordered`` (a data
+        index level, in file order) each must start at or after the end of the one
+        before. HBase's writers lay blocks out that way; anything else is damage.
+        """
+        n = len(entries)
+        if n == 0:
+            return list(entries)
+        offs = np.fromiter((e.offset for e in entries), dtype=np.int64, count=n)
+        sizes = np.fromiter((e.size for e in entries), dtype=np.int64, count=n)
+        hs = self.trailer.header_size
+        limit = self.blocks_end if before is None else min(before, self.blocks_end)
+        fits = (
+            (offs >= 0)
+            & (sizes >= hs)
+            & (sizes <= hs + self.max_block_bytes)
+            & (offs <= limit - sizes)
+        )
+        good = bool(fits.all())
+        if good and ordered and n > 1:
+            good = bool(np.all(offs[1:] >= offs[:-1] + sizes[:-1]))
+        if good:
+            return list(entries)
+        kept: list[IndexEntry] = []
+        after = 0
+        for k, e in enumerate(entries):
+            if not fits[k]:
+                fault = (
+                    f"points at {e.size} bytes at offset {e.offset}, outside the file's "
+                    f"blocks [0, {limit})"
+                )
+            elif ordered and e.offset < after:
+                fault = (
+                    f"points at offset {e.offset}, before the end ({after}) of the block "
+                    "the entry before it names (index entries go forward)"
+                )
+            else:
+                kept.append(e)
+                after = e.offset + e.size
+                continue
+            err = CorruptFileError(f"{self.where}: {what} entry {k} {fault}")
+            if on_corrupt == "raise":
+                raise err
+            if problems is not None:
+                problems.append(BlockProblem(e.offset, str(err)))
+        return kept
+
     def data_blocks(
-        self, *, start_row: bytes | None = None, stop_row: bytes | None = None
+        self,
+        *,
+        start_row: bytes | None = None,
+        stop_row: bytes | None = None,
+        on_corrupt: OnCorrupt = "raise",
+        problems: list[BlockProblem] | None = None,
     ) -> list[IndexEntry]:
         """Data blocks that can hold rows in ``[start_row, stop_row)``, in file order.
 
         Descends the multi-level index along the needed entries only, reading just the
-        intermediate and leaf index blocks on the way.
+        intermediate and leaf index blocks on the way. The descent takes exactly the
+        trailer's level count (at most 16, as HBase writes), expects an intermediate
+        index block at each inner level and a leaf index block at the last, reads no
+        index block twice, and keeps only entries inside the file, in file order, that
+        lie before the index block naming them.
+
+        Args:
+            start_row: First row needed (inclusive).
+            stop_row: Row to stop before (exclusive).
+            on_corrupt: ``"raise"`` on a damaged index block or entry, or ``"skip"`` it
+                (the data blocks under it are left out; each skip goes to ``problems``).
+            problems: Receives the skipped index blocks and entries.
+
+        Raises:
+            CorruptFileError: naming the file and block offset, with ``"raise"``.
         """
         if self.trailer.is_meta_comparator:
             start_row = stop_row = None  # meta rows do not sort as raw bytes
-        entries = self.root_index
-        rows = self._root_rows
-        for _ in range(self.trailer.num_data_index_levels - 1):
+        levels = self.trailer.num_data_index_levels
+        entries = self._checked_entries(
+            self.root_index,
+            what="data index root",
+            ordered=True,
+            on_corrupt=on_corrupt,
+            problems=problems,
+        )
+        rows = self._root_rows if len(entries) == len(self.root_index) else None
+        visited: set[int] = set()
+        for depth in range(1, levels):
+            expect = "LEAF_INDEX" if depth == levels - 1 else "INTERMEDIATE_INDEX"
+            if rows is None:
+                rows = [key_row(e.key) for e in entries]
             lo, hi = block_range_for_rows(rows, start_row=start_row, stop_row=stop_row)
             children: list[IndexEntry] = []
             for e in entries[lo:hi]:
-                block = self.read_block(e.offset, e.size)
-                if block.block_type not in _INDEX_TYPES:
-                    raise CorruptFileError(
-                        f"{self.where}: index entry points at a {block.block_type} block at "
-                        f"offset {e.offset}"
+                try:
+                    if e.offset in visited:
+                        raise CorruptFileError(
+                            f"{self.where}: index block at offset {e.offset} is named twice "
+                            "(an index cycle)"
+                        )
+                    visited.add(e.offset)
+                    block = self.read_block(e.offset, e.size, expect=expect)
+                    where = f"{self.where}: {expect} block at offset {e.offset}"
+                    kids = parse_non_root_index(block.payload, where=where)
+                    kids = self._checked_entries(
+                        kids,
+                        what=f"{expect} block at offset {e.offset}:",
+                        ordered=True,
+                        before=e.offset,
                     )
-                children.extend(
-                    parse_non_root_index(block.payload, where=f"{self.where}@{e.offset}")
-                )
+                    if (
+                        children
+                        and kids
+                        and kids[0].offset < (children[-1].offset + children[-1].size)
+                    ):
+                        raise CorruptFileError(
+                            f"{where}: its first entry points at offset {kids[0].offset}, "
+                            "before the blocks of the index block before it"
+                        )
+                except CorruptFileError as err:
+                    if on_corrupt == "raise":
+                        raise
+                    if problems is not None:
+                        problems.append(BlockProblem(e.offset, str(err)))
+                    continue
+                children.extend(kids)
             entries = children
+            rows = None
+        if rows is None:
             rows = [key_row(e.key) for e in entries]
         lo, hi = block_range_for_rows(rows, start_row=start_row, stop_row=stop_row)
         return entries[lo:hi]
@@ -382,20 +650,30 @@ class HFileReader:
     @property
     def bloom_type(self) -> str:
         """``ROW``, ``ROWCOL``, ``ROWPREFIX_FIXED_LENGTH`` or ``NONE``."""
-        if self.general_bloom is None:
+        if self.general_bloom is None and "GENERAL_BLOOM_META" not in self._bloom_errors:
             return "NONE"
         return self.file_info.get(b"BLOOM_FILTER_TYPE", b"ROW").decode("ascii", "replace")
 
     def _bloom_hit(
         self, meta: BloomMeta, key: bytes, cache: dict[int, bytes], *, seek: bytes | None = None
     ) -> bool:
-        i = chunk_for_key(meta, key if seek is None else seek)
+        try:
+            i = chunk_for_key(meta, key if seek is None else seek)
+        except CorruptFileError as e:
+            raise CorruptFileError(f"{self.where}: Bloom chunk index: {e}") from None
         if i < 0:
             return False
         if i not in cache:
             chunk = meta.chunks[i]
             cache[i] = self.read_block(chunk.offset, chunk.size, expect="BLOOM_CHUNK").payload
         return chunk_contains(cache[i], key, hash_count=meta.hash_count, hash_type=meta.hash_type)
+
+    def _bloom(self, kind: str) -> BloomMeta | None:
+        """The Bloom meta of ``kind``; raises the error that made it unreadable, if any."""
+        error = self._bloom_errors.get(kind)
+        if error is not None:
+            raise CorruptFileError(str(error))
+        return self.general_bloom if kind == "GENERAL_BLOOM_META" else self.delete_family_bloom
 
     def might_contain(
         self, row: bytes, qualifier: bytes | None = None, *, _cache: dict[int, bytes] | None = None
@@ -405,22 +683,31 @@ class HFileReader:
         False means certainly absent; True means present or a Bloom false positive. A
         file without a general Bloom answers True unless the row is outside its key
         range.
+
+        Raises:
+            CorruptFileError: if the Bloom filter (meta, chunk or prefix length) is damaged.
         """
         if self.is_empty:
             return False
-        meta = self.general_bloom
+        meta = self._bloom("GENERAL_BLOOM_META")
         kind = self.bloom_type
         if meta is None or (kind == "ROWCOL" and qualifier is None):
             return True
-        param = self.file_info.get(b"BLOOM_FILTER_PARAM", bytes(4))
-        key = bloom_key(
-            kind, row, qualifier or b"", prefix=int.from_bytes(param[:4], "big", signed=True)
-        )
+        prefix = 0
+        if kind.startswith("ROWPREFIX"):
+            param = self.file_info.get(b"BLOOM_FILTER_PARAM", b"")
+            prefix = int.from_bytes(param[:4], "big", signed=True) if len(param) >= 4 else 0
+            if not 1 <= prefix <= MAX_ROW_LENGTH:
+                raise CorruptFileError(
+                    f"{self.where}: FileInfo BLOOM_FILTER_PARAM: row prefix length {prefix} is "
+                    f"outside 1..{MAX_ROW_LENGTH}"
+                )
+        key = bloom_key(kind, row, qualifier or b"", prefix=prefix)
         seek = None
         if kind == "ROWCOL":
             # HBase finds the chunk with the cell's real key (family included,
             # CompoundBloomFilter.contains(Cell...)) but hashes the key without the family.
-            family = parse_key(self.root_index[0].key, where=self.where).family
+            family = parse_key(self.root_index[0].key, where=f"{self.where}: first key").family
             seek = (
                 len(row).to_bytes(2, "big")
                 + row
@@ -432,8 +719,12 @@ class HFileReader:
         return self._bloom_hit(meta, key, _cache if _cache is not None else {}, seek=seek)
 
     def might_have_delete_family(self, row: bytes) -> bool:
-        """Whether the file may hold a DeleteFamily marker for ``row`` (DeleteFamily Bloom)."""
-        meta = self.delete_family_bloom
+        """Whether the file may hold a DeleteFamily marker for ``row`` (DeleteFamily Bloom).
+
+        Raises:
+            CorruptFileError: if the DeleteFamily Bloom filter is damaged.
+        """
+        meta = self._bloom("DELETE_FAMILY_BLOOM_META")
         if meta is None:
             return not self.is_empty
         if meta.key_count == 0:
@@ -455,22 +746,31 @@ class HFileReader:
             yield batch
 
     def _payloads(
-        self, batch: _Batch, on_corrupt: OnCorrupt, problems: list[BlockProblem]
+        self,
+        batch: _Batch,
+        on_corrupt: OnCorrupt,
+        problems: list[BlockProblem],
+        budget: int,
     ) -> tuple[
         np.ndarray[Any, np.dtype[np.uint8]],
         np.ndarray[Any, np.dtype[np.int64]],
         np.ndarray[Any, np.dtype[np.int64]],
         np.ndarray[Any, np.dtype[np.int64]],
+        _Batch | None,
     ]:
         """Verify and decompress a batch's blocks into one buffer.
 
+        Compressed or encoded blocks are decoded until their payloads reach ``budget``
+        bytes; the blocks left over come back as a batch of their own (holding the bytes
+        already read), so a batch whose blocks expand a lot is decoded in steps.
+
         Returns:
             The buffer (with :data:`PAD` zero bytes after the last payload), the start
-            and end of each good block's cells in it, and those blocks' file offsets.
+            and end of each good block's cells in it, those blocks' file offsets, and the
+            blocks left for another step (None when done).
         """
-        first, last = batch.entries[0], batch.entries[-1]
-        base = first.offset
-        end = last.offset + last.size
+        base = batch.entries[0].offset if batch.raw is None else batch.base
+        end = max(e.offset + e.size for e in batch.entries)
         offs = [e.offset for e in batch.entries]
         in_place = (
             self.trailer.codec == "NONE"
@@ -498,6 +798,7 @@ class HFileReader:
                         fast[0],
                         fast[1],
                         np.array(offs, dtype=np.int64),
+                        None,
                     )
             blocks_view = memoryview(raw)[: end - base]
             starts: list[int] = []
@@ -513,8 +814,9 @@ class HFileReader:
                         header_size=hs,
                         where=self.where,
                         verify=self.verify_checksums,
+                        max_block_bytes=self.max_block_bytes,
                     )
-                    _check_data_block(head, self.where)
+                    _check_data_block(head, e.size, self.where)
                 except CorruptFileError as err:
                     if on_corrupt == "raise":
                         raise
@@ -528,16 +830,31 @@ class HFileReader:
                 np.array(starts, dtype=np.int64),
                 np.array(ends, dtype=np.int64),
                 np.array(good, dtype=np.int64),
+                None,
             )
-        raw = self._read(base, end)
+        raw = batch.raw if batch.raw is not None else self._read(base, end)
         payloads: list[bytes] = []
         offsets: list[int] = []
-        for e in batch.entries:
+        decoded = 0
+        rest: _Batch | None = None
+        for k, e in enumerate(batch.entries):
+            if decoded >= budget and payloads:
+                left = batch.entries[k:]
+                rest = _Batch(left, sum(x.size for x in left), raw=raw, base=base)
+                break
             try:
                 block = self._decode(raw, e.offset - base, e.offset)
+                if block.header.on_disk_size != e.size:
+                    raise CorruptFileError(
+                        f"{self.where}: {block.block_type} block at offset {e.offset} takes "
+                        f"{block.header.on_disk_size} bytes, its index entry says {e.size}"
+                    )
                 if block.block_type == "ENCODED_DATA":
                     payload = decode_encoded_block(
-                        block.payload, flags=self.flags, where=f"{self.where}@{e.offset}"
+                        block.payload,
+                        flags=self.flags,
+                        where=f"{self.where}: ENCODED_DATA block at offset {e.offset}",
+                        max_bytes=self.max_block_bytes,
                     )
                 elif block.block_type == "DATA":
                     payload = block.payload
@@ -553,12 +870,13 @@ class HFileReader:
                 continue
             payloads.append(payload)
             offsets.append(e.offset)
+            decoded += len(payload)
         sizes = np.array([len(p) for p in payloads], dtype=np.int64)
         bstarts = np.zeros(len(payloads), dtype=np.int64)
         if len(sizes) > 1:
             np.cumsum(sizes[:-1], out=bstarts[1:])
         buf = np.frombuffer(b"".join([*payloads, bytes(PAD)]), dtype=np.uint8)
-        return buf, bstarts, bstarts + sizes, np.array(offsets, dtype=np.int64)
+        return buf, bstarts, bstarts + sizes, np.array(offsets, dtype=np.int64), rest
 
     def _walk(
         self,
@@ -568,34 +886,87 @@ class HFileReader:
         offs: np.ndarray[Any, np.dtype[np.int64]],
         on_corrupt: OnCorrupt,
         problems: list[BlockProblem],
-    ) -> np.ndarray[Any, np.dtype[np.int64]]:
+    ) -> tuple[
+        np.ndarray[Any, np.dtype[np.int64]],
+        np.ndarray[Any, np.dtype[np.int64]],
+        np.ndarray[Any, np.dtype[np.int64]],
+    ]:
+        """Cell starts of the blocks, with the cells per block and the blocks' offsets.
+
+        Blocks whose cells are damaged raise, or are left out with ``"skip"``.
+        """
         sizes = ends - starts
         try:
             layout = walk_cells(
                 buf, starts, starts + sizes, flags=self.flags, where=self.where, block_offsets=offs
             )
-            return layout.starts
+            return layout.starts, layout.counts, offs
         except CorruptFileError:
             if on_corrupt == "raise":
                 raise
         # Find the bad blocks one at a time and keep the good ones.
         keep: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+        counts: list[int] = []
+        kept: list[int] = []
         for k in range(len(starts)):
             one = slice(k, k + 1)
             try:
-                keep.append(
-                    walk_cells(
-                        buf,
-                        starts[one],
-                        starts[one] + sizes[one],
-                        flags=self.flags,
-                        where=self.where,
-                        block_offsets=offs[one],
-                    ).starts
-                )
+                cell_starts = walk_cells(
+                    buf,
+                    starts[one],
+                    starts[one] + sizes[one],
+                    flags=self.flags,
+                    where=self.where,
+                    block_offsets=offs[one],
+                ).starts
             except CorruptFileError as err:
                 problems.append(BlockProblem(int(offs[k]), str(err)))
-        return np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64)
+                continue
+            keep.append(cell_starts)
+            counts.append(len(cell_starts))
+            kept.append(int(offs[k]))
+        return (
+            np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64),
+            np.array(counts, dtype=np.int64),
+            np.array(kept, dtype=np.int64),
+        )
+
+    def _cells(
+        self,
+        buf: np.ndarray[Any, np.dtype[np.uint8]],
+        starts: np.ndarray[Any, np.dtype[np.int64]],
+        counts: np.ndarray[Any, np.dtype[np.int64]],
+        offs: np.ndarray[Any, np.dtype[np.int64]],
+        on_corrupt: OnCorrupt,
+        problems: list[BlockProblem],
+        **options: Any,
+    ) -> pa.Table | None:
+        """:func:`cells_to_table` of the walked cells.
+
+        A failure (a family that is not UTF-8) is pinned on its block, which raises or is
+        skipped.
+        """
+        try:
+            return cells_to_table(buf, starts, flags=self.flags, **options)
+        except CorruptFileError:
+            pass
+        parts: list[pa.Table] = []
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        for k in range(len(counts)):
+            try:
+                parts.append(
+                    cells_to_table(
+                        buf, starts[bounds[k] : bounds[k + 1]], flags=self.flags, **options
+                    )
+                )
+            except CorruptFileError as e:
+                err = CorruptFileError(f"{self.where}: data block at offset {int(offs[k])}: {e}")
+                if on_corrupt == "raise":
+                    raise err from None
+                problems.append(BlockProblem(int(offs[k]), str(err)))
+        if not parts:
+            return None
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def iter_batches(
         self,
@@ -621,11 +992,13 @@ class HFileReader:
                 :func:`~cellstore.storefiles.hfile.cells.cells_schema`).
             with_seq_id: Add the ``seq_id`` column (memstore timestamp).
             with_tags: Add the ``tags`` column (raw tag records).
-            batch_bytes: On-disk bytes of data blocks decoded together.
-            on_corrupt: ``"raise"`` (default) or ``"skip"`` damaged data blocks (their
-                cells are left out; each skip is appended to ``problems``).
+            batch_bytes: On-disk bytes of data blocks decoded together (their payloads
+                are decoded at most :data:`DECODED_FACTOR` times this many bytes at once).
+            on_corrupt: ``"raise"`` (default) or ``"skip"`` damaged data and index blocks
+                (their cells are left out; each skip is appended to ``problems``).
             problems: Receives the skipped blocks.
-            blocks: Read exactly these data blocks (default: those the row range needs).
+            blocks: Read exactly these data blocks (default: those the row range needs);
+                entries outside the file raise or are skipped.
             threads: Batches decoded concurrently (1: no thread pool). Memory holds up to
                 this many batches.
             dictionary: ``row`` and ``qualifier`` as dictionary arrays (each batch its
@@ -635,65 +1008,86 @@ class HFileReader:
             Non-empty tables of cells.
 
         Raises:
-            CorruptFileError: naming the file, block offset and expected vs actual
-                checksum, when a block is damaged and ``on_corrupt == "raise"``.
+            CorruptFileError: naming the file, block offset and what is wrong (expected vs
+                actual checksum, a size, a cell), when a block is damaged and
+                ``on_corrupt == "raise"``.
         """
         if problems is None:
             problems = []
         entries = (
-            blocks
+            self._checked_entries(
+                blocks,
+                what="data block list",
+                ordered=False,
+                on_corrupt=on_corrupt,
+                problems=problems,
+            )
             if blocks is not None
-            else self.data_blocks(start_row=start_row, stop_row=stop_row)
+            else self.data_blocks(
+                start_row=start_row, stop_row=stop_row, on_corrupt=on_corrupt, problems=problems
+            )
         )
         need_filter = bool(start_row) or bool(stop_row)
         build = columns
         if need_filter and columns is not None and "row" not in columns:
             build = ["row", *columns]
+        budget = max(1, batch_bytes) * DECODED_FACTOR
 
-        def decode(batch: _Batch) -> pa.Table | None:
-            buf, bstarts, bends, offs = self._payloads(batch, on_corrupt, problems)
+        def decode(batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
+            buf, bstarts, bends, offs, rest = self._payloads(batch, on_corrupt, problems, budget)
             if not len(bstarts):
-                return None
-            starts = self._walk(buf, bstarts, bends, offs, on_corrupt, problems)
+                return None, rest
+            starts, counts, offs = self._walk(buf, bstarts, bends, offs, on_corrupt, problems)
             if not len(starts):
-                return None
-            table = cells_to_table(
+                return None, rest
+            table = self._cells(
                 buf,
                 starts,
-                flags=self.flags,
+                counts,
+                offs,
+                on_corrupt,
+                problems,
                 columns=build,
                 with_seq_id=with_seq_id,
                 with_tags=with_tags,
                 dictionary=dictionary,
             )
+            if table is None:
+                return None, rest
             if need_filter:
                 table = _filter_rows(table, start_row, stop_row)
                 if build is not columns and columns is not None:
                     table = table.select(columns)
-            return table if table.num_rows else None
+            return (table if table.num_rows else None), rest
 
         batches = list(self._batches(entries, batch_bytes))
         workers = max(1, min(threads, len(batches)))
         if workers == 1:
-            for batch in batches:
-                table = decode(batch)
-                if table is not None:
-                    yield table
+            for first in batches:
+                todo: _Batch | None = first
+                while todo is not None:
+                    table, todo = decode(todo)
+                    if table is not None:
+                        yield table
             return
         # Decode the next batches while the caller consumes this one (numpy, zlib and the
-        # codecs release the GIL); at most ``workers`` batches are in memory at once.
+        # codecs release the GIL); at most ``workers`` batches are in memory at once. A
+        # batch decoded in steps goes first again with its remaining blocks.
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque[Future[pa.Table | None]] = deque()
-            todo = iter(batches)
-            for batch in todo:
+            pending: deque[Future[tuple[pa.Table | None, _Batch | None]]] = deque()
+            upcoming = iter(batches)
+            for batch in upcoming:
                 pending.append(pool.submit(decode, batch))
                 if len(pending) >= workers:
                     break
             while pending:
-                table = pending.popleft().result()
-                nxt = next(todo, None)
-                if nxt is not None:
-                    pending.append(pool.submit(decode, nxt))
+                table, rest = pending.popleft().result()
+                if rest is not None:
+                    pending.appendleft(pool.submit(decode, rest))
+                else:
+                    nxt = next(upcoming, None)
+                    if nxt is not None:
+                        pending.append(pool.submit(decode, nxt))
                 if table is not None:
                     yield table
 
@@ -714,8 +1108,16 @@ class HFileReader:
         return None if key is None else str(parse_key(key, where=self.where))
 
 
-def _check_data_block(head: BlockHeader, where: str) -> None:
-    """Raise unless ``head`` is an uncompressed DATA block whose sizes agree."""
+def _check_data_block(head: BlockHeader, size: int, where: str) -> None:
+    """Raise unless ``head`` is an uncompressed DATA block whose sizes agree.
+
+    With each other, and with its index entry (``size`` on disk).
+    """
+    if head.on_disk_size != size:
+        raise CorruptFileError(
+            f"{where}: {head.block_type} block at offset {head.offset} takes "
+            f"{head.on_disk_size} bytes, its index entry says {size}"
+        )
     if head.block_type != "DATA":
         raise CorruptFileError(
             f"{where}: index points at a {head.block_type} block at offset {head.offset}, "

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
+from cellstore.storefiles.hfile.limits import MAX_INDEX_LEVELS
 from cellstore.storefiles.hfile.varint import read_pb_varint
 
 __all__ = [
@@ -127,24 +128,29 @@ def iter_pb_fields(buf: bytes | memoryview, *, what: str) -> Iterator[tuple[int,
     """
     pos = 0
     end = len(buf)
-    while pos < end:
-        key, pos = read_pb_varint(buf, pos)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = read_pb_varint(buf, pos)
-            yield field, value
-        elif wire == 2:
-            n, pos = read_pb_varint(buf, pos)
-            if pos + n > end:
-                raise CorruptFileError(f"{what}: truncated protobuf field {field}")
-            yield field, bytes(buf[pos : pos + n])
-            pos += n
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise CorruptFileError(f"{what}: unexpected protobuf wire type {wire}")
+    try:
+        while pos < end:
+            key, pos = read_pb_varint(buf, pos)
+            field, wire = key >> 3, key & 7
+            if wire == 0:
+                value, pos = read_pb_varint(buf, pos)
+                yield field, value
+            elif wire == 2:
+                n, pos = read_pb_varint(buf, pos)
+                if pos + n > end:
+                    raise CorruptFileError(f"{what}: truncated protobuf field {field}")
+                yield field, bytes(buf[pos : pos + n])
+                pos += n
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            else:
+                raise CorruptFileError(f"{what}: unexpected protobuf wire type {wire}")
+    except CorruptFileError as e:
+        if str(e).startswith(what):
+            raise
+        raise CorruptFileError(f"{what}: {e}") from None
 
 
 def _signed(v: int) -> int:
@@ -171,7 +177,8 @@ def parse_trailer(tail: bytes, *, file_size: int, where: str) -> Trailer:
 
     Raises:
         UnsupportedFormatError: for HFile v1, unknown majors, or an encrypted file.
-        CorruptFileError: if the file is too short or the trailer does not parse.
+        CorruptFileError: if the file is too short, the trailer does not parse, or its
+            offsets, counts or index levels are impossible for the file.
     """
     if len(tail) < 4 or file_size < 4:
         raise CorruptFileError(f"{where}: not an HFile ({file_size} bytes)")
@@ -194,8 +201,47 @@ def parse_trailer(tail: bytes, *, file_size: int, where: str) -> Trailer:
     if bytes(body[:8]) != TRAILER_MAGIC:
         raise CorruptFileError(f"{where}: bad trailer magic {bytes(body[:8])!r}")
     if major == 3 or minor >= 2:
-        return _parse_pb(body, major, minor, size, where)
-    return _parse_writable(body, major, minor, size, where)
+        trailer = _parse_pb(body, major, minor, size, where)
+    else:
+        trailer = _parse_writable(body, major, minor, size, where)
+    _check_trailer(trailer, file_size, where)
+    return trailer
+
+
+def _check_trailer(t: Trailer, file_size: int, where: str) -> None:
+    """Raise unless the trailer's counts, levels and offsets are possible for the file.
+
+    Offsets must lie before the trailer, counts must not be negative, and the data index
+    has 1 to :data:`~cellstore.storefiles.hfile.limits.MAX_INDEX_LEVELS` levels (HBase's
+    writer stops at 16). Entry counts are checked against the blocks that hold them when
+    those are parsed.
+    """
+    blocks_end = file_size - t.size
+    problems = []
+    if not 0 <= t.load_on_open_offset <= blocks_end:
+        problems.append(f"load-on-open offset {t.load_on_open_offset}")
+    if not 1 <= t.num_data_index_levels <= MAX_INDEX_LEVELS:
+        problems.append(
+            f"{t.num_data_index_levels} data index levels (HBase writes 1 to {MAX_INDEX_LEVELS})"
+        )
+    for name, value in (
+        ("data index count", t.data_index_count),
+        ("meta index count", t.meta_index_count),
+        ("entry count", t.entry_count),
+    ):
+        if value < 0:
+            problems.append(f"{name} {value}")
+    for name, value in (
+        ("first data block offset", t.first_data_block_offset),
+        ("last data block offset", t.last_data_block_offset),
+    ):
+        if not -1 <= value < blocks_end:
+            problems.append(f"{name} {value}")
+    if problems:
+        raise CorruptFileError(
+            f"{where}: the trailer is damaged: {', '.join(problems)} "
+            f"(file of {file_size} bytes, blocks end at {blocks_end})"
+        )
 
 
 def _parse_pb(body: memoryview, major: int, minor: int, size: int, where: str) -> Trailer:
