@@ -4,7 +4,12 @@ Whatever happens to the newest metadata version (``_meta/v...json``) or to a sto
 (bit flips, truncation, swapped bytes, random bytes, JSON values replaced), opening the
 table, scanning it, a ``get`` and ``verify`` end either normally or in a cellstore error (a
 :class:`~cellstore.errors.CellstoreError`): never another exception type, never a hang.
-A store file whose size changed must fail every read (its manifest entry records the size),
+Whatever opens must read back what was written, or be refused: a mutated metadata version
+that opens and scans must give the pristine answer, unless it describes another valid table
+(a family setting, the regions, the salt changed), and then the answer of a fresh table made
+with the mutated document's settings and loaded with the same cells (never the code under
+test's reading of the damaged document). A store file whose size changed must fail every
+read (its manifest entry records the size),
 and so must one whose Parquet footer changed (its entry records the footer digest, checked
 before pyarrow parses the footer: some damaged footers abort pyarrow). Store-file mutations
 cover the whole file; a second test aims them at the footer and its 8-byte trailer.
@@ -16,6 +21,7 @@ runs a bounded number of examples (``tests/fuzzing.py``); ``bench/fuzz_long.sh``
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,16 +63,30 @@ def cells() -> pa.Table:
     )
 
 
+def load_the_cells(t: Any) -> None:
+    """The fixture's two loads (the second overwrites the first 40 cells' keys)."""
+    t.load_cells(cells(), row_group_cells=64)
+    t.load_cells(cells().slice(0, 40), now_ms=5)
+
+
+def _answer_shape(meta: Any) -> tuple[Any, ...]:
+    """What a raw scan's answer depends on besides the cells: the table's settings, its
+    regions and salt, and (format version 2) the manifests that make the live set."""
+    live = meta.manifests if meta.format_version >= 2 else tuple(meta.files)
+    return (meta.families, meta.split_keys, meta.salt_buckets, meta.row_key, live)
+
+
 class Fixture:
     """A table with two regions, two loads, and the pristine bytes of its files."""
 
     def __init__(self, root: Path) -> None:
         clear_footer_cache()
         self.root = str(root / "wh")
+        self.scratch = root / "expected"
         wh = cellstore.connect(self.root)
         t = wh.create_table("ns:t", families=[Family(name="f")], splits=["m"])
-        t.load_cells(cells(), row_group_cells=64)
-        t.load_cells(cells().slice(0, 40), now_ms=5)
+        load_the_cells(t)
+        self.pristine_shape = _answer_shape(t.metadata)
         self.meta_path = Path(t.log.version_path(t.version))
         self.store_path = Path(t.file_path(max(t.files, key=lambda f: f.cells)))
         self.meta_bytes = self.meta_path.read_bytes()
@@ -81,6 +101,44 @@ class Fixture:
         """A raw scan of every version of the table (pristine: the expected answer)."""
         t = cellstore.connect(self.root).table("ns:t")
         return t.scan(raw=True, max_versions=5).to_arrow()
+
+    def expected(self, meta: Any) -> pa.Table | None:
+        """The raw scan a table described by ``meta`` must give, holding the written cells.
+
+        The pristine answer when nothing it depends on changed; else that of a fresh table
+        created with ``meta``'s families, regions and salt and loaded with the same cells
+        (None, so no check, when ``create_table`` refuses those settings). A changed live
+        set (the manifests) has no fresh equivalent: the pristine answer stands.
+        """
+        shape = _answer_shape(meta)
+        if shape[:4] == self.pristine_shape[:4]:
+            return self.pristine_scan
+        root = str(self.scratch / uuid.uuid4().hex)
+        try:
+            t = cellstore.connect(root).create_table(
+                "ns:t",
+                families=list(meta.families),
+                splits=None if meta.salt_buckets else meta.split_keys,
+                salt_buckets=meta.salt_buckets,
+                row_key=meta.row_key,
+            )
+            load_the_cells(t)
+        except CellstoreError:
+            event("mutated settings a fresh table refuses: not compared")
+            return None
+        event("mutated settings: compared with a fresh table")
+        return t.scan(raw=True, max_versions=5).to_arrow()
+
+    def check_metadata_answer(self) -> None:
+        """What opens reads back what was written (see :meth:`expected`), or is refused."""
+        try:
+            t = cellstore.connect(self.root).table("ns:t")
+            got = t.scan(raw=True, max_versions=5).to_arrow()
+        except CellstoreError:
+            return
+        want = self.expected(t.metadata)
+        if want is not None:
+            assert got == want, "a damaged metadata version opened and answered wrongly"
 
     def exercise(self) -> list[str]:
         """Open, scan, get and verify; the names of the steps that raised a CellstoreError.
@@ -223,6 +281,7 @@ def test_mutated_metadata_bytes_end_in_cellstore_errors(files: Fixture, data: An
     files.meta_path.write_bytes(mutated)
     try:
         files.fuzz()
+        files.check_metadata_answer()
     finally:
         files.restore()
 
@@ -233,6 +292,7 @@ def test_mutated_metadata_values_end_in_cellstore_errors(files: Fixture, data: A
     files.meta_path.write_bytes(data.draw(json_mutation(files.meta_bytes)))
     try:
         files.fuzz()
+        files.check_metadata_answer()
     finally:
         files.restore()
 

@@ -164,6 +164,13 @@ SEMANTIC_CASES = [
     ),
     ("spec-salt", 2, True, setter("salt-buckets", value=8), "row-key spec salt-buckets 4 != "),
     ("spec-unsalted", 2, True, setter("salt-buckets", value=None), "salt-buckets 4 != table"),
+    (  # the fuzzer's find: an empty live set read as the table's data
+        "totals-without-manifests",
+        2,
+        False,
+        setter("manifests", value=[]),
+        "totals count 3 files but no manifest is listed",
+    ),
     ("claims-version", 2, False, setter("version", value=9), "claims to be version 9"),
     ("no-format-version", 2, False, delete("format-version"), "no integer format-version"),
 ]

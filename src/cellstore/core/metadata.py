@@ -605,6 +605,10 @@ class TableMetadata:
             _check_unique_families(families)
             row_key = RowKeySpec.from_dict(d["row-key"]) if d.get("row-key") else None
             _check_salt(d["salt-buckets"], row_key)
+            manifests = tuple(ManifestRef.from_dict(m) for m in d.get("manifests", ()))
+            totals = FileTotals.from_dict(d["totals"]) if version >= 2 else None
+            if totals is not None and not manifests and totals != FileTotals():
+                raise ValueError(f"totals count {totals.files} files but no manifest is listed")
             return cls(
                 table_uuid=d["table-uuid"],
                 name=d["name"],
@@ -624,8 +628,8 @@ class TableMetadata:
                     for name, ref in (d.get("snapshots") or {}).items()
                 },
                 format_version=version,
-                manifests=tuple(ManifestRef.from_dict(m) for m in d.get("manifests", ())),
-                totals=FileTotals.from_dict(d["totals"]) if version >= 2 else None,
+                manifests=manifests,
+                totals=totals,
                 regions_ref=_opt_str(d.get("regions-ref")),
                 load_ids_ref=_opt_str((d.get("load-ids-ref") or {}).get("path")),
                 load_ids_paged=int((d.get("load-ids-ref") or {}).get("count", 0)),
