@@ -32,7 +32,7 @@ from typing import Any, Final, Literal, NewType
 import fsspec
 
 from cellstore.core.names import validate_family_name
-from cellstore.errors import CellstoreError, CorruptFileError, InvalidNameError
+from cellstore.errors import CellstoreError, CorruptFileError, InvalidNameError, MissingFileError
 from cellstore.fs import is_local
 
 __all__ = [
@@ -302,6 +302,10 @@ def parse_store_file_name(name: str, *, source: str) -> StoreFileName:
     )
 
 
+def _named_by(source: str | None) -> str:
+    return f" (named by {source})" if source else ""
+
+
 class RootFiles:
     """Reads of one HBase root directory that never leave it.
 
@@ -371,7 +375,7 @@ class RootFiles:
         real = self.outside(path)
         if real is None:
             return path
-        whence = f" (named by {source})" if source else ""
+        whence = _named_by(source)
         if real == path:
             raise CorruptFileError(f"{path}{whence} is outside the HBase root {self.root}")
         raise CorruptFileError(
@@ -385,11 +389,16 @@ class RootFiles:
         """A metadata file's bytes (at most :data:`MAX_METADATA_BYTES`).
 
         Raises:
-            CorruptFileError: outside the root, or larger than the limit.
-            FileNotFoundError: no such file.
+            CorruptFileError: outside the root, a directory, or larger than the limit.
+            MissingFileError: no such file.
         """
         self.check(path, source=source)
-        data: bytes = self.fs.cat_file(path, start=0, end=MAX_METADATA_BYTES + 1)
+        try:
+            data: bytes = self.fs.cat_file(path, start=0, end=MAX_METADATA_BYTES + 1)
+        except FileNotFoundError as e:
+            raise MissingFileError(f"{path}{_named_by(source)} does not exist") from e
+        except (IsADirectoryError, NotADirectoryError) as e:
+            raise CorruptFileError(f"{path}{_named_by(source)} is not a file ({e})") from e
         if len(data) > MAX_METADATA_BYTES:
             raise CorruptFileError(
                 f"{path}: larger than {MAX_METADATA_BYTES >> 20} MiB, HBase's limit for a "
@@ -401,20 +410,30 @@ class RootFiles:
         """A file's size (its path checked first).
 
         Raises:
-            CorruptFileError: outside the root.
-            FileNotFoundError: no such file.
+            CorruptFileError: outside the root, or a directory.
+            MissingFileError: no such file (a ``FileNotFoundError``).
         """
         self.check(path, source=source)
-        return int(self.fs.size(path))
+        try:
+            info = self.fs.info(path)
+        except FileNotFoundError as e:
+            raise MissingFileError(f"{path}{_named_by(source)} does not exist") from e
+        if info.get("type") == "directory":
+            raise CorruptFileError(f"{path}{_named_by(source)} is a directory, not a file")
+        return int(info["size"])
 
     def ls(self, path: str, *, detail: bool = False) -> list[Any]:
         """A directory's entries, as ``fs.ls`` (its path checked first).
 
         Raises:
             CorruptFileError: outside the root.
+            MissingFileError: no such directory.
         """
         self.check(path)
-        out: list[Any] = self.fs.ls(path, detail=detail)
+        try:
+            out: list[Any] = self.fs.ls(path, detail=detail)
+        except FileNotFoundError as e:
+            raise MissingFileError(f"{path} does not exist") from e
         return out
 
     def isdir(self, path: str) -> bool:
