@@ -179,8 +179,11 @@ def test_a_reader_without_manifests_ref_refuses_the_root(tmp_path: Path) -> None
     # the first layout: same part, newer manifests listed under "manifests"
     first = {k: v for k, v in doc.items() if k != "manifests-tail"}
     first["manifests"] = doc["manifests-tail"]
-    misread = _parse_as_before_manifests_ref(first)
-    assert len(misread.manifests) < len(meta.manifests)  # what the safety rule prevents
+    # Releases before the field misread it as no live files at all (what the safety rule
+    # prevents); today's parser also refuses a root that lists no manifest but counts files.
+    assert first["manifests"] == []  # every manifest is in the part
+    with pytest.raises(CorruptFileError, match="totals count 12 files but no manifest"):
+        _parse_as_before_manifests_ref(first)
     Path(log.version_path(meta.version)).write_bytes(json.dumps(first).encode())
     again = log.read(meta.version)
     assert again.manifests == meta.manifests and again.manifests_ref == meta.manifests_ref
