@@ -104,14 +104,41 @@ def _as_binary(table: pa.Table, name: str, n: int, default: bytes | None) -> pa.
             raise BadCellError(f"cells have no {name!r} column", field=name)
         return _const_binary(default, n)
     arr = _column(table, name)
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.large_string()).cast(_LB)
-    else:
-        arr = arr.cast(_LB)
     if arr.null_count:
         bad = int(np.nonzero(arr.is_null().to_numpy(zero_copy_only=False))[0][0])
         raise BadCellError(f"cell {bad}: {name} is null", record=bad, field=name)
-    return arr
+    try:
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            return arr.cast(pa.large_string()).cast(_LB)
+        return arr.cast(_LB)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise BadCellError(
+            f"cells' {name!r} column of type {arr.type} cannot be used as bytes: {e}", field=name
+        ) from e
+
+
+def _as_int64(table: pa.Table, name: str, *, null: int | None = None) -> npt.NDArray[np.int64]:
+    """Column ``name`` as int64 values.
+
+    A missing column, a null (unless ``null`` fills it) or a value that does not cast to
+    int64 is refused with :class:`BadCellError` naming the field.
+    """
+    if name not in table.column_names:
+        raise BadCellError(f"cells have no {name!r} column", field=name)
+    arr = _column(table, name)
+    if arr.null_count and null is None:
+        bad = int(np.nonzero(arr.is_null().to_numpy(zero_copy_only=False))[0][0])
+        raise BadCellError(f"cell {bad}: {name} is null", record=bad, field=name)
+    try:
+        ints = arr.cast(pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise BadCellError(
+            f"cells' {name!r} column of type {arr.type} cannot be used as int64: {e}",
+            field=name,
+        ) from e
+    if null is not None:
+        ints = ints.fill_null(null)
+    return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _const_binary(value: bytes, n: int) -> pa.LargeBinaryArray:
@@ -169,7 +196,10 @@ def as_table(cells: Any) -> pa.Table:
         return pa.Table.from_batches([cells])
     if isinstance(cells, pa.Table):
         return cells
-    return pa.Table.from_pandas(cells, preserve_index=False)
+    try:
+        return pa.Table.from_pandas(cells, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise BadCellError(f"cells cannot be read as an Arrow table: {e}") from e
 
 
 def prepare_cells(cells: Any, *, family: bytes | None = None, sort: bool = True) -> PreparedCells:
@@ -198,11 +228,8 @@ def prepare_cells(cells: Any, *, family: bytes | None = None, sort: bool = True)
     qual = _as_binary(table, "qualifier", n, None)
     value = _as_binary(table, "value", n, None)
     tags = _as_binary(table, "tags", n, b"")
-    for name in ("ts", "type"):
-        if name not in table.column_names:
-            raise BadCellError(f"cells have no {name!r} column", field=name)
-    ts = np.asarray(_column(table, "ts").cast(pa.int64()).to_numpy(zero_copy_only=False))
-    typ = np.asarray(_column(table, "type").cast(pa.int64()).to_numpy(zero_copy_only=False))
+    ts = _as_int64(table, "ts")
+    typ = _as_int64(table, "type")
     bad_type = (typ < 0) | (typ > 255)
     bad_type |= ~_VALID_TYPE[typ.astype(np.uint8)]
     if bad_type.any():
@@ -212,9 +239,7 @@ def prepare_cells(cells: Any, *, family: bytes | None = None, sort: bool = True)
         )
     typ8 = typ.astype(np.uint8)
     if "seq_id" in table.column_names:
-        seq = np.asarray(
-            _column(table, "seq_id").cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-        )
+        seq = _as_int64(table, "seq_id", null=0)
     else:
         seq = np.zeros(n, np.int64)
     for name, arr, limit in (("row", row, _MAX_ROW), ("family", fam, _MAX_FAMILY)):

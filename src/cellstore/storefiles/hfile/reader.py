@@ -201,6 +201,7 @@ class HFileReader:
                 )
         self.root_index: list[IndexEntry]
         self.mid_key: MidKeyMetadata | None
+        self._root_offset = root.header.offset
         self.root_index, self.mid_key = parse_root_index(
             root.payload,
             t.data_index_count,
@@ -358,9 +359,10 @@ class HFileReader:
         hs = self.trailer.header_size
         size_ok = size is None or hs <= size <= hs + self.max_block_bytes
         if offset < 0 or offset + (size or hs) > self.blocks_end or not size_ok:
+            block = "a block" if size is None else f"a {size}-byte block"
             raise CorruptFileError(
-                f"{self.where}: {what} points at {size if size is not None else 'a'}-byte "
-                f"block at offset {offset}, outside the file's blocks [0, {self.blocks_end})"
+                f"{self.where}: {what} points at {block} at offset {offset}, outside the "
+                f"file's blocks [0, {self.blocks_end})"
             )
 
     def read_block(
@@ -566,7 +568,7 @@ class HFileReader:
         levels = self.trailer.num_data_index_levels
         entries = self._checked_entries(
             self.root_index,
-            what="data index root",
+            what=f"data index root (block at offset {self._root_offset})",
             ordered=True,
             on_corrupt=on_corrupt,
             problems=problems,
