@@ -92,6 +92,29 @@ def test_quotes_that_close_on_their_line_are_fine(tmp_path, table):
     assert values(table) == {b"r1": b'a "b" c', b"r2": b'5" tall', b"r3": b"x,y"}
 
 
+@pytest.mark.parametrize("data", ["", "\n", "\n\r\n\n"])
+@pytest.mark.parametrize("multiline", [False, True])
+def test_a_file_of_line_breaks_loads_nothing_in_both_modes(tmp_path, table, data, multiline):
+    """(Found by the input fuzzer's model.) Multiline mode used to refuse an empty file."""
+    path = write(tmp_path, "in.csv", data)
+    for skip in (False, True):
+        report = table.load(
+            str(path),
+            mapping=MAPPING,
+            text=TextOptions(multiline=multiline),
+            skip_bad_records=skip,
+            key_advice="off",
+        )
+        assert (report.records, report.bad_records, report.version) == (0, 0, None)
+
+
+def test_multiline_blank_first_block_with_data_after_it_is_not_read_as_empty(tmp_path, table):
+    """Data after a first block of only line breaks is an error, never silently nothing."""
+    path = write(tmp_path, "in.csv", "\n" * 3000 + "k,v\nr1,a\n")
+    with pytest.raises(BadRecordError, match="cannot read as csv"):
+        table.load(str(path), mapping=MAPPING, text=TextOptions(multiline=True, block_size=1024))
+
+
 def test_multiline_option_accepts_quoted_line_breaks(tmp_path, table):
     path = write(tmp_path, "in.csv", 'k,v\nr1,"x\ny"\nr2,b\n')
     with pytest.raises(BadRecordError, match="line 2, field 'v': unterminated quote"):

@@ -299,6 +299,16 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
         yield from _read_csv_lines(part)
 
 
+def _only_line_breaks(part: InputPart) -> bool:
+    """Whether the part's file holds nothing but line breaks (read block by block)."""
+    block_size = (part.text or TextOptions()).block_size
+    with _open_part(part) as f:
+        while block := f.read(block_size):
+            if block.strip(b"\r\n"):
+                return False
+    return True
+
+
 def _read_csv_multiline(part: InputPart) -> Iterator[Batch]:
     """CSV/TSV whose quoted values may span lines: pyarrow's streaming reader."""
     import pyarrow.csv as pv
@@ -336,12 +346,17 @@ def _read_csv_multiline(part: InputPart) -> Iterator[Batch]:
     with fsspec.open(
         part.source, "rb", compression=_compression(part), **dict(part.storage_options)
     ) as f:
-        reader = pv.open_csv(
-            io.BufferedReader(_Utf8Checked(f, part.source), buffer_size=1 << 16),
-            read_options=read_options,
-            parse_options=parse_options,
-            convert_options=convert_options,
-        )
+        try:
+            reader = pv.open_csv(
+                io.BufferedReader(_Utf8Checked(f, part.source), buffer_size=1 << 16),
+                read_options=read_options,
+                parse_options=parse_options,
+                convert_options=convert_options,
+            )
+        except pa.ArrowInvalid as e:
+            if "Empty CSV file" in str(e) and _only_line_breaks(part):
+                return  # no records, as when every record is one line
+            raise
         seen_invalid = 0
         for batch in reader:
             n = batch.num_rows
