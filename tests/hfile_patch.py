@@ -177,15 +177,17 @@ def put(buf: bytearray, pos: int, fmt: str, value: int) -> None:
     struct.pack_into(">" + fmt, buf, pos, value)
 
 
-def rechecksum(buf: bytearray, offset: int) -> None:
+def rechecksum(buf: bytearray, offset: int, *, layout: Header | None = None) -> None:
     """Recompute the checksums of the (v3) block at ``offset`` after its bytes changed.
 
     ``ChecksumUtil.generateChecksums``: one big-endian CRC per ``bytesPerChecksum`` chunk of
     header and on-disk payload (CRC32C through the ``crc32c`` package, CRC32 through zlib).
+    The checksum type, chunk size and data size come from the block's header as it is
+    now, or from ``layout`` (the header before a damage that broke them).
     """
     import crc32c
 
-    head = header_at(buf, offset)
+    head = layout if layout is not None else header_at(buf, offset)
     fn = {1: lambda b: zlib.crc32(b) & 0xFFFFFFFF, 2: crc32c.crc32c}.get(head.checksum_type)
     if fn is None:
         return
@@ -193,6 +195,24 @@ def rechecksum(buf: bytearray, offset: int) -> None:
     step = head.bytes_per_checksum
     sums = [fn(bytes(buf[k : min(k + step, data_end)])) for k in range(offset, data_end, step)]
     struct.pack_into(f">{len(sums)}I", buf, data_end, *sums)
+
+
+def resum(buf: bytearray, block: BlockAt) -> None:
+    """:func:`rechecksum` of a damaged block, as an attacker would: with the header's own
+    checksum layout when it is usable, else with the layout it had (``block``)."""
+    try:
+        head = header_at(buf, block.offset)
+    except (KeyError, struct.error):
+        head = block.header
+    size = head.on_disk_data_size_with_header
+    usable = (
+        head.checksum_type in (1, 2)
+        and head.bytes_per_checksum > 0
+        and size >= 33
+        and block.offset + size + 4 * -(-size // head.bytes_per_checksum) <= len(buf)
+        and size // head.bytes_per_checksum < 1 << 20
+    )
+    rechecksum(buf, block.offset, layout=head if usable else block.header)
 
 
 def replace_payload(buf: bytearray, block: BlockAt, payload: bytes) -> None:
@@ -364,6 +384,36 @@ def read_everything(path: str) -> dict[str, Any]:
     except CellstoreError as e:
         out["errors"].append(f"verify: {e}")
     return out
+
+
+def decode_payload(payload: bytes, tags: bool, mvcc: bool, one_byte: bool) -> int:
+    """Decode one uncompressed data block payload every way the reader does.
+
+    An ENCODED_DATA payload (``i16`` encoding id first) is un-encoded, a NONE payload is
+    taken as is; then the cells are walked and gathered as plain and dictionary columns.
+    Returns the number of cells.
+    """
+    import numpy as np
+
+    from cellstore.storefiles.hfile.cells import PAD, CellFlags, cells_to_table, walk_cells
+    from cellstore.storefiles.hfile.encodings import decode_encoded_block
+
+    flags = CellFlags(tags=tags, mvcc=mvcc, mvcc_one_byte=one_byte)
+    encoded = len(payload) >= 2 and payload[:2] != b"\x00\x00"
+    cells = decode_encoded_block(payload, flags=flags, where="payload") if encoded else payload
+    buf = np.frombuffer(bytes(cells) + bytes(PAD), dtype=np.uint8)
+    layout = walk_cells(
+        buf,
+        np.array([0], dtype=np.int64),
+        np.array([len(cells)], dtype=np.int64),
+        flags=flags,
+        where="payload",
+        block_offsets=np.array([0], dtype=np.int64),
+    )
+    plain = cells_to_table(buf, layout.starts, flags=flags, with_seq_id=True, with_tags=True)
+    keyed = cells_to_table(buf, layout.starts, flags=flags, dictionary=True)
+    assert plain.num_rows == keyed.num_rows
+    return int(plain.num_rows)
 
 
 def write_bytes(path: str | Path, data: bytes) -> str:

@@ -563,3 +563,23 @@ def test_write_hfile_wrongly_typed_columns_are_bad_cells(tmp_path: Path) -> None
     assert e.value.field == "type"
     assert not (tmp_path / "a.hfile").exists()
     assert hbase.read_hfile(hbase.write_hfile(str(tmp_path / "ok.hfile"), good).path).num_rows == 3
+
+
+def test_a_block_without_cells_gathers_to_an_empty_table() -> None:
+    """Found by the fuzzer: gathering the cells of an empty block (which the reader does
+    for each block when a batch's gather fails) raised numpy's ValueError."""
+    import numpy as np
+
+    from cellstore.storefiles.hfile.cells import PAD, CellFlags, cells_to_table
+
+    flags = CellFlags(tags=True, mvcc=True, mvcc_one_byte=True)
+    for dictionary in (False, True):
+        table = cells_to_table(
+            np.zeros(PAD, np.uint8),
+            np.zeros(0, np.int64),
+            flags=flags,
+            with_seq_id=True,
+            with_tags=True,
+            dictionary=dictionary,
+        )
+        assert table.num_rows == 0

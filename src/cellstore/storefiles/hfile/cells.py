@@ -112,6 +112,8 @@ def _rows_at(
 
 def _field(rows: npt.NDArray[np.uint8], offset: int, dtype: str) -> npt.NDArray[Any]:
     """Column ``dtype`` at byte ``offset`` of each row of a contiguous ``(n, width)`` array."""
+    if rows.shape[0] == 0:
+        return np.empty(0, dtype=dtype)
     return np.ndarray(
         shape=(rows.shape[0],), dtype=dtype, buffer=rows, offset=offset, strides=(rows.shape[1],)
     )
@@ -162,7 +164,7 @@ def walk_cells(
     if bad >= 0:
         b = int(bad)
         block = (
-            f"the data block at offset {int(block_offsets[b])}"
+            f"data block at offset {int(block_offsets[b])}"
             if block_offsets is not None
             else f"data block #{b}"
         )
@@ -179,7 +181,7 @@ def _cell_fault(buf: npt.NDArray[np.uint8], pos: int, start: int, end: int, code
     """
     at = f"cell at byte {pos - start} of the block"
     if code != BAD_KEY or not start <= pos <= end - 8:
-        return f"a cell overruns {{block}} ({at})"
+        return f"a cell overruns the {{block}} ({at})"
     klen = int.from_bytes(bytes(buf[pos : pos + 4]), "big")
     if klen < 12:
         return f"{{block}}: a cell's key length {klen} is shorter than a KeyValue key ({at})"

@@ -955,6 +955,8 @@ class HFileReader:
         parts: list[pa.Table] = []
         bounds = np.concatenate([[0], np.cumsum(counts)])
         for k in range(len(counts)):
+            if not counts[k]:
+                continue
             try:
                 parts.append(
                     cells_to_table(
