@@ -42,24 +42,23 @@ SUPPORTED_CODECS: Final = ("NONE", "GZ", "SNAPPY", "LZ4", "ZSTD")
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 
 
-def _snappy(chunk: memoryview, room: int) -> bytes:
+def _snappy(chunk: memoryview, room: int) -> bytes | bytearray | memoryview:
     import cramjam
 
-    # The raw snappy preamble states the output length: check it before any allocation.
+    # The raw snappy preamble states the output length exactly: check it before cramjam
+    # allocates it.
     need = int(cramjam.snappy.decompress_raw_len(chunk))
     if need > room:
         raise ValueError(f"snappy chunk of {need} bytes overruns the {room} bytes left")
-    out = bytearray(need)
-    n = cramjam.snappy.decompress_raw_into(chunk, out)
-    return bytes(out[:n])
+    return memoryview(cramjam.snappy.decompress_raw(chunk))
 
 
-def _lz4(chunk: memoryview, room: int) -> bytes:
+def _lz4(chunk: memoryview, room: int) -> bytes | bytearray | memoryview:
     import cramjam
 
     out = bytearray(room)
     n = cramjam.lz4.decompress_block_into(chunk, out)
-    return bytes(out[:n])
+    return out if n == room else memoryview(out)[:n]
 
 
 class _NeedsDictionary(Exception):
@@ -96,7 +95,7 @@ def zstd_content_size(frame: bytes | memoryview) -> int | None:
     return value + 256 if width == 2 else value
 
 
-def _zstd(chunk: memoryview, room: int) -> bytes:
+def _zstd(chunk: memoryview, room: int) -> bytes | bytearray | memoryview:
     import cramjam
 
     dictionary_id = zstd_dictionary_id(chunk)
@@ -109,23 +108,24 @@ def _zstd(chunk: memoryview, room: int) -> bytes:
     # growing an output without bound (cramjam's own decompress does, and aborts).
     out = bytearray(room if stated is None else stated)
     n = cramjam.zstd.decompress_into(chunk, out)
-    return bytes(out[:n])
+    return out if n == len(out) else memoryview(out)[:n]
 
 
-_FRAMED: Final[dict[str, Callable[[memoryview, int], bytes]]] = {
+_Inner = Callable[[memoryview, int], bytes | bytearray | memoryview]
+_FRAMED: Final[dict[str, _Inner]] = {
     "SNAPPY": _snappy,
     "LZ4": _lz4,
     "ZSTD": _zstd,
 }
 
 
-def _unframe(data: memoryview, size: int, inner: Callable[[memoryview, int], bytes]) -> bytes:
+def _unframe(data: memoryview, size: int, inner: _Inner) -> bytes:
     """Undo Hadoop ``BlockCompressorStream`` framing, producing at most ``size`` bytes.
 
     Each frame states its raw length; one that would pass ``size`` is refused before its
     chunks are decompressed, and each chunk decompresses into the room its frame has left.
     """
-    out: list[bytes] = []
+    out: list[bytes | bytearray | memoryview] = []
     produced = 0
     pos = 0
     end = len(data)
@@ -218,7 +218,7 @@ def decompress(codec: str, data: bytes | memoryview, *, size: int, where: str) -
         if codec == "GZ":
             out = _gunzip(data, size)
         elif codec == "ZSTD" and bytes(data[:4]) == _ZSTD_MAGIC:
-            out = _zstd(memoryview(data), size)
+            out = bytes(_zstd(memoryview(data), size))
         else:
             out = _unframe(memoryview(data), size, _FRAMED[codec])
     except _NeedsDictionary as e:
