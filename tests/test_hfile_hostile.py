@@ -364,6 +364,10 @@ def test_bloom_hash_count_is_bounded(tmp_path: Path, worker: BoundedWorker) -> N
     _, cells_read, problems = worker.call("hfile_patch:read_verify", bad).value
     assert cells_read == 10
     assert any("hash count" in p for p in problems)
+    info = CliRunner().invoke(cli, ["hfile", "info", bad])
+    assert info.exit_code == 0 and "type=ROW, damaged" in info.output, info.output
+    verify = CliRunner().invoke(cli, ["hfile", "verify", bad])
+    assert verify.exit_code == 9 and "hash count 2147483647" in verify.output, verify.output
 
 
 # --------------------------------------------------------------------------- cells

@@ -92,6 +92,8 @@ def _info_lines(info: HFileInfo) -> list[str]:
     ]
     if info.bloom_type == "NONE":
         lines.append("    Not present")
+    elif info.bloom_hash is None:  # present but its meta block is damaged
+        lines.append(f"    type={info.bloom_type}, damaged (cellstore hfile verify says why)")
     else:
         lines.append(f"    type={info.bloom_type}, hash={info.bloom_hash}, keys={info.bloom_keys}")
     lines.append("Delete Family Bloom filter:")

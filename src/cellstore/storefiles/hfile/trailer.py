@@ -240,7 +240,7 @@ def _check_trailer(t: Trailer, file_size: int, where: str) -> None:
     if problems:
         raise CorruptFileError(
             f"{where}: the trailer is damaged: {', '.join(problems)} "
-            f"(file of {file_size} bytes, blocks end at {blocks_end})"
+            f"(file of {file_size} bytes, trailer at {blocks_end})"
         )
 
 
