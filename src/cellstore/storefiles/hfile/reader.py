@@ -96,6 +96,7 @@ DECODED_FACTOR: Final = 8
 _VERIFY_CHUNK: Final = 16 << 20
 #: Bytes of the load-on-open section read at once (its blocks are read one by one past it).
 _SECTION_CHUNK: Final = 1 << 20
+_BLOOM_METAS: Final = ("GENERAL_BLOOM_META", "DELETE_FAMILY_BLOOM_META")
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class HFileReader:
         #: Problems of optional structures found at open (a damaged Bloom meta is left
         #: out, as HBase does, and reported by :meth:`verify_blocks` and Bloom lookups).
         self.open_problems: list[BlockProblem] = []
-        self._bloom_errors: dict[str, CorruptFileError] = {}
+        self._bloom_errors: dict[str, CorruptFileError | UnsupportedFormatError] = {}
         blocks = self._load_on_open(t.load_on_open_offset, self.size - t.size)
         if len(blocks) < 3:
             raise CorruptFileError(
@@ -222,14 +223,12 @@ class HFileReader:
         self.delete_family_bloom: BloomMeta | None = None
         for block in blocks[3:]:
             kind = block.block_type
-            if kind not in ("GENERAL_BLOOM_META", "DELETE_FAMILY_BLOOM_META"):
-                continue
             try:
                 bloom = parse_bloom_meta(
                     block.payload,
                     where=f"{self.where}: {kind} block at offset {block.header.offset}",
                 )
-            except CorruptFileError as e:
+            except (CorruptFileError, UnsupportedFormatError) as e:
                 self._bloom_errors[kind] = e
                 self.open_problems.append(BlockProblem(block.header.offset, str(e)))
                 continue
@@ -313,17 +312,21 @@ class HFileReader:
             if pos + head.on_disk_size > buf_at + len(buf):
                 buf_at = pos
                 buf = self._read(pos, min(end, pos + max(head.on_disk_size, _SECTION_CHUNK)))
-            try:
-                block = self._decode(buf, pos - buf_at, pos)
-            except CorruptFileError as e:
-                if len(blocks) < 3:  # root index, meta index, FileInfo: the file needs them
-                    raise
-                # Bloom metas are optional: HBase reads on without a damaged one.
-                self._bloom_errors[head.block_type] = e
-                self.open_problems.append(BlockProblem(pos, str(e)))
-                pos += head.on_disk_size
-                continue
-            blocks.append(block)
+            kind = head.block_type
+            wanted = len(blocks) < 3 or (
+                kind in _BLOOM_METAS
+                and kind not in self._bloom_errors
+                and all(b.block_type != kind for b in blocks[3:])
+            )
+            if wanted:  # other blocks (none in HBase's files) are not decoded or kept
+                try:
+                    blocks.append(self._decode(buf, pos - buf_at, pos))
+                except CorruptFileError as e:
+                    if len(blocks) < 3:  # root index, meta index, FileInfo: needed
+                        raise
+                    # Bloom metas are optional: HBase reads on without a damaged one.
+                    self._bloom_errors[kind] = e
+                    self.open_problems.append(BlockProblem(pos, str(e)))
             pos += head.on_disk_size
         return blocks
 
@@ -674,7 +677,7 @@ class HFileReader:
         """The Bloom meta of ``kind``; raises the error that made it unreadable, if any."""
         error = self._bloom_errors.get(kind)
         if error is not None:
-            raise CorruptFileError(str(error))
+            raise type(error)(str(error))
         return self.general_bloom if kind == "GENERAL_BLOOM_META" else self.delete_family_bloom
 
     def might_contain(
