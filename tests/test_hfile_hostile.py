@@ -24,7 +24,12 @@ from click.testing import CliRunner
 
 from cellstore import hbase
 from cellstore.cli import cli
-from cellstore.errors import BadCellError, CorruptFileError, UnsupportedFormatError
+from cellstore.errors import (
+    BadCellError,
+    CellstoreError,
+    CorruptFileError,
+    UnsupportedFormatError,
+)
 from cellstore.storefiles.hfile.writer import build_hfile
 from fuzzing import BoundedWorker, Outcome
 from hbase_fixtures import BIGTABLE, VECTORS
@@ -587,3 +592,53 @@ def test_a_block_without_cells_gathers_to_an_empty_table() -> None:
             dictionary=dictionary,
         )
         assert table.num_rows == 0
+
+
+# --------------------------------------------------------------------------- verify goes on
+def test_verify_walks_the_blocks_of_a_file_whose_index_root_is_damaged(tmp_path: Path) -> None:
+    """A damaged data-index root leaves no cell to find, but verify still checks every
+    block (from the trailer alone) and says which are damaged and why nothing was read."""
+    data = bytearray(HUDI_NONE.read_bytes())
+    root = first(data, "ROOT_INDEX")
+    data[root.payload] ^= 0xFF  # checksum left as it was: the block no longer verifies
+    bad = save(tmp_path / "root-damaged.hfile", data)
+    with pytest.raises(CorruptFileError, match=f"offset {root.offset}"):
+        hbase.read_hfile(bad)
+    report = hbase.verify_hfile(bad)
+    assert not report.ok and report.cells == 0
+    assert report.blocks == len(blocks_of(data))  # every block was walked
+    offsets = [p.offset for p in report.problems]
+    assert root.offset in offsets  # the damaged block, named by its offset
+    assert offsets[-1] == -1 and "index cannot be read" in report.problems[-1].message
+    sound = hbase.verify_hfile(HUDI_NONE)
+    assert sound.ok and sound.blocks == report.blocks
+    out = CliRunner().invoke(cli, ["hfile", "verify", bad])
+    assert out.exit_code == 9, out.output
+    assert "UNREADABLE" not in out.output and f"offset {root.offset}" in out.output
+
+
+def test_verify_of_a_file_whose_trailer_is_damaged_is_unreadable(tmp_path: Path) -> None:
+    """Without a trailer no block can be found: verify raises, the CLI says UNREADABLE."""
+    data = bytearray(HUDI_NONE.read_bytes())
+    data[-4:] = b"\xff\xff\xff\xff"  # the version word of the trailer
+    bad = save(tmp_path / "trailer-damaged.hfile", data)
+    with pytest.raises(CellstoreError):
+        hbase.verify_hfile(bad)
+    out = CliRunner().invoke(cli, ["hfile", "verify", bad])
+    assert out.exit_code == 9 and "UNREADABLE" in out.output, out.output
+
+
+def test_info_lists_what_was_left_out(tmp_path: Path) -> None:
+    """A Bloom meta that does not parse is left out; hfile_info says so, and why."""
+    data = bytearray(_bigtable_none())
+    meta = first(data, "GENERAL_BLOOM_META")
+    put(data, meta.payload + 12, "i", 0x7FFFFFFF)
+    rechecksum(data, meta.offset)
+    bad = save(tmp_path / "bloom-left-out.hfile", data)
+    info = hbase.hfile_info(bad)
+    assert [p.offset for p in info.problems] == [meta.offset]
+    assert "hash count 2147483647" in info.problems[0].message
+    assert not hbase.hfile_info(save(tmp_path / "sound.hfile", _bigtable_none())).problems
+    out = CliRunner().invoke(cli, ["hfile", "info", bad])
+    assert out.exit_code == 0 and "Damaged, left out:" in out.output, out.output
+    assert f"offset {meta.offset}: " in out.output

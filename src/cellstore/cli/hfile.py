@@ -98,6 +98,9 @@ def _info_lines(info: HFileInfo) -> list[str]:
         lines.append(f"    type={info.bloom_type}, hash={info.bloom_hash}, keys={info.bloom_keys}")
     lines.append("Delete Family Bloom filter:")
     lines.append("    Present" if info.delete_family_bloom else "    Not present")
+    if info.problems:
+        lines.append("Damaged, left out:")
+        lines.extend(f"    offset {p.offset}: {p.message}" for p in info.problems)
     return lines
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from cellstore.core.cells import first_unsorted_index
+from cellstore.errors import CorruptFileError
 from cellstore.fs import resolve_filesystem
 from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
 from cellstore.storefiles.hfile.reader import (
@@ -180,6 +181,8 @@ class HFileInfo:
         bulkload_timestamp: ``BULKLOAD_TIMESTAMP``, if present (a bulk-load output).
         file_info: The whole FileInfo map with HBase's keys decoded.
         trailer: The raw trailer.
+        problems: What was found damaged and left out at open (a Bloom meta block that
+            does not parse: its filter is then unusable, as in HBase); empty when sound.
     """
 
     path: str
@@ -209,6 +212,7 @@ class HFileInfo:
     bulkload_timestamp: int | None
     file_info: dict[str, object]
     trailer: Trailer
+    problems: tuple[BlockProblem, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (bytes rows as printable text)."""
@@ -276,6 +280,7 @@ def hfile_info(
         bulkload_timestamp=opt_int("BULKLOAD_TIMESTAMP"),
         file_info=fi,
         trailer=r.trailer,
+        problems=tuple(r.open_problems),
     )
 
 
@@ -331,15 +336,29 @@ def verify_hfile(
     and the rest are checked for order (not for hbase:meta files, whose rows sort
     differently).
 
+    When the load-on-open section (data index root, meta index, FileInfo) is damaged, no
+    cell can be found, but the blocks are still walked and checked: the report then counts
+    no cells and holds a problem (offset -1) saying why the index cannot be read.
+
     Returns:
         The report; ``report.ok`` is False when anything is damaged.
 
     Raises:
         UnsupportedFormatError: for files this reader cannot read.
-        CorruptFileError: if the trailer or load-on-open section is unreadable.
+        CorruptFileError: if the trailer is unreadable (no block can be found).
     """
-    r = open_hfile(path_or_url, storage_options=storage_options)
+    fs, path = resolve_filesystem(path_or_url, storage_options=storage_options)
+    where = os.fspath(path_or_url)
     problems: list[BlockProblem] = []
+    try:
+        r = HFileReader(fs, path, where=where)
+    except CorruptFileError as e:
+        # The index or FileInfo is damaged: no cell can be found, but every block can
+        # still be walked and checked from the trailer alone.
+        r = HFileReader(fs, path, where=where, load_on_open=False)
+        blocks = r.verify_blocks(problems)
+        problems.append(BlockProblem(-1, f"the file's index cannot be read, no cell was: {e}"))
+        return HFileVerifyReport(path=where, blocks=blocks, cells=0, problems=tuple(problems))
     blocks = r.verify_blocks(problems)
     skipped: list[BlockProblem] = []
     cells = 0

@@ -155,6 +155,7 @@ class HFileReader:
         where: str | None = None,
         verify_checksums: bool = True,
         max_block_bytes: int = MAX_BLOCK_BYTES,
+        load_on_open: bool = True,
     ) -> None:
         """Open ``path`` on ``fs`` and load its trailer and load-on-open section.
 
@@ -166,6 +167,10 @@ class HFileReader:
             max_block_bytes: Most bytes one block may take on disk, uncompressed or
                 unencoded (:data:`~cellstore.storefiles.hfile.limits.MAX_BLOCK_BYTES`);
                 raise it for a genuine file with larger cells.
+            load_on_open: False reads the trailer only: the reader then has no index,
+                FileInfo or Bloom (it reads no cells) but :meth:`verify_blocks` still
+                walks every block. ``verify`` uses it on a file whose load-on-open
+                section is damaged.
 
         Raises:
             UnsupportedFormatError: for v1, encrypted files, unknown codecs or encodings.
@@ -188,6 +193,21 @@ class HFileReader:
         #: out, as HBase does, and reported by :meth:`verify_blocks` and Bloom lookups).
         self.open_problems: list[BlockProblem] = []
         self._bloom_errors: dict[str, CorruptFileError | UnsupportedFormatError] = {}
+        self.root_index: list[IndexEntry] = []
+        self.mid_key: MidKeyMetadata | None = None
+        self.meta_index: list[IndexEntry] = []
+        self.file_info: dict[bytes, bytes] = {}
+        self.general_bloom: BloomMeta | None = None
+        self.delete_family_bloom: BloomMeta | None = None
+        self.encoding = "NONE"
+        self.flags = CellFlags(tags=False, mvcc=False, mvcc_one_byte=False)
+        self._root_offset = t.load_on_open_offset
+        if load_on_open:
+            self._open_structure()
+
+    def _open_structure(self) -> None:
+        """Load the load-on-open section: indexes, FileInfo, Bloom metas, cell flags."""
+        t = self.trailer
         blocks = self._load_on_open(t.load_on_open_offset, self.size - t.size)
         if len(blocks) < 3:
             raise CorruptFileError(
@@ -200,8 +220,6 @@ class HFileReader:
                     f"{self.where}: expected {kind} at offset {block.header.offset}, found "
                     f"{block.block_type}"
                 )
-        self.root_index: list[IndexEntry]
-        self.mid_key: MidKeyMetadata | None
         self._root_offset = root.header.offset
         self.root_index, self.mid_key = parse_root_index(
             root.payload,
@@ -216,11 +234,9 @@ class HFileReader:
             t.meta_index_count,
             where=f"{self.where}: meta index at offset {meta.header.offset}",
         )
-        self.file_info: dict[bytes, bytes] = parse_file_info(
+        self.file_info = parse_file_info(
             info.payload, where=f"{self.where}: FileInfo at offset {info.header.offset}"
         )
-        self.general_bloom: BloomMeta | None = None
-        self.delete_family_bloom: BloomMeta | None = None
         for block in blocks[3:]:
             kind = block.block_type
             try:
