@@ -1,7 +1,9 @@
-"""The README's Python examples run as written (issue 18: "test the README's code blocks").
+"""The README's and the user guide's Python examples run as written (issue 18).
 
-Every ```` ```python ```` block of README.md runs, in order, in one namespace (later blocks
-use the tables earlier ones made), from a fresh directory that sees the repository's
+Every ```` ```python ```` block of README.md, then of the user guide pages it links to
+(:data:`GUIDE`, in the order they continue each other's examples), runs in order in one
+namespace (later blocks use the tables earlier ones made), from a fresh directory that
+sees the repository's
 ``src/`` (the examples use the bundled ``src/cellstore/examples`` files, as a user who
 cloned the repository would). A block is skipped only when the line before it says
 ``<!-- readme-test: not run (reason) -->``; the test checks that every such block names a
@@ -19,17 +21,28 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+#: The user guide pages whose examples continue the README's, in the order they run.
+GUIDE = [
+    README,
+    *(
+        REPO / "docs" / f"{page}.md"
+        for page in ("reading", "loading", "jobs", "indexes", "cluster")
+    ),
+]
 _BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.DOTALL)
 _NOT_RUN = re.compile(r"<!-- readme-test: not run \((?P<why>[^)]+)\) -->")
 
 
-def _blocks() -> list[tuple[int, str, str | None]]:
-    text = README.read_text(encoding="utf-8")
+def _blocks() -> list[tuple[str, str, str | None]]:
+    """(``file:line``, code, reason not run or None) of every Python block, in run order."""
     out = []
-    for m in _BLOCK.finditer(text):
-        line = text.count("\n", 0, m.start("code")) + 1
-        skip = _NOT_RUN.fullmatch(m.group("before").strip())
-        out.append((line, m.group("code"), skip.group("why") if skip else None))
+    for path in GUIDE:
+        text = path.read_text(encoding="utf-8")
+        for m in _BLOCK.finditer(text):
+            line = text.count("\n", 0, m.start("code")) + 1
+            skip = _NOT_RUN.fullmatch(m.group("before").strip())
+            where = f"{path.relative_to(REPO)}:{line}"
+            out.append((where, m.group("code"), skip.group("why") if skip else None))
     return out
 
 
@@ -49,13 +62,13 @@ def test_readme_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "__readme__"}
     ran = 0
-    for line, code, why in _blocks():
+    for where, code, why in _blocks():
         if why is not None:
             continue
         try:
-            exec(compile(code, f"README.md:{line}", "exec"), namespace)
+            exec(compile(code, where, "exec"), namespace)
         except Exception as exc:  # pragma: no cover - the failure message is the point
-            pytest.fail(f"README.md block at line {line} failed: {type(exc).__name__}: {exc}")
+            pytest.fail(f"{where} block failed: {type(exc).__name__}: {exc}")
         ran += 1
     assert ran >= 6
     # The examples did real work: the tables they made hold what they loaded.
