@@ -25,6 +25,7 @@ import pytest
 import cellstore
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError
+from cellstore.jobs import verify
 
 Doc = dict[str, Any]
 
@@ -222,3 +223,35 @@ def test_a_gap_between_regions_cannot_take_a_load(tmp_path: Path) -> None:
     assert (
         sorted(p.name for p in meta.glob("v*.json"))[-1] == Path(t.log.version_path(version)).name
     )  # nothing committed after the broken version
+
+
+@pytest.mark.parametrize("read", ["scan", "get", "files"])
+def test_a_live_file_of_a_region_the_version_lacks_is_refused(tmp_path: Path, read: str) -> None:
+    """Format 2 keeps file entries in manifests, each under its region id. A version whose
+    region was renamed (one flipped byte of its id, found by the metadata fuzzer) lists a
+    live file under no region of its own: every read would skip it, so its cells vanished
+    without an error. Reading that version's files (the whole set, or one region's rows
+    for a scan or a get) is refused, naming the version and the file; verify reports it."""
+    t = make_table(tmp_path)
+    path = rewrite(t, setter("regions", 1, "id", value="s000002"))
+    opened = cellstore.connect(str(tmp_path / "wh")).table("ns:t")  # the document parses
+    with pytest.raises(CorruptFileError, match="under region 'r000002', which this") as info:
+        if read == "scan":
+            opened.scan().to_arrow()
+        elif read == "get":
+            opened.get(b"h")
+        else:
+            list(opened.files)
+    assert path.name in str(info.value) and "data/r000002/f/" in str(info.value)
+    report = verify(opened)
+    assert not report.ok and any("r000002" in p.message for p in report.problems)
+
+
+def test_a_live_file_recorded_at_another_regions_start_is_refused(tmp_path: Path) -> None:
+    """The region id kept, its start moved (a split point shifted in the document while the
+    manifests still record the old start): the file's rows are outside the region."""
+    t = make_table(tmp_path)
+    rewrite(t, both(region(1, "start", b"f"), region(0, "end", b"f")))
+    opened = cellstore.connect(str(tmp_path / "wh")).table("ns:t")
+    with pytest.raises(CorruptFileError, match="recorded as starting at b'g'"):
+        opened.scan().to_arrow()

@@ -379,19 +379,25 @@ def read_manifests(
         refs: The manifests.
         region_starts: See :func:`read_manifest`.
         region_ids: Keep only the rows of these regions (a key includes its region, so
-            other regions' rows cannot change these regions' live entries).
+            other regions' rows cannot change these regions' live entries), and, with
+            ``region_starts``, the rows of any region recorded at one of those starts (a
+            live one there is damage the caller checks for).
 
     Raises:
         CorruptFileError: as :func:`read_manifest`, naming the first bad manifest in
             ``refs`` order (manifests not started yet when a read fails are not read).
     """
     ids = None if region_ids is None else pa.array(sorted(set(region_ids)), pa.string())
+    at = None if region_starts is None else pa.array(sorted(set(region_starts)), pa.binary())
     paths = [join(table_path, ref.path) for ref in refs]
 
     def one(path: str) -> pa.Table:
         rows = _read_rows(fs, path, region_starts)
         if ids is not None:
-            rows = rows.filter(pc.is_in(rows.column("region"), value_set=ids))
+            keep = pc.is_in(rows.column("region"), value_set=ids)
+            if at is not None:
+                keep = pc.or_(keep, pc.is_in(rows.column("region-start"), value_set=at))
+            rows = rows.filter(keep)
         return rows
 
     threads = min(len(paths), MAX_READ_THREADS)

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, overload
 
 import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellstore.core.metadata import FileEntry, ManifestRef
+from cellstore.errors import CorruptFileError
 from cellstore.manifest.files import apply_last_wins, entries_of, read_manifests
 
-__all__ = ["REGION_CACHE_ENTRIES", "LiveFiles", "entry_key"]
+__all__ = ["REGION_CACHE_ENTRIES", "LiveFiles", "check_live_regions", "entry_key"]
 
 #: Most entries a version's live set keeps of the regions it read one by one (a point
 #: get reads its region's entries from the manifests once, not on every get).
@@ -32,15 +35,70 @@ def entry_key(entry: FileEntry) -> tuple[str, str, str]:
     return (entry.path, entry.region, entry.family)
 
 
+class RegionMap:
+    """A version's regions (id -> start key), with the Arrow arrays the check compares to."""
+
+    def __init__(self, regions: Mapping[str, bytes]) -> None:
+        self.starts = dict(regions)
+        self.ids = pa.array(list(self.starts), pa.string())
+        self.start_keys = pa.array(list(self.starts.values()), pa.binary())
+
+
+def check_live_regions(live: pa.Table, regions: RegionMap | None, *, where: str) -> None:
+    """Raise unless every live manifest row is of one of the version's regions, by its start.
+
+    A live entry of a region the version does not have (or whose recorded region start is
+    not that region's) would never be read by any scan: its cells would silently vanish
+    (docs/format.md 13.2: every entry's rows lie inside its region). Vectorized.
+
+    Args:
+        live: Live manifest rows (:func:`apply_last_wins`), with ``region`` and
+            ``region-start``.
+        regions: The version's regions; None skips the check.
+        where: Names the table version in the message.
+
+    Raises:
+        CorruptFileError: naming the first such file, its region and what is wrong.
+    """
+    if regions is None or live.num_rows == 0:
+        return
+    at = pc.index_in(live.column("region"), value_set=regions.ids)
+    same = pc.equal(pc.take(regions.start_keys, at), live.column("region-start"))
+    ok = pc.fill_null(same, False)
+    if pc.all(ok).as_py():
+        return
+    row = live.slice(int(pc.index(ok, False).as_py()), 1).to_pylist()[0]
+    rid, start = row["region"], row["region-start"]
+    known = regions.starts.get(rid)
+    why = (
+        "which this version does not have"
+        if known is None
+        else f"recorded as starting at {start!r}, but the region starts at {known!r}"
+    )
+    raise CorruptFileError(
+        f"{where}: live store file {row['path']!r} is listed under region {rid!r}, {why}; "
+        "its cells could never be read (cellstore verify reports it)"
+    )
+
+
 class _Base:
     """The materialized live set of one manifest list, shared by the deltas built on it."""
 
     def __init__(
-        self, fs: fsspec.AbstractFileSystem, table_path: str, refs: tuple[ManifestRef, ...]
+        self,
+        fs: fsspec.AbstractFileSystem,
+        table_path: str,
+        refs: tuple[ManifestRef, ...],
+        regions: Mapping[str, bytes] | None = None,
+        where: str = "",
     ) -> None:
         self.fs = fs
         self.table_path = table_path
         self.refs = refs
+        #: The version's regions (id -> start) every live entry must belong to; None: no check.
+        self.region_starts = regions
+        self.region_map = None if regions is None else RegionMap(regions)
+        self.where = where or table_path
         self.entries: tuple[FileEntry, ...] | None = None
         self.by_region: dict[str, list[FileEntry]] | None = None
         # regions read from the manifests without materializing the whole set (gets and
@@ -54,7 +112,9 @@ class _Base:
         with self.lock:
             if self.entries is None:
                 tables = read_manifests(self.fs, self.table_path, self.refs)
-                self.entries = tuple(entries_of(apply_last_wins(tables)))
+                live = apply_last_wins(tables)
+                check_live_regions(live, self.region_map, where=self.where)
+                self.entries = tuple(entries_of(live))
                 self.regions.clear()  # the whole set answers every region from now on
                 self.regions_size = 0
             return self.entries
@@ -82,15 +142,17 @@ class _Base:
         if missing:
             starts = sorted({start for _, start in missing})
             refs = [ref for ref in self.refs if any(ref.may_hold(s) for s in starts)]
+            ids = [rid for rid, _ in missing]
             tables = read_manifests(
-                self.fs,
-                self.table_path,
-                refs,
-                region_starts=starts,
-                region_ids=[rid for rid, _ in missing],
+                self.fs, self.table_path, refs, region_starts=starts, region_ids=ids
             )
+            live = apply_last_wins(tables)
+            # Rows of other (or no) regions at a wanted region's start came along: a live
+            # one is damage, not noise (its cells would never be read).
+            check_live_regions(live, self.region_map, where=self.where)
+            live = live.filter(pc.is_in(live.column("region"), pa.array(ids, pa.string())))
             read: dict[str, list[FileEntry]] = {rid: [] for rid, _ in missing}
-            for e in entries_of(apply_last_wins(tables)):
+            for e in entries_of(live):
                 read[e.region].append(e)
             found.update(read)
             with self.lock:
@@ -113,6 +175,10 @@ class LiveFiles(Sequence[FileEntry]):
         refs: The version's manifests, oldest first.
         adds: Staged entries joining the set (replacing an entry of the same key).
         removes: Staged entries leaving it.
+        regions: The version's regions (id -> start key): every live entry read from the
+            manifests must be of one of them (:func:`check_live_regions`), else reading
+            raises CorruptFileError. None (sets built for totals and expiry) skips it.
+        where: Names the table version in those errors.
     """
 
     def __init__(
@@ -123,10 +189,12 @@ class LiveFiles(Sequence[FileEntry]):
         *,
         adds: Iterable[FileEntry] = (),
         removes: Iterable[FileEntry] = (),
+        regions: Mapping[str, bytes] | None = None,
+        where: str = "",
         _base: _Base | None = None,
     ) -> None:
         refs = tuple(refs)
-        self._base = _base if _base is not None else _Base(fs, table_path, refs)
+        self._base = _base if _base is not None else _Base(fs, table_path, refs, regions, where)
         self.adds: tuple[FileEntry, ...] = tuple(adds)
         self.removes: tuple[FileEntry, ...] = tuple(removes)
         self._all: tuple[FileEntry, ...] | None = None
@@ -237,9 +305,18 @@ class LiveFiles(Sequence[FileEntry]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles its references, not the (possibly large) entries read from them.
+        base = self._base
         return (
             _rebuild,
-            (self.fs, self.table_path, self.refs, self.adds, self.removes),
+            (
+                self.fs,
+                self.table_path,
+                self.refs,
+                self.adds,
+                self.removes,
+                base.region_starts,
+                base.where,
+            ),
         )
 
 
@@ -249,5 +326,7 @@ def _rebuild(
     refs: tuple[ManifestRef, ...],
     adds: tuple[FileEntry, ...],
     removes: tuple[FileEntry, ...],
+    regions: Mapping[str, bytes] | None = None,
+    where: str = "",
 ) -> LiveFiles:
-    return LiveFiles(fs, table_path, refs, adds=adds, removes=removes)
+    return LiveFiles(fs, table_path, refs, adds=adds, removes=removes, regions=regions, where=where)

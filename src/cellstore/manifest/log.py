@@ -294,7 +294,14 @@ class TableLog(VersionLog):
                 f"{self.version_path(version)} claims to be version {meta.version}"
             )
         if meta.format_version >= 2:
-            meta = meta.evolve(files=LiveFiles(self.fs, self.table_path, meta.manifests))
+            live = LiveFiles(
+                self.fs,
+                self.table_path,
+                meta.manifests,
+                regions={r.id: r.start for r in meta.regions},
+                where=f"{self.version_path(version)} (version {version})",
+            )
+            meta = meta.evolve(files=live)
         return meta
 
     # ------------------------------------------------------------------- parts
