@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.output import JsonOutput
 from cellstore.cli.params import STORAGE_OPTION
 from cellstore.cli.reads import (
     _COLUMN,
@@ -109,24 +108,8 @@ def describe_cmd(
     follow_symlinks: bool,
 ) -> None:
     """Describe an HBase table or snapshot: families with their settings, regions, files."""
-    import json
-
-    doc = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks).describe()
-    if isinstance(cli_ctx.output, JsonOutput):
-        click.echo(json.dumps(doc.to_dict(), indent=2))
-        return
-    what = f"snapshot {doc.snapshot} of " if doc.snapshot else ""
-    lines = [f"Table {what}{doc.name} (HBase {doc.layout} layout at {doc.root})"]
-    lines.append("COLUMN FAMILIES DESCRIPTION")
-    for fam in doc.families:
-        attrs = ", ".join(f"{k} => '{v}'" for k, v in sorted(fam.descriptor.attributes.items()))
-        lines.append(f"{{NAME => '{fam.settings.name}', {attrs}}}")
-    lines.append(f"{len(doc.regions)} region(s), {doc.files} file(s), {doc.bytes} bytes")
-    for r in doc.to_dict()["regions"]:
-        lines.append(
-            f"  {r['id']}  [{r['start']!r}, {r['end']!r})  files={r['files']} bytes={r['bytes']}"
-        )
-    click.echo("\n".join(lines))
+    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
+    cli_ctx.output.describe_table(handle.describe())
 
 
 @click.command("scan")
