@@ -50,22 +50,36 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _row(flag: str, dest: str, text: str) -> Decorator:
+    """A row-key flag, typed in printable form."""
+    return click.option(flag, dest, type=PRINTABLE_KEY, default=None, metavar="ROW", help=text)
+
+
+def _number(
+    flag: str, dest: str, text: str, *, low: int = 0, metavar: str = "N", default: int | None = None
+) -> Decorator:
+    """An integer flag of at least ``low``; absent, the option's default."""
+    return click.option(
+        flag, dest, type=click.IntRange(min=low), default=default, metavar=metavar, help=text
+    )
+
+
+def _repeated(flag: str, dest: str, metavar: str, text: str, kind: Any = None) -> Decorator:
+    """A repeatable flag: a tuple of its values."""
+    return click.option(flag, dest, type=kind, multiple=True, metavar=metavar, help=text)
+
+
 #: Each scan option's flag, by :class:`~cellstore.reader.ScanOptions` field name.
-FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = {
-    "start_row": click.option(
+FLAGS: Final[Mapping[str, Decorator]] = {
+    "start_row": _row(
         "--start-row",
-        type=PRINTABLE_KEY,
-        default=None,
-        metavar="ROW",
-        help="First row, inclusive, in printable form (e.g. 'com.cnn' or '\\x00\\x01').",
+        "start_row",
+        "First row, inclusive, in printable form (e.g. 'com.cnn' or '\\x00\\x01').",
     ),
-    "stop_row": click.option(
-        "--stop-row",
-        type=PRINTABLE_KEY,
-        default=None,
-        metavar="ROW",
-        help="Row after the last, exclusive, in printable form.",
-    ),
+    "stop_row": _row("--stop-row", "stop_row", "Row after the last, exclusive, in printable form."),
     "row_prefix": click.option(
         "--prefix",
         "row_prefix",
@@ -74,30 +88,27 @@ FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] =
         metavar="PREFIX",
         help="Only rows starting with PREFIX, in printable form (not with --start-row/--stop-row).",
     ),
-    "key": click.option(
+    "key": _repeated(
         "--key",
         "key",
-        multiple=True,
-        metavar="FIELD=VALUE",
-        help="Only rows whose leading row-key fields have these values (repeatable, in key "
+        "FIELD=VALUE",
+        "Only rows whose leading row-key fields have these values (repeatable, in key "
         "order; built with the table's row-key spec, not with --start-row/--stop-row/"
         "--prefix).",
     ),
-    "columns": click.option(
+    "columns": _repeated(
         "--column",
         "columns",
-        type=PRINTABLE_KEY,
-        multiple=True,
-        metavar="FAMILY[:QUALIFIER]",
-        help="Only this column, or the whole family without ':QUALIFIER' (repeatable; the "
+        "FAMILY[:QUALIFIER]",
+        "Only this column, or the whole family without ':QUALIFIER' (repeatable; the "
         "qualifier in printable form).",
+        PRINTABLE_KEY,
     ),
-    "families": click.option(
+    "families": _repeated(
         "--family",
         "families",
-        multiple=True,
-        metavar="FAMILY",
-        help="Only this column family (repeatable). Default: every family.",
+        "FAMILY",
+        "Only this column family (repeatable). Default: every family.",
     ),
     "time_range": click.option(
         "--time-range",
@@ -106,30 +117,26 @@ FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] =
         metavar="MIN MAX",
         help="Only cells with MIN <= timestamp < MAX (ms since the epoch).",
     ),
-    "family_time_ranges": click.option(
+    "family_time_ranges": _repeated(
         "--family-time-range",
         "family_time_ranges",
-        type=FAMILY_TIME_RANGE,
-        multiple=True,
-        metavar="FAMILY:MIN:MAX",
-        help="FAMILY's own time range, MIN <= timestamp < MAX, replacing --time-range/"
+        "FAMILY:MIN:MAX",
+        "FAMILY's own time range, MIN <= timestamp < MAX, replacing --time-range/"
         "--timestamp for that family (HBase's setColumnFamilyTimeRange). Repeatable.",
+        FAMILY_TIME_RANGE,
     ),
-    "timestamp": click.option(
+    "timestamp": _number(
         "--timestamp",
-        type=click.IntRange(min=0),
-        default=None,
+        "timestamp",
+        "Only cells with exactly this timestamp (ms; not with --time-range).",
         metavar="TS",
-        help="Only cells with exactly this timestamp (ms; not with --time-range).",
     ),
-    "max_versions": click.option(
+    "max_versions": _number(
         "--versions",
         "max_versions",
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help="Versions per column, newest first (default 1; at most the family's VERSIONS "
+        "Versions per column, newest first (default 1; at most the family's VERSIONS "
         "unless --raw).",
+        low=1,
     ),
     "raw": click.option(
         "--raw",
@@ -139,9 +146,7 @@ FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] =
     "reversed": click.option(
         "--reversed", "reversed", is_flag=True, help="Rows in descending order."
     ),
-    "limit": click.option(
-        "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
-    ),
+    "limit": _number("--limit", "limit", "At most N rows.", low=1),
     "filter": click.option(
         "--filter",
         "filter",
@@ -151,19 +156,16 @@ FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] =
         'true,true) AND KeyOnlyFilter()" (also ValueFilter, ColumnPrefixFilter, '
         "TimestampsFilter).",
     ),
-    "max_results_per_family": click.option(
+    "max_results_per_family": _number(
         "--max-results-per-family",
-        type=click.IntRange(min=0),
-        default=None,
-        metavar="N",
-        help="At most N cells per row and family (HBase's setMaxResultsPerColumnFamily).",
+        "max_results_per_family",
+        "At most N cells per row and family (HBase's setMaxResultsPerColumnFamily).",
     ),
-    "row_offset_per_family": click.option(
+    "row_offset_per_family": _number(
         "--row-offset-per-family",
-        type=click.IntRange(min=0),
+        "row_offset_per_family",
+        "Skip the first N cells of each row and family (setRowOffsetPerColumnFamily).",
         default=0,
-        metavar="N",
-        help="Skip the first N cells of each row and family (setRowOffsetPerColumnFamily).",
     ),
     "shape": click.option(
         "--shape",
@@ -172,12 +174,11 @@ FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] =
         help="wide: one row per row key, a family:qualifier column each with its newest value "
         "(needs --output-file).",
     ),
-    "column_types": click.option(
+    "column_types": _repeated(
         "--column-type",
         "column_types",
-        multiple=True,
-        metavar="FAMILY:QUALIFIER=CODEC",
-        help="With --shape wide, decode a column (long, int, short, double, float, boolean, "
+        "FAMILY:QUALIFIER=CODEC",
+        "With --shape wide, decode a column (long, int, short, double, float, boolean, "
         "string, bytes). Repeatable.",
     ),
     "decode_errors": click.option(
@@ -186,29 +187,26 @@ FLAGS: Final[Mapping[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] =
         default="raise",
         help="With --column-type: fail on a value that does not decode (raise), or give null.",
     ),
-    "memory_budget": click.option(
+    "memory_budget": _number(
         "--memory-budget",
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="BYTES",
-        help="Most bytes of decoded cells one scan task reads (default 256 MiB); larger "
+        "memory_budget",
+        "Most bytes of decoded cells one scan task reads (default 256 MiB); larger "
         "regions are read in row-aligned pieces.",
+        low=1,
+        metavar="BYTES",
     ),
-    "now_ms": click.option(
+    "now_ms": _number(
         "--now-ms",
-        type=click.IntRange(min=0),
-        default=None,
-        metavar="MS",
-        help="'Now' for TTL expiry, in ms since the epoch (default: the clock), so reads of "
+        "now_ms",
+        "'Now' for TTL expiry, in ms since the epoch (default: the clock), so reads of "
         "families with a TTL are reproducible.",
+        metavar="MS",
     ),
-    "version": click.option(
+    "version": _number(
         "--version",
         "version",
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help="Read this table version (an as-of read; default: the latest).",
+        "Read this table version (an as-of read; default: the latest).",
+        low=1,
     ),
 }
 
@@ -218,80 +216,26 @@ NO_FLAG: Final[Mapping[str, str]] = {
     "with --shape wide",
 }
 
-#: The flags of each command, in the order ``--help`` lists them.
-SCAN_FLAGS: Final = (
-    "start_row",
-    "stop_row",
-    "row_prefix",
-    "key",
-    "columns",
-    "families",
-    "time_range",
-    "family_time_ranges",
-    "timestamp",
-    "max_versions",
-    "raw",
-    "reversed",
-    "limit",
-    "filter",
-    "max_results_per_family",
-    "row_offset_per_family",
-    "shape",
-    "column_types",
-    "decode_errors",
-    "memory_budget",
-    "now_ms",
-    "version",
+#: The flags of each command, in :data:`FLAGS`' order (``--help`` lists them so).
+SCAN_FLAGS: Final = tuple(FLAGS)
+
+
+def _without(*names: str, of: tuple[str, ...] = SCAN_FLAGS) -> tuple[str, ...]:
+    return tuple(n for n in of if n not in names)
+
+
+_ROW_RANGE: Final = ("start_row", "stop_row", "row_prefix", "key")
+_NOT_FOR_COUNT: Final = ("timestamp", "max_versions", "raw", "reversed", "limit")
+_NOT_FOR_FILES: Final = ("shape", "column_types", "decode_errors", "memory_budget")
+GET_FLAGS: Final = _without(*_ROW_RANGE, "raw", "reversed", "limit", *_NOT_FOR_FILES)
+COUNT_FLAGS: Final = _without(
+    *_NOT_FOR_COUNT, "max_results_per_family", "row_offset_per_family", *_NOT_FOR_FILES
 )
-GET_FLAGS: Final = (
-    "columns",
-    "families",
-    "timestamp",
-    "time_range",
-    "family_time_ranges",
-    "max_versions",
-    "filter",
-    "max_results_per_family",
-    "row_offset_per_family",
-    "now_ms",
-    "version",
-)
-COUNT_FLAGS: Final = (
-    "start_row",
-    "stop_row",
-    "row_prefix",
-    "key",
-    "columns",
-    "families",
-    "time_range",
-    "family_time_ranges",
-    "filter",
-    "now_ms",
-    "version",
-)
-EXPORT_FLAGS: Final = (
-    "column_types",
-    "start_row",
-    "stop_row",
-    "row_prefix",
-    "key",
-    "columns",
-    "families",
-    "time_range",
-    "family_time_ranges",
-    "timestamp",
-    "max_versions",
-    "raw",
-    "filter",
-    "decode_errors",
-    "now_ms",
-    "version",
-)
+#: ``export`` has its own ``--shape`` and memory budget, and writes every row in key order.
+EXPORT_FLAGS: Final = _without("reversed", "limit", "shape", "memory_budget")
 #: HBase tables have no versions, row-key spec or recorded codecs.
-HBASE_SCAN_FLAGS: Final = tuple(
-    n for n in SCAN_FLAGS if n not in ("key", "version", "shape", "column_types", "decode_errors")
-)
-HBASE_COUNT_FLAGS: Final = tuple(n for n in COUNT_FLAGS if n not in ("key", "version"))
+HBASE_SCAN_FLAGS: Final = _without("key", "version", "shape", "column_types", "decode_errors")
+HBASE_COUNT_FLAGS: Final = _without("key", "version", of=COUNT_FLAGS)
 
 
 @dataclass(frozen=True)

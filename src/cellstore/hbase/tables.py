@@ -18,18 +18,16 @@ each equal key are dropped first, which is what R3.3 does with them anyway.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import fsspec
 
 from cellstore.core.family import Family
-from cellstore.core.filters import FilterPlan
-from cellstore.core.keys import RowRange, to_string_binary
+from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
-from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
 from cellstore.fs import resolve_filesystem
 from cellstore.hbase.descriptors import FamilyDescriptor
@@ -37,6 +35,7 @@ from cellstore.hbase.layout import HBaseLayout, HFileRef, load_snapshot, load_ta
 from cellstore.hbase.store import MAX_EXPANSION, HFileStore, cut_at_blocks, open_hfile
 from cellstore.reader import TableReads
 from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.reader.source import TaskRequest
 from cellstore.storefiles.hfile.index import key_row
 
 __all__ = [
@@ -66,32 +65,24 @@ class HFileSource:
         fs: The root directory's filesystem.
         layout: The table or snapshot as found under the root.
         metadata: The table as the planner sees it (families, regions, no store files).
+        path: The root directory (carried by tasks, for messages).
     """
 
     fs: fsspec.AbstractFileSystem
     layout: HBaseLayout
     metadata: TableMetadata
+    path: str
 
-    @property
-    def path(self) -> str:
-        """The root directory (carried by tasks, for messages)."""
-        return self.layout.root
-
-    def plan(
-        self,
-        ranges: Sequence[RowRange],
-        specs: Mapping[str, ReadSpec],
-        *,
-        filters: FilterPlan | None,
-        budget: int | None,
-    ) -> list[ScanTask]:
+    def plan(self, request: TaskRequest) -> list[ScanTask]:
         """One task per range and region with files; large ones cut at data blocks."""
         tasks: list[ScanTask] = []
-        for start, stop in ranges:
-            for region, found in zip(self.metadata.regions, self.layout.regions, strict=True):
-                task = self._task(region, found.files, start, stop, specs, filters)
+        regions = list(zip(self.metadata.regions, self.layout.regions, strict=True))
+        for start, stop in request.ranges:
+            for region, found in regions:
+                task = self._task(region, found.files, start, stop, request)
                 if task is None:
                     continue
+                budget = request.budget
                 tasks.extend([task] if budget is None else self._split(task, budget))
         return tasks
 
@@ -101,8 +92,7 @@ class HFileSource:
         files: Mapping[str, tuple[HFileRef, ...]],
         start: bytes,
         stop: bytes,
-        specs: Mapping[str, ReadSpec],
-        filters: FilterPlan | None,
+        request: TaskRequest,
     ) -> ScanTask | None:
         """The task of ``[start, stop)`` in ``region``, or None when no file holds it."""
         if not region.overlaps(start, stop):
@@ -111,7 +101,7 @@ class HFileSource:
         clip = region.end and (not stop or stop > region.end)
         t_stop = region.end if clip else stop
         reads = []
-        for fname, spec in specs.items():
+        for fname, spec in request.specs.items():
             refs = tuple(f for f in files.get(fname, ()) if f.clip(t_start, t_stop) is not None)
             reads.append(
                 FamilyRead(
@@ -129,7 +119,7 @@ class HFileSource:
             t_start,
             t_stop,
             tuple(reads),
-            filters=filters,
+            filters=request.filters,
             table=self.metadata.name,
         )
 
@@ -352,7 +342,7 @@ class HBaseTable(TableReads[HBaseTableDescription]):
             next_region_id=0,
             last_history=HistoryEntry(version=0, operation="hbase", timestamp_ms=0),
         )
-        self._source = HFileSource(fs, layout, self._metadata)
+        self._source = HFileSource(fs, layout, self._metadata, layout.root)
 
     def __repr__(self) -> str:
         snap = self.layout.snapshot

@@ -22,7 +22,7 @@ from cellstore.reader.options import (
 from cellstore.reader.plan import FamilyRead, ScanTask, prefix_stop_row
 from cellstore.reader.readable import ReadableTable, TableReads
 from cellstore.reader.scan import Scan, ScanPartitionReader
-from cellstore.reader.source import ReadSource, StoreFileSource
+from cellstore.reader.source import ReadSource, StoreFileSource, TaskRequest
 
 __all__ = [
     "RESULT_SCHEMA",
@@ -41,6 +41,7 @@ __all__ = [
     "StoreFileSource",
     "TableDescription",
     "TableReads",
+    "TaskRequest",
     "as_names",
     "normalize_family_time_ranges",
     "prefix_stop_row",

@@ -7,7 +7,7 @@ A cellstore table describes itself as a :class:`TableDescription`, an HBase tabl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -21,36 +21,7 @@ from cellstore.core.text import family_text, format_ts, grid, plural
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
 
-__all__ = ["Description", "RegionDescription", "RegionSummary", "TableDescription"]
-
-
-class RegionSummary(Protocol):
-    """One region of a :class:`Description`: its id, key range and store files."""
-
-    @property
-    def id(self) -> str:
-        """The region's id (an HBase table: its encoded region name)."""
-        ...
-
-    @property
-    def start(self) -> bytes:
-        """First row, inclusive (``b""``: unbounded)."""
-        ...
-
-    @property
-    def end(self) -> bytes:
-        """Row after the last, exclusive (``b""``: unbounded)."""
-        ...
-
-    @property
-    def files(self) -> int:
-        """Store files of the region."""
-        ...
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of the region's store files."""
-        ...
+__all__ = ["Description", "RegionDescription", "TableDescription"]
 
 
 @runtime_checkable
@@ -64,11 +35,6 @@ class Description(Protocol):
     @property
     def name(self) -> str:
         """The table's name."""
-        ...
-
-    @property
-    def regions(self) -> Sequence[RegionSummary]:
-        """Regions in key order."""
         ...
 
     @property

@@ -36,7 +36,7 @@ from cellstore.reader.options import (
 )
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, ScanTask, parse_columns, row_range
 from cellstore.reader.shapes import Shape, WideSpec, to_wide
-from cellstore.reader.source import ReadSource, StoreFileSource
+from cellstore.reader.source import ReadSource, StoreFileSource, TaskRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -279,7 +279,8 @@ class Scan:
         budget = None
         if self.point_row is None:
             budget = self.options.memory_budget or DEFAULT_TASK_MEMORY
-        tasks = self.source.plan(ranges, self.specs, filters=self.filter_plan, budget=budget)
+        request = TaskRequest(ranges, self.specs, self.filter_plan, budget)
+        tasks = self.source.plan(request)
         return tasks[::-1] if self.options.reversed else tasks
 
     def to_batches(self) -> Iterator[pa.Table]:

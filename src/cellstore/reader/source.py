@@ -30,9 +30,28 @@ from cellstore.core.semantics import ReadSpec
 from cellstore.reader.describe import Description, RegionDescription, TableDescription
 from cellstore.reader.plan import ScanTask, plan_tasks, split_tasks
 
-__all__ = ["ReadSource", "StoreFileSource"]
+__all__ = ["ReadSource", "StoreFileSource", "TaskRequest"]
 
 D_co = TypeVar("D_co", bound=Description, covariant=True)
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    """What a scan asks its source to plan.
+
+    Attributes:
+        ranges: Row ranges ``[start, stop)`` in key order, one per salt bucket on a
+            salted table.
+        specs: Family name to that family's read semantics, for the families read.
+        filters: The scan's filters, carried by every task.
+        budget: Cut tasks to about this many bytes of decoded cells; None for a point
+            read (one row: never cut).
+    """
+
+    ranges: Sequence[RowRange]
+    specs: Mapping[str, ReadSpec]
+    filters: FilterPlan | None = None
+    budget: int | None = None
 
 
 class ReadSource(Protocol[D_co]):
@@ -53,26 +72,12 @@ class ReadSource(Protocol[D_co]):
         """The table as the planner sees it: families, regions, salt, row key, properties."""
         ...
 
-    def plan(
-        self,
-        ranges: Sequence[RowRange],
-        specs: Mapping[str, ReadSpec],
-        *,
-        filters: FilterPlan | None,
-        budget: int | None,
-    ) -> list[ScanTask]:
-        """Tasks reading ``ranges`` (in key order) of the families in ``specs``.
-
-        Args:
-            ranges: Row ranges ``[start, stop)``, one per salt bucket on a salted table.
-            specs: Family name to that family's read semantics.
-            filters: The scan's filters, carried by every task.
-            budget: Cut tasks to about this many bytes of decoded cells; None for a
-                point read (one row: never cut).
+    def plan(self, request: TaskRequest) -> list[ScanTask]:
+        """Tasks reading the request's ranges (in key order) of its families.
 
         Returns:
-            Tasks in key order, each one region's part of a range; tasks without files
-            left out.
+            Tasks in key order, each one region's part of a range (or a piece of one,
+            cut to the budget); tasks without files left out.
         """
         ...
 
@@ -109,26 +114,19 @@ class StoreFileSource:
     metadata: TableMetadata
     name: str | None = None
 
-    def plan(
-        self,
-        ranges: Sequence[RowRange],
-        specs: Mapping[str, ReadSpec],
-        *,
-        filters: FilterPlan | None,
-        budget: int | None,
-    ) -> list[ScanTask]:
+    def plan(self, request: TaskRequest) -> list[ScanTask]:
         """One task per range and region; large ones cut at row-group starts."""
         tasks = plan_tasks(
             self.metadata,
             table_path=self.path,
-            ranges=ranges,
-            specs=specs,
-            filters=filters,
+            ranges=request.ranges,
+            specs=request.specs,
+            filters=request.filters,
             strip_salt=self.metadata.salt_buckets is not None,
         )
-        if budget is None:
+        if request.budget is None:
             return tasks
-        return split_tasks(self.fs, tasks, budget=budget, metadata=self.metadata)
+        return split_tasks(self.fs, tasks, budget=request.budget, metadata=self.metadata)
 
     def last_row(self, task: ScanTask) -> bytes:
         """The largest ``last_row`` of the task's files' manifest entries."""

@@ -184,8 +184,7 @@ def _family_time_ranges(
         parts = item.strip().rsplit(":", 2)
         if len(parts) != 3 or not parts[0]:
             raise InvalidArgumentError(
-                f"option {name!r}: {item.strip()!r} is not family:min:max "
-                "(e.g. 'b:0:15,c:5:9')"
+                f"option {name!r}: {item.strip()!r} is not family:min:max (e.g. 'b:0:15,c:5:9')"
             )
         out.append((parts[0], (_int(parts[1], name=name), _int(parts[2], name=name))))
     return tuple(out)
