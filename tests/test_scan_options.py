@@ -195,3 +195,15 @@ def test_hbase_table_is_the_same_readable_table(root094):
         t.scan(version=1)
     with pytest.raises(InvalidArgumentError, match="no recorded column codecs"):
         t.scan(shape="wide", column_types="table")
+
+
+def test_a_bare_handle_reads_through_handle_reads(table):
+    from cellstore.reader import HandleReads
+
+    reads = HandleReads(table)  # any object with name, fs, path, metadata and log
+    assert isinstance(reads, ReadableTable)
+    assert reads.scan(families=["g"]).to_arrow().equals(table.scan(families=["g"]).to_arrow())
+    assert reads.get("r0", version=2).num_rows == 2
+    assert reads.describe() == table.describe()
+    with pytest.raises(InvalidArgumentError, match="no recorded column codecs"):
+        reads.scan(shape="wide", column_types="table")

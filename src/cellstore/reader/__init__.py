@@ -20,9 +20,15 @@ from cellstore.reader.options import (
     scan_options,
 )
 from cellstore.reader.plan import FamilyRead, ScanTask, prefix_stop_row
-from cellstore.reader.readable import ReadableTable, TableReads
+from cellstore.reader.readable import HandleReads, ReadableTable, TableReads
 from cellstore.reader.scan import Scan, ScanPartitionReader
-from cellstore.reader.source import ReadSource, StoreFileSource, TaskRequest
+from cellstore.reader.source import (
+    ReadSource,
+    StoredTable,
+    StoreFileSource,
+    TaskRequest,
+    store_source,
+)
 
 __all__ = [
     "RESULT_SCHEMA",
@@ -30,6 +36,7 @@ __all__ = [
     "Description",
     "FamilyRead",
     "FamilyTimeRanges",
+    "HandleReads",
     "ReadSource",
     "ReadableTable",
     "RegionDescription",
@@ -39,6 +46,7 @@ __all__ = [
     "ScanPartitionReader",
     "ScanTask",
     "StoreFileSource",
+    "StoredTable",
     "TableDescription",
     "TableReads",
     "TaskRequest",
@@ -47,4 +55,5 @@ __all__ = [
     "prefix_stop_row",
     "read_task",
     "scan_options",
+    "store_source",
 ]

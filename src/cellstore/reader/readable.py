@@ -24,14 +24,15 @@ from cellstore.core.names import TableName
 from cellstore.core.regions import Region
 from cellstore.core.rowkey import salt_bytes
 from cellstore.errors import InvalidArgumentError
-from cellstore.reader.describe import Description
+from cellstore.reader.describe import Description, TableDescription
 from cellstore.reader.options import ScanKwargs, ScanOptions, scan_options
 from cellstore.reader.scan import Scan
+from cellstore.reader.source import StoredTable, StoreFileSource, store_source
 
 if TYPE_CHECKING:
     from cellstore.reader.source import ReadSource
 
-__all__ = ["GET_REFUSED", "ReadableTable", "TableReads", "hidden_families"]
+__all__ = ["GET_REFUSED", "HandleReads", "ReadableTable", "TableReads", "hidden_families"]
 
 D = TypeVar("D", bound=Description)
 
@@ -219,3 +220,43 @@ class TableReads(ABC, Generic[D]):
         is JSON-ready.
         """
         return self._read_source(None).describe()
+
+
+class HandleReads(TableReads[TableDescription]):
+    """``scan``/``get``/``describe`` of a cellstore table handle's store files.
+
+    For code below the ``warehouse`` facade (jobs, reports) that holds a table handle:
+    ``HandleReads(handle).scan(options)``. ``column_types="table"`` is refused here
+    (the recorded codecs are the loader's; the facade's ``Table.scan`` resolves them).
+    """
+
+    def __init__(self, table: StoredTable) -> None:
+        self.table = table
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return str(self.table.name)
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The warehouse filesystem."""
+        return self.table.fs
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The version the handle points at."""
+        return self.table.metadata
+
+    @property
+    def families(self) -> tuple[Family, ...]:
+        """Column families."""
+        return self.table.metadata.families
+
+    @property
+    def regions(self) -> tuple[Region, ...]:
+        """Regions in key order."""
+        return self.table.metadata.regions
+
+    def _read_source(self, version: int | None) -> StoreFileSource:
+        return store_source(self.table, version)

@@ -27,10 +27,12 @@ from cellstore.core.filters import FilterPlan
 from cellstore.core.keys import RowRange
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.semantics import ReadSpec
+from cellstore.errors import TableNotFoundError
+from cellstore.manifest import TableLog
 from cellstore.reader.describe import Description, RegionDescription, TableDescription
 from cellstore.reader.plan import ScanTask, plan_tasks, split_tasks
 
-__all__ = ["ReadSource", "StoreFileSource", "TaskRequest"]
+__all__ = ["ReadSource", "StoreFileSource", "StoredTable", "TaskRequest", "store_source"]
 
 D_co = TypeVar("D_co", bound=Description, covariant=True)
 
@@ -164,3 +166,52 @@ class StoreFileSource:
             properties=meta.properties,
             row_key=meta.row_key,
         )
+
+
+class StoredTable(Protocol):
+    """What a read needs of a cellstore table handle (``cellstore.warehouse.Table``).
+
+    Any handle with the same state will do: name, filesystem, directory, metadata, log.
+    """
+
+    @property
+    def name(self) -> object:
+        """The table's name (its ``str()`` is used)."""
+        ...
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The warehouse filesystem."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The table directory."""
+        ...
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The version the handle points at."""
+        ...
+
+    @property
+    def log(self) -> TableLog:
+        """The table's metadata log (older versions for as-of reads)."""
+        ...
+
+
+def store_source(table: StoredTable, version: int | None = None) -> StoreFileSource:
+    """The store files of ``table`` at ``version`` (None: the version it points at).
+
+    Raises:
+        TableNotFoundError: no such version (expired or never made).
+    """
+    meta = table.metadata
+    if version is not None and version != meta.version:
+        if version < 1:
+            raise TableNotFoundError(f"table {table.name} has no version {version}")
+        try:
+            meta = table.log.read(version)
+        except FileNotFoundError:
+            raise TableNotFoundError(f"table {table.name} has no version {version}") from None
+    return StoreFileSource(table.fs, table.path, meta, name=str(table.name))

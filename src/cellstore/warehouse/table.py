@@ -15,12 +15,12 @@ from cellstore.core.metadata import (
     HistoryEntry,
     TableMetadata,
 )
-from cellstore.errors import CellstoreWarning, TableNotFoundError
+from cellstore.errors import CellstoreWarning
 from cellstore.loader.advise import (
     DEFAULT_SAMPLE_KEYS,
 )
 from cellstore.loader.mapping import TableCodecs
-from cellstore.reader import StoreFileSource, TableDescription, TableReads
+from cellstore.reader import StoreFileSource, TableDescription, TableReads, store_source
 from cellstore.report import DEFAULT_HISTORY, DEFAULT_SAMPLE_ROWS
 
 if TYPE_CHECKING:
@@ -42,15 +42,7 @@ class Table(TableReads[TableDescription], TableLoading):
     # this version's store files.
     def _read_source(self, version: int | None) -> StoreFileSource:
         """The store files of ``version`` (None: the version this handle is at)."""
-        meta = self._metadata
-        if version is not None and version != meta.version:
-            if version < 1:
-                raise TableNotFoundError(f"table {self.name} has no version {version}")
-            try:
-                meta = self.log.read(version)
-            except FileNotFoundError:
-                raise TableNotFoundError(f"table {self.name} has no version {version}") from None
-        return StoreFileSource(self.fs, self.path, meta, name=str(self.name))
+        return store_source(self, version)
 
     def value_codecs(self) -> TableCodecs:
         """The value codecs and row key this table's mapping-based loads recorded.
