@@ -1,6 +1,8 @@
 r"""Read commands: ``scan``, ``get`` and ``count`` (the HBase shell's reads), and ``quickstart``.
 
-Each read makes one library call (:meth:`~cellstore.warehouse.Table.scan` or
+Each read builds its :class:`~cellstore.reader.ScanOptions` from its flags (defined once,
+with that builder, in :mod:`cellstore.cli.scanflags`, which ``hbase scan``/``count`` and
+``export`` share), makes one library call (:meth:`~cellstore.warehouse.Table.scan` or
 :meth:`~cellstore.warehouse.Table.get`) and hands the result to the renderer; the library
 validates the options (an invalid combination exits with 2 and one line). Row keys,
 prefixes and qualifiers are typed in HBase's printable form (``\x00`` escapes), or, on a

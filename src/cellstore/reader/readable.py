@@ -83,7 +83,6 @@ class ReadableTable(Protocol):
         self,
         row: bytes | str,
         options: ScanOptions | None = None,
-        /,
         **overrides: Unpack[ScanKwargs],
     ) -> pa.Table:
         """Read one row (see :meth:`TableReads.get`)."""
@@ -181,7 +180,6 @@ class TableReads(ABC, Generic[D]):
         self,
         row: bytes | str,
         options: ScanOptions | None = None,
-        /,
         **overrides: Unpack[ScanKwargs],
     ) -> pa.Table:
         """Point read of one row (HBase ``Get``, R12.3): its visible cells, in result order.
