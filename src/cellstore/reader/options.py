@@ -267,10 +267,8 @@ class ScanOptions:
             if value is None or (name == "column_types" and value == "table"):
                 continue
             if not isinstance(value, Mapping):
-                raise InvalidArgumentError(
-                    f"{name} must be a mapping{' or table' if name == 'column_types' else ''}, "
-                    f"not {value!r}"
-                )
+                alternative = " or 'table'" if name == "column_types" else ""
+                raise InvalidArgumentError(f"{name} must be a mapping{alternative}, not {value!r}")
             put(name, FrozenMap(value) if value or name == "key" else None)
 
     def changes(self) -> dict[str, Any]:

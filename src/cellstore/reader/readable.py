@@ -136,11 +136,7 @@ class TableReads(ABC, Generic[D]):
             if visible is not None:
                 changes["families"] = visible
         types = options.column_types
-        if isinstance(types, str):
-            if types != "table":
-                raise InvalidArgumentError(
-                    f"column_types must be a mapping or 'table', not {types!r}"
-                )
+        if isinstance(types, str):  # "table" (ScanOptions refuses other strings)
             recorded = self._recorded_column_types(metadata)
             if not recorded:
                 raise InvalidArgumentError(
