@@ -37,16 +37,6 @@ class Description(Protocol):
         """The table's name."""
         ...
 
-    @property
-    def files(self) -> int:
-        """Store files over all regions."""
-        ...
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of store files over all regions."""
-        ...
-
     def text_lines(self) -> list[str]:
         """The lines ``str()`` joins."""
         ...

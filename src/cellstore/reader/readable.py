@@ -18,10 +18,8 @@ import fsspec
 import pyarrow as pa
 
 from cellstore.commit import now_ms
-from cellstore.core.family import Family
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import TableName
-from cellstore.core.regions import Region
 from cellstore.core.rowkey import salt_bytes
 from cellstore.errors import InvalidArgumentError
 from cellstore.reader.describe import Description, TableDescription
@@ -62,17 +60,11 @@ class ReadableTable(Protocol):
 
     @property
     def metadata(self) -> TableMetadata:
-        """The table version read: families, regions, salt, row-key spec, properties."""
-        ...
+        """The table version read: families, regions, salt, row-key spec, properties.
 
-    @property
-    def families(self) -> tuple[Family, ...]:
-        """Column families."""
-        ...
-
-    @property
-    def regions(self) -> tuple[Region, ...]:
-        """Regions in key order."""
+        ``cellstore.Table`` and ``HBaseTable`` also have them as ``families`` and
+        ``regions``.
+        """
         ...
 
     def scan(self, options: ScanOptions | None = None, /, **overrides: Unpack[ScanKwargs]) -> Scan:
@@ -226,31 +218,13 @@ class HandleReads(TableReads[TableDescription]):
 
     def __init__(self, table: StoredTable) -> None:
         self.table = table
-
-    @property
-    def name(self) -> str:
-        """The table's name."""
-        return str(self.table.name)
-
-    @property
-    def fs(self) -> fsspec.AbstractFileSystem:
-        """The warehouse filesystem."""
-        return self.table.fs
+        self.name = str(table.name)
+        self.fs: fsspec.AbstractFileSystem = table.fs
 
     @property
     def metadata(self) -> TableMetadata:
         """The version the handle points at."""
         return self.table.metadata
-
-    @property
-    def families(self) -> tuple[Family, ...]:
-        """Column families."""
-        return self.table.metadata.families
-
-    @property
-    def regions(self) -> tuple[Region, ...]:
-        """Regions in key order."""
-        return self.table.metadata.regions
 
     def _read_source(self, version: int | None) -> StoreFileSource:
         return store_source(self.table, version)

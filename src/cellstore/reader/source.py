@@ -32,7 +32,14 @@ from cellstore.manifest import TableLog
 from cellstore.reader.describe import Description, RegionDescription, TableDescription
 from cellstore.reader.plan import ScanTask, plan_tasks, split_tasks
 
-__all__ = ["ReadSource", "StoreFileSource", "StoredTable", "TaskRequest", "store_source"]
+__all__ = [
+    "ReadSource",
+    "StoreFileSource",
+    "StoredTable",
+    "TableFiles",
+    "TaskRequest",
+    "store_source",
+]
 
 D_co = TypeVar("D_co", bound=Description, covariant=True)
 
@@ -56,8 +63,8 @@ class TaskRequest:
     budget: int | None = None
 
 
-class ReadSource(Protocol[D_co]):
-    """The part of a read that depends on where the table's cells are stored."""
+class TableFiles(Protocol):
+    """Where a table version's files are: filesystem, directory, metadata."""
 
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
@@ -73,6 +80,10 @@ class ReadSource(Protocol[D_co]):
     def metadata(self) -> TableMetadata:
         """The table as the planner sees it: families, regions, salt, row key, properties."""
         ...
+
+
+class ReadSource(TableFiles, Protocol[D_co]):
+    """The part of a read that depends on where the table's cells are stored."""
 
     def plan(self, request: TaskRequest) -> list[ScanTask]:
         """Tasks reading the request's ranges (in key order) of its families.
@@ -168,35 +179,20 @@ class StoreFileSource:
         )
 
 
-class StoredTable(Protocol):
+class StoredTable(TableFiles, Protocol):
     """What a read needs of a cellstore table handle (``cellstore.warehouse.Table``).
 
-    Any handle with the same state will do: name, filesystem, directory, metadata, log.
+    Any handle with the same state will do: its files (:class:`TableFiles`, the metadata
+    of the version it points at), its name (``str()`` is used) and its log (for as-of
+    reads).
     """
 
     @property
-    def name(self) -> object:
-        """The table's name (its ``str()`` is used)."""
+    def name(self) -> object:  # noqa: D102 (see the class docstring)
         ...
 
     @property
-    def fs(self) -> fsspec.AbstractFileSystem:
-        """The warehouse filesystem."""
-        ...
-
-    @property
-    def path(self) -> str:
-        """The table directory."""
-        ...
-
-    @property
-    def metadata(self) -> TableMetadata:
-        """The version the handle points at."""
-        ...
-
-    @property
-    def log(self) -> TableLog:
-        """The table's metadata log (older versions for as-of reads)."""
+    def log(self) -> TableLog:  # noqa: D102
         ...
 
 
