@@ -24,20 +24,8 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
-from cellstore.cli.params import LOAD_ID, STORAGE_OPTION, parse_column_types
-from cellstore.cli.reads import (
-    _COLUMN,
-    _FAMILY,
-    _FILTER,
-    _NOW,
-    _PREFIX,
-    _START_ROW,
-    _STOP_ROW,
-    _TIME_RANGE,
-    _TIMESTAMP,
-    _VERSIONS,
-    _filters,
-)
+from cellstore.cli.params import LOAD_ID, STORAGE_OPTION
+from cellstore.cli.scanflags import EXPORT_FLAGS, FLAGS, ScanFlags, scan_flags
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -297,25 +285,7 @@ def _output_options(
     show_default=True,
     help="cells: one line per cell; wide: one line per row, a family:qualifier column each.",
 )
-@click.option(
-    "--column-type",
-    "column_types",
-    multiple=True,
-    metavar="FAMILY:QUALIFIER=CODEC",
-    help="With --shape wide, decode a column (long, int, short, double, float, boolean, "
-    "string, bytes). Repeatable.",
-)
-@_START_ROW
-@_STOP_ROW
-@_PREFIX
-@_COLUMN
-@_FAMILY
-@_TIME_RANGE
-@_TIMESTAMP
-@_VERSIONS
-@click.option("--raw", is_flag=True, help="Export delete markers and deleted cells as stored.")
-@_FILTER
-@_NOW
+@scan_flags(*EXPORT_FLAGS)
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in URL.")
 @click.option(
     "--to-storage-option",
@@ -333,18 +303,7 @@ def export_cmd(
     url: str,
     file_format: str,
     shape: str,
-    column_types: tuple[str, ...],
-    start_row: bytes | None,
-    stop_row: bytes | None,
-    row_prefix: bytes | None,
-    columns: tuple[bytes, ...],
-    families: tuple[str, ...],
-    time_range: tuple[int, int] | None,
-    timestamp: int | None,
-    max_versions: int | None,
-    raw: bool,
-    filter_text: str | None,
-    now_ms: int | None,
+    scan: ScanFlags,
     overwrite: bool,
     url_options: tuple[tuple[str, Any], ...],
 ) -> None:
@@ -360,8 +319,8 @@ def export_cmd(
     """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
     from cellstore.jobs import export
 
-    types = parse_column_types(column_types, shape=shape)
     handle = cli_ctx.warehouse().table(table)
+    options = scan.options(handle, shape=shape)
     with _progress(cli_ctx.output, label=f"export {handle.name}") as progress:
         r = export(
             handle,
@@ -371,18 +330,7 @@ def export_cmd(
             storage_options=_output_options(cli_ctx, url, url_options),
             overwrite=overwrite,
             progress=progress,
-            start_row=start_row,
-            stop_row=stop_row,
-            row_prefix=row_prefix,
-            columns=columns or None,
-            families=families or None,
-            time_range=time_range,
-            timestamp=timestamp,
-            max_versions=max_versions,
-            raw=raw,
-            filter=_filters(filter_text),
-            column_types=types or None,
-            now_ms=now_ms,
+            **options.changes(),
         )
     _emit(
         cli_ctx.output,
@@ -506,7 +454,7 @@ def copy_cmd(
     is_flag=True,
     help="Allow a retention under 1 hour (only when no load or job can be running).",
 )
-@_NOW
+@FLAGS["now_ms"]
 @pass_cli_context
 def vacuum_cmd(
     cli_ctx: CliContext,
@@ -629,7 +577,7 @@ def verify_cmd(cli_ctx: CliContext, *, table: str, version: int | None, workers:
     is_flag=True,
     help="Allow a period under 1 hour (only when no load or job can be running).",
 )
-@_NOW
+@FLAGS["now_ms"]
 @pass_cli_context
 def expire_cmd(
     cli_ctx: CliContext,

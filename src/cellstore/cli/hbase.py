@@ -16,21 +16,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.output import JsonOutput
 from cellstore.cli.params import STORAGE_OPTION
-from cellstore.cli.reads import (
-    _COLUMN,
-    _FAMILY,
-    _FAMILY_TIME_RANGE,
-    _FILTER,
-    _NOW,
-    _PREFIX,
-    _START_ROW,
-    _STOP_ROW,
-    _TIME_RANGE,
-    _TIMESTAMP,
-    _VERSIONS,
-    _filters,
+from cellstore.cli.scanflags import (
+    FLAGS,
+    HBASE_COUNT_FLAGS,
+    HBASE_SCAN_FLAGS,
+    ScanFlags,
+    scan_flags,
 )
 
 if TYPE_CHECKING:
@@ -109,24 +101,8 @@ def describe_cmd(
     follow_symlinks: bool,
 ) -> None:
     """Describe an HBase table or snapshot: families with their settings, regions, files."""
-    import json
-
-    doc = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks).describe()
-    if isinstance(cli_ctx.output, JsonOutput):
-        click.echo(json.dumps(doc.to_dict(), indent=2))
-        return
-    what = f"snapshot {doc.snapshot} of " if doc.snapshot else ""
-    lines = [f"Table {what}{doc.name} (HBase {doc.layout} layout at {doc.root})"]
-    lines.append("COLUMN FAMILIES DESCRIPTION")
-    for fam in doc.families:
-        attrs = ", ".join(f"{k} => '{v}'" for k, v in sorted(fam.descriptor.attributes.items()))
-        lines.append(f"{{NAME => '{fam.settings.name}', {attrs}}}")
-    lines.append(f"{len(doc.regions)} region(s), {doc.files} file(s), {doc.bytes} bytes")
-    for r in doc.to_dict()["regions"]:
-        lines.append(
-            f"  {r['id']}  [{r['start']!r}, {r['end']!r})  files={r['files']} bytes={r['bytes']}"
-        )
-    click.echo("\n".join(lines))
+    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
+    cli_ctx.output.describe_table(handle.describe())
 
 
 @click.command("scan")
@@ -134,22 +110,7 @@ def describe_cmd(
 @_SNAPSHOT
 @_TABLE
 @_FOLLOW_SYMLINKS
-@_START_ROW
-@_STOP_ROW
-@_PREFIX
-@_COLUMN
-@_FAMILY
-@_TIME_RANGE
-@_FAMILY_TIME_RANGE
-@_TIMESTAMP
-@_VERSIONS
-@click.option("--raw", is_flag=True, help="Return delete markers and deleted cells as stored.")
-@click.option("--reversed", "reverse", is_flag=True, help="Rows in descending order.")
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
-)
-@_FILTER
-@_NOW
+@scan_flags(*HBASE_SCAN_FLAGS)
 @pass_cli_context
 def scan_cmd(
     cli_ctx: CliContext,
@@ -158,41 +119,13 @@ def scan_cmd(
     snapshot: str | None,
     table: str | None,
     follow_symlinks: bool,
-    start_row: bytes | None,
-    stop_row: bytes | None,
-    row_prefix: bytes | None,
-    columns: tuple[bytes, ...],
-    families: tuple[str, ...],
-    time_range: tuple[int, int] | None,
-    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
-    timestamp: int | None,
-    max_versions: int | None,
-    raw: bool,
-    reverse: bool,
-    limit: int | None,
-    filter_text: str | None,
-    now_ms: int | None,
+    scan: ScanFlags,
 ) -> None:
     """Scan an HBase table or snapshot under ROOT, printed as ``cellstore scan`` does."""
     handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
     started = time.perf_counter()
-    scan = handle.scan(
-        start_row=start_row,
-        stop_row=stop_row,
-        row_prefix=row_prefix,
-        columns=columns or None,
-        families=families or None,
-        time_range=time_range,
-        family_time_ranges=family_time_ranges or None,
-        timestamp=timestamp,
-        max_versions=max_versions,
-        raw=raw,
-        reversed=reverse,
-        limit=limit,
-        filter=_filters(filter_text),
-        now_ms=now_ms,
-    )
-    cli_ctx.output.scan_cells(handle.name, scan.to_batches(), started=started)
+    batches = handle.scan(scan.options(handle)).to_batches()
+    cli_ctx.output.scan_cells(handle.name, batches, started=started)
 
 
 @click.command("count")
@@ -200,15 +133,7 @@ def scan_cmd(
 @_SNAPSHOT
 @_TABLE
 @_FOLLOW_SYMLINKS
-@_START_ROW
-@_STOP_ROW
-@_PREFIX
-@_COLUMN
-@_FAMILY
-@_TIME_RANGE
-@_FAMILY_TIME_RANGE
-@_FILTER
-@_NOW
+@scan_flags(*HBASE_COUNT_FLAGS)
 @pass_cli_context
 def count_cmd(
     cli_ctx: CliContext,
@@ -217,37 +142,19 @@ def count_cmd(
     snapshot: str | None,
     table: str | None,
     follow_symlinks: bool,
-    start_row: bytes | None,
-    stop_row: bytes | None,
-    row_prefix: bytes | None,
-    columns: tuple[bytes, ...],
-    families: tuple[str, ...],
-    time_range: tuple[int, int] | None,
-    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
-    filter_text: str | None,
-    now_ms: int | None,
+    scan: ScanFlags,
 ) -> None:
     """Count the rows of an HBase table or snapshot that have a visible cell."""
     handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
     started = time.perf_counter()
-    rows = handle.scan(
-        start_row=start_row,
-        stop_row=stop_row,
-        row_prefix=row_prefix,
-        columns=columns or None,
-        families=families or None,
-        time_range=time_range,
-        family_time_ranges=family_time_ranges or None,
-        filter=_filters(filter_text),
-        now_ms=now_ms,
-    ).count_rows()
+    rows = handle.scan(scan.options(handle)).count_rows()
     cli_ctx.output.row_count(handle.name, rows, started=started)
 
 
 @click.command("export-hfiles")
 @click.argument("table")
 @click.argument("directory")
-@_FAMILY
+@FLAGS["families"]
 @click.option(
     "--all-versions",
     is_flag=True,
@@ -258,7 +165,7 @@ def count_cmd(
     is_flag=True,
     help="Every version and delete marker as stored (not with --all-versions).",
 )
-@_TIME_RANGE
+@FLAGS["time_range"]
 @click.option(
     "--compression",
     type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),

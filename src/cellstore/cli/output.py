@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader import LoadReport
     from cellstore.loader.mapping import KeyColumn, TableCodecs
+    from cellstore.reader import Description
     from cellstore.warehouse import TableDescription
 
 __all__ = [
@@ -76,8 +77,8 @@ class Output(ABC):
         """Table names (``list``)."""
 
     @abstractmethod
-    def describe_table(self, description: TableDescription) -> None:
-        """One table version (``describe``)."""
+    def describe_table(self, description: Description) -> None:
+        """One table (``describe``, ``hbase describe``)."""
 
     @abstractmethod
     def table_created(self, description: TableDescription) -> None:
@@ -514,7 +515,7 @@ class TextOutput(Output):
         """``TABLE``, one name a line, then ``N row(s)``."""
         _echo_lines(["TABLE", *names, f"{len(names)} row(s)"])
 
-    def describe_table(self, description: TableDescription) -> None:
+    def describe_table(self, description: Description) -> None:
         """Header, table attributes, families as HBase prints them, then the regions."""
         _echo_lines(description.text_lines())
 
@@ -638,8 +639,8 @@ class JsonOutput(Output):
         """``{"tables": [...]}``."""
         self._print({"tables": list(names)})
 
-    def describe_table(self, description: TableDescription) -> None:
-        """:meth:`TableDescription.to_dict` (keys in printable form)."""
+    def describe_table(self, description: Description) -> None:
+        """The description's ``to_dict()`` (keys in printable form)."""
         self._print(description.to_dict())
 
     def table_created(self, description: TableDescription) -> None:

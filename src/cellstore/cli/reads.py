@@ -1,6 +1,8 @@
 r"""Read commands: ``scan``, ``get`` and ``count`` (the HBase shell's reads), and ``quickstart``.
 
-Each read makes one library call (:meth:`~cellstore.warehouse.Table.scan` or
+Each read builds its :class:`~cellstore.reader.ScanOptions` from its flags (defined once,
+with that builder, in :mod:`cellstore.cli.scanflags`, which ``hbase scan``/``count`` and
+``export`` share), makes one library call (:meth:`~cellstore.warehouse.Table.scan` or
 :meth:`~cellstore.warehouse.Table.get`) and hands the result to the renderer; the library
 validates the options (an invalid combination exits with 2 and one line). Row keys,
 prefixes and qualifiers are typed in HBase's printable form (``\x00`` escapes), or, on a
@@ -30,7 +32,18 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.load_cells import read_cells_file
-from cellstore.cli.params import FAMILY_TIME_RANGE, PRINTABLE_KEY, parse_column_types
+from cellstore.cli.params import PRINTABLE_KEY
+from cellstore.cli.scanflags import (
+    COUNT_FLAGS,
+    GET_FLAGS,
+    SCAN_FLAGS,
+    ScanFlags,
+    key_help,
+    key_names,
+    key_texts,
+    recorded_key,
+    scan_flags,
+)
 from cellstore.core.family import Family
 from cellstore.defaults import DEFAULT_ROOT
 
@@ -39,10 +52,8 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-    from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader import LoadReport
-    from cellstore.loader.mapping import KeyColumn
-    from cellstore.reader import Scan
+    from cellstore.reader import Scan, ScanOptions
     from cellstore.warehouse import Table, TableDescription
 
 __all__ = [
@@ -137,112 +148,11 @@ class QuickstartReport:
 
 
 # ----------------------------------------------------------------------- shared options
-_START_ROW = click.option(
-    "--start-row",
-    type=PRINTABLE_KEY,
-    default=None,
-    metavar="ROW",
-    help="First row, inclusive, in printable form (e.g. 'com.cnn' or '\\x00\\x01').",
-)
-_STOP_ROW = click.option(
-    "--stop-row",
-    type=PRINTABLE_KEY,
-    default=None,
-    metavar="ROW",
-    help="Row after the last, exclusive, in printable form.",
-)
-_PREFIX = click.option(
-    "--prefix",
-    "row_prefix",
-    type=PRINTABLE_KEY,
-    default=None,
-    metavar="PREFIX",
-    help="Only rows starting with PREFIX, in printable form (not with --start-row/--stop-row).",
-)
-_COLUMN = click.option(
-    "--column",
-    "columns",
-    type=PRINTABLE_KEY,
-    multiple=True,
-    metavar="FAMILY[:QUALIFIER]",
-    help="Only this column, or the whole family without ':QUALIFIER' (repeatable; the "
-    "qualifier in printable form).",
-)
-_FAMILY = click.option(
-    "--family",
-    "families",
-    multiple=True,
-    metavar="FAMILY",
-    help="Only this column family (repeatable). Default: every family.",
-)
-_TIME_RANGE = click.option(
-    "--time-range",
-    type=(int, int),
-    default=None,
-    metavar="MIN MAX",
-    help="Only cells with MIN <= timestamp < MAX (ms since the epoch).",
-)
-_FAMILY_TIME_RANGE = click.option(
-    "--family-time-range",
-    "family_time_ranges",
-    type=FAMILY_TIME_RANGE,
-    multiple=True,
-    metavar="FAMILY:MIN:MAX",
-    help="FAMILY's own time range, MIN <= timestamp < MAX, replacing --time-range/"
-    "--timestamp for that family (HBase's setColumnFamilyTimeRange). Repeatable.",
-)
-_TIMESTAMP = click.option(
-    "--timestamp",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="TS",
-    help="Only cells with exactly this timestamp (ms; not with --time-range).",
-)
-_VERSIONS = click.option(
-    "--versions",
-    "max_versions",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Versions per column, newest first (default 1; at most the family's VERSIONS "
-    "unless --raw).",
-)
-_NOW = click.option(
-    "--now-ms",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="MS",
-    help="'Now' for TTL expiry, in ms since the epoch (default: the clock), so reads of "
-    "families with a TTL are reproducible.",
-)
-
-
-_FILTER = click.option(
-    "--filter",
-    "filter_text",
-    default=None,
-    metavar="TEXT",
-    help="HBase filter language, e.g. \"SingleColumnValueFilter('cf','q',>=,'binary:5',"
-    'true,true) AND KeyOnlyFilter()" (also ValueFilter, ColumnPrefixFilter, '
-    "TimestampsFilter).",
-)
-
-
 _RAW_VALUES = click.option(
     "--raw-values",
     is_flag=True,
     help="Print values and row keys as stored (printable bytes) instead of decoding them "
     "with the codecs and row key the table's mapping-based loads recorded.",
-)
-
-
-_SCAN_KEY = click.option(
-    "--key",
-    "key_fields",
-    multiple=True,
-    metavar="FIELD=VALUE",
-    help="Only rows whose leading row-key fields have these values (repeatable, in key "
-    "order; built with the table's row-key spec, not with --start-row/--stop-row/--prefix).",
 )
 _GET_KEY = click.option(
     "--key",
@@ -252,50 +162,6 @@ _GET_KEY = click.option(
     help="Instead of ROW: a row-key field's value (repeatable, every field of the key); the "
     "key is built with the table's row-key spec (salt and hashes computed).",
 )
-
-
-def _key_texts(items: tuple[str, ...]) -> dict[str, str]:
-    """``("f=v", ...)`` as ``{"f": "v"}``; a missing ``=`` or a repeated field is an error."""
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise click.BadParameter(
-                f"{item!r} is not FIELD=VALUE (e.g. --key sensor_id=sensor-00001)",
-                param_hint="'--key'",
-            )
-        if name in out:
-            raise click.BadParameter(f"field {name!r} given twice", param_hint="'--key'")
-        out[name] = value
-    return out
-
-
-def _recorded_key(handle: Table) -> RowKeySpec | KeyColumn | None:
-    """The table's row-key spec, else the key its latest mapping-based load recorded."""
-    from cellstore.loader.mapping import TableCodecs
-
-    meta = handle.metadata
-    if meta.row_key is not None:
-        return meta.row_key
-    try:
-        return TableCodecs.from_properties(meta.properties).row_key
-    except ValueError:
-        return None
-
-
-def _key_names(key: RowKeySpec | KeyColumn) -> tuple[str, ...]:
-    from cellstore.loader.mapping import KeyColumn
-
-    return (key.column,) if isinstance(key, KeyColumn) else key.columns
-
-
-def _key_help(key: RowKeySpec | KeyColumn) -> str:
-    """How to give ``key``'s fields on the command line, for hints and errors."""
-    from cellstore.loader.mapping import KeyColumn
-
-    if isinstance(key, KeyColumn):
-        return f"its row keys are the {key.codec.value} column {key.column}"
-    return f"its row keys are built from {key}"
 
 
 def _row_of_key(handle: Table, texts: dict[str, str]) -> bytes:
@@ -308,7 +174,7 @@ def _row_of_key(handle: Table, texts: dict[str, str]) -> bytes:
     from cellstore.errors import InvalidArgumentError
     from cellstore.loader.mapping import KeyColumn
 
-    key = _recorded_key(handle)
+    key = recorded_key(handle)
     if key is None:
         raise click.BadParameter(
             f"table {handle.name} has no row-key spec and no recorded key column; give ROW",
@@ -317,7 +183,7 @@ def _row_of_key(handle: Table, texts: dict[str, str]) -> bytes:
     try:
         if isinstance(key, KeyColumn):
             if list(texts) != [key.column]:
-                raise InvalidArgumentError(f"{_key_help(key)}: give --key {key.column}=...")
+                raise InvalidArgumentError(f"{key_help(key)}: give --key {key.column}=...")
             encoded = encode_values(pa.array([texts[key.column]]), key.codec, field=key.column)
             return bytes(encoded[0].as_py())
         return replace(key, salt_buckets=None).key_for(key.parse_values(texts))
@@ -325,35 +191,16 @@ def _row_of_key(handle: Table, texts: dict[str, str]) -> bytes:
         raise click.BadParameter(f"table {handle.name}: {e}", param_hint="'--key'") from None
 
 
-def _scan_key(handle: Table, texts: dict[str, str]) -> dict[str, Any]:
-    """``Table.scan`` arguments for leading ``--key`` fields (equalities: a key prefix)."""
-    from dataclasses import replace
-
-    from cellstore.core.rowkey import RowKeySpec
-    from cellstore.errors import InvalidArgumentError
-
-    key = _recorded_key(handle)
-    if not isinstance(key, RowKeySpec):
-        raise click.BadParameter(
-            f"table {handle.name} has no composite row key; use --prefix or --start-row",
-            param_hint="'--key'",
-        )
-    try:
-        values = key.parse_values(texts, partial=True)
-        if handle.metadata.row_key is not None:
-            return {"key": values}
-        (span,) = replace(key, salt_buckets=None).key_ranges(equals=values)
-    except InvalidArgumentError as e:
-        raise click.BadParameter(f"table {handle.name}: {e}", param_hint="'--key'") from None
-    return {"start_row": span.start, "stop_row": span.stop}
-
-
 class _ColumnsSeen:
     """Which requested ``family:qualifier`` columns occur in result batches (vectorized)."""
 
-    def __init__(self, columns: tuple[bytes, ...]) -> None:
+    def __init__(self, options: ScanOptions) -> None:
         from cellstore.core.keys import split_column
+        from cellstore.reader import as_names
 
+        columns = [
+            c if isinstance(c, bytes) else c.encode() for c in as_names(options.columns) or ()
+        ]
         self.missing: dict[tuple[str, bytes], bytes] = {
             split_column(c): c for c in columns if b":" in c
         }
@@ -393,14 +240,6 @@ class _ColumnsSeen:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close and close[0] != name else ""
             click.echo(f"warning: column {name} does not occur in the cells read{hint}", err=True)
-
-
-def _filters(text: str | None) -> Any:
-    if text is None:
-        return None
-    from cellstore.core.filterparse import parse_filter
-
-    return parse_filter(text)
 
 
 def _stderr_is_tty() -> bool:
@@ -454,42 +293,7 @@ def _export_format_for(path: str) -> ExportFormat:
 
 @click.command("scan")
 @click.argument("table")
-@_START_ROW
-@_STOP_ROW
-@_PREFIX
-@_COLUMN
-@_FAMILY
-@_TIME_RANGE
-@_FAMILY_TIME_RANGE
-@_TIMESTAMP
-@_VERSIONS
-@click.option(
-    "--raw",
-    is_flag=True,
-    help="Return delete markers and deleted cells as stored (not with --column QUALIFIERs).",
-)
-@click.option("--reversed", "reverse", is_flag=True, help="Rows in descending order.")
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
-)
-@_FILTER
-@_NOW
-@click.option(
-    "--shape",
-    type=click.Choice(["cells", "wide"]),
-    default="cells",
-    help="wide: one row per row key, a family:qualifier column each with its newest value "
-    "(needs --output-file).",
-)
-@click.option(
-    "--column-type",
-    "column_types",
-    multiple=True,
-    metavar="FAMILY:QUALIFIER=CODEC",
-    help="With --shape wide, decode a column (long, int, short, double, float, boolean, "
-    "string, bytes). Repeatable.",
-)
-@_SCAN_KEY
+@scan_flags(*SCAN_FLAGS)
 @_RAW_VALUES
 @click.option(
     "--output-file",
@@ -512,23 +316,7 @@ def scan_cmd(
     cli_ctx: CliContext,
     *,
     table: str,
-    start_row: bytes | None,
-    stop_row: bytes | None,
-    row_prefix: bytes | None,
-    columns: tuple[bytes, ...],
-    families: tuple[str, ...],
-    time_range: tuple[int, int] | None,
-    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
-    timestamp: int | None,
-    max_versions: int | None,
-    raw: bool,
-    reverse: bool,
-    limit: int | None,
-    filter_text: str | None,
-    now_ms: int | None,
-    shape: str,
-    column_types: tuple[str, ...],
-    key_fields: tuple[str, ...],
+    scan: ScanFlags,
     raw_values: bool,
     output_file: str | None,
     file_format: ExportFormat | None,
@@ -547,51 +335,18 @@ def scan_cmd(
     """  # noqa: D301 (click's \b marker)
     if file_format is not None and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
-    if shape == "wide" and output_file is None:
+    if scan.values["shape"] == "wide" and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--shape wide'")
-    types = parse_column_types(column_types, shape=shape)
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
-    keyed: dict[str, Any] = {}
-    if key_fields:
-        if any(v is not None for v in (start_row, stop_row, row_prefix)):
-            raise click.BadParameter(
-                "not with --start-row/--stop-row/--prefix", param_hint="'--key'"
-            )
-        keyed = _scan_key(handle, _key_texts(key_fields))
-    scan = handle.scan(
-        start_row=start_row,
-        stop_row=stop_row,
-        row_prefix=row_prefix,
-        columns=columns or None,
-        families=families or None,
-        time_range=time_range,
-        family_time_ranges=family_time_ranges or None,
-        timestamp=timestamp,
-        max_versions=max_versions,
-        raw=raw,
-        reversed=reverse,
-        limit=limit,
-        filter=_filters(filter_text),
-        shape=shape,
-        column_types=types or None,
-        now_ms=now_ms,
-        **keyed,
-    )
+    planned = handle.scan(scan.options(handle))
     name = str(handle.name)
     if output_file is None:
-        from cellstore.cli.output import CellDecoder
-
-        decoder = None if raw_values else CellDecoder.for_table(handle.metadata)
-        seen = _ColumnsSeen(columns)
-        cli_ctx.output.scan_cells(
-            name, seen.watch(scan.to_batches()), started=started, decoder=decoder
-        )
-        seen.warn(handle)
+        _print_cells(cli_ctx, handle, planned, started=started, raw_values=raw_values)
         return
     report = export_scan(
-        scan,
+        planned,
         path=output_file,
         fmt=file_format or _export_format_for(output_file),
         progress=cli_ctx.output.shows_progress and _stderr_is_tty(),
@@ -600,18 +355,24 @@ def scan_cmd(
     cli_ctx.output.scan_exported(name, report, started=started)
 
 
+def _print_cells(
+    cli_ctx: CliContext, handle: Table, scan: Scan, *, started: float, raw_values: bool
+) -> None:
+    """Print a scan's cells as the HBase shell does; warn of requested columns not seen."""
+    from cellstore.cli.output import CellDecoder
+
+    decoder = None if raw_values else CellDecoder.for_table(handle.metadata)
+    seen = _ColumnsSeen(scan.options)
+    name = str(handle.name)
+    cli_ctx.output.scan_cells(name, seen.watch(scan.to_batches()), started=started, decoder=decoder)
+    seen.warn(handle)
+
+
 # ----------------------------------------------------------------------------------- get
 @click.command("get")
 @click.argument("table")
 @click.argument("row", type=PRINTABLE_KEY, required=False)
-@_COLUMN
-@_FAMILY
-@_TIMESTAMP
-@_TIME_RANGE
-@_FAMILY_TIME_RANGE
-@_VERSIONS
-@_FILTER
-@_NOW
+@scan_flags(*GET_FLAGS)
 @_GET_KEY
 @_RAW_VALUES
 @pass_cli_context
@@ -620,14 +381,7 @@ def get_cmd(
     *,
     table: str,
     row: bytes | None,
-    columns: tuple[bytes, ...],
-    families: tuple[str, ...],
-    timestamp: int | None,
-    time_range: tuple[int, int] | None,
-    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
-    max_versions: int | None,
-    filter_text: str | None,
-    now_ms: int | None,
+    scan: ScanFlags,
     key_fields: tuple[str, ...],
     raw_values: bool,
 ) -> None:
@@ -647,63 +401,38 @@ def get_cmd(
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
     if row is None:
-        row = _row_of_key(handle, _key_texts(key_fields))
-    cells = handle.get(
-        row,
-        columns=columns or None,
-        families=families or None,
-        time_range=time_range,
-        family_time_ranges=family_time_ranges or None,
-        timestamp=timestamp,
-        max_versions=max_versions,
-        filter=_filters(filter_text),
-        now_ms=now_ms,
-    )
+        row = _row_of_key(handle, key_texts(key_fields))
+    options = scan.options(handle)
+    cells = handle.get(row, options)
     from cellstore.cli.output import CellDecoder
 
     decoder = None if raw_values else CellDecoder.for_table(handle.metadata)
-    seen = _ColumnsSeen(columns)
+    seen = _ColumnsSeen(options)
     seen.note(cells)
     cli_ctx.output.get_cells(str(handle.name), row, cells, started=started, decoder=decoder)
     if cells.num_rows == 0 and not key_fields:
-        key = _recorded_key(handle)
-        if key is not None and getattr(key, "codec", None) not in ("string", "bytes"):
-            fields = " ".join(f"--key {n}=..." for n in _key_names(key))
-            click.echo(
-                f"hint: ROW is the raw row key, and table {handle.name}: {_key_help(key)}\n"
-                f"  try: cellstore get {shlex.quote(str(handle.name))} {fields}",
-                err=True,
-            )
+        _hint_key(handle)
     seen.warn(handle)
+
+
+def _hint_key(handle: Table) -> None:
+    """On stderr: how to give a row by its key fields, when the table's keys are encoded."""
+    key = recorded_key(handle)
+    if key is not None and getattr(key, "codec", None) not in ("string", "bytes"):
+        fields = " ".join(f"--key {n}=..." for n in key_names(key))
+        click.echo(
+            f"hint: ROW is the raw row key, and table {handle.name}: {key_help(key)}\n"
+            f"  try: cellstore get {shlex.quote(str(handle.name))} {fields}",
+            err=True,
+        )
 
 
 # --------------------------------------------------------------------------------- count
 @click.command("count")
 @click.argument("table")
-@_START_ROW
-@_STOP_ROW
-@_PREFIX
-@_COLUMN
-@_FAMILY
-@_TIME_RANGE
-@_FAMILY_TIME_RANGE
-@_FILTER
-@_NOW
+@scan_flags(*COUNT_FLAGS)
 @pass_cli_context
-def count_cmd(
-    cli_ctx: CliContext,
-    *,
-    table: str,
-    start_row: bytes | None,
-    stop_row: bytes | None,
-    row_prefix: bytes | None,
-    columns: tuple[bytes, ...],
-    families: tuple[str, ...],
-    time_range: tuple[int, int] | None,
-    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...],
-    filter_text: str | None,
-    now_ms: int | None,
-) -> None:
+def count_cmd(cli_ctx: CliContext, *, table: str, scan: ScanFlags) -> None:
     """Count TABLE's rows that have at least one visible cell (HBase's count, RowCounter).
 
     \b
@@ -713,17 +442,7 @@ def count_cmd(
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
-    rows = handle.scan(
-        start_row=start_row,
-        stop_row=stop_row,
-        row_prefix=row_prefix,
-        columns=columns or None,
-        families=families or None,
-        time_range=time_range,
-        family_time_ranges=family_time_ranges or None,
-        filter=_filters(filter_text),
-        now_ms=now_ms,
-    ).count_rows()
+    rows = handle.scan(scan.options(handle)).count_rows()
     cli_ctx.output.row_count(str(handle.name), rows, started=started)
 
 

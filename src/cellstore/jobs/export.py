@@ -20,7 +20,6 @@ the source.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +45,7 @@ from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_fi
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
 from cellstore.loader.memory import release_memory
+from cellstore.reader.options import SCAN_OPTION_NAMES
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.warehouse import Table, Warehouse, connect
@@ -90,11 +90,7 @@ _TYPE_NAMES: Final = pa.array(
 _EXPORT_EXPANSION: Final = 8
 
 #: ``Table.scan`` keyword options :func:`export` passes through (the shape is its own).
-_SCAN_OPTIONS: Final = frozenset(inspect.signature(Table.scan).parameters) - {
-    "self",
-    "shape",
-    "memory_budget",
-}
+_SCAN_OPTIONS: Final = frozenset(SCAN_OPTION_NAMES) - {"shape", "memory_budget"}
 
 
 # ------------------------------------------------------------------------- one-file export

@@ -1,23 +1,26 @@
-"""The :class:`Scan`: a planned read of a table version, executed to Arrow or pandas."""
+"""The :class:`Scan`: a planned read of a table version, executed to Arrow or pandas.
+
+A scan is planned from its :class:`~cellstore.reader.options.ScanOptions` against a
+:class:`~cellstore.reader.source.ReadSource` (a cellstore table version's store files, or
+an HBase table's HFiles): the options become per-family read semantics
+(:class:`~cellstore.core.semantics.ReadSpec`), a filter plan and row ranges, the source
+turns those into frozen :class:`~cellstore.reader.plan.ScanTask` objects, and the tasks
+run here (``to_batches``/``to_arrow``/``count_rows``) or in Dask/Spark partitions through
+a :class:`ScanPartitionReader` (:mod:`cellstore.reader.execute` does one task's read).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import LATEST_TIMESTAMP, run_starts
-from cellstore.core.filters import (
-    Filter,
-    FilterPlan,
-    apply_filters,
-    filtered_read,
-    normalize_filters,
-)
+from cellstore.core.filters import FilterPlan, apply_filters, filtered_read, normalize_filters
 from cellstore.core.keys import RowRange, split_column
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.rowkey import RowKeySpec
@@ -25,15 +28,15 @@ from cellstore.core.rowkey.ranges import bucket_ranges
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError, InvalidRowRangeError
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
-from cellstore.reader.plan import (
-    DEFAULT_TASK_MEMORY,
-    ScanTask,
-    parse_columns,
-    plan_tasks,
-    row_range,
-    split_tasks,
+from cellstore.reader.options import (
+    FamilyTimeRanges,
+    ScanOptions,
+    as_names,
+    normalize_family_time_ranges,
 )
+from cellstore.reader.plan import DEFAULT_TASK_MEMORY, ScanTask, parse_columns, row_range
 from cellstore.reader.shapes import Shape, WideSpec, to_wide
+from cellstore.reader.source import ReadSource, StoreFileSource, TaskRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,70 +45,12 @@ __all__ = [
     "FamilyTimeRanges",
     "Scan",
     "ScanOptions",
+    "ScanPartitionReader",
     "as_names",
     "family_time_ranges",
     "normalize_family_time_ranges",
+    "run_task",
 ]
-
-
-def as_names(values: Iterable[Any] | bytes | str | None) -> tuple[Any, ...] | None:
-    """One column/family name or an iterable of them, as a tuple (None stays None).
-
-    What ``Table.scan``/``get`` (cellstore's and HBase's) do with ``columns``/``families``.
-
-    >>> as_names("cf"), as_names(["a", "b"]), as_names(None)
-    (('cf',), ('a', 'b'), None)
-    """
-    if values is None:
-        return None
-    if isinstance(values, bytes | str):
-        return (values,)
-    return tuple(values)
-
-
-#: What ``family_time_ranges`` takes: family name to ``(min, max)``, as a mapping or pairs.
-FamilyTimeRanges: TypeAlias = Mapping[str, tuple[int, int]] | Iterable[tuple[str, tuple[int, int]]]
-
-
-def normalize_family_time_ranges(
-    ranges: FamilyTimeRanges | None,
-) -> tuple[tuple[str, tuple[int, int]], ...] | None:
-    """``family_time_ranges`` as ``Table.scan``/``get`` take it, in :class:`ScanOptions`' form.
-
-    A mapping (or pairs) of family name to ``(min, max)`` becomes a sorted tuple of pairs
-    (hashable, so the options stay frozen); None and empty stay None.
-
-    >>> normalize_family_time_ranges({"b": (0, 15), "a": [5, 9]})
-    (('a', (5, 9)), ('b', (0, 15)))
-
-    Raises:
-        InvalidArgumentError: a family name that is not a string, a range that is not two
-            integers, or a family given twice.
-    """
-    if ranges is None:
-        return None
-    items = list(ranges.items()) if isinstance(ranges, Mapping) else list(ranges)
-    out: dict[str, tuple[int, int]] = {}
-    for item in items:
-        try:
-            fam, rng = item
-            lo, hi = rng
-        except (TypeError, ValueError):
-            raise InvalidArgumentError(
-                f"family_time_ranges: expected family -> (min, max), got {item!r}"
-            ) from None
-        if not isinstance(fam, str):
-            raise InvalidArgumentError(f"family_time_ranges: family {fam!r} is not a string")
-        for v in (lo, hi):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise InvalidArgumentError(
-                    f"family_time_ranges: the range of family {fam!r} must be two integers "
-                    f"(min, max), got {rng!r}"
-                )
-        if fam in out:
-            raise InvalidArgumentError(f"family_time_ranges: family {fam!r} is given twice")
-        out[fam] = (int(lo), int(hi))
-    return tuple(sorted(out.items())) or None
 
 
 def family_time_ranges(
@@ -140,39 +85,27 @@ def family_time_ranges(
     return out
 
 
-@dataclass(frozen=True, kw_only=True)
-class ScanOptions:
-    """Everything a scan was asked for (see ``Table.scan`` for the meaning of each)."""
-
-    start_row: bytes | str | None = None
-    stop_row: bytes | str | None = None
-    row_prefix: bytes | str | None = None
-    columns: tuple[bytes | str, ...] | None = None
-    families: tuple[str, ...] | None = None
-    time_range: tuple[int, int] | None = None
-    family_time_ranges: tuple[tuple[str, tuple[int, int]], ...] | None = None
-    timestamp: int | None = None
-    max_versions: int | None = None
-    raw: bool = False
-    reversed: bool = False
-    limit: int | None = None
-    filter: tuple[Filter, ...] = ()
-    max_results_per_family: int | None = None
-    row_offset_per_family: int = 0
-    shape: str = "cells"
-    column_types: tuple[tuple[str, str], ...] | None = None
-    decode_errors: str = "raise"
-    memory_budget: int | None = None
-    key: tuple[tuple[str, Any], ...] | None = None
-    key_columns: bool | None = None
-    now_ms: int | None = None
-    point_row: bytes | None = field(default=None, repr=False)
-
-
 class Scan:
     """A read of one table version: plan it with :meth:`plan`, run it with ``to_*``.
 
-    Built by ``Table.scan`` / ``Table.get``; all options are validated at construction.
+    Built by ``scan``/``get`` of a :class:`~cellstore.reader.ReadableTable` (or
+    :meth:`over` a :class:`~cellstore.reader.source.ReadSource`); all options are
+    validated at construction.
+
+    Args:
+        fs: The filesystem of the table's files.
+        table_path: The table directory.
+        metadata: The table version read.
+        options: What to read.
+        now_ms: "Now" for TTL expiry unless ``options.now_ms`` says.
+        source: Where the cells come from (default: ``metadata``'s store files).
+        point_row: For a get: the one row read (the stored key, salt included); its
+            tasks are never cut, and files whose Bloom filter rules it out are not read.
+
+    Raises:
+        InvalidArgumentError: options that contradict each other or the table.
+        InvalidFamilyError: a family the table does not have.
+        InvalidRowRangeError: a malformed row range.
     """
 
     def __init__(
@@ -183,77 +116,110 @@ class Scan:
         options: ScanOptions,
         *,
         now_ms: int,
+        source: ReadSource[Any] | None = None,
+        point_row: bytes | None = None,
     ) -> None:
         self.fs = fs
         self.table_path = table_path
         self.metadata = metadata
         self.options = options
-        o = options
-        if o.timestamp is not None and o.time_range is not None:
-            raise InvalidArgumentError("give either timestamp or time_range, not both")
-        time_range = o.time_range
-        if o.timestamp is not None:
-            if o.timestamp < 0:
-                raise InvalidArgumentError(f"timestamp must be >= 0, got {o.timestamp}")
-            time_range = (o.timestamp, min(o.timestamp + 1, LATEST_TIMESTAMP))
-        if o.limit is not None and o.limit < 0:
-            raise InvalidArgumentError(f"limit must be >= 0, got {o.limit}")
-        if o.memory_budget is not None and o.memory_budget <= 0:
-            raise InvalidArgumentError(f"memory_budget must be > 0, got {o.memory_budget}")
-        base = ReadSpec(
-            now_ms=o.now_ms if o.now_ms is not None else now_ms,
-            max_versions=o.max_versions,
-            time_range=time_range,
-            raw=o.raw,
-            max_results_per_family=o.max_results_per_family,
-            row_offset_per_family=o.row_offset_per_family,
+        self.source: ReadSource[Any] = (
+            source if source is not None else StoreFileSource(fs, table_path, metadata)
         )
-        self.spec = base
+        self.point_row = point_row
+        o = options
+        if o.version is not None and o.version != metadata.version:
+            raise InvalidArgumentError(
+                f"the options ask for version {o.version} of table {metadata.name}, "
+                f"planned against version {metadata.version}"
+            )
+        self.spec = _read_spec(o, now_ms)
         #: Family name to its own time range (R7.1), replacing ``time_range`` for it.
-        self.family_time_ranges = family_time_ranges(metadata, o.family_time_ranges)
-        self.wanted = parse_columns(metadata, columns=o.columns, families=o.families)
+        self.family_time_ranges = family_time_ranges(
+            metadata, normalize_family_time_ranges(o.family_time_ranges)
+        )
+        self.wanted = parse_columns(
+            metadata, columns=as_names(o.columns), families=as_names(o.families)
+        )
         if o.raw and any(q is not None for q in self.wanted.values()):
             raise InvalidArgumentError("Cannot specify any column for a raw scan (R10.4)")
         self._tasks: tuple[ScanTask, ...] | None = None
         self.filters = normalize_filters(o.filter)
-        self.specs, self.filter_plan = self._family_specs(base)
+        self.specs, self.filter_plan = self._family_specs(self.spec)
+        self.source.check(self.specs)
         self.shape = Shape.parse(o.shape)
-        self.wide: WideSpec | None = None
-        if self.shape is Shape.WIDE:
-            if o.raw:
-                raise InvalidArgumentError("the wide shape needs a normal read, not a raw one")
-            self.wide = WideSpec.build(
-                columns=self._explicit_columns(),
-                column_types=dict(o.column_types or ()),
-                decode_errors=o.decode_errors,
-                typed_only=o.columns is None and o.families is None,
-            )
-        elif o.column_types:
-            raise InvalidArgumentError("column_types applies to the wide shape only")
+        self.wide = self._wide_spec()
         self.range = row_range(
             start_row=o.start_row,
             stop_row=o.stop_row,
             row_prefix=o.row_prefix,
             reversed=o.reversed,
         )
-        spec = metadata.row_key
-        self.key_ranges: list[RowRange] | None = None
-        if o.key is not None:
-            if spec is None:
-                raise InvalidArgumentError(
-                    f"table {metadata.name} has no row-key spec, so key= cannot be used; "
-                    "use start_row/stop_row/row_prefix"
-                )
-            if any(v is not None for v in (o.start_row, o.stop_row, o.row_prefix)):
-                raise InvalidRowRangeError("key= cannot be combined with start/stop/prefix")
-            self.key_ranges = _key_ranges(spec, dict(o.key))
+        self.key_ranges = self._key_ranges()
+        #: The spec that decodes returned (salt-free) rows into key columns, or None.
+        self.key_decoder = self._key_decoder()
+
+    @classmethod
+    def over(
+        cls,
+        source: ReadSource[Any],
+        options: ScanOptions,
+        *,
+        now_ms: int,
+        point_row: bytes | None = None,
+    ) -> Scan:
+        """A scan of ``source``'s table (see the class's arguments)."""
+        return cls(
+            source.fs,
+            source.path,
+            source.metadata,
+            options,
+            now_ms=now_ms,
+            source=source,
+            point_row=point_row,
+        )
+
+    def _wide_spec(self) -> WideSpec | None:
+        o = self.options
+        types = o.column_types
+        if isinstance(types, str):
+            raise InvalidArgumentError(
+                "column_types='table' is resolved by the table's scan(), not by Scan"
+            )
+        if self.shape is not Shape.WIDE:
+            if types:
+                raise InvalidArgumentError("column_types applies to the wide shape only")
+            return None
+        if o.raw:
+            raise InvalidArgumentError("the wide shape needs a normal read, not a raw one")
+        return WideSpec.build(
+            columns=self._explicit_columns(),
+            column_types=dict(types or {}),
+            decode_errors=o.decode_errors,
+            typed_only=o.columns is None and o.families is None,
+        )
+
+    def _key_ranges(self) -> list[RowRange] | None:
+        o = self.options
+        if o.key is None:
+            return None
+        if self.metadata.row_key is None:
+            raise InvalidArgumentError(
+                f"table {self.metadata.name} has no row-key spec, so key= cannot be used; "
+                "use start_row/stop_row/row_prefix"
+            )
+        if any(v is not None for v in (o.start_row, o.stop_row, o.row_prefix)):
+            raise InvalidRowRangeError("key= cannot be combined with start/stop/prefix")
+        return _key_ranges(self.metadata.row_key, dict(o.key))
+
+    def _key_decoder(self) -> RowKeySpec | None:
+        o, spec = self.options, self.metadata.row_key
         want_keys = o.key_columns if o.key_columns is not None else self.shape is Shape.WIDE
         if want_keys and spec is None and o.key_columns:
-            raise InvalidArgumentError(f"table {metadata.name} has no row-key spec to decode")
-        #: The spec that decodes returned (salt-free) rows into key columns, or None.
-        self.key_decoder: RowKeySpec | None = None
+            raise InvalidArgumentError(f"table {self.metadata.name} has no row-key spec to decode")
         if want_keys and spec is not None:
-            self.key_decoder = replace(spec, salt_buckets=None)
+            return replace(spec, salt_buckets=None)
+        return None
 
     def _family_specs(self, base: ReadSpec) -> tuple[dict[str, ReadSpec], FilterPlan | None]:
         """Each family's read, and the filter plan (R12.7, R12.8).
@@ -289,7 +255,7 @@ class Scan:
         """The scan's ``family:qualifier`` columns in the order given, if all are explicit."""
         if any(q is None for q in self.wanted.values()):
             return None
-        return [split_column(col) for col in self.options.columns or ()]
+        return [split_column(col) for col in as_names(self.options.columns) or ()]
 
     def plan(self) -> list[ScanTask]:
         """Frozen, picklable tasks in scan order (key order; reversed scans: descending).
@@ -304,23 +270,17 @@ class Scan:
     def _make_plan(self) -> list[ScanTask]:
         if self.range is None:
             return []
-        salted = self.metadata.salt_buckets is not None
         ranges = [self.range]
+        buckets = self.metadata.salt_buckets
         if self.key_ranges is not None:
             ranges = self.key_ranges  # already one per salt bucket
-        elif salted and self.options.point_row is None:
-            ranges = bucket_ranges(self.metadata.salt_buckets, *self.range)
-        tasks = plan_tasks(
-            self.metadata,
-            table_path=self.table_path,
-            ranges=ranges,
-            specs=self.specs,
-            filters=self.filter_plan,
-            strip_salt=salted,
-        )
-        if self.options.point_row is None:
+        elif buckets is not None and self.point_row is None:
+            ranges = bucket_ranges(buckets, *self.range)
+        budget = None
+        if self.point_row is None:
             budget = self.options.memory_budget or DEFAULT_TASK_MEMORY
-            tasks = split_tasks(self.fs, tasks, budget=budget, metadata=self.metadata)
+        request = TaskRequest(ranges, self.specs, self.filter_plan, budget)
+        tasks = self.source.plan(request)
         return tasks[::-1] if self.options.reversed else tasks
 
     def to_batches(self) -> Iterator[pa.Table]:
@@ -335,7 +295,7 @@ class Scan:
             part = run_task(
                 self.fs,
                 task,
-                point_row=self.options.point_row,
+                point_row=self.point_row,
                 reverse=self.options.reversed,
                 max_rows=remaining,
             )
@@ -374,7 +334,7 @@ class Scan:
         """Row-key divisions of :meth:`to_dask`'s partitions, or None when unknown.
 
         Known only for unsalted, forward scans: task ``i`` starts at ``divisions[i]`` and
-        the last division is the largest row any planned file holds (dask's rule: each
+        the last division is the largest row the last task's files hold (dask's rule: each
         partition's index lies in ``[divisions[i], divisions[i+1])``, the last one closed).
         """
         tasks = self.plan() if tasks is None else tasks
@@ -383,8 +343,7 @@ class Scan:
         if self.options.limit is not None:
             return None
         last = tasks[-1]
-        paths = {p for fam in last.families for p, _ in fam.files}
-        last_row = max(f.last_row for f in self.metadata.files if f.path in paths)
+        last_row = self.source.last_row(last)
         if last.stop and last_row >= last.stop:
             last_row = last.stop
         starts = [t.start for t in tasks]
@@ -487,7 +446,31 @@ class ScanPartitionReader:
         return _with_key_columns(out, self.key_decoder)
 
     def __call__(self, task: ScanTask) -> pd.DataFrame:
+        """One task's result as a pandas partition (:meth:`read_arrow`, ``row`` the index)."""
         return _to_frame(self.read_arrow(task))
+
+
+def _read_spec(o: ScanOptions, now_ms: int) -> ReadSpec:
+    """The read-wide semantics of ``o`` (versions, time range, raw, per-family caps)."""
+    if o.timestamp is not None and o.time_range is not None:
+        raise InvalidArgumentError("give either timestamp or time_range, not both")
+    time_range = o.time_range
+    if o.timestamp is not None:
+        if o.timestamp < 0:
+            raise InvalidArgumentError(f"timestamp must be >= 0, got {o.timestamp}")
+        time_range = (o.timestamp, min(o.timestamp + 1, LATEST_TIMESTAMP))
+    if o.limit is not None and o.limit < 0:
+        raise InvalidArgumentError(f"limit must be >= 0, got {o.limit}")
+    if o.memory_budget is not None and o.memory_budget <= 0:
+        raise InvalidArgumentError(f"memory_budget must be > 0, got {o.memory_budget}")
+    return ReadSpec(
+        now_ms=o.now_ms if o.now_ms is not None else now_ms,
+        max_versions=o.max_versions,
+        time_range=time_range,
+        raw=o.raw,
+        max_results_per_family=o.max_results_per_family,
+        row_offset_per_family=o.row_offset_per_family,
+    )
 
 
 def _with_key_columns(table: pa.Table, spec: RowKeySpec | None) -> pa.Table:

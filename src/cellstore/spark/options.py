@@ -1,21 +1,28 @@
 """Spark data source options: strings in, typed scan and load settings out (no pyspark).
 
 Spark hands a data source its options as a case-insensitive ``str -> str`` mapping. This
-module turns them into the keyword arguments of ``Table.scan`` and into load settings, and
+module turns them into :class:`~cellstore.reader.ScanOptions` and into load settings, and
 computes what a pushed-down row-key filter does to the scan's row range. It imports no
 pyspark, so it is tested without a JVM.
+
+A read's scan options are mapped by a table, not by hand: every
+:class:`~cellstore.reader.ScanOptions` field with a text form
+(:func:`cellstore.reader.options.text_forms`) is a Spark option of the same name, parsed by
+the parser of its form (:data:`_PARSERS`); a new scan option needs nothing here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from cellstore.errors import InvalidArgumentError
 from cellstore.loader import DEFAULT_MAX_FILE_BYTES, LoadMapping
 from cellstore.loader.mapping import TimeUnit
+from cellstore.reader import ScanKwargs, ScanOptions
+from cellstore.reader.options import TextForm, text_forms
 from cellstore.reader.plan import row_range
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
@@ -41,37 +48,9 @@ _COMMON: Final = frozenset({"root", "table", "storage_options", "path"})
 HBASE_OPTIONS: Final = frozenset({"hbase.root", "hbase.snapshot", "hbase.table", "hbase.use_meta"})
 #: Read options an HBase source has no use for (HBase tables have no versions or row-key spec).
 _NOT_FOR_HBASE: Final = frozenset({"root", "table", "path", "version", "key", "key_columns"})
-#: Options a read understands (Spark lower-cases option names).
-READ_OPTIONS: Final = (
-    _COMMON
-    | HBASE_OPTIONS
-    | frozenset(
-        {
-            "version",
-            "start_row",
-            "stop_row",
-            "row_prefix",
-            "columns",
-            "families",
-            "time_range",
-            "family_time_ranges",
-            "timestamp",
-            "max_versions",
-            "raw",
-            "filter",
-            "max_results_per_family",
-            "row_offset_per_family",
-            "shape",
-            "column_types",
-            "decode_errors",
-            "memory_budget",
-            "key",
-            "key_columns",
-            "now_ms",
-            "pushdown",
-        }
-    )
-)
+#: Options a read understands (Spark lower-cases option names): the scan options with a
+#: text form, the location and ``pushdown``.
+READ_OPTIONS: Final = _COMMON | HBASE_OPTIONS | frozenset({"pushdown", *text_forms()})
 #: Options a write understands.
 WRITE_OPTIONS: Final = _COMMON | frozenset(
     {
@@ -192,7 +171,9 @@ def _location(options: Mapping[str, str], known: frozenset[str]) -> tuple[str, s
     return root, table
 
 
-def _family_time_ranges(text: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+def _family_time_ranges(
+    text: str, *, name: str = "family_time_ranges"
+) -> tuple[tuple[str, tuple[int, int]], ...]:
     """``"b:0:15,c:5:9"`` -> ``(("b", (0, 15)), ("c", (5, 9)))`` (R7.1, per family).
 
     Raises:
@@ -203,12 +184,59 @@ def _family_time_ranges(text: str) -> tuple[tuple[str, tuple[int, int]], ...]:
         parts = item.strip().rsplit(":", 2)
         if len(parts) != 3 or not parts[0]:
             raise InvalidArgumentError(
-                f"option 'family_time_ranges': {item.strip()!r} is not family:min:max "
-                "(e.g. 'b:0:15,c:5:9')"
+                f"option {name!r}: {item.strip()!r} is not family:min:max (e.g. 'b:0:15,c:5:9')"
             )
-        name = "family_time_ranges"
         out.append((parts[0], (_int(parts[1], name=name), _int(parts[2], name=name))))
     return tuple(out)
+
+
+def _time_range(text: str, *, name: str) -> tuple[int, int]:
+    """``"min,max"`` or a JSON pair, in ms."""
+    parts = _json(text, name=name) if text.lstrip().startswith("[") else text.split(",")
+    if len(parts) != 2:
+        raise InvalidArgumentError(f"option {name!r} must be 'min,max' (ms)")
+    return (_int(str(parts[0]), name=name), _int(str(parts[1]), name=name))
+
+
+def _json_object(text: str, *, name: str) -> dict[str, Any]:
+    """A JSON object; its lists become tuples (``key``'s ranges)."""
+    doc = _json(text, name=name)
+    if not isinstance(doc, dict):
+        raise InvalidArgumentError(f"option {name!r} must be a JSON object")
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
+
+
+def _filter(text: str, *, name: str) -> Any:
+    from cellstore.core.filterparse import parse_filter
+
+    return parse_filter(text)
+
+
+def _word(text: str, *, name: str) -> str:
+    return text.strip().lower()
+
+
+#: The parser of each text form of a scan option (``row`` options make the row bounds).
+_PARSERS: Final[Mapping[TextForm, Callable[..., Any]]] = {
+    "names": _names,
+    "range": _time_range,
+    "family_ranges": _family_time_ranges,
+    "int": _int,
+    "bool": parse_bool,
+    "word": _word,
+    "pairs": _pairs,
+    "filter": _filter,
+    "json": _json_object,
+}
+
+
+def _scan_kwargs(opts: Mapping[str, str]) -> ScanKwargs:
+    """The scan options given in lower-cased ``opts``, parsed (row bounds left out)."""
+    out: dict[str, Any] = {}
+    for name, form in text_forms().items():
+        if form != "row" and opts.get(name):
+            out[name] = _PARSERS[form](opts[name], name=name)
+    return cast(ScanKwargs, out)
 
 
 @dataclass(frozen=True)
@@ -328,8 +356,8 @@ class ReadOptions:
         table: Table name (``snapshot NAME``/``table NAME`` for an HBase source).
         storage_options: fsspec options for the root.
         hbase: The HBase table or snapshot to read in place, or None for a cellstore table.
-        version: Table version to read (as-of read), or None for the latest.
-        scan: Keyword arguments of ``Table.scan`` other than the row range.
+        scan: The scan options given (``ScanOptions`` fields as keywords) other than the
+            row range; ``version`` among them reads that table version (as-of read).
         bounds: The row range from ``start_row``/``stop_row``/``row_prefix``.
         pushdown: Whether the reader takes Spark's filters on ``row`` and ``family``:
             True, False, or None (option ``auto``, the default) for "where Spark plans
@@ -342,8 +370,7 @@ class ReadOptions:
     table: str
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     hbase: HBaseSource | None = None
-    version: int | None = None
-    scan: Mapping[str, Any] = field(default_factory=dict)
+    scan: ScanKwargs = field(default_factory=lambda: ScanKwargs())
     bounds: RowBounds = RowBounds()
     pushdown: bool | None = None
 
@@ -361,52 +388,6 @@ class ReadOptions:
         else:
             _location({"root": hbase.root, "table": hbase.name, **opts}, READ_OPTIONS)
             root, table = hbase.root, hbase.name
-        scan: dict[str, Any] = {}
-        for name in ("columns", "families"):
-            if opts.get(name):
-                scan[name] = _names(opts[name], name=name)
-        if opts.get("time_range"):
-            text = opts["time_range"]
-            parts = (
-                _json(text, name="time_range")
-                if text.lstrip().startswith("[")
-                else (text.split(","))
-            )
-            if len(parts) != 2:
-                raise InvalidArgumentError("option 'time_range' must be 'min,max' (ms)")
-            scan["time_range"] = (
-                _int(str(parts[0]), name="time_range"),
-                _int(str(parts[1]), name="time_range"),
-            )
-        if opts.get("family_time_ranges"):
-            scan["family_time_ranges"] = _family_time_ranges(opts["family_time_ranges"])
-        for name in (
-            "timestamp",
-            "max_versions",
-            "max_results_per_family",
-            "row_offset_per_family",
-            "memory_budget",
-            "now_ms",
-        ):
-            if opts.get(name):
-                scan[name] = _int(opts[name], name=name)
-        for name in ("raw", "key_columns"):
-            if opts.get(name):
-                scan[name] = parse_bool(opts[name], name=name)
-        for name in ("shape", "decode_errors"):
-            if opts.get(name):
-                scan[name] = opts[name].strip().lower()
-        if opts.get("column_types"):
-            scan["column_types"] = _pairs(opts["column_types"], name="column_types")
-        if opts.get("filter"):
-            from cellstore.core.filterparse import parse_filter
-
-            scan["filter"] = parse_filter(opts["filter"])
-        if opts.get("key"):
-            doc = _json(opts["key"], name="key")
-            if not isinstance(doc, dict):
-                raise InvalidArgumentError("option 'key' must be a JSON object")
-            scan["key"] = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
         rng = row_range(
             start_row=opts.get("start_row") or None,
             stop_row=opts.get("stop_row") or None,
@@ -418,8 +399,7 @@ class ReadOptions:
             table=table,
             storage_options=_storage_options(opts),
             hbase=hbase,
-            version=_int(opts["version"], name="version") if opts.get("version") else None,
-            scan=scan,
+            scan=_scan_kwargs(opts),
             bounds=bounds,
             pushdown=_pushdown(opts.get("pushdown", "auto")),
         )
@@ -429,15 +409,24 @@ class ReadOptions:
         """``cells`` or ``wide``."""
         return str(self.scan.get("shape", "cells"))
 
-    def scan_kwargs(self, bounds: RowBounds | None = None) -> dict[str, Any]:
-        """Keyword arguments of ``Table.scan`` for the row range ``bounds`` (default: own)."""
+    @property
+    def version(self) -> int | None:
+        """The table version to read (as-of read), or None for the latest."""
+        return self.scan.get("version")
+
+    def scan_kwargs(self, bounds: RowBounds | None = None) -> ScanKwargs:
+        """The scan options as keywords, for the row range ``bounds`` (default: own)."""
         b = self.bounds if bounds is None else bounds
-        kwargs = dict(self.scan)
+        kwargs = ScanKwargs(**self.scan)
         if b.lo:
             kwargs["start_row"] = b.lo
         if b.hi:
             kwargs["stop_row"] = b.hi
         return kwargs
+
+    def scan_options(self, bounds: RowBounds | None = None) -> ScanOptions:
+        """The :class:`~cellstore.reader.ScanOptions` of the row range ``bounds``."""
+        return ScanOptions(**self.scan_kwargs(bounds))
 
     @property
     def families_pushable(self) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import pyarrow as pa
@@ -62,9 +62,7 @@ from pyspark.sql.types import (
 )
 
 from cellstore.errors import InvalidArgumentError
-from cellstore.hbase.tables import HBaseTable
-from cellstore.reader import ScanTask
-from cellstore.reader.scan import Scan, ScanPartitionReader
+from cellstore.reader import ReadableTable, Scan, ScanPartitionReader, ScanTask
 from cellstore.spark.options import ReadOptions, WriteOptions
 from cellstore.spark.write import (
     PartitionResult,
@@ -74,7 +72,7 @@ from cellstore.spark.write import (
     prepare_load,
     write_partition,
 )
-from cellstore.warehouse import Table, connect
+from cellstore.warehouse import connect
 
 __all__ = [
     "BATCH_ROWS",
@@ -213,8 +211,8 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     )
 
 
-def _open_table(options: ReadOptions) -> Table | HBaseTable:
-    """The table the options name: a warehouse table, or an HBase table or snapshot."""
+def _open_table(options: ReadOptions) -> ReadableTable:
+    """The table the options name: a warehouse table (at ``version``), or HBase's."""
     source = options.hbase
     if source is not None:
         from cellstore.hbase import open_snapshot, open_table
@@ -264,13 +262,13 @@ class _ScanReader(DataSourceReader):
         if self.bounds.empty:
             return None, []
         table = _open_table(self.options)
-        kwargs = self.options.scan_kwargs(self.bounds)
+        options = self.options.scan_options(self.bounds)
         if self.families is not None:
             names = tuple(f for f in table.metadata.family_names if f in self.families)
             if not names:
                 return None, []
-            kwargs["families"] = names
-        scan = table.scan(**kwargs)
+            options = replace(options, families=names)
+        scan = table.scan(options)
         return scan, scan.plan()
 
     def partitions(self) -> list[InputPartition]:
@@ -439,7 +437,7 @@ class CellstoreDataSource(DataSource):
     def schema(self) -> StructType:
         """The scan's schema: the cells shape, or the wide shape's typed columns."""
         options = ReadOptions.parse(self.options)
-        scan = _open_table(options).scan(**options.scan_kwargs())
+        scan = _open_table(options).scan(options.scan_options())
         return spark_schema(scan.partition_reader().schema())
 
     def reader(self, schema: StructType) -> DataSourceReader:

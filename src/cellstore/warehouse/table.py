@@ -4,47 +4,32 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import fsspec
-import pyarrow as pa
 
 from cellstore.commit import Commit, NothingToCommit, Staged, commit
-from cellstore.core.filters import Filter, normalize_filters
 from cellstore.core.metadata import (
     METADATA_FORMAT_VERSION,
-    FileEntry,
     HistoryEntry,
+    TableMetadata,
 )
-from cellstore.core.rowkey import salt_bytes
-from cellstore.errors import (
-    CellstoreWarning,
-    InvalidArgumentError,
-)
+from cellstore.errors import CellstoreWarning
 from cellstore.loader.advise import (
     DEFAULT_SAMPLE_KEYS,
 )
 from cellstore.loader.mapping import TableCodecs
-from cellstore.reader import (
-    FamilyTimeRanges,
-    Scan,
-    ScanOptions,
-    as_names,
-    normalize_family_time_ranges,
-)
+from cellstore.reader import StoreFileSource, TableDescription, TableReads, store_source
 from cellstore.report import DEFAULT_HISTORY, DEFAULT_SAMPLE_ROWS
-from cellstore.warehouse.describe import RegionDescription, TableDescription
 
 if TYPE_CHECKING:
     from cellstore.report import TableReport
 
-
-from cellstore.warehouse.base import clock as _clock
 from cellstore.warehouse.loading import TableLoading
 
 
-class Table(TableLoading):
+class Table(TableReads[TableDescription], TableLoading):
     """A handle on one table at one version.
 
     A handle opened at the latest version follows its own commits (after ``load_cells``
@@ -53,134 +38,11 @@ class Table(TableLoading):
     """
 
     # ----------------------------------------------------------------- reads
-    def scan(
-        self,
-        *,
-        start_row: bytes | str | None = None,
-        stop_row: bytes | str | None = None,
-        row_prefix: bytes | str | None = None,
-        columns: Iterable[bytes | str] | bytes | str | None = None,
-        families: Iterable[str] | str | None = None,
-        time_range: tuple[int, int] | None = None,
-        family_time_ranges: FamilyTimeRanges | None = None,
-        timestamp: int | None = None,
-        max_versions: int | None = None,
-        raw: bool = False,
-        reversed: bool = False,
-        limit: int | None = None,
-        filter: Filter | Sequence[Filter] | None = None,
-        max_results_per_family: int | None = None,
-        row_offset_per_family: int = 0,
-        shape: str = "cells",
-        column_types: Mapping[str, str] | Literal["table"] | None = None,
-        decode_errors: str = "raise",
-        memory_budget: int | None = None,
-        key: Mapping[str, Any] | None = None,
-        key_columns: bool | None = None,
-        now_ms: int | None = None,
-    ) -> Scan:
-        """Plan a scan of this table version with HBase's read semantics.
-
-        Args:
-            start_row: First row, inclusive (R12.1); None = from the first row.
-            stop_row: Row after the last, exclusive; None = to the end. start == stop
-                returns nothing.
-            row_prefix: Only rows starting with this prefix (R12.4); not with start/stop.
-            columns: ``family:qualifier`` names (str or bytes); a bare ``family`` means the
-                whole family (R11.1).
-            families: Whole families to read. Nothing given = every family.
-            time_range: ``(min_ts, max_ts)``, min inclusive, max exclusive (R7.1).
-            family_time_ranges: ``{"family": (min_ts, max_ts)}``: that family's own time
-                range, replacing ``time_range``/``timestamp`` for it (HBase's
-                ``setColumnFamilyTimeRange``, R7.1), applied before version counting and
-                to the delete markers the read applies, in raw reads too. An unknown
-                family or ``min > max`` is an InvalidArgumentError naming it.
-            timestamp: Only this exact timestamp (``[ts, ts+1)``, R7.4).
-            max_versions: Versions per column; default 1, capped by the family's
-                ``max_versions`` except for raw scans (R6.1, R10.2).
-            raw: Return delete markers and masked cells as stored (R10).
-            reversed: Rows in descending order; cells inside a row keep their order (R2.4).
-                As in HBase, ``start_row`` is then the higher bound (inclusive) and
-                ``stop_row`` the lower bound (exclusive) (R12.5).
-            limit: At most this many rows (``Scan#setLimit``).
-            filter: One filter from :mod:`cellstore.filters` or a sequence of them that
-                must all pass. Filters judge the cells the semantics return and never change
-                the semantics; with a filter, versions are counted up to the family's
-                ``max_versions`` before the filter judges them (R12.8).
-            max_results_per_family: At most this many cells per row and family (R12.7).
-            row_offset_per_family: Skip this many cells at the start of each row and
-                family (R12.7).
-            shape: ``"cells"`` (one result row per cell version) or ``"wide"`` (one row per
-                row key, a ``family:qualifier`` column each with its newest value).
-            column_types: For the wide shape, ``{"family:qualifier": codec}`` decodes those
-                columns with HBase's ``Bytes`` encodings (``long``/``int64``, ``int``,
-                ``short``, ``double``, ``float``, ``boolean``, ``string``, ``bytes``).
-                ``"table"``: the codecs the table's mapping-based loads recorded
-                (:meth:`value_codecs`). Naming a column that no mapping-based load
-                recorded, on a table with recorded codecs, warns (CellstoreWarning).
-            decode_errors: ``"raise"`` (default) or ``"null"`` for values that do not
-                decode with their column's codec.
-            memory_budget: Most bytes of decoded cells one task may read; larger regions
-                are cut at row boundaries using row-group statistics (default 256 MiB).
-            key: For a table with a row-key spec: predicates on the key fields, in key
-                order: ``{"user": "alice", "ts": (lo, hi)}`` is user == "alice" and
-                lo <= ts < hi (a 2-tuple is a range and must come last; either bound may
-                be None). They become row ranges, one per salt bucket unless the salt is
-                known. Not with ``start_row``/``stop_row``/``row_prefix``.
-            key_columns: Add the row key's decoded fields as columns after ``row`` (default:
-                on for the wide shape, off for cells; needs a row-key spec).
-            now_ms: "Now" for TTL expiry (default: the clock), so TTL reads are testable.
-
-        On a salted table, ``start_row``, ``stop_row`` and ``row_prefix`` are row keys
-        without the salt byte: the scan fans out to one range per salt bucket, returns
-        rows without the salt byte, bucket by bucket (so not in global key order).
-
-        Returns:
-            A :class:`~cellstore.reader.Scan`: call ``to_arrow()``, ``to_pandas()``,
-            ``to_batches()``, ``to_dask()``, ``count_rows()`` or ``plan()``.
-        """
-        if isinstance(column_types, str):
-            column_types = self._recorded_column_types(column_types)
-        elif column_types:
-            self._warn_unrecorded(column_types)
-        if families is None and columns is None:
-            families = self._visible_families()
-        options = ScanOptions(
-            start_row=start_row,
-            stop_row=stop_row,
-            row_prefix=row_prefix,
-            columns=as_names(columns),
-            families=as_names(families),
-            time_range=time_range,
-            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
-            timestamp=timestamp,
-            max_versions=max_versions,
-            raw=raw,
-            reversed=reversed,
-            limit=limit,
-            filter=normalize_filters(filter),
-            max_results_per_family=max_results_per_family,
-            row_offset_per_family=row_offset_per_family,
-            shape=shape,
-            column_types=tuple((column_types or {}).items()) or None,
-            decode_errors=decode_errors,
-            memory_budget=memory_budget,
-            key=tuple(key.items()) if key is not None else None,
-            key_columns=key_columns,
-            now_ms=now_ms,
-        )
-        return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock())
-
-    def _visible_families(self) -> list[str] | None:
-        """The families a scan or get reads when none are named, None for all.
-
-        Families listed in the property ``hidden-families`` (local index rows) are left
-        out unless named.
-        """
-        hidden = set(self._metadata.properties.get("hidden-families", "").split(",")) - {""}
-        if not hidden:
-            return None
-        return [f for f in self._metadata.family_names if f not in hidden]
+    # scan(), get() and describe() come from TableReads (cellstore.reader.readable), over
+    # this version's store files.
+    def _read_source(self, version: int | None) -> StoreFileSource:
+        """The store files of ``version`` (None: the version this handle is at)."""
+        return store_source(self, version)
 
     def value_codecs(self) -> TableCodecs:
         """The value codecs and row key this table's mapping-based loads recorded.
@@ -192,22 +54,14 @@ class Table(TableLoading):
         """
         return TableCodecs.from_properties(self._metadata.properties)
 
-    def _recorded_column_types(self, which: str) -> dict[str, str]:
-        if which != "table":
-            raise InvalidArgumentError(f"column_types must be a mapping or 'table', not {which!r}")
-        types = self.value_codecs().column_types()
-        if not types:
-            raise InvalidArgumentError(
-                f"table {self.name} has no recorded column codecs (no mapping-based load "
-                "recorded any); pass column_types as {'family:qualifier': codec}"
-            )
-        return types
+    def _recorded_column_types(self, metadata: TableMetadata) -> Mapping[str, str]:
+        return TableCodecs.from_properties(metadata.properties).column_types()
 
-    def _warn_unrecorded(self, column_types: Mapping[str, str]) -> None:
+    def _warn_unrecorded(self, metadata: TableMetadata, column_types: Mapping[str, str]) -> None:
         """Warn about columns no mapping-based load recorded (cheap: table properties)."""
         import difflib
 
-        codecs = self.value_codecs()
+        codecs = TableCodecs.from_properties(metadata.properties)
         if not codecs.columns and not codecs.families:
             return
         known = list(codecs.columns)
@@ -221,86 +75,8 @@ class Table(TableLoading):
                 f"table {self.name}: column_types names {name!r}, a column no mapping-based "
                 f"load recorded{hint}",
                 CellstoreWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-
-    def get(
-        self,
-        row: bytes | str,
-        *,
-        columns: Iterable[bytes | str] | bytes | str | None = None,
-        families: Iterable[str] | str | None = None,
-        time_range: tuple[int, int] | None = None,
-        family_time_ranges: FamilyTimeRanges | None = None,
-        timestamp: int | None = None,
-        max_versions: int | None = None,
-        filter: Filter | Sequence[Filter] | None = None,
-        now_ms: int | None = None,
-    ) -> pa.Table:
-        """Point read of one row (HBase ``Get``, R12.3): its visible cells, in result order.
-
-        Files whose row Bloom filter or row-group statistics rule the row out are not read.
-        Options mean the same as for :meth:`scan`. An absent row gives an empty table. On a
-        salted table ``row`` is the key without its salt byte (the salt is computed).
-        """
-        key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
-        if not key:
-            raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
-        buckets = self._metadata.salt_buckets
-        if buckets is not None:  # salt-free key in, salt-free rows out
-            key = bytes([int(salt_bytes(pa.array([key], pa.binary()), buckets)[0])]) + key
-        if families is None and columns is None:
-            families = self._visible_families()
-        options = ScanOptions(
-            start_row=key,
-            stop_row=key + b"\x00",
-            columns=as_names(columns),
-            families=as_names(families),
-            time_range=time_range,
-            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
-            timestamp=timestamp,
-            max_versions=max_versions,
-            filter=normalize_filters(filter),
-            now_ms=now_ms,
-            point_row=key,
-        )
-        return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock()).to_arrow()
-
-    def describe(self) -> TableDescription:
-        """Families, regions with their files and sizes, totals and the last commit."""
-        meta = self._metadata
-        regions = []
-        by_region: dict[str, list[FileEntry]] = {}
-        for f in meta.files:
-            by_region.setdefault(f.region, []).append(f)
-        totals = meta.file_totals()
-        for r in meta.regions:
-            files = by_region.get(r.id, [])
-            regions.append(
-                RegionDescription(
-                    r.id,
-                    r.start,
-                    r.end,
-                    len(files),
-                    sum(f.cells for f in files),
-                    sum(f.size for f in files),
-                )
-            )
-        return TableDescription(
-            name=str(self.name),
-            table_uuid=meta.table_uuid,
-            version=meta.version,
-            families=meta.families,
-            salt_buckets=meta.salt_buckets,
-            regions=tuple(regions),
-            files=totals.files,
-            cells=totals.cells,
-            bytes=totals.bytes,
-            next_seq=meta.next_seq,
-            last_commit=meta.last_history,
-            properties=meta.properties,
-            row_key=meta.row_key,
-        )
 
     def upgrade(self) -> bool:
         """Rewrite a format-version-1 table's metadata as format version 2, in one commit.
