@@ -403,6 +403,8 @@ def load_file(
 @example(data=b'k,v,n,ts\nr1,a,1,10\nr2,"unterminated\nr3,c,3,30\n', multiline=False)
 @example(data=b"k,v,n,ts\nr1,a,1,99999999999999999999999\n", multiline=False)
 @example(data=b"k,v,n,ts\nr1,a,1180591620717411303424,1\n", multiline=True)
+@example(data=b"k,n,v,ts", multiline=True)  # a header alone, no line break: no records
+@example(data=b"k,n,v,ts\r", multiline=True)
 def test_fuzz_csv(target, tmp_path, data, multiline):
     load_file(
         target,

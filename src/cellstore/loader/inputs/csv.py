@@ -301,12 +301,23 @@ def _read_csv(part: InputPart) -> Iterator[Batch]:
 
 def _only_line_breaks(part: InputPart) -> bool:
     """Whether the part's file holds nothing but line breaks (read block by block)."""
+    return _lone_line(part) == b""
+
+
+def _lone_line(part: InputPart) -> bytes | None:
+    """The part's file's only line, without the line breaks around it.
+
+    ``b""`` for a file of nothing but line breaks, None for one of two lines or more (read
+    block by block, stopping at the second line).
+    """
     block_size = (part.text or TextOptions()).block_size
+    text = b""
     with _open_part(part) as f:
         while block := f.read(block_size):
-            if block.strip(b"\r\n"):
-                return False
-    return True
+            text = (text + block).strip(b"\r\n")
+            if b"\n" in text or b"\r" in text:
+                return None
+    return text
 
 
 def _read_csv_multiline(part: InputPart) -> Iterator[Batch]:
@@ -354,9 +365,19 @@ def _read_csv_multiline(part: InputPart) -> Iterator[Batch]:
                 convert_options=convert_options,
             )
         except pa.ArrowInvalid as e:
-            if "Empty CSV file" in str(e) and _only_line_breaks(part):
+            lone = _lone_line(part) if "Empty CSV file" in str(e) else None
+            if lone is None:
+                raise
+            if not lone:
                 return  # no records, as when every record is one line
-            raise
+            # One line without a line break after it (a header alone): pyarrow finds no
+            # block in it; read it with its line break, as one-line mode does.
+            reader = pv.open_csv(
+                io.BytesIO(lone + b"\n"),
+                read_options=read_options,
+                parse_options=parse_options,
+                convert_options=convert_options,
+            )
         seen_invalid = 0
         for batch in reader:
             n = batch.num_rows
