@@ -3,44 +3,30 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import fsspec
 import pyarrow as pa
 
 from cellstore.commit import Commit, NothingToCommit, Staged, commit
-from cellstore.core.filters import Filter, normalize_filters
+from cellstore.core.filters import Filter
 from cellstore.core.metadata import (
     METADATA_FORMAT_VERSION,
     FileEntry,
     HistoryEntry,
 )
-from cellstore.core.rowkey import salt_bytes
-from cellstore.errors import (
-    CellstoreWarning,
-    InvalidArgumentError,
-)
-from cellstore.loader.advise import (
-    DEFAULT_SAMPLE_KEYS,
-)
-from cellstore.loader.mapping import TableCodecs
-from cellstore.reader import (
-    FamilyTimeRanges,
-    Scan,
-    ScanOptions,
-    as_names,
-    normalize_family_time_ranges,
-)
+from cellstore.loader.advise import DEFAULT_SAMPLE_KEYS, advise_table
+from cellstore.loader.mapping import TableCodecs, resolve_column_types
+from cellstore.reader import FamilyTimeRanges, Scan
+from cellstore.reader.tables import get_row, scan_table
 from cellstore.report import DEFAULT_HISTORY, DEFAULT_SAMPLE_ROWS
 from cellstore.warehouse.describe import RegionDescription, TableDescription
 
 if TYPE_CHECKING:
     from cellstore.report import TableReport
+    from cellstore.warehouse.catalog import Warehouse
 
-
-from cellstore.warehouse.base import clock as _clock
 from cellstore.warehouse.loading import TableLoading
 
 
@@ -51,6 +37,11 @@ class Table(TableLoading):
     it describes the new version); call :meth:`refresh` to see other writers' commits.
     A handle opened with ``version=`` is pinned and read-only.
     """
+
+    @property
+    def warehouse(self) -> Warehouse:
+        """The warehouse this table is registered in (its :attr:`catalog`)."""
+        return cast("Warehouse", self.catalog)
 
     # ----------------------------------------------------------------- reads
     def scan(
@@ -139,48 +130,31 @@ class Table(TableLoading):
             A :class:`~cellstore.reader.Scan`: call ``to_arrow()``, ``to_pandas()``,
             ``to_batches()``, ``to_dask()``, ``count_rows()`` or ``plan()``.
         """
-        if isinstance(column_types, str):
-            column_types = self._recorded_column_types(column_types)
-        elif column_types:
-            self._warn_unrecorded(column_types)
-        if families is None and columns is None:
-            families = self._visible_families()
-        options = ScanOptions(
+        return scan_table(
+            self,
             start_row=start_row,
             stop_row=stop_row,
             row_prefix=row_prefix,
-            columns=as_names(columns),
-            families=as_names(families),
+            columns=columns,
+            families=families,
             time_range=time_range,
-            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
+            family_time_ranges=family_time_ranges,
             timestamp=timestamp,
             max_versions=max_versions,
             raw=raw,
             reversed=reversed,
             limit=limit,
-            filter=normalize_filters(filter),
+            filter=filter,
             max_results_per_family=max_results_per_family,
             row_offset_per_family=row_offset_per_family,
             shape=shape,
-            column_types=tuple((column_types or {}).items()) or None,
+            column_types=resolve_column_types(self.metadata, column_types, stacklevel=3),
             decode_errors=decode_errors,
             memory_budget=memory_budget,
-            key=tuple(key.items()) if key is not None else None,
+            key=key,
             key_columns=key_columns,
             now_ms=now_ms,
         )
-        return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock())
-
-    def _visible_families(self) -> list[str] | None:
-        """The families a scan or get reads when none are named, None for all.
-
-        Families listed in the property ``hidden-families`` (local index rows) are left
-        out unless named.
-        """
-        hidden = set(self._metadata.properties.get("hidden-families", "").split(",")) - {""}
-        if not hidden:
-            return None
-        return [f for f in self._metadata.family_names if f not in hidden]
 
     def value_codecs(self) -> TableCodecs:
         """The value codecs and row key this table's mapping-based loads recorded.
@@ -191,38 +165,6 @@ class Table(TableLoading):
         ``scan(shape="wide", column_types="table")``.
         """
         return TableCodecs.from_properties(self._metadata.properties)
-
-    def _recorded_column_types(self, which: str) -> dict[str, str]:
-        if which != "table":
-            raise InvalidArgumentError(f"column_types must be a mapping or 'table', not {which!r}")
-        types = self.value_codecs().column_types()
-        if not types:
-            raise InvalidArgumentError(
-                f"table {self.name} has no recorded column codecs (no mapping-based load "
-                "recorded any); pass column_types as {'family:qualifier': codec}"
-            )
-        return types
-
-    def _warn_unrecorded(self, column_types: Mapping[str, str]) -> None:
-        """Warn about columns no mapping-based load recorded (cheap: table properties)."""
-        import difflib
-
-        codecs = self.value_codecs()
-        if not codecs.columns and not codecs.families:
-            return
-        known = list(codecs.columns)
-        for name in column_types:
-            family = str(name).partition(":")[0]
-            if name in codecs.columns or family in codecs.families:
-                continue
-            close = difflib.get_close_matches(str(name), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            warnings.warn(
-                f"table {self.name}: column_types names {name!r}, a column no mapping-based "
-                f"load recorded{hint}",
-                CellstoreWarning,
-                stacklevel=3,
-            )
 
     def get(
         self,
@@ -243,28 +185,18 @@ class Table(TableLoading):
         Options mean the same as for :meth:`scan`. An absent row gives an empty table. On a
         salted table ``row`` is the key without its salt byte (the salt is computed).
         """
-        key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
-        if not key:
-            raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
-        buckets = self._metadata.salt_buckets
-        if buckets is not None:  # salt-free key in, salt-free rows out
-            key = bytes([int(salt_bytes(pa.array([key], pa.binary()), buckets)[0])]) + key
-        if families is None and columns is None:
-            families = self._visible_families()
-        options = ScanOptions(
-            start_row=key,
-            stop_row=key + b"\x00",
-            columns=as_names(columns),
-            families=as_names(families),
+        return get_row(
+            self,
+            row,
+            columns=columns,
+            families=families,
             time_range=time_range,
-            family_time_ranges=normalize_family_time_ranges(family_time_ranges),
+            family_time_ranges=family_time_ranges,
             timestamp=timestamp,
             max_versions=max_versions,
-            filter=normalize_filters(filter),
+            filter=filter,
             now_ms=now_ms,
-            point_row=key,
         )
-        return Scan(self.fs, self.path, self._metadata, options, now_ms=_clock()).to_arrow()
 
     def describe(self) -> TableDescription:
         """Families, regions with their files and sizes, totals and the last commit."""
@@ -313,7 +245,7 @@ class Table(TableLoading):
         Returns:
             True if the table was upgraded, False if it was format version 2 already.
         """
-        self._writable("upgrade")
+        self.check_writable("upgrade")
 
         def update(staged: Staged) -> Mapping[str, Any]:
             meta = staged.meta
@@ -386,13 +318,14 @@ class Table(TableLoading):
 
         if html is not None:
             require_matplotlib()  # fail before reading anything
+        advice = advise_table(self.fs, self.path, self._metadata, sample_keys=sample_keys)
         result = build_report(
             self.fs,
             self.path,
             self._metadata,
             self.log,
+            advice=advice,
             sample_rows=sample_rows,
-            sample_keys=sample_keys,
             history=history,
             now_ms=now_ms,
         )
