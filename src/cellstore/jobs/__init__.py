@@ -3,8 +3,11 @@
 Compaction, TTL purge, region split and merge, snapshots, export and copy, HFile export for
 HBase's bulk load, vacuum, metadata expiry, verify and secondary indexes.
 
-Each job is a plain function taking a :class:`~cellstore.warehouse.Table` (and keyword-only
-options) and returning a typed report; each commits at most once, only if its inputs are
+Each job is a plain function taking a :class:`~cellstore.handle.TableHandle` (a
+:class:`~cellstore.warehouse.Table` is one; jobs never import the facade) and keyword-only
+options, and returning a typed report; a job with many options also takes them as one
+frozen object (:class:`CompactionOptions`, :class:`MaintainOptions`, :class:`IndexOptions`)
+whose fields the keywords override. Each commits at most once, only if its inputs are
 still live (through :func:`cellstore.commit.commit`, the one commit path), so it is safe to
 run while loads are happening.
 """
@@ -12,7 +15,7 @@ run while loads are happening.
 from __future__ import annotations
 
 from cellstore.jobs.common import new_job_id
-from cellstore.jobs.compact import CompactionReport, compact
+from cellstore.jobs.compact import CompactionOptions, CompactionReport, compact
 from cellstore.jobs.expire import ExpireReport, expire, rewrite_manifests
 from cellstore.jobs.export import CopyReport, ExportReport, copy_table, export
 from cellstore.jobs.hfile_export import ExportedHFile, HFileExportReport, export_hfiles
@@ -20,6 +23,7 @@ from cellstore.jobs.index import (
     Index,
     IndexBuildReport,
     IndexDefinition,
+    IndexOptions,
     IndexVerifyReport,
     build_index,
     create_index,
@@ -28,7 +32,7 @@ from cellstore.jobs.index import (
     open_index,
     verify_index,
 )
-from cellstore.jobs.maintain import MaintainReport, maintain
+from cellstore.jobs.maintain import MaintainOptions, MaintainReport, maintain
 from cellstore.jobs.purge import purge_ttl
 from cellstore.jobs.regions import (
     MergeReport,
@@ -55,7 +59,9 @@ from cellstore.jobs.vacuum import VacuumReport, vacuum
 from cellstore.jobs.verify import VerifyProblem, VerifyReport, verify
 
 __all__ = [
+    "CompactionOptions",
     "CompactionReport",
+    "MaintainOptions",
     "MaintainReport",
     "compact",
     "maintain",
@@ -96,6 +102,7 @@ __all__ = [
     "Index",
     "IndexBuildReport",
     "IndexDefinition",
+    "IndexOptions",
     "IndexVerifyReport",
     "build_index",
     "create_index",

@@ -30,8 +30,8 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, TypedDict, Unpack
 
 import fsspec
 import pyarrow as pa
@@ -44,7 +44,8 @@ from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
-from cellstore.jobs.common import new_job_id
+from cellstore.handle import TableHandle
+from cellstore.jobs.common import new_job_id, with_overrides
 from cellstore.jobs.selection import SelectionPolicy, select_files
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
@@ -52,9 +53,10 @@ from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
 from cellstore.storefiles.layout import entry_path
-from cellstore.warehouse import Table
 
 __all__ = [
+    "CompactionKwargs",
+    "CompactionOptions",
     "CompactionReport",
     "CompactionTask",
     "StoreCompaction",
@@ -71,6 +73,63 @@ DEFAULT_MAX_FILES: Final = 10
 DEFAULT_RATIO: Final = 1.2
 #: Table property recording the time of the last major compaction of the whole table.
 LAST_MAJOR_PROPERTY: Final = "compaction.last-major-ms"
+
+
+def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    """Names as a tuple (one str is one name); None stays None."""
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionOptions:
+    """What a compaction takes and writes (:func:`compact` documents each field).
+
+    ``compact(table, major=True)`` and ``compact(table, CompactionOptions(major=True))``
+    are the same call; keyword overrides replace fields of a given options object.
+    ``regions``, ``families`` and ``files`` are kept as tuples (one string is one name).
+    """
+
+    major: bool = False
+    regions: Iterable[str] | None = None
+    families: Iterable[str] | None = None
+    files: Iterable[str] | None = None
+    now_ms: int | None = None
+    min_files: int = DEFAULT_MIN_FILES
+    max_files: int = DEFAULT_MAX_FILES
+    ratio: float = DEFAULT_RATIO
+    policy: SelectionPolicy | None = None
+    off_peak: bool = False
+    skip_compacted: bool = False
+    time_to_purge_deletes_ms: int = 0
+    memory_budget: int = DEFAULT_TASK_MEMORY
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
+
+    def __post_init__(self) -> None:
+        for name in ("regions", "families", "files"):
+            object.__setattr__(self, name, _names(getattr(self, name)))
+
+
+class CompactionKwargs(TypedDict, total=False):
+    """:class:`CompactionOptions` fields as keyword overrides (same names and types)."""
+
+    major: bool
+    regions: Iterable[str] | None
+    families: Iterable[str] | None
+    files: Iterable[str] | None
+    now_ms: int | None
+    min_files: int
+    max_files: int
+    ratio: float
+    policy: SelectionPolicy | None
+    off_peak: bool
+    skip_compacted: bool
+    time_to_purge_deletes_ms: int
+    memory_budget: int
+    max_file_bytes: int
+    row_group_cells: int
 
 
 @dataclass(frozen=True)
@@ -362,24 +421,12 @@ def _earliest_put_ts(
 
 # ------------------------------------------------------------------------------- planning
 def plan_compaction(
-    table: Table,
+    table: TableHandle,
+    options: CompactionOptions | None = None,
+    /,
     *,
-    major: bool = False,
-    regions: Iterable[str] | None = None,
-    families: Iterable[str] | None = None,
-    now_ms: int | None = None,
-    min_files: int = DEFAULT_MIN_FILES,
-    max_files: int = DEFAULT_MAX_FILES,
-    ratio: float = DEFAULT_RATIO,
-    time_to_purge_deletes_ms: int = 0,
-    memory_budget: int = DEFAULT_TASK_MEMORY,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     job_id: str | None = None,
-    skip_compacted: bool = False,
-    files: Iterable[str] | None = None,
-    policy: SelectionPolicy | None = None,
-    off_peak: bool = False,
+    **overrides: Unpack[CompactionKwargs],
 ) -> list[StoreCompaction]:
     """The stores to compact and their tasks (see :func:`compact` for the options).
 
@@ -387,23 +434,24 @@ def plan_compaction(
     rewritten too: its markers and dead cells go), or a minor selection finds enough files,
     or some file is entirely expired, or ``files`` names some of its files.
     """
+    o = with_overrides(CompactionOptions, options, overrides)
     meta = table.metadata
-    now = now_ms if now_ms is not None else clock()
+    now = o.now_ms if o.now_ms is not None else clock()
     job_id = validate_load_id(job_id or new_job_id("compact"))
-    want_regions = _check_names("region", regions, {r.id for r in meta.regions})
-    want_families = _check_names("family", families, set(meta.family_names))
+    want_regions = _check_names("region", o.regions, {r.id for r in meta.regions})
+    want_families = _check_names("family", o.families, set(meta.family_names))
     selected: dict[tuple[str, str], list[FileEntry]] | None = None
-    if files is not None:
-        if major:
+    if o.files is not None:
+        if o.major:
             raise InvalidArgumentError(
                 "files and major exclude each other: a major compaction takes every file "
                 "of a store (use regions/families to pick stores)"
             )
-        if regions is not None or families is not None:
+        if o.regions is not None or o.families is not None:
             raise InvalidArgumentError(
                 "files and regions/families exclude each other: the files name their stores"
             )
-        selected = _selected_stores(meta, files)
+        selected = _selected_stores(meta, o.files)
     plans: list[StoreCompaction] = []
     for region in meta.regions:
         if want_regions is not None and region.id not in want_regions:
@@ -411,65 +459,90 @@ def plan_compaction(
         for fam in meta.families:
             if want_families is not None and fam.name not in want_families:
                 continue
-            store_files = list(meta.files_of(region.id, fam.name))
-            if not store_files:
-                continue
-            selection: dict[str, Any] | None = None
-            if selected is not None:
-                inputs = selected.get((region.id, fam.name), [])
-                if not inputs:
-                    continue
-                _check_order(store_files, inputs)
-                expired: list[FileEntry] = []
-                live = store_files
-                selection = {"policy": "files", "files": [f.path for f in inputs]}
-            else:
-                expired = _expired_files(store_files, fam, now)
-                gone = {entry_key(e) for e in expired}
-                live = [f for f in store_files if entry_key(f) not in gone]
-                if major:
-                    skip = skip_compacted and _already_compact(live, fam, now)
-                    inputs = [] if skip else live
-                elif policy is not None:
-                    inputs, selection = select_exploring(live, policy=policy, off_peak=off_peak)
-                else:
-                    inputs = select_minor(
-                        live, min_files=min_files, max_files=max_files, ratio=ratio
-                    )
-            if not inputs and not expired:
-                continue
-            drop_deletes = bool(inputs) and len(inputs) == len(live)  # R13.3
-            tasks: tuple[CompactionTask, ...] = ()
-            if inputs:
-                tasks = _store_tasks(
-                    table,
-                    meta,
-                    region.id,
-                    fam,
-                    inputs,
-                    spec=CompactionSpec(
-                        now_ms=now,
-                        drop_deletes=drop_deletes,
-                        earliest_put_ts=_earliest_put_ts(table.fs, table.path, inputs),
-                        time_to_purge_deletes_ms=time_to_purge_deletes_ms,
-                    ),
-                    job_id=job_id,
-                    memory_budget=memory_budget,
-                    max_file_bytes=max_file_bytes,
-                    row_group_cells=row_group_cells,
-                )
-            plans.append(
-                StoreCompaction(
-                    region=region.id,
-                    family=fam.name,
-                    inputs=tuple(inputs),
-                    expired=tuple(expired),
-                    drop_deletes=drop_deletes,
-                    tasks=tasks,
-                    selection=selection,
-                )
-            )
+            plan = _plan_store(table, region.id, fam, o, selected, now=now, job_id=job_id)
+            if plan is not None:
+                plans.append(plan)
     return plans
+
+
+def _store_inputs(
+    store_files: list[FileEntry],
+    fam: Family,
+    o: CompactionOptions,
+    chosen: list[FileEntry] | None,
+    now: int,
+) -> tuple[list[FileEntry], list[FileEntry], list[FileEntry], dict[str, Any] | None]:
+    """A store's ``(inputs, expired, live files, selection)`` under the options.
+
+    ``chosen`` is the store's files named by ``files=`` (None: select by policy).
+    """
+    if chosen is not None:
+        _check_order(store_files, chosen)
+        return chosen, [], store_files, {"policy": "files", "files": [f.path for f in chosen]}
+    expired = _expired_files(store_files, fam, now)
+    gone = {entry_key(e) for e in expired}
+    live = [f for f in store_files if entry_key(f) not in gone]
+    selection: dict[str, Any] | None = None
+    if o.major:
+        skip = o.skip_compacted and _already_compact(live, fam, now)
+        inputs = [] if skip else live
+    elif o.policy is not None:
+        inputs, selection = select_exploring(live, policy=o.policy, off_peak=o.off_peak)
+    else:
+        inputs = select_minor(live, min_files=o.min_files, max_files=o.max_files, ratio=o.ratio)
+    return inputs, expired, live, selection
+
+
+def _plan_store(
+    table: TableHandle,
+    region: str,
+    fam: Family,
+    o: CompactionOptions,
+    selected: dict[tuple[str, str], list[FileEntry]] | None,
+    *,
+    now: int,
+    job_id: str,
+) -> StoreCompaction | None:
+    """The compaction of one store (region x family), or None when it needs none."""
+    meta = table.metadata
+    store_files = list(meta.files_of(region, fam.name))
+    if not store_files:
+        return None
+    chosen = None if selected is None else selected.get((region, fam.name), [])
+    if chosen is not None and not chosen:
+        return None
+    inputs, expired, live, selection = _store_inputs(store_files, fam, o, chosen, now)
+    if not inputs and not expired:
+        return None
+    drop_deletes = bool(inputs) and len(inputs) == len(live)  # R13.3
+    tasks: tuple[CompactionTask, ...] = ()
+    if inputs:
+        tasks = _store_tasks(
+            table,
+            meta,
+            region,
+            fam,
+            inputs,
+            spec=CompactionSpec(
+                now_ms=now,
+                drop_deletes=drop_deletes,
+                earliest_put_ts=_earliest_put_ts(table.fs, table.path, inputs),
+                time_to_purge_deletes_ms=o.time_to_purge_deletes_ms,
+            ),
+            job_id=job_id,
+            memory_budget=o.memory_budget,
+            max_file_bytes=o.max_file_bytes,
+            row_group_cells=o.row_group_cells,
+        )
+    return StoreCompaction(
+        region=region,
+        family=fam.name,
+        inputs=tuple(inputs),
+        expired=tuple(expired),
+        drop_deletes=drop_deletes,
+        tasks=tasks,
+        selection=selection,
+    )
 
 
 def _check_names(kind: str, given: Iterable[str] | None, known: set[str]) -> set[str] | None:
@@ -483,7 +556,7 @@ def _check_names(kind: str, given: Iterable[str] | None, known: set[str]) -> set
 
 
 def _store_tasks(
-    table: Table,
+    table: TableHandle,
     meta: TableMetadata,
     region_id: str,
     family: Family,
@@ -609,7 +682,7 @@ class _StoreResult:
 
 
 def _commit(
-    table: Table,
+    table: TableHandle,
     results: Sequence[_StoreResult],
     *,
     operation: str,
@@ -640,31 +713,22 @@ def _commit(
 
 
 def compact(
-    table: Table,
+    table: TableHandle,
+    options: CompactionOptions | None = None,
+    /,
     *,
-    major: bool = False,
-    regions: Iterable[str] | None = None,
-    families: Iterable[str] | None = None,
-    now_ms: int | None = None,
-    min_files: int = DEFAULT_MIN_FILES,
-    max_files: int = DEFAULT_MAX_FILES,
-    ratio: float = DEFAULT_RATIO,
-    time_to_purge_deletes_ms: int = 0,
-    memory_budget: int = DEFAULT_TASK_MEMORY,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     dry_run: bool = False,
     client: Any = None,
     progress: Any = None,
-    skip_compacted: bool = False,
-    files: Iterable[str] | None = None,
-    policy: SelectionPolicy | None = None,
-    off_peak: bool = False,
+    **overrides: Unpack[CompactionKwargs],
 ) -> CompactionReport:
     """Compact the table's stores (hbase-semantics R13).
 
     Args:
         table: The table (its latest version is compacted; a pinned handle is refused).
+        options: A :class:`CompactionOptions`; keyword overrides replace its fields
+            (every field below from ``major`` to ``off_peak`` but ``dry_run``, ``client``
+            and ``progress``).
         major: Major compaction (every file of each store, markers dropped). Otherwise a
             minor compaction with HBase's ratio-based selection.
         regions: Only these region ids (default: all).
@@ -710,33 +774,17 @@ def compact(
             would reorder equal keys, or a pinned table handle.
     """
     started = time.perf_counter()
-    table._writable("compact")
+    o = with_overrides(CompactionOptions, options, overrides)
+    table.check_writable("compact")
     table.refresh()
-    job_id = new_job_id("major-compact" if major else "compact")
-    now = now_ms if now_ms is not None else clock()
-    plans = plan_compaction(
-        table,
-        major=major,
-        regions=regions,
-        families=families,
-        now_ms=now,
-        min_files=min_files,
-        max_files=max_files,
-        ratio=ratio,
-        time_to_purge_deletes_ms=time_to_purge_deletes_ms,
-        memory_budget=memory_budget,
-        max_file_bytes=max_file_bytes,
-        row_group_cells=row_group_cells,
-        job_id=job_id,
-        skip_compacted=skip_compacted,
-        files=files,
-        policy=policy,
-        off_peak=off_peak,
-    )
+    job_id = new_job_id("major-compact" if o.major else "compact")
+    now = o.now_ms if o.now_ms is not None else clock()
+    o = replace(o, now_ms=now)
+    plans = plan_compaction(table, o, job_id=job_id)
     if dry_run or not plans:
         return CompactionReport(
             job_id=job_id,
-            major=major,
+            major=o.major,
             version=None,
             stores=tuple(p.summary() for p in plans),
             dry_run=dry_run,
@@ -748,12 +796,12 @@ def compact(
     it = iter(outputs)
     for p in plans:
         results.append(_StoreResult(p, [next(it) for _ in p.tasks]))
-    whole_table = major and regions is None and families is None
+    whole_table = o.major and o.regions is None and o.families is None
     version, skipped = _commit(
         table,
         results,
         operation="compact",
-        summary={"job-id": job_id, "major": major},
+        summary={"job-id": job_id, "major": o.major},
         properties={LAST_MAJOR_PROPERTY: str(now)} if whole_table else None,
     )
     table.refresh()
@@ -761,7 +809,7 @@ def compact(
     stores = [res.report() for res in results if id(res) not in skipped_ids]
     return CompactionReport(
         job_id=job_id,
-        major=major,
+        major=o.major,
         version=version,
         stores=tuple(stores),
         skipped=tuple(

@@ -26,6 +26,7 @@ from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.commit import now_ms as clock
 from cellstore.errors import InvalidArgumentError
 from cellstore.fs import join
+from cellstore.handle import TableHandle
 from cellstore.jobs.vacuum import (
     DEFAULT_RETENTION_MS,
     MIN_RETENTION_MS,
@@ -36,7 +37,6 @@ from cellstore.jobs.vacuum import (
 from cellstore.manifest import LiveFiles
 from cellstore.manifest.files import MANIFEST_DIR
 from cellstore.manifest.log import PARTS_DIR
-from cellstore.warehouse import Table
 
 __all__ = ["ExpireReport", "expire", "rewrite_manifests"]
 
@@ -83,7 +83,7 @@ class ExpireReport:
         }
 
 
-def rewrite_manifests(table: Table, *, min_manifests: int = REWRITE_MIN_MANIFESTS) -> bool:
+def rewrite_manifests(table: TableHandle, *, min_manifests: int = REWRITE_MIN_MANIFESTS) -> bool:
     """Commit a version whose manifest list is one manifest of the live entries.
 
     A format-version-2 table only; the live set does not change. Returns whether a
@@ -106,7 +106,7 @@ def rewrite_manifests(table: Table, *, min_manifests: int = REWRITE_MIN_MANIFEST
 
 
 def expire(
-    table: Table,
+    table: TableHandle,
     *,
     retention_ms: int = DEFAULT_RETENTION_MS,
     dry_run: bool = True,

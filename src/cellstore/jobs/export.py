@@ -1,6 +1,6 @@
 r"""Export a scan to Parquet or CSV files, and copy a table into another table.
 
-:func:`export` runs any scan (every :meth:`~cellstore.warehouse.Table.scan` option) and
+:func:`export` runs any scan (every :meth:`Table.scan <cellstore.warehouse.Table.scan>` option) and
 writes one file per scan task, ``part-00000.parquet``, ``part-00001.parquet``, ... (or
 ``.csv``) under a directory URL on any fsspec filesystem, then an empty ``_SUCCESS`` marker
 (Hadoop's convention: readers such as Spark and dask skip names starting with ``_``).
@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,13 +43,15 @@ from cellstore.errors import (
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_filesystem
+from cellstore.handle import Catalog, TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
+from cellstore.loader.mapping import resolve_column_types
 from cellstore.loader.memory import release_memory
 from cellstore.reader.options import SCAN_OPTION_NAMES
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
+from cellstore.reader.tables import scan_table
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
-from cellstore.warehouse import Table, Warehouse, connect
 
 __all__ = [
     "CopyReport",
@@ -337,7 +340,7 @@ def _stats(batch: pa.Table, shape: ExportShape) -> tuple[int, int]:
 
 
 def export(
-    table: Table,
+    table: TableHandle,
     url: str,
     *,
     format: ExportFormat = "parquet",
@@ -373,7 +376,7 @@ def export(
             :data:`~cellstore.reader.plan.DEFAULT_TASK_MEMORY`, 256 MiB): scan tasks are
             planned with an eighth of it (``Table.scan``'s ``memory_budget``), since reading,
             merging and encoding a task take several times what a task budget counts.
-        **scan_options: Any option of :meth:`~cellstore.warehouse.Table.scan`
+        **scan_options: Any option of :meth:`Table.scan <cellstore.warehouse.Table.scan>`
             (``start_row``, ``row_prefix``, ``columns``, ``families``, ``time_range``,
             ``max_versions``, ``raw``, ``filter``, ``key``, ``column_types``, ...).
 
@@ -401,24 +404,14 @@ def export(
     budget = DEFAULT_TASK_MEMORY if memory_budget is None else memory_budget
     if budget <= 0:
         raise InvalidArgumentError(f"memory_budget must be > 0, got {budget}")
-    scan = table.scan(
-        shape=shape, memory_budget=max(1, budget // _EXPORT_EXPANSION), **scan_options
-    )
-    fs, root = resolve_filesystem(url, storage_options=storage_options)
-    fs.invalidate_cache(root)
-    previous = [
-        p
-        for p in (fs.ls(root, detail=False) if fs.isdir(root) else [])
-        if p.rsplit("/", 1)[-1].startswith("part-") or p.endswith("/" + SUCCESS_MARKER)
-    ]
-    if previous and not overwrite:
-        raise InvalidArgumentError(
-            f"{url} already holds an export ({len(previous)} file(s)); pass overwrite=True "
-            "(CLI: --overwrite) or choose another directory"
+    if "column_types" in scan_options:
+        scan_options["column_types"] = resolve_column_types(
+            table.metadata, scan_options["column_types"]
         )
-    if previous:
-        fs.rm(previous)
-    makedirs_for(fs, join(root, SUCCESS_MARKER))
+    scan = scan_table(
+        table, shape=shape, memory_budget=max(1, budget // _EXPORT_EXPANSION), **scan_options
+    )
+    fs, root = _output_dir(url, storage_options, overwrite=overwrite)
     ext = _EXTENSIONS[format]
     tasks = len(scan.plan())
     files: list[str] = []
@@ -454,6 +447,32 @@ def export(
         cells=cells,
         bytes=size,
     )
+
+
+def _output_dir(
+    url: str, storage_options: Mapping[str, Any] | None, *, overwrite: bool
+) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The export directory, made, with an earlier export's files deleted (``overwrite``).
+
+    Raises:
+        InvalidArgumentError: an earlier export is there and ``overwrite`` is False.
+    """
+    fs, root = resolve_filesystem(url, storage_options=storage_options)
+    fs.invalidate_cache(root)
+    previous = [
+        p
+        for p in (fs.ls(root, detail=False) if fs.isdir(root) else [])
+        if p.rsplit("/", 1)[-1].startswith("part-") or p.endswith("/" + SUCCESS_MARKER)
+    ]
+    if previous and not overwrite:
+        raise InvalidArgumentError(
+            f"{url} already holds an export ({len(previous)} file(s)); pass overwrite=True "
+            "(CLI: --overwrite) or choose another directory"
+        )
+    if previous:
+        fs.rm(previous)
+    makedirs_for(fs, join(root, SUCCESS_MARKER))
+    return fs, root
 
 
 # ------------------------------------------------------------------------------------ copy
@@ -505,19 +524,22 @@ class CopyReport:
         }
 
 
-def _dest_warehouse(
-    dest: Warehouse | str | os.PathLike[str] | None,
-    source: Table,
+def _dest_catalog(
+    dest: Catalog[TableHandle] | str | os.PathLike[str] | None,
+    source: TableHandle,
     storage_options: Mapping[str, Any] | None,
-) -> Warehouse:
+) -> Catalog[TableHandle]:
+    """The destination catalog: the source's, a given one, or one of the same kind at a URL."""
     if dest is None:
-        return source.warehouse
-    if isinstance(dest, Warehouse):
+        return source.catalog
+    if isinstance(dest, Catalog):
         return dest
-    return connect(dest, storage_options=storage_options)
+    return source.catalog.at(dest, storage_options=storage_options)
 
 
-def _create_like(wh: Warehouse, name: str, meta: TableMetadata, families: Sequence[str]) -> Table:
+def _create_like(
+    wh: Catalog[TableHandle], name: str, meta: TableMetadata, families: Sequence[str]
+) -> TableHandle:
     """A new table like ``meta``: its ``families``, split keys (or salt), row key, properties."""
     salted = meta.salt_buckets is not None
     return wh.create_table(
@@ -530,7 +552,7 @@ def _create_like(wh: Warehouse, name: str, meta: TableMetadata, families: Sequen
     )
 
 
-def _read_entry(source: Table, entry: FileEntry, start: bytes, stop: bytes) -> pa.Table:
+def _read_entry(source: TableHandle, entry: FileEntry, start: bytes, stop: bytes) -> pa.Table:
     """The stored cells of one entry (only its region's rows), with a ``family`` column."""
     with StoreFileReader(
         source.fs,
@@ -545,8 +567,8 @@ def _read_entry(source: Table, entry: FileEntry, start: bytes, stop: bytes) -> p
 
 
 def copy_table(
-    table: Table,
-    dest: Warehouse | str | os.PathLike[str] | None,
+    table: TableHandle,
+    dest: Catalog[TableHandle] | str | os.PathLike[str] | None,
     dest_name: str,
     *,
     create: bool = True,
@@ -598,24 +620,9 @@ def copy_table(
     wanted = list(src.family_names if families is None else families)
     for name in wanted:
         src.family(name)
-    wh = _dest_warehouse(dest, table, storage_options)
-    created = False
-    if wh.exists(dest_name):
-        target = wh.table(dest_name)
-    elif create:
-        target = _create_like(wh, dest_name, src, wanted)
-        created = True
-    else:
-        raise TableNotFoundError(f"table {dest_name} does not exist in {wh.url}")
-    if target.path == table.path and target.fs is table.fs:
-        raise InvalidArgumentError(f"cannot copy table {table.name} onto itself")
+    wh = _dest_catalog(dest, table, storage_options)
+    target, created = _copy_target(table, wh, dest_name, wanted, create=create)
     base = target.metadata
-    for name in wanted:
-        if name not in base.family_names:
-            raise InvalidFamilyError(
-                f"table {target.name} has no family {name!r} to copy into (families: "
-                f"{', '.join(base.family_names)})"
-            )
     entries = sorted(
         (f for f in src.files if f.family in wanted), key=lambda f: (f.seq, f.path, f.region)
     )
@@ -635,8 +642,98 @@ def copy_table(
     if job in base.load_ids or not entries:
         return nothing
     ensure_exclusive_create(target.fs, wh.root)
+    written = _copy_files(
+        table,
+        target,
+        entries,
+        job=job,
+        workers=workers,
+        row_group_cells=row_group_cells,
+        progress=progress,
+    )
+    by_rank: dict[int, list[WrittenFile]] = {}
+    for w, rank in written:
+        by_rank.setdefault(rank, []).append(w)
+    result = commit(
+        target.log,
+        Commit(
+            operation="copy",
+            changes=[FileChange(add=ws, seq_rank=rank) for rank, ws in sorted(by_rank.items())],
+            load_id=job,
+            new_seq=True,
+            base=base,
+            summary={
+                "source": str(table.name),
+                "source-version": src.version,
+                "job-id": job,
+                "files": len(written),
+                "cells": sum(w.info.cells for w, _ in written),
+            },
+        ),
+    )
+    if not result.committed:
+        return nothing
+    return dataclasses.replace(
+        nothing,
+        version=result.metadata.version,
+        files_read=len(entries),
+        cells=sum(w.info.cells for w, _ in written),
+        files_written=len(written),
+        bytes=sum(w.info.size for w, _ in written),
+    )
+
+
+def _copy_target(
+    table: TableHandle,
+    wh: Catalog[TableHandle],
+    dest_name: str,
+    wanted: Sequence[str],
+    *,
+    create: bool,
+) -> tuple[TableHandle, bool]:
+    """The destination table (created when absent and ``create``), and whether it was.
+
+    Raises:
+        TableNotFoundError: it does not exist and ``create`` is False.
+        InvalidArgumentError: it is the source.
+        InvalidFamilyError: it lacks a family to copy.
+    """
+    created = False
+    if wh.exists(dest_name):
+        target = wh.table(dest_name)
+    elif create:
+        target = _create_like(wh, dest_name, table.metadata, wanted)
+        created = True
+    else:
+        raise TableNotFoundError(f"table {dest_name} does not exist in {wh.url}")
+    if target.path == table.path and target.fs is table.fs:
+        raise InvalidArgumentError(f"cannot copy table {table.name} onto itself")
+    for name in wanted:
+        if name not in target.metadata.family_names:
+            raise InvalidFamilyError(
+                f"table {target.name} has no family {name!r} to copy into (families: "
+                f"{', '.join(target.metadata.family_names)})"
+            )
+    return target, created
+
+
+def _copy_files(
+    table: TableHandle,
+    target: TableHandle,
+    entries: Sequence[FileEntry],
+    *,
+    job: str,
+    workers: int,
+    row_group_cells: int,
+    progress: ProgressFn | None,
+) -> list[tuple[WrittenFile, int]]:
+    """Read each source entry, write it routed to the target's regions: ``(file, rank)``.
+
+    The ``k``-th distinct source ``seq`` gets rank ``k`` (the commit's ``seq_rank``).
+    """
+    base = target.metadata
     ranks = {seq: k for k, seq in enumerate(sorted({f.seq for f in entries}))}
-    regions = {r.id: r for r in src.regions}
+    regions = {r.id: r for r in table.metadata.regions}
     done = [0]
     lock = threading.Lock()
 
@@ -670,35 +767,4 @@ def copy_table(
     else:
         with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
             results = list(pool.map(copy_one, items))
-    written = [w for part in results for w in part]
-
-    by_rank: dict[int, list[WrittenFile]] = {}
-    for w, rank in written:
-        by_rank.setdefault(rank, []).append(w)
-    result = commit(
-        target.log,
-        Commit(
-            operation="copy",
-            changes=[FileChange(add=ws, seq_rank=rank) for rank, ws in sorted(by_rank.items())],
-            load_id=job,
-            new_seq=True,
-            base=base,
-            summary={
-                "source": str(table.name),
-                "source-version": src.version,
-                "job-id": job,
-                "files": len(written),
-                "cells": sum(w.info.cells for w, _ in written),
-            },
-        ),
-    )
-    if not result.committed:
-        return nothing
-    return dataclasses.replace(
-        nothing,
-        version=result.metadata.version,
-        files_read=len(entries),
-        cells=sum(w.info.cells for w, _ in written),
-        files_written=len(written),
-        bytes=sum(w.info.size for w, _ in written),
-    )
+    return [w for part in results for w in part]

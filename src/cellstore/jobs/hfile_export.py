@@ -31,12 +31,13 @@ import pyarrow.compute as pc
 
 from cellstore.core.family import Family
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
+from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.reader.plan import ScanTask
 from cellstore.reader.scan import run_task
+from cellstore.reader.tables import scan_table
 from cellstore.storefiles.bulkload import stage_output
 from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, HFileSettings, write_rolled
-from cellstore.warehouse import Table
 
 __all__ = [
     "DEFAULT_HFILE_MAX_FILE_BYTES",
@@ -243,7 +244,7 @@ def _run_distributed(
 
 # ----------------------------------------------------------------------------- the job
 def export_hfiles(
-    table: Table,
+    table: TableHandle,
     url: str,
     *,
     families: Sequence[str] | None = None,
@@ -341,8 +342,8 @@ def export_hfiles(
     tasks: list[HFileExportTask] = []
     try:
         for name in names:
-            scan = table.scan(
-                families=[name], max_versions=versions, raw=raw, time_range=time_range
+            scan = scan_table(
+                table, families=[name], max_versions=versions, raw=raw, time_range=time_range
             )
             per_region: dict[str, list[ScanTask]] = {}
             for s in scan.plan():

@@ -34,18 +34,19 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 from cellstore.commit import now_ms as clock
 from cellstore.errors import CommitConflictError, InvalidArgumentError
+from cellstore.handle import TableHandle
+from cellstore.jobs.common import with_overrides
 from cellstore.jobs.compact import LAST_MAJOR_PROPERTY, compact
 from cellstore.jobs.expire import rewrite_manifests
 from cellstore.jobs.purge import purge_ttl
 from cellstore.jobs.regions import merge_small, region_sizes, split
 from cellstore.jobs.selection import SelectionPolicy
-from cellstore.warehouse import Table
 
-__all__ = ["MaintainReport", "is_off_peak", "maintain"]
+__all__ = ["MaintainKwargs", "MaintainOptions", "MaintainReport", "is_off_peak", "maintain"]
 
 #: HBase's ``hbase.hregion.majorcompaction``: a week.
 DEFAULT_MAJOR_INTERVAL_MS: Final = 7 * 24 * 3600 * 1000
@@ -86,25 +87,50 @@ class MaintainReport:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class MaintainOptions:
+    """The policy one :func:`maintain` run applies (:func:`maintain` documents each field)."""
+
+    now_ms: int | None = None
+    purge: bool = True
+    major_interval_ms: int | None = DEFAULT_MAJOR_INTERVAL_MS
+    max_store_files: int | None = None
+    policy: SelectionPolicy | None = None
+    off_peak: bool | None = None
+    split_over_bytes: int | None = DEFAULT_SPLIT_BYTES
+    merge_under_bytes: int | None = None
+    max_manifests: int | None = DEFAULT_MAX_MANIFESTS
+
+
+class MaintainKwargs(TypedDict, total=False):
+    """:class:`MaintainOptions` fields as keyword overrides (same names and types)."""
+
+    now_ms: int | None
+    purge: bool
+    major_interval_ms: int | None
+    max_store_files: int | None
+    policy: SelectionPolicy | None
+    off_peak: bool | None
+    split_over_bytes: int | None
+    merge_under_bytes: int | None
+    max_manifests: int | None
+
+
 def maintain(
-    table: Table,
+    table: TableHandle,
+    options: MaintainOptions | None = None,
+    /,
     *,
-    now_ms: int | None = None,
-    purge: bool = True,
-    major_interval_ms: int | None = DEFAULT_MAJOR_INTERVAL_MS,
-    max_store_files: int | None = None,
-    policy: SelectionPolicy | None = None,
-    off_peak: bool | None = None,
-    split_over_bytes: int | None = DEFAULT_SPLIT_BYTES,
-    merge_under_bytes: int | None = None,
-    max_manifests: int | None = DEFAULT_MAX_MANIFESTS,
     dry_run: bool = False,
     client: Any = None,
+    **overrides: Unpack[MaintainKwargs],
 ) -> MaintainReport:
     """Run the compaction policy once (see the module docstring).
 
     Args:
         table: The table (a pinned handle is refused).
+        options: A :class:`MaintainOptions`; keyword overrides replace its fields (every
+            field below but ``dry_run`` and ``client``).
         now_ms: "Now" (default: the clock).
         purge: Purge expired cells first.
         major_interval_ms: Major-compact when the last major compaction is older than this
@@ -128,32 +154,66 @@ def maintain(
         A :class:`MaintainReport`.
     """
     started = time.perf_counter()
-    table._writable("maintain")
+    o = with_overrides(MaintainOptions, options, overrides)
+    table.check_writable("maintain")
     table.refresh()
-    now = now_ms if now_ms is not None else clock()
-    actions: list[dict[str, Any]] = []
-
-    def run(action: str, reason: str, job: Any) -> None:
-        try:
-            report = job()
-        except CommitConflictError as e:
-            actions.append({"action": action, "reason": reason, "error": str(e)})
-            return
-        result = report.to_dict()
-        if _did_something(result):
-            actions.append({"action": action, "reason": reason, "result": result})
-        table.refresh()
-
-    if purge and any(f.ttl is not None for f in table.families):
+    now = o.now_ms if o.now_ms is not None else clock()
+    run = _Run(table, now=now, dry_run=dry_run, client=client)
+    if o.purge and any(f.ttl is not None for f in table.families):
         run(
             "purge-ttl",
             "families with a TTL",
             lambda: purge_ttl(table, now_ms=now, dry_run=dry_run, client=client),
         )
+    _compactions(run, o)
+    _region_sizes(run, o)
+    meta = table.metadata
+    if o.max_manifests is not None and meta.format_version >= 2:
+        count = len(meta.manifests)
+        if count > o.max_manifests:
+            run(
+                "rewrite-manifests",
+                f"{count} manifests > {o.max_manifests}",
+                lambda: _RewriteReport.run(table, manifests=count, dry_run=dry_run),
+            )
+    table.refresh()
+    return MaintainReport(
+        actions=tuple(run.actions),
+        dry_run=dry_run,
+        version=table.version,
+        seconds=time.perf_counter() - started,
+    )
 
+
+class _Run:
+    """One maintain run: runs its actions, each its own job, and records what they did."""
+
+    def __init__(self, table: TableHandle, *, now: int, dry_run: bool, client: Any) -> None:
+        self.table = table
+        self.now = now
+        self.dry_run = dry_run
+        self.client = client
+        self.actions: list[dict[str, Any]] = []
+
+    def __call__(self, action: str, reason: str, job: Any) -> None:
+        """Run ``job`` (a conflict with a concurrent job is recorded and skipped)."""
+        try:
+            report = job()
+        except CommitConflictError as e:
+            self.actions.append({"action": action, "reason": reason, "error": str(e)})
+            return
+        result = report.to_dict()
+        if _did_something(result):
+            self.actions.append({"action": action, "reason": reason, "result": result})
+        self.table.refresh()
+
+
+def _compactions(run: _Run, o: MaintainOptions) -> None:
+    """A major compaction when one is due, else a minor one by the exploring selection."""
+    table, now = run.table, run.now
     last_major = table.metadata.properties.get(LAST_MAJOR_PROPERTY)
-    due = major_interval_ms is not None and (
-        last_major is None or now - int(last_major) >= major_interval_ms
+    due = o.major_interval_ms is not None and (
+        last_major is None or now - int(last_major) >= o.major_interval_ms
     )
     if due:
         reason = (
@@ -168,69 +228,55 @@ def maintain(
                 table,
                 major=True,
                 now_ms=now,
-                dry_run=dry_run,
-                client=client,
+                dry_run=run.dry_run,
+                client=run.client,
                 skip_compacted=True,
             ),
         )
-    else:
-        props = table.metadata.properties
-        chosen = policy or SelectionPolicy.from_properties(props)
-        if max_store_files is not None:
-            chosen = replace(
-                chosen,
-                min_files=max(max_store_files + 1, 2),
-                max_files=max(chosen.max_files, max_store_files + 1),
-            )
-        peak = is_off_peak(props, now) if off_peak is None else off_peak
-        run(
-            "compact",
-            f"exploring selection (ratio {chosen.off_peak_ratio if peak else chosen.ratio}, "
-            f"{chosen.min_files}-{chosen.max_files} files{', off-peak' if peak else ''})",
-            lambda: compact(
-                table,
-                now_ms=now,
-                policy=chosen,
-                off_peak=peak,
-                dry_run=dry_run,
-                client=client,
-            ),
+        return
+    props = table.metadata.properties
+    chosen = o.policy or SelectionPolicy.from_properties(props)
+    if o.max_store_files is not None:
+        chosen = replace(
+            chosen,
+            min_files=max(o.max_store_files + 1, 2),
+            max_files=max(chosen.max_files, o.max_store_files + 1),
         )
+    peak = is_off_peak(props, now) if o.off_peak is None else o.off_peak
+    run(
+        "compact",
+        f"exploring selection (ratio {chosen.off_peak_ratio if peak else chosen.ratio}, "
+        f"{chosen.min_files}-{chosen.max_files} files{', off-peak' if peak else ''})",
+        lambda: compact(
+            table,
+            now_ms=now,
+            policy=chosen,
+            off_peak=peak,
+            dry_run=run.dry_run,
+            client=run.client,
+        ),
+    )
 
-    if split_over_bytes is not None:
-        sizes = region_sizes(table.metadata)
-        for region_id, size in sizes.items():
-            if size > split_over_bytes:
+
+def _region_sizes(run: _Run, o: MaintainOptions) -> None:
+    """Split regions over ``split_over_bytes``, then merge runs within ``merge_under_bytes``."""
+    table, dry_run = run.table, run.dry_run
+    if o.split_over_bytes is not None:
+        limit = o.split_over_bytes
+        for region_id, size in region_sizes(table.metadata).items():
+            if size > limit:
                 run(
                     "split",
-                    f"region {region_id} holds {size} bytes > {split_over_bytes}",
+                    f"region {region_id} holds {size} bytes > {limit}",
                     lambda rid=region_id: split(table, region=rid, dry_run=dry_run),
                 )
-
-    if merge_under_bytes is not None:
+    merge_under = o.merge_under_bytes
+    if merge_under is not None:
         run(
             "merge",
-            f"adjacent regions within {merge_under_bytes} bytes",
-            lambda: merge_small(table, max_bytes=merge_under_bytes, dry_run=dry_run),
+            f"adjacent regions within {merge_under} bytes",
+            lambda: merge_small(table, max_bytes=merge_under, dry_run=dry_run),
         )
-
-    meta = table.metadata
-    if max_manifests is not None and meta.format_version >= 2:
-        count = len(meta.manifests)
-        if count > max_manifests:
-            run(
-                "rewrite-manifests",
-                f"{count} manifests > {max_manifests}",
-                lambda: _RewriteReport.run(table, manifests=count, dry_run=dry_run),
-            )
-
-    table.refresh()
-    return MaintainReport(
-        actions=tuple(actions),
-        dry_run=dry_run,
-        version=table.version,
-        seconds=time.perf_counter() - started,
-    )
 
 
 def is_off_peak(properties: Mapping[str, str], now_ms: int) -> bool:
@@ -268,7 +314,7 @@ class _RewriteReport:
     version: int | None
 
     @classmethod
-    def run(cls, table: Table, *, manifests: int, dry_run: bool) -> _RewriteReport:
+    def run(cls, table: TableHandle, *, manifests: int, dry_run: bool) -> _RewriteReport:
         if dry_run:
             return cls(manifests_before=manifests, dry_run=True, version=None)
         committed = rewrite_manifests(table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import fsspec
@@ -11,7 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
+from cellstore.core.family import Family
+from cellstore.core.metadata import FileEntry
+from cellstore.core.regions import Region
 from cellstore.core.semantics import ReadSpec
+from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import (
     CompactionReport,
@@ -27,13 +31,12 @@ from cellstore.loader.direct import WrittenFile
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.storefiles.layout import entry_path
-from cellstore.warehouse import Table
 
 __all__ = ["purge_ttl"]
 
 
 def purge_ttl(
-    table: Table,
+    table: TableHandle,
     *,
     now_ms: int | None = None,
     regions: Iterable[str] | None = None,
@@ -55,7 +58,7 @@ def purge_ttl(
     as after an HBase compaction.
     """
     started = time.perf_counter()
-    table._writable("purge")
+    table.check_writable("purge")
     table.refresh()
     meta = table.metadata
     now = now_ms if now_ms is not None else clock()
@@ -78,35 +81,8 @@ def purge_ttl(
             if fam.min_versions > 0:
                 major_stores.append((region.id, fam.name))
                 continue
-            expired = [f for f in holding if f.max_ts < oldest]
-            rewrite = [f for f in holding if f.max_ts >= oldest]
-            tasks = tuple(
-                CompactionTask(
-                    scan=ScanTask(
-                        table.path,
-                        region.id,
-                        region.start,
-                        region.end,
-                        (FamilyRead(fam, ((f.path, f.seq),), ReadSpec(now_ms=now), (f,)),),
-                    ),
-                    family=fam,
-                    out_seq=f.seq,
-                    job_id=job_id,
-                    piece=i,
-                    max_file_bytes=1 << 62,
-                    row_group_cells=row_group_cells,
-                )
-                for i, f in enumerate(rewrite)
-            )
             plans.append(
-                StoreCompaction(
-                    region=region.id,
-                    family=fam.name,
-                    inputs=tuple(rewrite),
-                    expired=tuple(expired),
-                    drop_deletes=False,
-                    tasks=tasks,
-                )
+                _purge_store(table.path, region, fam, holding, oldest, now, job_id, row_group_cells)
             )
     stores: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -153,6 +129,47 @@ def purge_ttl(
         skipped=tuple(skipped),
         dry_run=dry_run,
         seconds=time.perf_counter() - started,
+    )
+
+
+def _purge_store(
+    table_path: str,
+    region: Region,
+    fam: Family,
+    holding: Sequence[FileEntry],
+    oldest: int,
+    now: int,
+    job_id: str,
+    row_group_cells: int,
+) -> StoreCompaction:
+    """One store's purge: files entirely expired dropped, the others holding some rewritten."""
+    expired = [f for f in holding if f.max_ts < oldest]
+    rewrite = [f for f in holding if f.max_ts >= oldest]
+    tasks = tuple(
+        CompactionTask(
+            scan=ScanTask(
+                table_path,
+                region.id,
+                region.start,
+                region.end,
+                (FamilyRead(fam, ((f.path, f.seq),), ReadSpec(now_ms=now), (f,)),),
+            ),
+            family=fam,
+            out_seq=f.seq,
+            job_id=job_id,
+            piece=i,
+            max_file_bytes=1 << 62,
+            row_group_cells=row_group_cells,
+        )
+        for i, f in enumerate(rewrite)
+    )
+    return StoreCompaction(
+        region=region.id,
+        family=fam.name,
+        inputs=tuple(rewrite),
+        expired=tuple(expired),
+        drop_deletes=False,
+        tasks=tasks,
     )
 
 

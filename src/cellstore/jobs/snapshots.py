@@ -34,8 +34,8 @@ from cellstore.errors import (
     TableNotFoundError,
 )
 from cellstore.fs import ensure_exclusive_create
+from cellstore.handle import TableHandle
 from cellstore.storefiles.layout import entry_path
-from cellstore.warehouse import Table
 
 __all__ = [
     "CloneReport",
@@ -166,14 +166,14 @@ def _check_name(name: str) -> str:
     return validate_snapshot_name(name)
 
 
-def _current(table: Table) -> TableMetadata:
+def _current(table: TableHandle) -> TableMetadata:
     """The version a job works on: the handle's if pinned, else the newest committed."""
     if table.pinned:
         return table.metadata
     return table.log.read(table.log.latest_version())
 
 
-def _follow(table: Table) -> None:
+def _follow(table: TableHandle) -> None:
     """Move an unpinned handle to the newest version after a commit."""
     if not table.pinned:
         table.refresh()
@@ -189,14 +189,14 @@ def _ref(meta: TableMetadata, name: str) -> SnapshotRef:
     return ref
 
 
-def _read_version(table: Table, version: int) -> TableMetadata:
+def _read_version(table: TableHandle, version: int) -> TableMetadata:
     try:
         return table.log.read(version)
     except FileNotFoundError:
         raise TableNotFoundError(f"table {table.name} has no version {version}") from None
 
 
-def _info(table: Table, name: str, ref: SnapshotRef) -> SnapshotInfo:
+def _info(table: TableHandle, name: str, ref: SnapshotRef) -> SnapshotInfo:
     meta = _read_version(table, ref.version)
     return SnapshotInfo(
         table=str(table.name),
@@ -232,7 +232,7 @@ def link_path(source_location: str, path: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ jobs
-def snapshot(table: Table, name: str, *, version: int | None = None) -> SnapshotInfo:
+def snapshot(table: TableHandle, name: str, *, version: int | None = None) -> SnapshotInfo:
     """Take a named snapshot of a table version (HBase's ``snapshot``).
 
     One commit (operation ``snapshot``) records ``name -> version`` in the table's
@@ -257,7 +257,7 @@ def snapshot(table: Table, name: str, *, version: int | None = None) -> Snapshot
     wanted = table.version if table.pinned and version is None else version
     if wanted is not None:
         _read_version(table, wanted)  # must exist (expire keeps it once the snapshot names it)
-    ensure_exclusive_create(table.fs, table.warehouse.root)
+    ensure_exclusive_create(table.fs, table.root)
     created = now_ms()
 
     def update(staged: Staged) -> dict[str, Any]:
@@ -280,7 +280,7 @@ def snapshot(table: Table, name: str, *, version: int | None = None) -> Snapshot
     return _info(table, name, new.snapshots[name])
 
 
-def list_snapshots(table: Table) -> list[SnapshotInfo]:
+def list_snapshots(table: TableHandle) -> list[SnapshotInfo]:
     """The table's snapshots, oldest first (HBase's ``list_snapshots``).
 
     Reads the newest version (a pinned handle: its own version) and each snapshot's
@@ -291,7 +291,7 @@ def list_snapshots(table: Table) -> list[SnapshotInfo]:
     return [_info(table, name, ref) for name, ref in refs]
 
 
-def delete_snapshot(table: Table, name: str) -> SnapshotInfo:
+def delete_snapshot(table: TableHandle, name: str) -> SnapshotInfo:
     """Delete a snapshot name (HBase's ``delete_snapshot``): one commit, no data deleted.
 
     The files only the snapshot kept become eligible for :func:`~cellstore.jobs.vacuum`
@@ -303,7 +303,7 @@ def delete_snapshot(table: Table, name: str) -> SnapshotInfo:
     Raises:
         SnapshotNotFoundError: no snapshot of that name.
     """
-    ensure_exclusive_create(table.fs, table.warehouse.root)
+    ensure_exclusive_create(table.fs, table.root)
     deleted: list[SnapshotRef] = []
 
     def update(staged: Staged) -> dict[str, Any]:
@@ -319,7 +319,7 @@ def delete_snapshot(table: Table, name: str) -> SnapshotInfo:
     return _info(table, name, deleted[0])
 
 
-def restore(table: Table, snapshot: str) -> RestoreReport:
+def restore(table: TableHandle, snapshot: str) -> RestoreReport:
     """Restore a table to a snapshot (HBase's ``restore_snapshot``), in one commit.
 
     The new version takes the snapshot version's families, regions, files, salt, row-key
@@ -340,7 +340,7 @@ def restore(table: Table, snapshot: str) -> RestoreReport:
         )
     ref = _ref(_current(table), snapshot)
     snap = _read_version(table, ref.version)
-    ensure_exclusive_create(table.fs, table.warehouse.root)
+    ensure_exclusive_create(table.fs, table.root)
     before: list[Sequence[FileEntry]] = []
 
     def update(staged: Staged) -> dict[str, Any]:
@@ -379,7 +379,7 @@ def restore(table: Table, snapshot: str) -> RestoreReport:
     )
 
 
-def clone(table: Table, snapshot: str, new_name: str) -> CloneReport:
+def clone(table: TableHandle, snapshot: str, new_name: str) -> CloneReport:
     """Create table ``new_name`` from a snapshot without copying data (``clone_snapshot``).
 
     The clone's version 1 has the snapshot's families, regions, salt, row-key spec,
@@ -410,7 +410,7 @@ def clone(table: Table, snapshot: str, new_name: str) -> CloneReport:
         entry_path(table.path, f.path, table=table.name, version=snap.version)
     files = tuple(replace(f, path=link_path(table.location, f.path)) for f in snap.files)
     template = snap.evolve(files=files)
-    created = table.warehouse.create_table_from(
+    created = table.catalog.create_table_from(
         new_name,
         template=template,
         operation="clone",

@@ -39,10 +39,10 @@ from cellstore.commit import now_ms as clock
 from cellstore.core.metadata import ManifestRef, TableMetadata
 from cellstore.errors import InvalidArgumentError, TableNotFoundError
 from cellstore.fs import is_local, join
+from cellstore.handle import TableHandle
 from cellstore.manifest import TableLog
 from cellstore.manifest.files import apply_last_wins, read_manifest
 from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, entry_path_problem
-from cellstore.warehouse import Table
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -174,13 +174,13 @@ def _listing(fs: fsspec.AbstractFileSystem, path: str) -> dict[str, Mapping[str,
     return {p: info for p, info in found.items() if info.get("type", "file") == "file"}
 
 
-def _links_into(table: Table, target: str, cutoff_ms: int) -> set[str]:
+def _links_into(table: TableHandle, target: str, cutoff_ms: int) -> set[str]:
     """Files under ``target`` that other tables of the warehouse may still read.
 
     Only a table created by a clone (version 1 operation ``clone``) holds linked entries
     (docs/format.md section 3.2), so only those tables' retained versions are read.
     """
-    wh = table.warehouse
+    wh = table.catalog
     out: set[str] = set()
     for name in wh.list_tables():
         try:
@@ -209,8 +209,75 @@ def _remove_empty_dirs(root: str) -> None:
                 os.rmdir(dirpath)
 
 
+class _Referenced:
+    """The data files the retained versions of a table reference, each with why it is kept.
+
+    Manifests shared by versions are read once.
+    """
+
+    def __init__(self, table: TableHandle) -> None:
+        self.table = table
+        self.reason_of: dict[str, str] = {}
+        self._manifests: dict[str, pa.Table] = {}
+
+    def rows(self, ref: ManifestRef) -> pa.Table:
+        """A manifest's rows (read once)."""
+        if ref.path not in self._manifests:
+            self._manifests[ref.path] = read_manifest(self.table.fs, self.table.path, ref)
+        return self._manifests[ref.path]
+
+    def live_paths(self, meta: TableMetadata) -> set[str]:
+        """The entry paths live in one version."""
+        if meta.format_version < 2:
+            return {f.path for f in meta.files}
+        live = apply_last_wins([self.rows(ref) for ref in meta.manifests])
+        return set(live.column("path").to_pylist())
+
+    def keep(self, paths: set[str], reason: str, version: int) -> None:
+        """Keep ``paths`` (entry paths of ``version``) for ``reason`` (the first one wins)."""
+        table = self.table
+        for rel in sorted(paths):
+            path = entry_path(table.path, rel, table=table.name, version=version)
+            self.reason_of.setdefault(path, reason)
+
+    def of_retained(self, latest: TableMetadata, cutoff: int) -> tuple[dict[str, str], int]:
+        """Reasons by file path for every retained version, and the as-of versions kept."""
+        retained = 0
+        asof_refs: dict[str, ManifestRef] = {}
+        oldest: TableMetadata | None = None
+        for reason, meta in retained_versions(self.table.log, cutoff_ms=cutoff, latest=latest):
+            retained += reason == "as-of"
+            if reason == "as-of" and meta.format_version >= 2:
+                asof_refs.update((ref.path, ref) for ref in meta.manifests)
+                oldest = meta  # as-of versions come newest first
+                if meta.last_history.operation not in _ADOPTING_OPERATIONS:
+                    continue  # else: it may list older manifests again; read its live set
+            self.keep(self.live_paths(meta), reason, meta.version)
+        if oldest is not None:
+            self.keep(self._asof_paths(oldest, asof_refs), "as-of", oldest.version)
+        return self.reason_of, retained
+
+    def _asof_paths(self, oldest: TableMetadata, asof_refs: dict[str, ManifestRef]) -> set[str]:
+        """Every file live in some as-of version.
+
+        Live in the oldest, or added since by a manifest one of them lists (13.4: each
+        commit's adds stay in a manifest its own version lists), without applying every
+        version's manifests (a superset: safe).
+        """
+        paths = self.live_paths(oldest)
+        oldest_refs = {ref.path for ref in oldest.manifests}
+        for ref in asof_refs.values():
+            # newer manifests, and older ones a later version took up (a restore)
+            if ref.added_version > oldest.version or ref.path not in oldest_refs:
+                r = self.rows(ref)
+                paths.update(
+                    r.filter(pc.equal(r.column("action"), "add")).column("path").to_pylist()
+                )
+        return paths
+
+
 def vacuum(
-    table: Table,
+    table: TableHandle,
     *,
     retention_ms: int = DEFAULT_RETENTION_MS,
     dry_run: bool = True,
@@ -252,51 +319,7 @@ def vacuum(
     now = clock() if now_ms is None else now_ms
     cutoff = now - retention_ms
     latest = log.read(log.latest_version())
-
-    reason_of: dict[str, str] = {}
-    retained = 0
-    tables: dict[str, pa.Table] = {}  # manifests shared by versions are read once
-
-    def rows(ref: ManifestRef) -> pa.Table:
-        if ref.path not in tables:
-            tables[ref.path] = read_manifest(fs, table.path, ref)
-        return tables[ref.path]
-
-    def live_paths(meta: TableMetadata) -> set[str]:
-        if meta.format_version < 2:
-            return {f.path for f in meta.files}
-        live = apply_last_wins([rows(ref) for ref in meta.manifests])
-        return set(live.column("path").to_pylist())
-
-    def keep(paths: set[str], reason: str, version: int) -> None:
-        for rel in sorted(paths):
-            path = entry_path(table.path, rel, table=table.name, version=version)
-            reason_of.setdefault(path, reason)
-
-    asof_refs: dict[str, ManifestRef] = {}
-    oldest: TableMetadata | None = None
-    for reason, meta in retained_versions(log, cutoff_ms=cutoff, latest=latest):
-        retained += reason == "as-of"
-        if reason == "as-of" and meta.format_version >= 2:
-            asof_refs.update((ref.path, ref) for ref in meta.manifests)
-            oldest = meta  # as-of versions come newest first
-            if meta.last_history.operation not in _ADOPTING_OPERATIONS:
-                continue  # else: it may list older manifests again; read its live set
-        keep(live_paths(meta), reason, meta.version)
-    if oldest is not None:
-        # Every file live in some as-of version: live in the oldest, or added since by a
-        # manifest one of them lists (13.4: each commit's adds stay in a manifest its own
-        # version lists), without applying every version's manifests (a superset: safe).
-        asof_paths = live_paths(oldest)
-        oldest_refs = {ref.path for ref in oldest.manifests}
-        for ref in asof_refs.values():
-            # newer manifests, and older ones a later version took up (a restore)
-            if ref.added_version > oldest.version or ref.path not in oldest_refs:
-                r = rows(ref)
-                asof_paths.update(
-                    r.filter(pc.equal(r.column("action"), "add")).column("path").to_pylist()
-                )
-        keep(asof_paths, "as-of", oldest.version)
+    reason_of, retained = _Referenced(table).of_retained(latest, cutoff)
     data_dir = join(table.path, DATA_DIR)
     for path in _links_into(table, data_dir + "/", cutoff):
         reason_of.setdefault(path, "clone")

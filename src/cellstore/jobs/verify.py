@@ -46,10 +46,10 @@ from cellstore.core.metadata import (
 from cellstore.core.regions import Region, check_regions
 from cellstore.errors import CellstoreError, VerifyError
 from cellstore.fs import join
+from cellstore.handle import TableHandle
 from cellstore.manifest.files import MANIFEST_DIR, read_manifest, ref_of
 from cellstore.storefiles import check
 from cellstore.storefiles.layout import entry_path, entry_path_problem
-from cellstore.warehouse import Table
 
 __all__ = [
     "VerifyProblem",
@@ -348,7 +348,7 @@ def check_entry(
 
 
 def verify(
-    table: Table,
+    table: TableHandle,
     *,
     workers: int = DEFAULT_WORKERS,
     client: Any = None,

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final
 
 import fsspec
@@ -39,6 +39,7 @@ from cellstore.core.names import validate_load_id
 from cellstore.core.regions import region_of, sorted_region_bounds
 from cellstore.errors import BadRecordError, RegionsChangedError
 from cellstore.fs import join
+from cellstore.handle.hooks import LoadHook, PendingLoad
 from cellstore.loader.compute import compute_all, wait_all
 from cellstore.loader.direct import WrittenFile, commit_files
 from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
@@ -509,34 +510,6 @@ def reroute_files(
     return out, changed
 
 
-#: The module that keeps a table's secondary indexes current on loads (a higher layer,
-#: reached by name: see :func:`index_maintenance`).
-INDEX_MAINTENANCE: Final = "cellstore.jobs.index.maintain"
-
-
-def index_maintenance(
-    fs: fsspec.AbstractFileSystem,
-    table_path: str,
-    log: TableLog,
-    base: TableMetadata,
-    written: Sequence[WrittenFile],
-    *,
-    load_id: str,
-    assign_seq_id: bool = True,
-) -> None:
-    """Index maintenance for a set of new store files, before their data commit.
-
-    A table with index definitions (``index.<name>`` properties, docs/format.md 12.4) has
-    the index rows of the new files written and committed first, so a lookup after the
-    load is exact; a table without indexes costs nothing.
-    """
-    names = [k for k in base.properties if k.startswith("index.")]
-    if not [k for k in names if k not in ("index.definition", "index.build")] or not written:
-        return
-    maintain = importlib.import_module(INDEX_MAINTENANCE).maintain_for_load
-    maintain(fs, table_path, log, base, written, load_id=load_id, assign_seq_id=assign_seq_id)
-
-
 def commit_load(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
@@ -549,6 +522,8 @@ def commit_load(
     row_group_cells: int,
     update: Callable[[Staged], Mapping[str, Any]] | None = None,
     assign_seq_id: bool = True,
+    hooks: Sequence[LoadHook] = (),
+    storage_options: Mapping[str, Any] = MappingProxyType({}),
 ) -> tuple[TableMetadata, bool, list[WrittenFile], int]:
     """Commit the files in one manifest commit, re-routing them if regions changed.
 
@@ -556,6 +531,11 @@ def commit_load(
     :func:`~cellstore.loader.direct.commit_files`, R14.5).
 
     ``update`` (``Commit.update``) changes further fields of the new version.
+
+    ``hooks`` run first, each with the :class:`~cellstore.handle.PendingLoad` (the
+    facade passes ``TableHandle.load_hooks``: the index upkeep, which writes and commits
+    the index rows of the new files before the data commit); ``storage_options`` are the
+    catalog's, handed to them.
 
     Returns:
         The committed metadata, whether the load id had been applied before, the files
@@ -566,9 +546,12 @@ def commit_load(
     """
     files = list(written)
     rerouted = 0
-    index_maintenance(
-        fs, table_path, log, base, files, load_id=load_id, assign_seq_id=assign_seq_id
-    )
+    if files and hooks:
+        pending = PendingLoad(
+            fs, table_path, log, base, tuple(files), load_id, assign_seq_id, {**storage_options}
+        )
+        for hook in hooks:
+            hook(pending)
     for _ in range(MAX_REROUTES):
         try:
             meta, already = commit_files(
@@ -668,6 +651,7 @@ def run_load(
     progress: ProgressFn | None = None,
     report_dir: str | None = None,
     write_report_file: bool = True,
+    hooks: Sequence[LoadHook] = (),
 ) -> tuple[LoadReport, TableMetadata]:
     """Plan, execute and commit a bulk load (the body of ``Table.load``).
 
@@ -744,6 +728,8 @@ def run_load(
             row_group_cells=settings.row_group_cells,
             update=_record_codecs(mapping),
             assign_seq_id=settings.assign_seq_id,
+            hooks=hooks,
+            storage_options=storage_options,
         )
         if not already:
             version = meta.version

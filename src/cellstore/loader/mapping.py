@@ -43,7 +43,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from cellstore.core.codecs import Codec
-from cellstore.core.names import validate_family_name
+from cellstore.core.names import TableName, validate_family_name
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.loader.inputs import INPUT_FORMATS, TextOptions
 
@@ -62,6 +62,9 @@ __all__ = [
     "TimeUnit",
     "parse_cell_option",
     "properties_after_load",
+    "recorded_column_types",
+    "resolve_column_types",
+    "warn_unrecorded",
 ]
 
 TimeUnit = Literal["s", "ms", "us", "ns"]
@@ -759,6 +762,77 @@ class TableCodecs:
     def column_types(self) -> dict[str, str]:
         """``{"family:qualifier": codec}`` of the literal columns (``Table.scan``'s form)."""
         return {k: v.value for k, v in self.columns.items() if v is not Codec.BYTES}
+
+
+def recorded_column_types(metadata: TableMetadata) -> Mapping[str, str]:
+    """The ``family:qualifier -> codec`` the table's mapping-based loads recorded."""
+    return TableCodecs.from_properties(metadata.properties).column_types()
+
+
+def warn_unrecorded(
+    metadata: TableMetadata, column_types: Mapping[str, str], *, stacklevel: int = 3
+) -> None:
+    """Warn about each column of ``column_types`` that no mapping-based load recorded.
+
+    Only on a table with recorded codecs; each warning is a
+    :class:`~cellstore.errors.CellstoreWarning` naming the closest recorded column.
+    ``stacklevel`` is ``warnings.warn``'s, counted from this function.
+    """
+    import difflib
+    import warnings
+
+    from cellstore.errors import CellstoreWarning
+
+    codecs = TableCodecs.from_properties(metadata.properties)
+    if not column_types or (not codecs.columns and not codecs.families):
+        return
+    known = list(codecs.columns)
+    for name in column_types:
+        family = str(name).partition(":")[0]
+        if name in codecs.columns or family in codecs.families:
+            continue
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        warnings.warn(
+            f"table {TableName.parse(metadata.name)}: column_types names {name!r}, a column "
+            f"no mapping-based load recorded{hint}",
+            CellstoreWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def resolve_column_types(
+    metadata: TableMetadata,
+    column_types: Mapping[str, str] | str | None,
+    *,
+    stacklevel: int = 3,
+) -> Mapping[str, str] | None:
+    """A scan's ``column_types`` as a mapping: ``"table"`` is what the loads recorded.
+
+    Naming a column that no mapping-based load recorded, on a table with recorded codecs,
+    warns (:func:`warn_unrecorded`; ``stacklevel`` as ``warnings.warn``'s, counted from
+    this function: 3 names the caller's caller).
+
+    Raises:
+        InvalidArgumentError: a string other than ``"table"``, or ``"table"`` on a table
+            with no recorded codecs.
+    """
+    if isinstance(column_types, str):
+        if column_types != "table":
+            raise InvalidArgumentError(
+                f"column_types must be a mapping or 'table', not {column_types!r}"
+            )
+        types = recorded_column_types(metadata)
+        if not types:
+            raise InvalidArgumentError(
+                f"table {TableName.parse(metadata.name)} has no recorded column codecs (no "
+                "mapping-based load recorded any); pass column_types as "
+                "{'family:qualifier': codec}"
+            )
+        return types
+    if column_types:
+        warn_unrecorded(metadata, column_types, stacklevel=stacklevel + 1)
+    return column_types
 
 
 def _key_decoding(key: KeyColumn | RowKeySpec) -> Any:

@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock_ms
 from cellstore.core.cells import CellType
+from cellstore.core.keycheck import KeyAdvice
 from cellstore.errors import InvalidArgumentError
-from cellstore.loader.advise import DEFAULT_SAMPLE_KEYS, advise_table
 from cellstore.manifest import entry_key
 from cellstore.report.model import (
     MARKER_KINDS,
@@ -484,8 +484,8 @@ def build_report(
     metadata: TableMetadata,
     log: TableLog,
     *,
+    advice: KeyAdvice,
     sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
-    sample_keys: int = DEFAULT_SAMPLE_KEYS,
     history: int = DEFAULT_HISTORY,
     now_ms: int | None = None,
 ) -> TableReport:
@@ -496,8 +496,9 @@ def build_report(
         table_path: The table directory.
         metadata: The version to report on.
         log: The table's metadata log (for the history).
+        advice: The row-key design advice for the table (``Table.advise``'s, computed by
+            the caller: the report does not run the loader's checks itself).
         sample_rows: Cells to read at most before sampling (None = read every cell).
-        sample_keys: Row keys the key-design advice samples.
         history: Commits to list, newest first.
         now_ms: "Now" for TTL expiry (default: the clock).
 
@@ -594,7 +595,6 @@ def build_report(
             for d in agg.to_pylist()
         )
 
-    advice = advise_table(fs, table_path, metadata, sample_keys=sample_keys)
     return TableReport(
         table=metadata.name,
         version=metadata.version,

@@ -14,7 +14,7 @@ from cellstore.core.cells import CellType
 from cellstore.core.keys import to_string_binary
 
 if TYPE_CHECKING:
-    from cellstore.loader.keycheck import KeyAdvice
+    from cellstore.core.keycheck import KeyAdvice
 
 __all__ = [
     "MARKER_KINDS",

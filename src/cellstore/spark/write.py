@@ -51,7 +51,7 @@ from cellstore.loader.report import write_bad_records, write_report
 from cellstore.manifest import TableLog
 from cellstore.spark.options import WriteOptions, missing_columns
 from cellstore.storefiles.layout import loads_dir, store_dir_relpath
-from cellstore.warehouse import connect
+from cellstore.warehouse import LOAD_HOOKS, connect
 
 __all__ = [
     "PartitionResult",
@@ -300,6 +300,8 @@ def commit_partitions(load: SparkLoad, results: Sequence[PartitionResult]) -> Lo
                 "mode": "spark",
             },
             row_group_cells=plan.settings.row_group_cells,
+            hooks=LOAD_HOOKS,
+            storage_options=plan.target.storage_options,
         )
         if not already:
             version = meta.version

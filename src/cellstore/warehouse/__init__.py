@@ -13,13 +13,14 @@ only truth, and every change is one exclusive-create commit.
 """
 
 from cellstore.defaults import DEFAULT_ROOT
-from cellstore.warehouse.catalog import CATALOG_FORMAT_VERSION, Warehouse, connect
+from cellstore.warehouse.catalog import CATALOG_FORMAT_VERSION, LOAD_HOOKS, Warehouse, connect
 from cellstore.warehouse.describe import RegionDescription, TableDescription
 from cellstore.warehouse.table import Table
 
 __all__ = [
     "CATALOG_FORMAT_VERSION",
     "DEFAULT_ROOT",
+    "LOAD_HOOKS",
     "RegionDescription",
     "Table",
     "TableDescription",

@@ -11,8 +11,9 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from cellstore.commit import now_ms as _clock
 from cellstore.core.names import validate_load_id
 from cellstore.errors import (
     CellstoreWarning,
@@ -20,6 +21,7 @@ from cellstore.errors import (
     KeyDesignWarning,
 )
 from cellstore.fs import ensure_exclusive_create
+from cellstore.handle import TableHandle
 from cellstore.loader import (
     LoadMapping,
     LoadReport,
@@ -53,15 +55,8 @@ from cellstore.loader.plan import (
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 from cellstore.storefiles.rolling import HFileSettings
 
-if TYPE_CHECKING:
-    pass
 
-
-from cellstore.warehouse.base import TableBase
-from cellstore.warehouse.base import clock as _clock
-
-
-class TableLoading(TableBase):
+class TableLoading(TableHandle):
     """Loads into a table (mixed into :class:`~cellstore.warehouse.table.Table`)."""
 
     # ---------------------------------------------------------------- writes
@@ -129,7 +124,7 @@ class TableLoading(TableBase):
                 at most 128 characters): it names files.
             CommitConflictError: if a concurrent change made the load impossible.
         """
-        self._writable("load into")
+        self.check_writable("load into")
         started = time.perf_counter()
         load_id = validate_load_id(load_id or new_load_id())
         base = self.refresh().metadata  # write where the newest regions are
@@ -145,7 +140,7 @@ class TableLoading(TableBase):
 
         if load_id in base.load_ids:
             return report(already_applied=True)
-        ensure_exclusive_create(self.fs, self.warehouse.root)
+        ensure_exclusive_create(self.fs, self.root)
         now = now_ms if now_ms is not None else _clock()
         normalized = normalize_cells(cells, metadata=base, now=now)
         normalized = salt_rows(normalized, base.salt_buckets, keys=keys, row_key=base.row_key)
@@ -176,6 +171,8 @@ class TableLoading(TableBase):
             },
             row_group_cells=row_group_cells,
             assign_seq_id=assign_seq_id,
+            hooks=self.load_hooks,
+            storage_options=self.storage_options,
         )
         self._metadata = meta
         if already:
@@ -303,7 +300,7 @@ class TableLoading(TableBase):
             InvalidArgumentError: a mapping or option that does not fit.
             CommitConflictError: a concurrent change made the load impossible.
         """
-        self._writable("load into")
+        self.check_writable("load into")
         load_id = validate_load_id(load_id or new_load_id())
         if key_advice not in ("warn", "report", "off"):
             raise InvalidArgumentError(
@@ -336,7 +333,7 @@ class TableLoading(TableBase):
                 "with hfile_output (HBase's completebulkload decides the sequence id)"
             )
         if hfile_output is None:
-            ensure_exclusive_create(self.fs, self.warehouse.root)
+            ensure_exclusive_create(self.fs, self.root)
         settings = LoadSettings(
             memory_budget=memory_budget,
             max_file_bytes=max_file_bytes,
@@ -384,7 +381,7 @@ class TableLoading(TableBase):
             fs=self.fs,
             table_path=self.path,
             table_url=self.fs.unstrip_protocol(self.path),
-            storage_options=self.warehouse.storage_options,
+            storage_options=self.storage_options,
             log=self.log,
             source=source,
             mapping=mapping,
@@ -397,6 +394,7 @@ class TableLoading(TableBase):
             client=client,
             progress=progress,
             report_dir=report_dir,
+            hooks=self.load_hooks,
         )
         if report.version is not None:
             self._warn_codec_changes(mapping)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import fsspec
 
@@ -15,16 +14,14 @@ from cellstore.core.metadata import (
     HistoryEntry,
     TableMetadata,
 )
-from cellstore.errors import CellstoreWarning
-from cellstore.loader.advise import (
-    DEFAULT_SAMPLE_KEYS,
-)
-from cellstore.loader.mapping import TableCodecs
+from cellstore.loader.advise import DEFAULT_SAMPLE_KEYS, advise_table
+from cellstore.loader.mapping import TableCodecs, recorded_column_types, warn_unrecorded
 from cellstore.reader import StoreFileSource, TableDescription, TableReads, store_source
 from cellstore.report import DEFAULT_HISTORY, DEFAULT_SAMPLE_ROWS
 
 if TYPE_CHECKING:
     from cellstore.report import TableReport
+    from cellstore.warehouse.catalog import Warehouse
 
 from cellstore.warehouse.loading import TableLoading
 
@@ -36,6 +33,11 @@ class Table(TableReads[TableDescription], TableLoading):
     it describes the new version); call :meth:`refresh` to see other writers' commits.
     A handle opened with ``version=`` is pinned and read-only.
     """
+
+    @property
+    def warehouse(self) -> Warehouse:
+        """The warehouse this table is registered in (its :attr:`catalog`)."""
+        return cast("Warehouse", self.catalog)
 
     # ----------------------------------------------------------------- reads
     # scan(), get() and describe() come from TableReads (cellstore.reader.readable), over
@@ -55,28 +57,10 @@ class Table(TableReads[TableDescription], TableLoading):
         return TableCodecs.from_properties(self._metadata.properties)
 
     def _recorded_column_types(self, metadata: TableMetadata) -> Mapping[str, str]:
-        return TableCodecs.from_properties(metadata.properties).column_types()
+        return recorded_column_types(metadata)
 
     def _warn_unrecorded(self, metadata: TableMetadata, column_types: Mapping[str, str]) -> None:
-        """Warn about columns no mapping-based load recorded (cheap: table properties)."""
-        import difflib
-
-        codecs = TableCodecs.from_properties(metadata.properties)
-        if not codecs.columns and not codecs.families:
-            return
-        known = list(codecs.columns)
-        for name in column_types:
-            family = str(name).partition(":")[0]
-            if name in codecs.columns or family in codecs.families:
-                continue
-            close = difflib.get_close_matches(str(name), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            warnings.warn(
-                f"table {self.name}: column_types names {name!r}, a column no mapping-based "
-                f"load recorded{hint}",
-                CellstoreWarning,
-                stacklevel=4,
-            )
+        warn_unrecorded(metadata, column_types, stacklevel=5)
 
     def upgrade(self) -> bool:
         """Rewrite a format-version-1 table's metadata as format version 2, in one commit.
@@ -89,7 +73,7 @@ class Table(TableReads[TableDescription], TableLoading):
         Returns:
             True if the table was upgraded, False if it was format version 2 already.
         """
-        self._writable("upgrade")
+        self.check_writable("upgrade")
 
         def update(staged: Staged) -> Mapping[str, Any]:
             meta = staged.meta
@@ -162,13 +146,14 @@ class Table(TableReads[TableDescription], TableLoading):
 
         if html is not None:
             require_matplotlib()  # fail before reading anything
+        advice = advise_table(self.fs, self.path, self._metadata, sample_keys=sample_keys)
         result = build_report(
             self.fs,
             self.path,
             self._metadata,
             self.log,
+            advice=advice,
             sample_rows=sample_rows,
-            sample_keys=sample_keys,
             history=history,
             now_ms=now_ms,
         )

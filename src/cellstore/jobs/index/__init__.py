@@ -20,7 +20,13 @@ The layout is normative: docs/format.md, section 12.
 from __future__ import annotations
 
 from cellstore.jobs.index.build import DEFAULT_BATCH_CELLS, IndexBuildReport, build_index
-from cellstore.jobs.index.catalog import create_index, definition_of, drop_index, list_indexes
+from cellstore.jobs.index.catalog import (
+    IndexOptions,
+    create_index,
+    definition_of,
+    drop_index,
+    list_indexes,
+)
 from cellstore.jobs.index.definition import (
     INDEX_FAMILY,
     MARKER_QUALIFIER,
@@ -40,6 +46,7 @@ __all__ = [
     "IndexBuildReport",
     "IndexDefinition",
     "IndexNotFoundError",
+    "IndexOptions",
     "IndexPart",
     "IndexProblem",
     "IndexType",

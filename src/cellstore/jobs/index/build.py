@@ -31,16 +31,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Unpack
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec
 from cellstore.core.keys import split_column
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.rowkey import RowKeySpec
@@ -48,8 +47,10 @@ from cellstore.errors import (
     InvalidArgumentError,
 )
 from cellstore.fs import ensure_exclusive_create
-from cellstore.jobs.common import new_job_id
+from cellstore.jobs.common import new_job_id, with_overrides
 from cellstore.jobs.index.catalog import (
+    IndexKwargs,
+    IndexOptions,
     _check_columns,
     create_index,
     definition_of,
@@ -59,7 +60,6 @@ from cellstore.jobs.index.definition import (
     LOCAL_FAMILY,
     PROPERTY_BUILD,
     IndexDefinition,
-    IndexPart,
 )
 from cellstore.jobs.index.keys import IndexType
 from cellstore.jobs.index.rows import (
@@ -73,11 +73,12 @@ from cellstore.jobs.index.rows import (
 )
 from cellstore.loader.direct import WrittenFile, normalize_cells, now_ms, write_cells
 from cellstore.reader import Scan, ScanOptions
+from cellstore.reader.tables import scan_table
 
 if TYPE_CHECKING:
     import fsspec
 
-    from cellstore.warehouse import Table
+    from cellstore.handle import TableHandle
 
 __all__ = [
     "DEFAULT_BATCH_CELLS",
@@ -194,7 +195,7 @@ class _Writer:
 
 
 def _commit(
-    index: Table,
+    index: TableHandle,
     written: Sequence[WrittenFile],
     *,
     remove: Sequence[FileEntry],
@@ -209,7 +210,7 @@ def _commit(
     goes into the index table's properties in the same commit.
     """
     build_doc = json.dumps(build, sort_keys=True, separators=(",", ":"))
-    ensure_exclusive_create(index.fs, index.warehouse.root)
+    ensure_exclusive_create(index.fs, index.root)
     result = commit(
         index.log,
         Commit(
@@ -228,14 +229,14 @@ def _commit(
 
 
 # ---------------------------------------------------------------------------- builds
-def data_scan(table: Table, definition: IndexDefinition) -> Scan:
+def data_scan(table: TableHandle, definition: IndexDefinition) -> Scan:
     """The scan an index is built from: the watched columns, or whole rows (key-only)."""
     columns = None if definition.whole_row else list(definition.watched_columns)
-    return table.scan(columns=columns)
+    return scan_table(table, columns=columns)
 
 
 def _full(
-    table: Table,
+    table: TableHandle,
     definition: IndexDefinition,
     writer: _Writer,
     *,
@@ -296,7 +297,7 @@ def _watched_filter(definition: IndexDefinition, cells: pa.Table) -> pa.Table:
 
 
 def _touched_rows(
-    table: Table,
+    table: TableHandle,
     definition: IndexDefinition,
     *,
     since_seq: int | None,
@@ -341,8 +342,8 @@ def _same_covered(joined: pa.Table, definition: IndexDefinition) -> pa.Array:
 
 
 def _incremental(
-    table: Table,
-    index: Table,
+    table: TableHandle,
+    index: TableHandle,
     definition: IndexDefinition,
     writer: _Writer,
     *,
@@ -362,7 +363,7 @@ def _incremental(
     new, stats = index_rows(data, definition, writer.types, writer.spec)
     # What the index holds for the touched rows (the data row key ends every index key).
     held: list[pa.Table] = []
-    for batch in index.scan(families=[definition.family]).to_batches():
+    for batch in scan_table(index, families=[definition.family]).to_batches():
         rows, newest, marked = stored_rows(batch, definition, writer.types)
         keep = pc.fill_null(pc.is_in(rows.column("row"), value_set=touched), False)
         rows = rows.append_column("newest", newest).append_column("marked", pa.array(marked))
@@ -452,7 +453,7 @@ def _dropped_covered(
     return pa.concat_tables(parts)
 
 
-def _previous_build(index: Table) -> dict[str, Any] | None:
+def _previous_build(index: TableHandle) -> dict[str, Any] | None:
     text = index.metadata.properties.get(PROPERTY_BUILD)
     if text is None:
         return None
@@ -461,20 +462,16 @@ def _previous_build(index: Table) -> dict[str, Any] | None:
 
 
 def build_index(
-    table: Table,
+    table: TableHandle,
+    options: IndexOptions | None = None,
+    /,
     *,
     name: str,
-    column: str | None = None,
-    codec: Codec | str | None = None,
-    expression: Sequence[str | IndexPart] | None = None,
-    covered: Iterable[str] | str = (),
-    index_table: str | None = None,
-    maintain: bool = True,
-    local: bool = False,
     mode: Mode = "full",
     time_range: tuple[int, int] | None = None,
     client: Any = None,
     batch_cells: int = DEFAULT_BATCH_CELLS,
+    **overrides: Unpack[IndexKwargs],
 ) -> IndexBuildReport:
     """Build (or bring up to date) the global secondary index ``name`` of ``table``.
 
@@ -485,6 +482,8 @@ def build_index(
 
     Args:
         table: The data table.
+        options: An :class:`~cellstore.jobs.index.catalog.IndexOptions` (the definition's
+            keyword form); keyword overrides replace its fields (``column`` to ``local``).
         name: The index name.
         column: Define the index on this ``family:qualifier`` (with ``codec``).
         codec: The column's value codec (default ``bytes``).
@@ -520,6 +519,31 @@ def build_index(
             committed.
     """
     started = time.perf_counter()
+    _check_build(mode, time_range, batch_cells)
+    o = with_overrides(IndexOptions, options, overrides)
+    if o.defines:
+        definition = create_index(table, o, name=name)
+    else:
+        if o.codec is not None or o.covered or o.index_table is not None:
+            raise InvalidArgumentError(
+                "codec, covered and index_table define an index: give column or expression too"
+            )
+        definition = definition_of(table, name)
+    if definition.local:
+        return _build_local(table, definition, mode, started)
+    return _build_global(
+        table,
+        definition,
+        mode=mode,
+        time_range=time_range,
+        client=client,
+        batch_cells=batch_cells,
+        started=started,
+    )
+
+
+def _check_build(mode: Mode, time_range: tuple[int, int] | None, batch_cells: int) -> None:
+    """Refuse a bad mode, time range or batch size (before anything is read)."""
     if mode not in ("full", "incremental"):
         raise InvalidArgumentError(f"mode must be 'full' or 'incremental', not {mode!r}")
     if time_range is not None:
@@ -532,31 +556,24 @@ def build_index(
             )
     if batch_cells < 1:
         raise InvalidArgumentError(f"batch_cells must be >= 1, got {batch_cells}")
-    if column is not None or expression is not None:
-        definition = create_index(
-            table,
-            name=name,
-            column=column,
-            codec=codec,
-            expression=expression,
-            covered=covered,
-            index_table=index_table,
-            maintain=maintain,
-            local=local,
-        )
-    else:
-        if codec is not None or covered or index_table is not None:
-            raise InvalidArgumentError(
-                "codec, covered and index_table define an index: give column or expression too"
-            )
-        definition = definition_of(table, name)
-    if definition.local:
-        return _build_local(table, definition, mode, started)
+
+
+def _build_global(
+    table: TableHandle,
+    definition: IndexDefinition,
+    *,
+    mode: Mode,
+    time_range: tuple[int, int] | None,
+    client: Any,
+    batch_cells: int,
+    started: float,
+) -> IndexBuildReport:
+    """A full or incremental build of a global index, committed to its index table."""
     meta = table.metadata
     _check_columns(definition, meta)
     spec = meta.row_key
     types = definition.part_types(spec)
-    index = open_index_table(table.warehouse, definition)
+    index = open_index_table(table.catalog, definition)
     job_id = new_job_id(f"index-{mode}")
     writer = _Writer(index.fs, index.path, index.metadata, definition, types, spec)
     build = {
@@ -587,7 +604,7 @@ def build_index(
         commit = bool(written) or previous.get("data-next-seq") != meta.next_seq
     version = None
     if commit:
-        new = _commit(
+        version = _commit(
             index,
             written,
             remove=remove,
@@ -595,8 +612,7 @@ def build_index(
             operation=f"index-{mode}",
             summary={"index-rows": puts, "deleted-rows": deletes, "files": len(written)},
             build=build,
-        )
-        version = new.version
+        ).version
     return IndexBuildReport(
         table=str(table.name),
         index=definition.name,
@@ -620,7 +636,7 @@ def build_index(
 
 
 def _build_local(
-    table: Table, definition: IndexDefinition, mode: Mode, started: float
+    table: TableHandle, definition: IndexDefinition, mode: Mode, started: float
 ) -> IndexBuildReport:
     from cellstore.jobs.index.local import rebuild_local
 
@@ -650,7 +666,7 @@ def _build_local(
     )
 
 
-def _since_seq(index: Table, definition: IndexDefinition, meta: TableMetadata) -> int:
+def _since_seq(index: TableHandle, definition: IndexDefinition, meta: TableMetadata) -> int:
     previous = _previous_build(index)
     if previous is None:
         raise InvalidArgumentError(

@@ -7,7 +7,8 @@ created next to its data table, a local index gets the hidden family in the data
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from cellstore.core.codecs import Codec
 from cellstore.core.family import Family
@@ -19,6 +20,7 @@ from cellstore.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from cellstore.jobs.common import with_overrides
 from cellstore.jobs.index.definition import (
     LOCAL_FAMILY,
     PROPERTY_DEFINITION,
@@ -30,10 +32,12 @@ from cellstore.jobs.index.definition import (
 )
 
 if TYPE_CHECKING:
-    from cellstore.warehouse import Table, Warehouse
+    from cellstore.handle import Catalog, TableHandle
 
 
 __all__ = [
+    "IndexKwargs",
+    "IndexOptions",
     "create_index",
     "definition_of",
     "drop_index",
@@ -42,16 +46,16 @@ __all__ = [
 ]
 
 
-def _latest(table: Table) -> Table:
-    return table.warehouse.table(table.name.full)
+def _latest(table: TableHandle) -> TableHandle:
+    return table.latest()
 
 
-def list_indexes(table: Table) -> list[IndexDefinition]:
+def list_indexes(table: TableHandle) -> list[IndexDefinition]:
     """The indexes defined on ``table`` (its newest version), by name."""
     return [d for _, d in sorted(definitions_of(_latest(table).metadata).items())]
 
 
-def definition_of(table: Table, name: str) -> IndexDefinition:
+def definition_of(table: TableHandle, name: str) -> IndexDefinition:
     """The definition of index ``name`` on ``table``.
 
     Raises:
@@ -76,24 +80,24 @@ def _check_columns(definition: IndexDefinition, meta: TableMetadata) -> None:
     definition.part_types(meta.row_key)
 
 
-def open_index_table(warehouse: Warehouse, definition: IndexDefinition) -> Table:
+def open_index_table(catalog: Catalog[TableHandle], definition: IndexDefinition) -> TableHandle:
     """The index table, created when absent; an existing table must hold this index.
 
     A local index's "index table" is its data table (rows in its hidden family).
     """
     if definition.local:
-        return warehouse.table(definition.table)
+        return catalog.table(definition.table)
     try:
-        table = warehouse.table(definition.index_table)
+        table = catalog.table(definition.index_table)
     except TableNotFoundError:
         try:
-            return warehouse.create_table(
+            return catalog.create_table(
                 definition.index_table,
                 families=[Family(name=definition.family, max_versions=1)],
                 properties={PROPERTY_DEFINITION: definition.to_json()},
             )
         except TableExistsError:  # created concurrently: check it below
-            table = warehouse.table(definition.index_table)
+            table = catalog.table(definition.index_table)
     stored = table.metadata.properties.get(PROPERTY_DEFINITION)
     if stored is None or IndexDefinition.from_json(stored) != definition:
         raise TableExistsError(
@@ -103,17 +107,47 @@ def open_index_table(warehouse: Warehouse, definition: IndexDefinition) -> Table
     return table
 
 
+@dataclass(frozen=True, kw_only=True)
+class IndexOptions:
+    """An index definition's keyword form (:func:`create_index` documents each field).
+
+    ``build_index(table, name="x", column="f:q")`` and
+    ``build_index(table, IndexOptions(column="f:q"), name="x")`` are the same call.
+    """
+
+    column: str | None = None
+    codec: Codec | str | None = None
+    expression: Sequence[str | IndexPart] | None = None
+    covered: Iterable[str] | str = ()
+    index_table: str | None = None
+    maintain: bool = True
+    local: bool = False
+
+    @property
+    def defines(self) -> bool:
+        """Whether these options define an index (a column or an expression is given)."""
+        return self.column is not None or self.expression is not None
+
+
+class IndexKwargs(TypedDict, total=False):
+    """:class:`IndexOptions` fields as keyword overrides (same names and types)."""
+
+    column: str | None
+    codec: Codec | str | None
+    expression: Sequence[str | IndexPart] | None
+    covered: Iterable[str] | str
+    index_table: str | None
+    maintain: bool
+    local: bool
+
+
 def create_index(
-    table: Table,
+    table: TableHandle,
+    options: IndexOptions | None = None,
+    /,
     *,
     name: str,
-    column: str | None = None,
-    codec: Codec | str | None = None,
-    expression: Sequence[str | IndexPart] | None = None,
-    covered: Iterable[str] | str = (),
-    index_table: str | None = None,
-    maintain: bool = True,
-    local: bool = False,
+    **overrides: Unpack[IndexKwargs],
 ) -> IndexDefinition:
     """Define an index on ``table`` and create its (empty) index table.
 
@@ -122,6 +156,7 @@ def create_index(
 
     Args:
         table: The data table.
+        options: An :class:`IndexOptions`; keyword overrides replace its fields.
         name: The index name.
         column: The indexed ``family:qualifier`` (its values decode with ``codec``).
         codec: Value codec of ``column``: ``bytes`` (default), ``string``, ``long``,
@@ -149,16 +184,17 @@ def create_index(
         InvalidFamilyError: a column of a family the table lacks.
         TableExistsError: ``index_table`` exists and is not this index's table.
     """
+    o = with_overrides(IndexOptions, options, overrides)
     definition = IndexDefinition.build(
         table.name.full,
         name=name,
-        column=column,
-        codec=codec,
-        expression=expression,
-        covered=covered,
-        index_table=index_table,
-        maintain=maintain,
-        local=local,
+        column=o.column,
+        codec=o.codec,
+        expression=o.expression,
+        covered=o.covered,
+        index_table=o.index_table,
+        maintain=o.maintain,
+        local=o.local,
     )
     latest = _latest(table)
     _check_columns(definition, latest.metadata)
@@ -172,14 +208,14 @@ def create_index(
         return existing
     if definition.local:
         _add_local_family(table, latest.metadata)
-    open_index_table(table.warehouse, definition)
-    table.warehouse.alter_table(
+    open_index_table(table.catalog, definition)
+    table.catalog.alter_table(
         table.name.full, properties={definition.property_key: definition.to_json()}
     )
     return definition
 
 
-def _add_local_family(table: Table, meta: TableMetadata) -> None:
+def _add_local_family(table: TableHandle, meta: TableMetadata) -> None:
     """Give ``table`` the hidden local index family (one version, hidden from scans)."""
     if meta.salt_buckets:
         raise InvalidArgumentError(
@@ -188,11 +224,11 @@ def _add_local_family(table: Table, meta: TableMetadata) -> None:
         )
     hidden = [h for h in meta.properties.get(PROPERTY_HIDDEN, "").split(",") if h]
     if LOCAL_FAMILY not in meta.family_names:
-        table.warehouse.alter_table(
+        table.catalog.alter_table(
             table.name.full, add_families=[Family(name=LOCAL_FAMILY, max_versions=1)]
         )
     if LOCAL_FAMILY not in hidden:
-        table.warehouse.alter_table(
+        table.catalog.alter_table(
             table.name.full,
             properties={PROPERTY_HIDDEN: ",".join([*hidden, LOCAL_FAMILY])},
         )
@@ -205,7 +241,7 @@ def _describe(definition: IndexDefinition) -> str:
     return text
 
 
-def drop_index(table: Table, *, name: str, purge: bool = False) -> IndexDefinition:
+def drop_index(table: TableHandle, *, name: str, purge: bool = False) -> IndexDefinition:
     """Remove index ``name``: its definition from the data table, and its index table.
 
     Args:
@@ -220,12 +256,12 @@ def drop_index(table: Table, *, name: str, purge: bool = False) -> IndexDefiniti
         IndexNotFoundError: no such index.
     """
     definition = definition_of(table, name)
-    table.warehouse.alter_table(table.name.full, properties={definition.property_key: None})
+    table.catalog.alter_table(table.name.full, properties={definition.property_key: None})
     if definition.local:
         from cellstore.jobs.index.local import rebuild_local
 
         rebuild_local(table)  # the family keeps the other local indexes' rows only
         return definition
-    if table.warehouse.exists(definition.index_table):
-        table.warehouse.drop_table(definition.index_table, purge=purge)
+    if table.catalog.exists(definition.index_table):
+        table.catalog.drop_table(definition.index_table, purge=purge)
     return definition

@@ -41,9 +41,10 @@ from cellstore.jobs.index.keys import IndexType, decode_keys, encode_part
 from cellstore.jobs.index.rows import RowStats, cells_of, index_rows
 from cellstore.loader.direct import WrittenFile, normalize_cells, now_ms, write_cells
 from cellstore.reader import RESULT_SCHEMA, Scan
+from cellstore.reader.tables import scan_table
 
 if TYPE_CHECKING:
-    from cellstore.warehouse import Table
+    from cellstore.handle import TableHandle
 
 __all__ = [
     "LocalRebuildReport",
@@ -139,13 +140,13 @@ def local_ranges(
 
 
 def _data_scan(
-    table: Table, definitions: Sequence[IndexDefinition], start: bytes, stop: bytes | None
+    table: TableHandle, definitions: Sequence[IndexDefinition], start: bytes, stop: bytes | None
 ) -> Scan:
     families = [f for f in table.metadata.family_names if f != LOCAL_FAMILY]
     if any(d.whole_row for d in definitions):
-        return table.scan(start_row=start, stop_row=stop, families=families)
+        return scan_table(table, start_row=start, stop_row=stop, families=families)
     columns = list(dict.fromkeys(c for d in definitions for c in d.watched_columns))
-    return table.scan(start_row=start, stop_row=stop, columns=columns)
+    return scan_table(table, start_row=start, stop_row=stop, columns=columns)
 
 
 def _own(cells: pa.Table, definition: IndexDefinition) -> pa.Table:
@@ -160,19 +161,21 @@ def _own(cells: pa.Table, definition: IndexDefinition) -> pa.Table:
     return cells.filter(pc.is_in(keys, value_set=names))
 
 
-def after_regions_change(table: Table, regions: Sequence[str]) -> LocalRebuildReport | None:
+def after_regions_change(table: TableHandle, regions: Sequence[str]) -> LocalRebuildReport | None:
     """Rebuild the local index rows of the regions a split or merge created.
 
     Their start keys -- the rows' prefixes -- changed. Nothing happens on a table without
     local indexes.
     """
-    latest = table.warehouse.table(table.name.full)
+    latest = table.latest()
     if not regions or not local_indexes(latest.metadata):
         return None
     return rebuild_local(latest, regions=regions)
 
 
-def rebuild_local(table: Table, *, regions: Iterable[str] | None = None) -> LocalRebuildReport:
+def rebuild_local(
+    table: TableHandle, *, regions: Iterable[str] | None = None
+) -> LocalRebuildReport:
     """Rebuild every local index of ``table`` in some regions (default: all), one commit.
 
     The local index store files of those regions are replaced by files holding the index
@@ -183,7 +186,7 @@ def rebuild_local(table: Table, *, regions: Iterable[str] | None = None) -> Loca
         JobConflictError: the local index files changed meanwhile; nothing was committed.
     """
     started = time.perf_counter()
-    table = table.warehouse.table(table.name.full)
+    table = table.latest()
     meta = table.metadata
     definitions = local_indexes(meta)
     wanted = {r.id for r in meta.regions} if regions is None else set(regions)
@@ -225,7 +228,7 @@ def rebuild_local(table: Table, *, regions: Iterable[str] | None = None) -> Loca
             0,
             time.perf_counter() - started,
         )
-    ensure_exclusive_create(table.fs, table.warehouse.root)
+    ensure_exclusive_create(table.fs, table.root)
     result = commit(
         table.log,
         Commit(

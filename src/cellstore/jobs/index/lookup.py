@@ -33,21 +33,22 @@ from cellstore.jobs.index.keys import (
 from cellstore.jobs.index.local import local_ranges, local_types
 from cellstore.jobs.index.rows import empty_rows, index_rows, key_decoder, read_rows, stored_rows
 from cellstore.reader.shapes import Shape, WideSpec, to_wide
+from cellstore.reader.tables import scan_table
 
 if TYPE_CHECKING:
-    from cellstore.warehouse import Table
+    from cellstore.handle import TableHandle
 
 __all__ = ["Index", "open_index"]
 
 
-def open_index(table: Table, name: str) -> Index:
+def open_index(table: TableHandle, name: str) -> Index:
     """The index ``name`` of ``table``, for lookups.
 
     Raises:
         IndexNotFoundError: no such index.
     """
     definition = definition_of(table, name)
-    return Index(table, definition, open_index_table(table.warehouse, definition))
+    return Index(table, definition, open_index_table(table.catalog, definition))
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -64,7 +65,9 @@ class Index:
     (or str, as UTF-8) for ``bytes`` parts, ints, floats and bools for the others.
     """
 
-    def __init__(self, table: Table, definition: IndexDefinition, index_table: Table) -> None:
+    def __init__(
+        self, table: TableHandle, definition: IndexDefinition, index_table: TableHandle
+    ) -> None:
         self.table = table
         self.definition = definition
         self.index_table = index_table
@@ -77,9 +80,9 @@ class Index:
         """Move the data and index table handles to their newest versions.
 
         An :class:`Index` reads the versions it was opened at (like a
-        :class:`~cellstore.warehouse.Table` handle); call this to see later loads and builds.
+        :class:`~cellstore.handle.TableHandle` handle); call this to see later loads and builds.
         """
-        self.table = self.table.warehouse.table(self.table.name.full)
+        self.table = self.table.latest()
         self.index_table = self.index_table.refresh()
         return self
 
@@ -98,7 +101,8 @@ class Index:
         for rng in ranges:
             if limit is not None and found >= limit:
                 break
-            scan = self.index_table.scan(
+            scan = scan_table(
+                self.index_table,
                 start_row=rng.start,
                 stop_row=rng.stop,
                 families=[self.definition.family],

@@ -1,9 +1,10 @@
 """Index maintenance on every load: the index rows for a set of new store files.
 
 Every load commits through :func:`cellstore.loader.commit_load`; just before the data
-commit it calls :func:`maintain_for_load` (through the load hook, see
-:func:`cellstore.loader.execute.index_maintenance`), which, for every maintained index
-of the table (docs/format.md, section 12.4):
+commit it runs the load hooks it was given (:mod:`cellstore.handle.hooks`). The facade
+registers :func:`maintain_indexes` there for every warehouse table
+(``cellstore.warehouse.LOAD_HOOKS``); it calls :func:`maintain_for_load`, which, for every
+maintained index of the table (docs/format.md, section 12.4):
 
 1. stages the data table as it will be after the load: the newest version plus the new
    files, at the sequence number the commit will give them;
@@ -45,6 +46,7 @@ from cellstore.core.cells import CellType
 from cellstore.core.metadata import UNASSIGNED_SEQ, TableMetadata
 from cellstore.core.names import TableName
 from cellstore.fs import ensure_exclusive_create
+from cellstore.handle import Catalog, PendingLoad, TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.jobs.index.build import (
     _above,
@@ -66,9 +68,8 @@ if TYPE_CHECKING:
     import fsspec
 
     from cellstore.manifest import TableLog
-    from cellstore.warehouse import Table, Warehouse
 
-__all__ = ["IndexMaintenance", "maintain_for_load", "maintained_indexes"]
+__all__ = ["IndexMaintenance", "maintain_for_load", "maintain_indexes", "maintained_indexes"]
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,30 @@ def _split_path(table_path: str) -> tuple[str, str]:
     return parts[0], "/".join(parts[1:])
 
 
-def _handle(warehouse: Warehouse, location: str, meta: TableMetadata) -> Table:
-    from cellstore.warehouse import Table
+def _handle(catalog: Catalog[TableHandle], location: str, meta: TableMetadata) -> TableHandle:
+    return TableHandle(catalog, TableName.parse(meta.name), location, meta, pinned=True)
 
-    return Table(warehouse, TableName.parse(meta.name), location, meta, pinned=True)
+
+def maintain_indexes(pending: PendingLoad) -> list[IndexMaintenance]:
+    """The load hook of the facade: :func:`maintain_for_load` for a pending load.
+
+    A table with index definitions (``index.<name>`` properties, docs/format.md 12.4) has
+    the index rows of the new files written and committed first, so a lookup after the
+    load is exact; a table without indexes costs nothing (no read).
+    """
+    names = [k for k in pending.base.properties if k.startswith("index.")]
+    if not [k for k in names if k not in ("index.definition", "index.build")]:
+        return []
+    return maintain_for_load(
+        pending.fs,
+        pending.table_path,
+        pending.log,
+        pending.base,
+        pending.written,
+        load_id=pending.load_id,
+        assign_seq_id=pending.assign_seq_id,
+        storage_options=pending.storage_options,
+    )
 
 
 def _staged(
@@ -171,14 +192,12 @@ def maintain_for_load(
         return []
     regions = {r.id for r in latest.regions}
     before = latest if all(w.region in regions for w in written) else base
-    from cellstore.warehouse import Warehouse
-
     root, location = _split_path(table_path)
-    warehouse = Warehouse(fs, root, storage_options=storage_options)
+    catalog = Catalog(fs, root, handle_type=TableHandle, storage_options=storage_options)
     after, added = _staged(before, written, load_id, assign_seq_id=assign_seq_id)
-    old = _handle(warehouse, location, before)
-    new = _handle(warehouse, location, after)
-    loaded = _handle(warehouse, location, added)
+    old = _handle(catalog, location, before)
+    new = _handle(catalog, location, after)
+    loaded = _handle(catalog, location, added)
     # The data is read once for all indexes: the touched rows of any, their watched columns.
     touched = {
         d.name: _touched_rows(loaded, d, since_seq=None, time_range=None) for d in definitions
@@ -193,7 +212,7 @@ def maintain_for_load(
 
 
 def _maintain(
-    new: Table,
+    new: TableHandle,
     definition: IndexDefinition,
     touched: pa.Array,
     states: tuple[pa.Table, pa.Table],
@@ -203,7 +222,7 @@ def _maintain(
     """Index one load into one index, given the touched rows' cells before and after it."""
     meta = new.metadata
     types = definition.part_types(meta.row_key)
-    index = open_index_table(new.warehouse, definition)
+    index = open_index_table(new.catalog, definition)
     nothing = IndexMaintenance(definition.name, definition.index_table, len(touched), 0, 0, None)
     if len(touched) == 0:
         return nothing
@@ -253,7 +272,7 @@ def _maintain(
     writer = _Writer(index.fs, index.path, index.metadata, definition, types, spec)
     job_id = new_job_id("index-maintain")
     written = writer.write(out, job_id)
-    ensure_exclusive_create(index.fs, index.warehouse.root)
+    ensure_exclusive_create(index.fs, index.root)
     result = commit(
         index.log,
         Commit(

@@ -26,9 +26,10 @@ from cellstore.jobs.index.definition import MARKER_QUALIFIER, IndexDefinition
 from cellstore.jobs.index.expr import Column, KeyRef, env_key, evaluate
 from cellstore.jobs.index.keys import IndexType, decode_keys, encode_parts, index_keys
 from cellstore.reader import RESULT_SCHEMA
+from cellstore.reader.tables import get_row, scan_table
 
 if TYPE_CHECKING:
-    from cellstore.warehouse import Table
+    from cellstore.handle import TableHandle
 
 __all__ = [
     "POINT_READS",
@@ -340,7 +341,7 @@ def stored_rows(
 
 # ----------------------------------------------------------------------------- reading
 def read_rows(
-    table: Table,
+    table: TableHandle,
     rows: pa.Array,
     *,
     columns: Sequence[str] | None = None,
@@ -370,7 +371,8 @@ def read_rows(
     if keys:
         for key in keys:
             if raw:
-                scan = table.scan(
+                scan = scan_table(
+                    table,
                     start_row=key,
                     stop_row=key + b"\x00",
                     families=families,
@@ -380,11 +382,14 @@ def read_rows(
                 parts.extend(scan.to_batches())
             else:
                 parts.append(
-                    table.get(key, columns=columns, families=families, max_versions=max_versions)
+                    get_row(
+                        table, key, columns=columns, families=families, max_versions=max_versions
+                    )
                 )
     else:
         first, last = rows[0].as_py(), rows[n - 1].as_py()
-        scan = table.scan(
+        scan = scan_table(
+            table,
             start_row=first,
             stop_row=last + b"\x00",
             columns=None if raw else columns,

@@ -22,9 +22,10 @@ from cellstore.jobs.index.definition import IndexDefinition
 from cellstore.jobs.index.keys import IndexType, decode_keys
 from cellstore.jobs.index.local import local_name_mask, local_types, localize
 from cellstore.jobs.index.rows import RowStats, empty_rows, index_rows, stored_rows
+from cellstore.reader.tables import scan_table
 
 if TYPE_CHECKING:
-    from cellstore.warehouse import Table
+    from cellstore.handle import TableHandle
 
 __all__ = ["DEFAULT_SAMPLES", "IndexProblem", "IndexVerifyReport", "verify_index"]
 
@@ -128,7 +129,7 @@ class IndexVerifyReport:
 
 
 def _expected(
-    table: Table, definition: IndexDefinition, types: Sequence[IndexType]
+    table: TableHandle, definition: IndexDefinition, types: Sequence[IndexType]
 ) -> tuple[pa.Table, int]:
     spec = table.metadata.row_key
     parts = [empty_rows(definition)]
@@ -140,11 +141,13 @@ def _expected(
     return pa.concat_tables(parts).drop_columns(["ts"]), stats.rows
 
 
-def _actual(index: Table, definition: IndexDefinition, types: Sequence[IndexType]) -> pa.Table:
+def _actual(
+    index: TableHandle, definition: IndexDefinition, types: Sequence[IndexType]
+) -> pa.Table:
     parts = [empty_rows(definition).append_column("marked", pa.array([], pa.bool_()))]
     if definition.local:  # the family holds every local index: keep this one's rows
         types = local_types(types)
-    for batch in index.scan(families=[definition.family]).to_batches():
+    for batch in scan_table(index, families=[definition.family]).to_batches():
         if definition.local:
             batch = batch.filter(local_name_mask(batch.column("row"), definition))
         rows, _, marked = stored_rows(batch, definition, types)
@@ -169,7 +172,9 @@ def _mask(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def verify_index(table: Table, *, name: str, samples: int = DEFAULT_SAMPLES) -> IndexVerifyReport:
+def verify_index(
+    table: TableHandle, *, name: str, samples: int = DEFAULT_SAMPLES
+) -> IndexVerifyReport:
     """Compare index ``name`` with the data of ``table`` (at the version it points at).
 
     Args:
@@ -185,7 +190,7 @@ def verify_index(table: Table, *, name: str, samples: int = DEFAULT_SAMPLES) -> 
     """
     definition = definition_of(table, name)
     types = definition.part_types(table.metadata.row_key)
-    index = open_index_table(table.warehouse, definition)
+    index = open_index_table(table.catalog, definition)
     expected, data_rows = _expected(table, definition, types)
     actual = _actual(index, definition, types)
     unparsable = actual.filter(pc.is_null(actual.column("row")))

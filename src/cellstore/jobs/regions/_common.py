@@ -11,7 +11,7 @@ from cellstore.core.keys import as_bytes, to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region, region_id, region_of
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
-from cellstore.warehouse import Table
+from cellstore.handle import TableHandle
 
 __all__ = [
     "DEFAULT_MAX_WORKERS",
@@ -202,7 +202,7 @@ def region_sizes(metadata: TableMetadata) -> dict[str, int]:
     return sizes
 
 
-def _latest(table: Table, what: str) -> TableMetadata:
+def _latest(table: TableHandle, what: str) -> TableMetadata:
     if table.pinned:
         raise InvalidArgumentError(
             f"table {table.name} was opened at version {table.version}; cannot {what} it"

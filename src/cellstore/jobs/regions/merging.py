@@ -11,8 +11,8 @@ from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.regions import Region, check_regions, region_id
 from cellstore.errors import InvalidArgumentError, JobConflictError
+from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id
-from cellstore.warehouse import Table
 
 __all__ = ["merge", "merge_small"]
 
@@ -32,7 +32,7 @@ from cellstore.jobs.regions.splitting import (
 
 
 def merge(
-    table: Table,
+    table: TableHandle,
     *,
     regions: Sequence[str],
     dry_run: bool = False,
@@ -78,7 +78,7 @@ def merge(
 
 
 def merge_small(
-    table: Table,
+    table: TableHandle,
     *,
     max_bytes: int,
     dry_run: bool = False,
@@ -125,7 +125,7 @@ def merge_small(
 
 
 def _merge_groups(
-    table: Table,
+    table: TableHandle,
     meta: TableMetadata,
     groups: Sequence[tuple[Region, ...]],
     *,

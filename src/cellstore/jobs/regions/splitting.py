@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import itertools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,7 @@ from cellstore.core.regions import Region, check_regions, region_id, region_of
 from cellstore.core.semantics import merge_runs
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError, JobConflictError
 from cellstore.fs import join
+from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile
 from cellstore.storefiles import (
@@ -33,7 +34,6 @@ from cellstore.storefiles import (
     StoreFileReader,
     write_rolled,
 )
-from cellstore.warehouse import Table
 
 __all__ = ["split", "split_point"]
 
@@ -53,7 +53,7 @@ from cellstore.jobs.regions._common import (
 )
 
 
-def split_point(table: Table, *, region: str) -> bytes | None:
+def split_point(table: TableHandle, *, region: str) -> bytes | None:
     """The row nearest the middle of ``region``'s cells (all families), or None.
 
     The key returned is a row of the region's data whose rows before it hold as close to
@@ -71,7 +71,7 @@ def split_point(table: Table, *, region: str) -> bytes | None:
     return _split_point(table, files)
 
 
-def _split_point(table: Table, files: Sequence[FileEntry]) -> bytes | None:
+def _split_point(table: TableHandle, files: Sequence[FileEntry]) -> bytes | None:
     if not files:
         return None
     readers = [StoreFileReader(table.fs, table.file_path(f), entry=f) for f in files]
@@ -246,7 +246,7 @@ def _plan_region(
 
 
 def _cut(
-    table: Table,
+    table: TableHandle,
     meta: TableMetadata,
     unit: _Unit,
     children: Sequence[Region],
@@ -299,7 +299,7 @@ def _cut(
     return out
 
 
-def _remove_quietly(table: Table, written: Iterable[WrittenFile]) -> None:
+def _remove_quietly(table: TableHandle, written: Iterable[WrittenFile]) -> None:
     """Best effort: delete files a failed job wrote (they are unreferenced anyway)."""
     for w in written:
         with contextlib.suppress(OSError):
@@ -307,7 +307,7 @@ def _remove_quietly(table: Table, written: Iterable[WrittenFile]) -> None:
 
 
 def _run_parallel(
-    table: Table, tasks: Sequence[Callable[[], list[WrittenFile]]], *, max_workers: int
+    table: TableHandle, tasks: Sequence[Callable[[], list[WrittenFile]]], *, max_workers: int
 ) -> list[WrittenFile]:
     """Run the rewrite tasks on threads; on failure remove what the others wrote, re-raise."""
     if not tasks:
@@ -337,7 +337,7 @@ def _renumber(base_next: int, meta: TableMetadata, planned: Sequence[str]) -> di
 
 # --------------------------------------------------------------------------------- split
 def split(
-    table: Table,
+    table: TableHandle,
     *,
     region: str | None = None,
     at: bytes | str | Iterable[bytes | str] | None = None,
@@ -381,31 +381,65 @@ def split(
     started = time.perf_counter()
     meta = _latest(table, "split")
     job_id = new_job_id("split")
+    targets, skipped = _targets(table, meta, region, at)
+    plans = _plans(meta, targets)
+
+    def report(
+        plans: Sequence[_RegionPlan], version: int | None, written: Sequence[WrittenFile]
+    ) -> SplitReport:
+        return SplitReport(
+            table=meta.name,
+            job_id=job_id,
+            version=version,
+            splits=tuple(_region_split(p, written) for p in plans),
+            skipped_keys=tuple(skipped),
+            dry_run=dry_run,
+            seconds=time.perf_counter() - started,
+        )
+
+    if dry_run or not plans:
+        return report(plans, None, [])
+    tasks = [
+        functools.partial(
+            _cut, table, meta, u, p.children, job_id=job_id, row_group_cells=row_group_cells
+        )
+        for p in plans
+        for u in p.units
+    ]
+    written = _run_parallel(table, tasks, max_workers=max_workers)
+    try:
+        committed = _commit_split(table, meta, plans, written, job_id=job_id)
+    except BaseException:
+        _remove_quietly(table, written)
+        raise
+    table.refresh()
+    # Report the ids the commit actually used.
+    planned_ids = [c.id for p in plans for c in p.children]
+    ids = _renumber(meta.next_region_id, _before(committed, len(planned_ids)), planned_ids)
+    plans = [
+        dataclasses.replace(
+            p, children=tuple(dataclasses.replace(c, id=ids[c.id]) for c in p.children)
+        )
+        for p in plans
+    ]
+    written = [dataclasses.replace(w, region=ids[w.region]) for w in written]
+    from cellstore.jobs.index.local import after_regions_change
+
+    after_regions_change(table, [c.id for p in plans for c in p.children])  # local indexes
+    return report(plans, committed.version, written)
+
+
+def _targets(
+    table: TableHandle,
+    meta: TableMetadata,
+    region: str | None,
+    at: bytes | str | Iterable[bytes | str] | None,
+) -> tuple[dict[str, list[bytes]], list[bytes]]:
+    """The split keys per region id, and the keys skipped (already region boundaries)."""
     targets: dict[str, list[bytes]] = {}
     skipped: list[bytes] = []
-    if at is not None:
-        keys = _split_keys(at)
-        boundaries = {r.start for r in meta.regions}
-        only = _region(meta, region) if region is not None else None
-        for key in keys:
-            if key in boundaries:
-                skipped.append(key)
-                continue
-            owner = meta.regions[region_of(meta.split_keys, key)]
-            if only is not None and owner.id != only.id:
-                raise InvalidRowRangeError(
-                    f"table {meta.name}: split key '{to_string_binary(key)}' is outside "
-                    f"region {only.id} {_bounds(only)}"
-                )
-            targets.setdefault(owner.id, []).append(key)
-    else:
-        sizes = region_sizes(meta)
-        if region is not None:
-            chosen = _region(meta, region)
-        else:
-            if not any(sizes.values()):
-                raise InvalidArgumentError(f"table {meta.name} holds no data to split")
-            chosen = max(meta.regions, key=lambda r: sizes[r.id])  # first of equals
+    if at is None:
+        chosen = _largest_or(meta, region)
         files = [f for f in meta.files if f.region == chosen.id]
         if not files:
             raise InvalidArgumentError(
@@ -418,108 +452,82 @@ def split(
                 f"table {meta.name}: region {chosen.id} {_bounds(chosen)} holds a single "
                 "row; it cannot be split"
             )
-        targets[chosen.id] = [point]
+        return {chosen.id: [point]}, skipped
+    boundaries = {r.start for r in meta.regions}
+    only = _region(meta, region) if region is not None else None
+    for key in _split_keys(at):
+        if key in boundaries:
+            skipped.append(key)
+            continue
+        owner = meta.regions[region_of(meta.split_keys, key)]
+        if only is not None and owner.id != only.id:
+            raise InvalidRowRangeError(
+                f"table {meta.name}: split key '{to_string_binary(key)}' is outside "
+                f"region {only.id} {_bounds(only)}"
+            )
+        targets.setdefault(owner.id, []).append(key)
+    return targets, skipped
 
+
+def _largest_or(meta: TableMetadata, region: str | None) -> Region:
+    """Region ``region``, or (None) the largest by bytes, the first of equals."""
+    if region is not None:
+        return _region(meta, region)
+    sizes = region_sizes(meta)
+    if not any(sizes.values()):
+        raise InvalidArgumentError(f"table {meta.name} holds no data to split")
+    return max(meta.regions, key=lambda r: sizes[r.id])  # first of equals
+
+
+def _plans(meta: TableMetadata, targets: Mapping[str, list[bytes]]) -> list[_RegionPlan]:
+    """One plan per region to split, in key order (children ids ascend with keys)."""
     plans: list[_RegionPlan] = []
     next_id = meta.next_region_id
     unit_no = 0
-    for r in meta.regions:  # key order: children ids ascend with keys
+    for r in meta.regions:
         if r.id not in targets:
             continue
         p = _plan_region(meta, r, targets[r.id], first_id=next_id, first_unit=unit_no)
         plans.append(p)
         next_id += len(p.children)
         unit_no += len(p.units)
+    return plans
 
-    def report(version: int | None, written: Sequence[WrittenFile]) -> SplitReport:
-        out = []
-        for p in plans:
-            ids = {c.id for c in p.children}
-            mine = [w for w in written if w.region in ids]
-            out.append(
-                RegionSplit(
-                    parent=p.parent.id,
-                    start=p.parent.start,
-                    end=p.parent.end,
-                    keys=p.keys,
-                    children=tuple(c.id for c in p.children),
-                    files_reassigned=len(p.reassigned),
-                    files_cut=sum(len(u.entries) for u in p.units),
-                    files_written=len(mine),
-                    cells_rewritten=sum(w.info.cells for w in mine),
-                    bytes_written=sum(w.info.size for w in mine),
-                )
-            )
-        return SplitReport(
-            table=meta.name,
-            job_id=job_id,
-            version=version,
-            splits=tuple(out),
-            skipped_keys=tuple(skipped),
-            dry_run=dry_run,
-            seconds=time.perf_counter() - started,
-        )
 
-    if dry_run or not plans:
-        return report(None, [])
+def _region_split(p: _RegionPlan, written: Sequence[WrittenFile]) -> RegionSplit:
+    """What the split of one region did (``written``: every file the split wrote)."""
+    ids = {c.id for c in p.children}
+    mine = [w for w in written if w.region in ids]
+    return RegionSplit(
+        parent=p.parent.id,
+        start=p.parent.start,
+        end=p.parent.end,
+        keys=p.keys,
+        children=tuple(c.id for c in p.children),
+        files_reassigned=len(p.reassigned),
+        files_cut=sum(len(u.entries) for u in p.units),
+        files_written=len(mine),
+        cells_rewritten=sum(w.info.cells for w in mine),
+        bytes_written=sum(w.info.size for w in mine),
+    )
 
-    tasks = [
-        functools.partial(
-            _cut, table, meta, u, p.children, job_id=job_id, row_group_cells=row_group_cells
-        )
-        for p in plans
-        for u in p.units
-    ]
-    written = _run_parallel(table, tasks, max_workers=max_workers)
+
+def _commit_split(
+    table: TableHandle,
+    meta: TableMetadata,
+    plans: Sequence[_RegionPlan],
+    written: Sequence[WrittenFile],
+    *,
+    job_id: str,
+) -> TableMetadata:
+    """Commit the children, the re-assigned files and the cut pieces in one commit."""
     # Every piece keeps its unit's seq (written into its footer too).
     added = [file_entry(w, seq=w.info.seq, load_id=job_id) for w in written]
     removed = [old for p in plans for old, _ in p.reassigned]
     removed += [e for p in plans for u in p.units for e in u.entries]
     moved = [new for p in plans for _, new in p.reassigned]
-    base_next = meta.next_region_id
     planned_ids = [c.id for p in plans for c in p.children]
     ours = {(e.path, e.family) for e in (*moved, *added)}
-
-    def change(staged: TableMetadata) -> dict[str, Any]:
-        current = {r.id: r for r in staged.regions}
-        for p in plans:
-            if current.get(p.parent.id) != p.parent:
-                raise JobConflictError(
-                    f"table {staged.name}: region {p.parent.id} {_bounds(p.parent)} was split "
-                    "or merged by another job while this split ran; nothing was committed, "
-                    "run the split again"
-                )
-        ids = _renumber(base_next, staged, planned_ids)
-        by_parent = {p.parent.id: p for p in plans}
-        files = []
-        for e in staged.files:
-            owner = by_parent.get(e.region)
-            if owner is not None:  # added to the parent by a concurrent load
-                lo = _child_index(owner.keys, e.first_row)
-                if lo != _child_index(owner.keys, e.last_row):
-                    raise JobConflictError(
-                        f"table {staged.name}: a concurrent commit added {e.path} to region "
-                        f"{owner.parent.id} across a split key while this split ran; nothing "
-                        "was committed, run the split again"
-                    )
-                e = dataclasses.replace(e, region=ids[owner.children[lo].id])
-            elif (e.path, e.family) in ours and ids[e.region] != e.region:
-                e = dataclasses.replace(e, region=ids[e.region])
-            files.append(e)
-        regions: list[Region] = []
-        for r in staged.regions:
-            owner = by_parent.get(r.id)
-            if owner is None:
-                regions.append(r)
-            else:
-                regions += [dataclasses.replace(c, id=ids[c.id]) for c in owner.children]
-        check_regions(regions)
-        return {
-            "regions": tuple(regions),
-            "next_region_id": staged.next_region_id + len(planned_ids),
-            "files": tuple(files),
-        }
-
     summary: dict[str, Any] = {
         "job-id": job_id,
         "regions-split": len(plans),
@@ -529,33 +537,70 @@ def split(
         "files-written": len(written),
         "bytes-written": sum(w.info.size for w in written),
     }
-    try:
-        committed = commit(
-            table.log,
-            Commit(
-                changes=[FileChange(remove=removed, add=[*moved, *added])],
-                operation="split",
-                summary=summary,
-                update=lambda staged: change(staged.meta),
+    return commit(
+        table.log,
+        Commit(
+            changes=[FileChange(remove=removed, add=[*moved, *added])],
+            operation="split",
+            summary=summary,
+            update=lambda staged: _split_change(
+                staged.meta, plans, meta.next_region_id, planned_ids, ours
             ),
-        ).metadata
-    except BaseException:
-        _remove_quietly(table, written)
-        raise
-    table.refresh()
-    # Report the ids the commit actually used.
-    ids = _renumber(base_next, _before(committed, len(planned_ids)), planned_ids)
-    plans = [
-        dataclasses.replace(
-            p, children=tuple(dataclasses.replace(c, id=ids[c.id]) for c in p.children)
-        )
-        for p in plans
-    ]
-    written = [dataclasses.replace(w, region=ids[w.region]) for w in written]
-    from cellstore.jobs.index.local import after_regions_change
+        ),
+    ).metadata
 
-    after_regions_change(table, [c.id for p in plans for c in p.children])  # local indexes
-    return report(committed.version, written)
+
+def _split_change(
+    staged: TableMetadata,
+    plans: Sequence[_RegionPlan],
+    base_next: int,
+    planned_ids: Sequence[str],
+    ours: set[tuple[str, str]],
+) -> dict[str, Any]:
+    """The split applied to the version being committed (which may hold others' commits).
+
+    Raises:
+        JobConflictError: a parent region changed, or a concurrent load added a file across
+            a split key.
+    """
+    current = {r.id: r for r in staged.regions}
+    for p in plans:
+        if current.get(p.parent.id) != p.parent:
+            raise JobConflictError(
+                f"table {staged.name}: region {p.parent.id} {_bounds(p.parent)} was split "
+                "or merged by another job while this split ran; nothing was committed, "
+                "run the split again"
+            )
+    ids = _renumber(base_next, staged, planned_ids)
+    by_parent = {p.parent.id: p for p in plans}
+    files = []
+    for e in staged.files:
+        owner = by_parent.get(e.region)
+        if owner is not None:  # added to the parent by a concurrent load
+            lo = _child_index(owner.keys, e.first_row)
+            if lo != _child_index(owner.keys, e.last_row):
+                raise JobConflictError(
+                    f"table {staged.name}: a concurrent commit added {e.path} to region "
+                    f"{owner.parent.id} across a split key while this split ran; nothing "
+                    "was committed, run the split again"
+                )
+            e = dataclasses.replace(e, region=ids[owner.children[lo].id])
+        elif (e.path, e.family) in ours and ids[e.region] != e.region:
+            e = dataclasses.replace(e, region=ids[e.region])
+        files.append(e)
+    regions: list[Region] = []
+    for r in staged.regions:
+        owner = by_parent.get(r.id)
+        if owner is None:
+            regions.append(r)
+        else:
+            regions += [dataclasses.replace(c, id=ids[c.id]) for c in owner.children]
+    check_regions(regions)
+    return {
+        "regions": tuple(regions),
+        "next_region_id": staged.next_region_id + len(planned_ids),
+        "files": tuple(files),
+    }
 
 
 def _before(committed: TableMetadata, created: int) -> TableMetadata:
