@@ -22,7 +22,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import click
 
@@ -570,10 +570,10 @@ def load_cmd(
             "hbase_table": hbase_table,
             "hbase_snapshot": hbase_snapshot,
             "hfile_settings": HFileSettings(
-                compression=hfile_compression or "none",
-                encoding=hfile_encoding or "none",
+                compression=cast(Any, hfile_compression or "none"),
+                encoding=cast(Any, hfile_encoding or "none"),
                 block_size=hfile_block_size,
-                bloom=hfile_bloom or "row",
+                bloom=cast(Any, hfile_bloom or "row"),
             ),
             "hfile_storage_options": dict(hfile_storage_options),
         }

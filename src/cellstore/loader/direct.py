@@ -11,7 +11,6 @@ files, which vacuum removes.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -39,6 +38,7 @@ from cellstore.core.metadata import UNASSIGNED_SEQ, FileEntry, TableMetadata
 from cellstore.core.regions import sorted_region_bounds
 from cellstore.core.rowkey import RowKeySpec, salt_bytes
 from cellstore.errors import BadCellError, InvalidArgumentError
+from cellstore.loader.settings import new_load_id
 from cellstore.manifest import TableLog
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL, write_rolled
 from cellstore.storefiles.writer import WrittenFile
@@ -47,6 +47,7 @@ __all__ = [
     "KeyKind",
     "WrittenFile",
     "commit_files",
+    "new_load_id",
     "normalize_cells",
     "now_ms",
     "salt_rows",
@@ -599,8 +600,3 @@ def commit_files(
         ),
     )
     return result.metadata, result.applied_before
-
-
-def new_load_id() -> str:
-    """A fresh, unique load id (sortable by creation time)."""
-    return f"{now_ms():013d}-{uuid.uuid4().hex[:12]}"

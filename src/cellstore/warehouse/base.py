@@ -6,8 +6,8 @@ it points at.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Self
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 import fsspec
 
@@ -58,6 +58,16 @@ class TableBase:
     def fs(self) -> fsspec.AbstractFileSystem:
         """The warehouse filesystem."""
         return self.warehouse.fs
+
+    @property
+    def root(self) -> str:
+        """The warehouse root path on :attr:`fs`."""
+        return self.warehouse.root
+
+    @property
+    def storage_options(self) -> Mapping[str, Any]:
+        """The warehouse's fsspec options (sent to load tasks with the table's URL)."""
+        return self.warehouse.storage_options
 
     @property
     def metadata(self) -> TableMetadata:
