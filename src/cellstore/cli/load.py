@@ -31,20 +31,22 @@ from cellstore.cli.loadopts import (
     SIZE,
     HFileFlags,
     InputFlags,
+    LoadFlags,
     hfile_options,
     input_options,
+    load_options,
     parse_size,
     read_mapping,
     text_options,
 )
 from cellstore.cli.output import JsonOutput, Output, human_bytes
-from cellstore.cli.params import FAMILY, LOAD_ID
+from cellstore.cli.params import FAMILY
 from cellstore.core.family import Family
 from cellstore.core.text import plural
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from cellstore.loader import HFileOutput, LoadKwargs, LoadMapping, LoadReport, LoadSettings
+    from cellstore.loader import HFileOutput, LoadReport, LoadSettings
     from cellstore.warehouse import Table, Warehouse
 
 __all__ = [
@@ -52,7 +54,6 @@ __all__ = [
     "SIZE",
     "LoadOutcome",
     "load_cmd",
-    "load_settings",
     "parse_size",
     "read_mapping",
     "render_load_report",
@@ -174,50 +175,6 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     click.echo("\n".join(lines))
 
 
-def load_settings(
-    mapping: LoadMapping,
-    *,
-    text: Any,
-    input_format: Any,
-    storage_options: dict[str, Any],
-    skip_bad_records: bool,
-    load_id: str | None,
-    memory_budget: int | None,
-    max_file_size: int | None,
-    max_files_per_region: int | None,
-    workers: int | None,
-    report_dir: str | None,
-    no_assign_seq_id: bool,
-) -> LoadSettings:
-    """The :class:`~cellstore.loader.LoadSettings` of ``cellstore load``'s flags.
-
-    Flags not given keep the settings' defaults; key-design findings go to the report
-    (printed), not to Python warnings.
-    """
-    from cellstore.loader import LoadSettings
-
-    sizes: LoadKwargs = {}
-    if memory_budget is not None:
-        sizes["memory_budget"] = memory_budget
-    if max_file_size is not None:
-        sizes["max_file_bytes"] = max_file_size
-    if max_files_per_region is not None:
-        sizes["max_files_per_region"] = max_files_per_region
-    settings = LoadSettings(
-        mapping=mapping,
-        format=input_format,
-        text=text,
-        storage_options=storage_options,
-        skip_bad_records=skip_bad_records,
-        key_advice="report",
-        load_id=load_id,
-        workers=workers,
-        report_dir=report_dir,
-        assign_seq_id=not no_assign_seq_id,
-    )
-    return replace(settings, **sizes) if sizes else settings
-
-
 @click.command("load")
 @click.argument("args", nargs=-1, required=True, metavar="[TABLE] INPUT...")
 @input_options(load=True)
@@ -247,63 +204,13 @@ def load_settings(
     help="With --create: Phoenix-style salting, one region per bucket.",
 )
 @click.option(
-    "--skip-bad-records",
-    is_flag=True,
-    help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.",
-)
-@click.option(
-    "--load-id",
-    type=LOAD_ID,
-    default=None,
-    help="Idempotency key: a load id the table already committed is not applied again.",
-)
-@click.option(
-    "--memory-budget",
-    type=SIZE,
-    default=None,
-    metavar="SIZE",
-    help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).",
-)
-@click.option(
-    "--max-file-size",
-    type=SIZE,
-    default=None,
-    metavar="SIZE",
-    help="Roll store files at about this many cell bytes (default 1G).",
-)
-@click.option(
-    "--max-files-per-region",
-    type=click.IntRange(1, 100_000),
-    default=None,
-    help="Spill mode: merge a region's sorted runs (per family) when there are more "
-    "than N (default 32, HBase's bulk-load limit).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(1, 1024),
-    default=None,
-    help="Parallel tasks (default: CPU count, or the cluster's threads).",
-)
-@click.option(
     "--scheduler",
     metavar="ADDRESS",
     default=None,
     help="Run on a dask.distributed scheduler (tcp://host:8786) instead of local threads.",
 )
-@click.option(
-    "--report-dir",
-    metavar="URL",
-    default=None,
-    help="Where the report and bad-records file go (default <table>/_loads).",
-)
+@load_options()
 @hfile_options()
-@click.option(
-    "--no-assign-seq-id",
-    is_flag=True,
-    help="Commit without a sequence number, like HBase's bulk load with "
-    "hbase.mapreduce.bulkload.assign.sequenceNumbers=false: at equal row, column, "
-    "timestamp and type the cells already in the table win (not with --hfile-output).",
-)
 @pass_cli_context
 def load_cmd(
     cli_ctx: CliContext,
@@ -314,16 +221,9 @@ def load_cmd(
     families: tuple[Family, ...],
     regions: int | None,
     salt_buckets: int | None,
-    skip_bad_records: bool,
-    load_id: str | None,
-    memory_budget: int | None,
-    max_file_size: int | None,
-    max_files_per_region: int | None,
-    workers: int | None,
     scheduler: str | None,
-    report_dir: str | None,
+    load_flags: LoadFlags,
     hfile_flags: HFileFlags,
-    no_assign_seq_id: bool,
 ) -> None:
     """Bulk-load INPUT files (CSV, TSV, JSON lines, Parquet; paths, URLs or globs) into TABLE.
 
@@ -352,21 +252,7 @@ def load_cmd(
     if regions is not None and salt_buckets is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
     output = hfile_flags.output()
-    mapping, text, fmt, in_opts = input_flags.resolve()
-    settings = load_settings(
-        mapping,
-        text=text,
-        input_format=fmt,
-        storage_options=in_opts,
-        skip_bad_records=skip_bad_records,
-        load_id=load_id,
-        memory_budget=memory_budget,
-        max_file_size=max_file_size,
-        max_files_per_region=max_files_per_region,
-        workers=workers,
-        report_dir=report_dir,
-        no_assign_seq_id=no_assign_seq_id,
-    )
+    settings = load_flags.settings(input_flags)
     table, inputs = _table_and_inputs(cli_ctx, args, tableless_ok=output is not None and not create)
     if table is None:
         assert output is not None  # tableless_ok

@@ -22,18 +22,20 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import click
 
-from cellstore.cli.params import STORAGE_OPTION, _ParamType
+from cellstore.cli.params import LOAD_ID, STORAGE_OPTION, _ParamType
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from cellstore.loader import HFileOutput, LoadMapping, TextOptions
+    from cellstore.loader import HFileOutput, LoadMapping, LoadSettings, TextOptions
 
 __all__ = [
     "SIZE",
     "HFileFlags",
     "InputFlags",
+    "LoadFlags",
     "hfile_options",
     "input_options",
+    "load_options",
     "parse_size",
     "read_mapping",
     "text_options",
@@ -324,6 +326,122 @@ def input_options(*, load: bool) -> Callable[[F], F]:
     return _collect(specs, "input_flags", lambda values: InputFlags(**values))
 
 
+# ------------------------------------------------------------------------- load flags
+@dataclass(frozen=True, kw_only=True)
+class LoadFlags:
+    """``load``'s flags that become :class:`~cellstore.loader.LoadSettings` fields.
+
+    Attributes:
+        skip_bad_records: ``--skip-bad-records``.
+        load_id: ``--load-id``.
+        memory_budget: ``--memory-budget``.
+        max_file_bytes: ``--max-file-size``.
+        max_files_per_region: ``--max-files-per-region``.
+        workers: ``--workers``.
+        report_dir: ``--report-dir``.
+        no_assign_seq_id: ``--no-assign-seq-id``.
+    """
+
+    skip_bad_records: bool = False
+    load_id: str | None = None
+    memory_budget: int | None = None
+    max_file_bytes: int | None = None
+    max_files_per_region: int | None = None
+    workers: int | None = None
+    report_dir: str | None = None
+    no_assign_seq_id: bool = False
+
+    def settings(self, input_flags: InputFlags) -> LoadSettings:
+        """The load's settings: these flags and the mapping and input of ``input_flags``.
+
+        Flags not given keep the settings' defaults; key-design findings go to the
+        report (printed), not to Python warnings.
+
+        Raises:
+            click.UsageError: both or neither of ``--mapping`` and inline options.
+        """
+        from cellstore.loader import LoadSettings
+
+        mapping, text, fmt, in_opts = input_flags.resolve()
+        sizes: dict[str, Any] = {
+            "memory_budget": self.memory_budget,
+            "max_file_bytes": self.max_file_bytes,
+            "max_files_per_region": self.max_files_per_region,
+        }
+        return LoadSettings(
+            mapping=mapping,
+            format=fmt,
+            text=text,
+            storage_options=in_opts,
+            skip_bad_records=self.skip_bad_records,
+            key_advice="report",
+            load_id=self.load_id,
+            workers=self.workers,
+            report_dir=self.report_dir,
+            assign_seq_id=not self.no_assign_seq_id,
+            **{k: v for k, v in sizes.items() if v is not None},
+        )
+
+
+def load_options() -> Callable[[F], F]:
+    """``load``'s settings flags, passed to the command as ``load_flags``."""
+    specs: list[OptionSpec] = [
+        _opt(
+            "--skip-bad-records",
+            is_flag=True,
+            help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.",
+        ),
+        _opt(
+            "--load-id",
+            type=LOAD_ID,
+            default=None,
+            help="Idempotency key: a load id the table already committed is not applied again.",
+        ),
+        _opt(
+            "--memory-budget",
+            type=SIZE,
+            default=None,
+            metavar="SIZE",
+            help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).",
+        ),
+        _opt(
+            "--max-file-size",
+            "max_file_bytes",
+            type=SIZE,
+            default=None,
+            metavar="SIZE",
+            help="Roll store files at about this many cell bytes (default 1G).",
+        ),
+        _opt(
+            "--max-files-per-region",
+            type=click.IntRange(1, 100_000),
+            default=None,
+            help="Spill mode: merge a region's sorted runs (per family) when there are more "
+            "than N (default 32, HBase's bulk-load limit).",
+        ),
+        _opt(
+            "--workers",
+            type=click.IntRange(1, 1024),
+            default=None,
+            help="Parallel tasks (default: CPU count, or the cluster's threads).",
+        ),
+        _opt(
+            "--report-dir",
+            metavar="URL",
+            default=None,
+            help="Where the report and bad-records file go (default <table>/_loads).",
+        ),
+        _opt(
+            "--no-assign-seq-id",
+            is_flag=True,
+            help="Commit without a sequence number, like HBase's bulk load with "
+            "hbase.mapreduce.bulkload.assign.sequenceNumbers=false: at equal row, column, "
+            "timestamp and type the cells already in the table win (not with --hfile-output).",
+        ),
+    ]
+    return _collect(specs, "load_flags", lambda values: LoadFlags(**values))
+
+
 # ------------------------------------------------------------------------ HFile output
 @dataclass(frozen=True, kw_only=True)
 class HFileFlags:
@@ -386,19 +504,18 @@ class HFileFlags:
         from cellstore.loader import HFileOutput
         from cellstore.storefiles.hfile.options import HFileOptions
 
+        sources = ("split_keys", "hbase_root", "hbase_table", "hbase_snapshot")
+        options = HFileOptions(
+            compression=cast(Any, self.hfile_compression or "none"),
+            encoding=cast(Any, self.hfile_encoding or "none"),
+            block_size=self.hfile_block_size,
+            bloom=cast(Any, self.hfile_bloom or "row"),
+        )
         return HFileOutput(
             output=self.hfile_output,
-            split_keys=self.split_keys,
-            hbase_root=self.hbase_root,
-            hbase_table=self.hbase_table,
-            hbase_snapshot=self.hbase_snapshot,
-            hfile_settings=HFileOptions(
-                compression=cast(Any, self.hfile_compression or "none"),
-                encoding=cast(Any, self.hfile_encoding or "none"),
-                block_size=self.hfile_block_size,
-                bloom=cast(Any, self.hfile_bloom or "row"),
-            ),
+            hfile_settings=options,
             output_storage_options=dict(self.hfile_storage_options),
+            **{k: getattr(self, k) for k in sources},
         )
 
 

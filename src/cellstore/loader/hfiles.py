@@ -249,34 +249,26 @@ class HFileRegions:
     unsupported: Mapping[str, str] = field(default_factory=dict)
 
 
-def hfile_regions(
-    metadata: TableMetadata | None,
-    *,
-    split_keys: Sequence[bytes | str] | str | None = None,
-    hbase_root: str | None = None,
-    hbase_table: str | None = None,
-    hbase_snapshot: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> HFileRegions:
+def hfile_regions(metadata: TableMetadata | None, output: HFileOutput) -> HFileRegions:
     """Resolve where a ``hfile_output`` load's regions and family settings come from.
 
     Args:
         metadata: The cellstore table (its regions are the default), or None for a
             table-less load (:func:`write_hfiles`), whose default is one region holding
             every key.
-        split_keys: Split keys (bytes or printable-form strings), or the path/URL of a
-            split-key file.
-        hbase_root: An HBase root directory (or an exported snapshot's) holding the
-            target table.
-        hbase_table: The target table in ``hbase_root`` (``ns:table``).
-        hbase_snapshot: A snapshot of the target table in ``hbase_root``.
-        storage_options: fsspec options for the split-key file and ``hbase_root``.
+        output: The output: its ``split_keys`` (bytes or printable-form strings, or the
+            path/URL of a split-key file), or its ``hbase_root`` (an HBase root directory
+            or exported snapshot) with ``hbase_table`` or ``hbase_snapshot``; its
+            ``output_storage_options`` apply to the split-key file and ``hbase_root``.
 
     Raises:
         InvalidArgumentError: conflicting sources, bad split keys (naming the line), an
             HBase family setting the writer does not support.
         TableNotFoundError, SnapshotNotFoundError: an unknown HBase table or snapshot.
     """
+    split_keys, hbase_root = output.split_keys, output.hbase_root
+    hbase_table, hbase_snapshot = output.hbase_table, output.hbase_snapshot
+    storage_options = output.output_storage_options
     if split_keys is not None and hbase_root is not None:
         raise InvalidArgumentError("give split_keys or hbase_root, not both")
     if hbase_root is None and (hbase_table is not None or hbase_snapshot is not None):
@@ -491,14 +483,7 @@ def run_hfile_load(
     assert settings.load_id is not None  # resolved
     mapping = load_mapping(settings)
     metadata = table.log.read(table.log.latest_version()) if table is not None else None
-    target = hfile_regions(
-        metadata,
-        split_keys=output.split_keys,
-        hbase_root=output.hbase_root,
-        hbase_table=output.hbase_table,
-        hbase_snapshot=output.hbase_snapshot,
-        storage_options=output.output_storage_options,
-    )
+    target = hfile_regions(metadata, output)
     if metadata is None:
         name = output.table if output.table is not None else target.table
         metadata = tableless_metadata(mapping, name=name)

@@ -73,31 +73,35 @@ __all__ = [
 
 
 class LoadableTable(Protocol):
-    """What the loader needs of a table handle (``warehouse.Table`` has it all)."""
+    """What the loader needs of a table handle (``warehouse.Table`` has it all).
 
-    @property
-    def name(self) -> Any:
-        """The table's name."""
-
-    @property
-    def path(self) -> str:
-        """The table directory on :attr:`fs`."""
-
-    @property
-    def log(self) -> TableLog:
-        """The table's metadata log."""
+    The loader reads the newest version from ``log`` and writes under ``path`` on
+    ``fs``; tasks get the table as ``fs``'s URL of ``path`` plus ``storage_options``.
+    """
 
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
-        """The warehouse filesystem."""
+        """Where the warehouse is."""
 
     @property
     def root(self) -> str:
         """The warehouse root (exclusive create is checked there)."""
 
     @property
+    def path(self) -> str:
+        """The table directory on :attr:`fs`."""
+
+    @property
     def storage_options(self) -> Mapping[str, Any]:
         """The fsspec options of :attr:`fs` (sent to the tasks with the table URL)."""
+
+    @property
+    def log(self) -> TableLog:
+        """The table's version log (the loader commits through it)."""
+
+    @property
+    def name(self) -> Any:
+        """The table's name."""
 
 
 # ------------------------------------------------------------------------------ steps

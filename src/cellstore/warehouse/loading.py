@@ -204,19 +204,17 @@ class TableLoading(TableBase):
         """
         self._writable("load into")
         resolved = _settings(settings, overrides)
-        hfile_args = (split_keys, hbase_root, hbase_table, hbase_snapshot, hfile_settings)
+        legacy: dict[str, Any] = {
+            "split_keys": split_keys,
+            "hbase_root": hbase_root,
+            "hbase_table": hbase_table,
+            "hbase_snapshot": hbase_snapshot,
+            "hfile_settings": hfile_settings,
+        }
         if hfile_output is not None:
-            output = HFileOutput(
-                output=hfile_output,
-                split_keys=split_keys,
-                hbase_root=hbase_root,
-                hbase_table=hbase_table,
-                hbase_snapshot=hbase_snapshot,
-                hfile_settings=hfile_settings,
-                output_storage_options=hfile_storage_options,
-            )
-            return self.write_hfiles(source, output, resolved)
-        if any(a is not None for a in hfile_args):
+            legacy["output_storage_options"] = hfile_storage_options
+            return self.write_hfiles(source, HFileOutput(output=hfile_output, **legacy), resolved)
+        if any(a is not None for a in legacy.values()):
             raise InvalidArgumentError(
                 "split_keys, hbase_root, hbase_table, hbase_snapshot and hfile_settings "
                 "apply only with hfile_output"
