@@ -36,7 +36,6 @@ from cellstore.cli.loadopts import (
     input_options,
     load_options,
     parse_size,
-    read_mapping,
     text_options,
 )
 from cellstore.cli.output import JsonOutput, Output, human_bytes
@@ -55,7 +54,6 @@ __all__ = [
     "LoadOutcome",
     "load_cmd",
     "parse_size",
-    "read_mapping",
     "render_load_report",
     "text_options",
 ]

@@ -14,6 +14,7 @@ Nothing here imports pyarrow (the loader is imported inside the methods).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -37,7 +38,6 @@ __all__ = [
     "input_options",
     "load_options",
     "parse_size",
-    "read_mapping",
     "text_options",
 ]
 
@@ -103,33 +103,6 @@ def text_options(
     if column_names is not None:
         text_opts["column_names"] = tuple(c.strip() for c in column_names.split(","))
     return TextOptions.from_options(text_opts)
-
-
-def read_mapping(
-    *,
-    mapping_path: str | None,
-    row_key: str | None,
-    columns: Sequence[str],
-    timestamp: str | None,
-    operation: str | None,
-    storage_options: dict[str, Any],
-) -> LoadMapping:
-    """The mapping from ``--mapping FILE`` or the inline options (not both).
-
-    Raises:
-        click.UsageError: both, or neither, given.
-    """
-    from cellstore.loader import LoadMapping
-
-    if mapping_path is not None and (row_key or columns or timestamp or operation):
-        raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
-    if mapping_path is None and not columns:
-        raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
-    if mapping_path is not None:
-        return LoadMapping.from_file(mapping_path, storage_options=storage_options)
-    return _inline_mapping(
-        row_key=row_key, columns=columns, timestamp=timestamp, operation=operation
-    )
 
 
 def _inline_mapping(
@@ -225,6 +198,28 @@ class InputFlags:
         text = self.input_format or self.delimiter or self.no_header or self.column_names
         return self.mapping_given or bool(text)
 
+    def mapping(self, storage_options: dict[str, Any]) -> LoadMapping:
+        """The mapping from ``--mapping FILE`` (read with ``storage_options``) or inline.
+
+        Raises:
+            click.UsageError: both, or neither, given.
+        """
+        from cellstore.loader import LoadMapping
+
+        inline = self.row_key or self.columns or self.timestamp or self.operation
+        if self.mapping_path is not None and inline:
+            raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
+        if self.mapping_path is None and not self.columns:
+            raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
+        if self.mapping_path is not None:
+            return LoadMapping.from_file(self.mapping_path, storage_options=storage_options)
+        return _inline_mapping(
+            row_key=self.row_key,
+            columns=self.columns,
+            timestamp=self.timestamp,
+            operation=self.operation,
+        )
+
     def resolve(self) -> tuple[LoadMapping, TextOptions, Any, dict[str, Any]]:
         """The mapping, text options, input format and input storage options.
 
@@ -232,14 +227,7 @@ class InputFlags:
             click.UsageError: both or neither of ``--mapping`` and inline options.
         """
         options = dict(self.input_storage_options)
-        mapping = read_mapping(
-            mapping_path=self.mapping_path,
-            row_key=self.row_key,
-            columns=self.columns,
-            timestamp=self.timestamp,
-            operation=self.operation,
-            storage_options=options,
-        )
+        mapping = self.mapping(options)
         text = text_options(
             mapping,
             delimiter=self.delimiter,
@@ -363,23 +351,19 @@ class LoadFlags:
         from cellstore.loader import LoadSettings
 
         mapping, text, fmt, in_opts = input_flags.resolve()
-        sizes: dict[str, Any] = {
-            "memory_budget": self.memory_budget,
-            "max_file_bytes": self.max_file_bytes,
-            "max_files_per_region": self.max_files_per_region,
+        given = {
+            k: v
+            for k, v in dataclasses.asdict(self).items()
+            if k != "no_assign_seq_id" and v is not None
         }
         return LoadSettings(
             mapping=mapping,
             format=fmt,
             text=text,
             storage_options=in_opts,
-            skip_bad_records=self.skip_bad_records,
             key_advice="report",
-            load_id=self.load_id,
-            workers=self.workers,
-            report_dir=self.report_dir,
             assign_seq_id=not self.no_assign_seq_id,
-            **{k: v for k, v in sizes.items() if v is not None},
+            **given,
         )
 
 
@@ -394,13 +378,11 @@ def load_options() -> Callable[[F], F]:
         _opt(
             "--load-id",
             type=LOAD_ID,
-            default=None,
             help="Idempotency key: a load id the table already committed is not applied again.",
         ),
         _opt(
             "--memory-budget",
             type=SIZE,
-            default=None,
             metavar="SIZE",
             help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).",
         ),
@@ -408,27 +390,23 @@ def load_options() -> Callable[[F], F]:
             "--max-file-size",
             "max_file_bytes",
             type=SIZE,
-            default=None,
             metavar="SIZE",
             help="Roll store files at about this many cell bytes (default 1G).",
         ),
         _opt(
             "--max-files-per-region",
             type=click.IntRange(1, 100_000),
-            default=None,
             help="Spill mode: merge a region's sorted runs (per family) when there are more "
             "than N (default 32, HBase's bulk-load limit).",
         ),
         _opt(
             "--workers",
             type=click.IntRange(1, 1024),
-            default=None,
             help="Parallel tasks (default: CPU count, or the cluster's threads).",
         ),
         _opt(
             "--report-dir",
             metavar="URL",
-            default=None,
             help="Where the report and bad-records file go (default <table>/_loads).",
         ),
         _opt(
@@ -526,7 +504,6 @@ def hfile_options() -> Callable[[F], F]:
         _opt(
             "--hfile-output",
             metavar="DIR",
-            default=None,
             help="Write HBase bulk-load HFiles to DIR (DIR/<family>/<hex>, absent or empty) "
             "instead of committing, like ImportTsv -Dimporttsv.bulk.output; then run "
             "'hbase completebulkload DIR TABLE'.",
@@ -534,48 +511,41 @@ def hfile_options() -> Callable[[F], F]:
         _opt(
             "--split-keys",
             metavar="FILE",
-            default=None,
             help=with_output + "the HBase table's split keys, one per line, \\xNN "
             "escapes as the HBase shell prints them (default: this table's regions).",
         ),
         _opt(
             "--hbase-root",
             metavar="ROOT",
-            default=None,
             help=with_output + "HBase root dir (or exported snapshot) of the target "
             "table: its regions and family settings are used.",
         ),
         _opt(
             "--hbase-table",
             metavar="NS:TABLE",
-            default=None,
             help="With --hbase-root: the target table.",
         ),
         _opt(
             "--hbase-snapshot",
             metavar="NAME",
-            default=None,
             help="With --hbase-root: a snapshot of the target table.",
         ),
         _opt(
             "--hfile-compression",
             "hfile_compression",
             type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
-            default=None,
             help=with_output + "codec of families without an HBase descriptor (default none).",
         ),
         _opt(
             "--hfile-encoding",
             "hfile_encoding",
             type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
-            default=None,
             help=with_output + "data block encoding (default none).",
         ),
         _opt(
             "--hfile-block-size",
             "hfile_block_size",
             type=SIZE,
-            default=None,
             metavar="SIZE",
             help=with_output + "data block size (default: the family's, 64K).",
         ),
@@ -583,7 +553,6 @@ def hfile_options() -> Callable[[F], F]:
             "--hfile-bloom",
             "hfile_bloom",
             type=click.Choice(["none", "row", "rowcol"]),
-            default=None,
             help=with_output + "Bloom filter type (default row).",
         ),
         _opt(
