@@ -214,6 +214,32 @@ def _by_region(plan: LoadPlan, records: pa.Table) -> list[tuple[int, pa.Table]]:
     ]
 
 
+def _write_store_files(
+    plan: LoadPlan,
+    fs: fsspec.AbstractFileSystem,
+    path: str,
+    records: pa.Table,
+    region: int,
+    *,
+    name: str,
+    max_file_bytes: int,
+) -> tuple[list[WrittenFile], int]:
+    """Sort one region's records and write its store files (one roll set per family)."""
+    return write_region(
+        fs,
+        path,
+        records=records,
+        bound=plan.bound,
+        families=plan.target.families,
+        region_id=plan.target.regions[region].id,
+        name=name,
+        seq=plan.seq,
+        load_id=plan.load_id,
+        max_file_bytes=max_file_bytes,
+        row_group_cells=plan.settings.row_group_cells,
+    )
+
+
 def _write_runs(plan: LoadPlan, held: list[pa.Table], stem: str) -> tuple[list[WrittenFile], int]:
     """Write one sorted run per region of the records in ``held`` (which it empties).
 
@@ -227,18 +253,8 @@ def _write_runs(plan: LoadPlan, held: list[pa.Table], stem: str) -> tuple[list[W
     by_region.reverse()
     while by_region:
         r, part = by_region.pop()
-        files, d = write_region(
-            fs,
-            path,
-            records=part,
-            bound=plan.bound,
-            families=plan.target.families,
-            region_id=plan.target.regions[r].id,
-            name=stem,
-            seq=plan.seq,
-            load_id=plan.load_id,
-            max_file_bytes=plan.run_file_bytes,
-            row_group_cells=plan.settings.row_group_cells,
+        files, d = _write_store_files(
+            plan, fs, path, part, r, name=stem, max_file_bytes=plan.run_file_bytes
         )
         del part
         release_memory()
@@ -333,18 +349,14 @@ def reduce_region(plan: LoadPlan, region: int, *parts: pa.Table | TaskOutput | N
         )
         return TaskOutput(-1, 0, 0, (), (), dropped, (), hfiles=tuple(hfiles))
     fs, path = _filesystem(plan)
-    files, dropped = write_region(
+    files, dropped = _write_store_files(
+        plan,
         fs,
         path,
-        records=records,
-        bound=plan.bound,
-        families=plan.target.families,
-        region_id=plan.target.regions[region].id,
+        records,
+        region,
         name=plan.region_file_stem(region),
-        seq=plan.seq,
-        load_id=plan.load_id,
         max_file_bytes=plan.settings.max_file_bytes,
-        row_group_cells=plan.settings.row_group_cells,
     )
     return TaskOutput(-1, 0, 0, (), tuple(files), dropped, ())
 
