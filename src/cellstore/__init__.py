@@ -16,15 +16,30 @@ from cellstore.errors import CellstoreError
 
 if TYPE_CHECKING:
     from cellstore.core.cells import CellType
+    from cellstore.loader.settings import HFileOutput, LoadSettings
+    from cellstore.storefiles.hfile.options import HFileOptions
     from cellstore.warehouse import connect
 
 __version__ = CELLSTORE_VERSION
 
-__all__ = ["CellType", "CellstoreError", "Family", "KeepDeletedCells", "__version__", "connect"]
+__all__ = [
+    "CellType",
+    "CellstoreError",
+    "Family",
+    "HFileOptions",
+    "HFileOutput",
+    "KeepDeletedCells",
+    "LoadSettings",
+    "__version__",
+    "connect",
+]
 
 #: Public names imported on first access, and the module that defines each.
 _LAZY = {
     "CellType": "cellstore.core.cells",
+    "HFileOptions": "cellstore.storefiles.hfile.options",
+    "HFileOutput": "cellstore.loader.settings",
+    "LoadSettings": "cellstore.loader.settings",
     "connect": "cellstore.warehouse",
 }
 

@@ -14,13 +14,13 @@ The warehouse and the loader (pyarrow) are imported inside the command body only
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.loadopts import InputFlags, input_options
 from cellstore.cli.output import JsonOutput, Output
-from cellstore.cli.params import STORAGE_OPTION
 
 if TYPE_CHECKING:
     from cellstore.loader.advise import KeyAdvice
@@ -87,35 +87,7 @@ def render_advice(output: Output, advice: KeyAdvice) -> None:
 @click.command("advise")
 @click.argument("table")
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...")
-@click.option(
-    "--mapping",
-    "mapping_path",
-    metavar="FILE",
-    help="Mapping file of the load to check (TOML or JSON; any fsspec URL).",
-)
-@click.option(
-    "--row-key",
-    metavar="COLUMN[:CODEC]",
-    help="Inline mapping: the row-key column (as for 'load').",
-)
-@click.option(
-    "--column",
-    "columns",
-    multiple=True,
-    metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
-    help="Inline mapping: a cell column (repeatable, as for 'load').",
-)
-@click.option(
-    "--format",
-    "input_format",
-    type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
-    help="Input format (default: from each file's extension).",
-)
-@click.option("--delimiter", metavar="CHAR", help="CSV field delimiter (default , or tab).")
-@click.option("--no-header", is_flag=True, help="Text files have no header line.")
-@click.option(
-    "--column-names", metavar="A,B,...", help="Input column names (required with --no-header)."
-)
+@input_options(load=False)
 @click.option(
     "--salt-buckets",
     type=click.IntRange(1, 256),
@@ -137,31 +109,17 @@ def render_advice(output: Output, advice: KeyAdvice) -> None:
     help="Row keys (input records) to sample at most (default 100000).",
 )
 @click.option("--strict", is_flag=True, help="Exit with 1 when there are warnings.")
-@click.option(
-    "--input-storage-option",
-    "input_storage_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for the inputs' filesystem (repeatable).",
-)
 @pass_cli_context
 def advise_cmd(
     cli_ctx: CliContext,
     *,
     table: str,
     inputs: tuple[str, ...],
-    mapping_path: str | None,
-    row_key: str | None,
-    columns: tuple[str, ...],
-    input_format: str | None,
-    delimiter: str | None,
-    no_header: bool,
-    column_names: str | None,
+    input_flags: InputFlags,
     salt_buckets: int | None,
     regions: int | None,
     sample_keys: int | None,
     strict: bool,
-    input_storage_options: tuple[tuple[str, Any], ...],
 ) -> None:
     """Row-key design advice for loading INPUT files into TABLE, or for TABLE's data.
 
@@ -175,15 +133,13 @@ def advise_cmd(
       cellstore advise ns:new in.parquet --row-key id --column d:v=v --salt-buckets 16
       cellstore advise ns:events --output json
     """  # noqa: D301 (click's \b marker)
-    from cellstore.cli.load import read_mapping, text_options
     from cellstore.errors import TableNotFoundError
     from cellstore.loader.advise import DEFAULT_SAMPLE_KEYS, advise_input
 
     sample = sample_keys or DEFAULT_SAMPLE_KEYS
-    mapping_given = bool(mapping_path or row_key or columns)
-    if not inputs and (mapping_given or input_format or delimiter or no_header or column_names):
+    if not inputs and input_flags.input_given:
         raise click.UsageError("mapping and input options need INPUT files")
-    if inputs and not mapping_given:
+    if inputs and not input_flags.mapping_given:
         raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
     if salt_buckets is not None and regions is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
@@ -202,19 +158,7 @@ def advise_cmd(
     if not inputs:
         advice = warehouse.table(table).advise(sample_keys=sample)
     else:
-        in_opts = dict(input_storage_options)
-        mapping = read_mapping(
-            mapping_path=mapping_path,
-            row_key=row_key,
-            columns=columns,
-            timestamp=None,
-            operation=None,
-            storage_options=in_opts,
-        )
-        text = text_options(
-            mapping, delimiter=delimiter, no_header=no_header, column_names=column_names
-        )
-        fmt: Any = input_format or mapping.input_options.get("format")
+        mapping, text, fmt, in_opts = input_flags.resolve()
         if exists:
             advice = warehouse.table(table).advise(
                 list(inputs),

@@ -19,63 +19,44 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.loadopts import (
+    SIZE,
+    HFileFlags,
+    InputFlags,
+    LoadFlags,
+    hfile_options,
+    input_options,
+    load_options,
+    parse_size,
+    text_options,
+)
 from cellstore.cli.output import JsonOutput, Output, human_bytes
-from cellstore.cli.params import FAMILY, LOAD_ID, STORAGE_OPTION, _ParamType
+from cellstore.cli.params import FAMILY
 from cellstore.core.family import Family
 from cellstore.core.text import plural
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from cellstore.loader import LoadMapping, LoadReport, TextOptions
-    from cellstore.warehouse import Warehouse
+    from cellstore.loader import HFileOutput, LoadReport, LoadSettings
+    from cellstore.warehouse import Table, Warehouse
 
 __all__ = [
     "COMMANDS",
+    "SIZE",
     "LoadOutcome",
     "load_cmd",
     "parse_size",
-    "read_mapping",
     "render_load_report",
     "text_options",
 ]
-
-_SIZE: Final = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
-_UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """Bytes of a size like ``512M``, ``2GiB``, ``1048576`` (binary multiples).
-
-    Raises:
-        InvalidArgumentError: if the text is not a size.
-    """
-    m = _SIZE.match(text)
-    if m is None:
-        raise InvalidArgumentError(f"not a size: {text!r} (e.g. 512M, 2G, 1048576)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-class _SizeType(_ParamType[int]):
-    name = "size"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_size(str(value))
-        except InvalidArgumentError as e:
-            self.fail(str(e), param, ctx)
-
-
-SIZE: Final = _SizeType()
 
 
 class LoadOutcome:
@@ -192,132 +173,9 @@ def render_load_report(output: Output, outcome: LoadOutcome) -> None:
     click.echo("\n".join(lines))
 
 
-def text_options(
-    mapping: LoadMapping,
-    *,
-    delimiter: str | None,
-    no_header: bool,
-    column_names: str | None,
-    multiline: bool = False,
-) -> TextOptions:
-    """Text-input options: the mapping's ``[input]`` overridden by the command-line flags."""
-    from cellstore.loader import TextOptions
-
-    text_opts = dict(mapping.input_options)
-    text_opts.pop("format", None)
-    if multiline:
-        text_opts["multiline"] = True
-    if delimiter is not None:
-        text_opts["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
-    if no_header:
-        text_opts["header"] = False
-    if column_names is not None:
-        text_opts["column_names"] = tuple(c.strip() for c in column_names.split(","))
-    return TextOptions.from_options(text_opts)
-
-
-def read_mapping(
-    *,
-    mapping_path: str | None,
-    row_key: str | None,
-    columns: Sequence[str],
-    timestamp: str | None,
-    operation: str | None,
-    storage_options: dict[str, Any],
-) -> LoadMapping:
-    """The mapping from ``--mapping FILE`` or the inline options (not both).
-
-    Raises:
-        click.UsageError: both, or neither, given.
-    """
-    from cellstore.loader import LoadMapping
-
-    if mapping_path is not None and (row_key or columns or timestamp or operation):
-        raise click.UsageError("give --mapping or inline --row-key/--column options, not both")
-    if mapping_path is None and not columns:
-        raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
-    if mapping_path is not None:
-        return LoadMapping.from_file(mapping_path, storage_options=storage_options)
-    return _inline_mapping(
-        row_key=row_key, columns=columns, timestamp=timestamp, operation=operation
-    )
-
-
-def _inline_mapping(
-    *,
-    row_key: str | None,
-    columns: Sequence[str],
-    timestamp: str | None,
-    operation: str | None,
-) -> LoadMapping:
-    from cellstore.core.codecs import Codec
-    from cellstore.loader import KeyColumn, LoadMapping
-
-    key = None
-    if row_key is not None:
-        name, _, codec = row_key.partition(":")
-        key = KeyColumn(column=name, codec=Codec.parse(codec or "string"))
-    ts_col, unit = None, "ms"
-    if timestamp is not None:
-        ts_col, _, unit = timestamp.partition(":")
-        unit = unit or "ms"
-    return LoadMapping.simple(
-        row_key=key,
-        columns=list(columns),
-        timestamp=ts_col,
-        timestamp_unit=unit,  # type: ignore[arg-type]  # validated by LoadMapping
-        operation=operation,
-    )
-
-
 @click.command("load")
 @click.argument("args", nargs=-1, required=True, metavar="[TABLE] INPUT...")
-@click.option(
-    "--mapping",
-    "mapping_path",
-    metavar="FILE",
-    help="LoadMapping file (TOML or JSON; any fsspec URL).",
-)
-@click.option(
-    "--row-key",
-    metavar="COLUMN[:CODEC]",
-    help="Inline mapping: the row-key column (codec default string).",
-)
-@click.option(
-    "--column",
-    "columns",
-    multiple=True,
-    metavar="FAMILY:QUALIFIER=COLUMN[:CODEC]",
-    help="Inline mapping: a cell column (repeatable). FAMILY:{COL} takes the "
-    "qualifier from input column COL.",
-)
-@click.option(
-    "--timestamp",
-    metavar="COLUMN[:UNIT]",
-    help="Inline mapping: timestamp column, unit s|ms|us|ns (default: load time).",
-)
-@click.option(
-    "--operation",
-    metavar="COLUMN",
-    help="Inline mapping: column with Put/Delete/DeleteColumn/DeleteFamily/... ",
-)
-@click.option(
-    "--format",
-    "input_format",
-    type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
-    help="Input format (default: from each file's extension).",
-)
-@click.option("--delimiter", metavar="CHAR", help="CSV field delimiter (default , or tab).")
-@click.option("--no-header", is_flag=True, help="Text files have no header line.")
-@click.option(
-    "--column-names", metavar="A,B,...", help="Input column names (required with --no-header)."
-)
-@click.option(
-    "--multiline",
-    is_flag=True,
-    help="CSV/TSV: quoted values may span lines (default: one record per line; a "
-    "quote left open at the end of its line makes the record bad).",
-)
+@input_options(load=True)
 @click.option(
     "--create",
     is_flag=True,
@@ -344,172 +202,26 @@ def _inline_mapping(
     help="With --create: Phoenix-style salting, one region per bucket.",
 )
 @click.option(
-    "--skip-bad-records",
-    is_flag=True,
-    help="Skip bad records into <report dir>/<load id>.bad.jsonl; commit the rest.",
-)
-@click.option(
-    "--load-id",
-    type=LOAD_ID,
-    default=None,
-    help="Idempotency key: a load id the table already committed is not applied again.",
-)
-@click.option(
-    "--memory-budget",
-    type=SIZE,
-    default=None,
-    metavar="SIZE",
-    help="Memory the load may hold at once (e.g. 512M, 2G; default 1G).",
-)
-@click.option(
-    "--max-file-size",
-    type=SIZE,
-    default=None,
-    metavar="SIZE",
-    help="Roll store files at about this many cell bytes (default 1G).",
-)
-@click.option(
-    "--max-files-per-region",
-    type=click.IntRange(1, 100_000),
-    default=None,
-    help="Spill mode: merge a region's sorted runs (per family) when there are more "
-    "than N (default 32, HBase's bulk-load limit).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(1, 1024),
-    default=None,
-    help="Parallel tasks (default: CPU count, or the cluster's threads).",
-)
-@click.option(
     "--scheduler",
     metavar="ADDRESS",
     default=None,
     help="Run on a dask.distributed scheduler (tcp://host:8786) instead of local threads.",
 )
-@click.option(
-    "--report-dir",
-    metavar="URL",
-    default=None,
-    help="Where the report and bad-records file go (default <table>/_loads).",
-)
-@click.option(
-    "--input-storage-option",
-    "input_storage_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for the inputs' filesystem (repeatable).",
-)
-@click.option(
-    "--hfile-output",
-    metavar="DIR",
-    default=None,
-    help="Write HBase bulk-load HFiles to DIR (DIR/<family>/<hex>, absent or empty) "
-    "instead of committing, like ImportTsv -Dimporttsv.bulk.output; then run "
-    "'hbase completebulkload DIR TABLE'.",
-)
-@click.option(
-    "--split-keys",
-    "split_keys_file",
-    metavar="FILE",
-    default=None,
-    help="With --hfile-output: the HBase table's split keys, one per line, \\xNN "
-    "escapes as the HBase shell prints them (default: this table's regions).",
-)
-@click.option(
-    "--hbase-root",
-    metavar="ROOT",
-    default=None,
-    help="With --hfile-output: HBase root dir (or exported snapshot) of the target "
-    "table: its regions and family settings are used.",
-)
-@click.option(
-    "--hbase-table", metavar="NS:TABLE", default=None, help="With --hbase-root: the target table."
-)
-@click.option(
-    "--hbase-snapshot",
-    metavar="NAME",
-    default=None,
-    help="With --hbase-root: a snapshot of the target table.",
-)
-@click.option(
-    "--hfile-compression",
-    type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
-    default=None,
-    help="With --hfile-output: codec of families without an HBase descriptor (default none).",
-)
-@click.option(
-    "--hfile-encoding",
-    type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
-    default=None,
-    help="With --hfile-output: data block encoding (default none).",
-)
-@click.option(
-    "--hfile-block-size",
-    type=SIZE,
-    default=None,
-    metavar="SIZE",
-    help="With --hfile-output: data block size (default: the family's, 64K).",
-)
-@click.option(
-    "--hfile-bloom",
-    type=click.Choice(["none", "row", "rowcol"]),
-    default=None,
-    help="With --hfile-output: Bloom filter type (default row).",
-)
-@click.option(
-    "--hfile-storage-option",
-    "hfile_storage_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for --hfile-output, --split-keys and --hbase-root (repeatable).",
-)
-@click.option(
-    "--no-assign-seq-id",
-    is_flag=True,
-    help="Commit without a sequence number, like HBase's bulk load with "
-    "hbase.mapreduce.bulkload.assign.sequenceNumbers=false: at equal row, column, "
-    "timestamp and type the cells already in the table win (not with --hfile-output).",
-)
+@load_options()
+@hfile_options()
 @pass_cli_context
 def load_cmd(
     cli_ctx: CliContext,
     *,
     args: tuple[str, ...],
-    mapping_path: str | None,
-    row_key: str | None,
-    columns: tuple[str, ...],
-    timestamp: str | None,
-    operation: str | None,
-    input_format: str | None,
-    delimiter: str | None,
-    no_header: bool,
-    column_names: str | None,
-    multiline: bool,
+    input_flags: InputFlags,
     create: bool,
     families: tuple[Family, ...],
     regions: int | None,
     salt_buckets: int | None,
-    skip_bad_records: bool,
-    load_id: str | None,
-    memory_budget: int | None,
-    max_file_size: int | None,
-    max_files_per_region: int | None,
-    workers: int | None,
     scheduler: str | None,
-    report_dir: str | None,
-    input_storage_options: tuple[tuple[str, Any], ...],
-    hfile_output: str | None = None,
-    split_keys_file: str | None = None,
-    hbase_root: str | None = None,
-    hbase_table: str | None = None,
-    hbase_snapshot: str | None = None,
-    hfile_compression: str | None = None,
-    hfile_encoding: str | None = None,
-    hfile_block_size: int | None = None,
-    hfile_bloom: str | None = None,
-    hfile_storage_options: tuple[tuple[str, Any], ...] = (),
-    no_assign_seq_id: bool = False,
+    load_flags: LoadFlags,
+    hfile_flags: HFileFlags,
 ) -> None:
     """Bulk-load INPUT files (CSV, TSV, JSON lines, Parquet; paths, URLs or globs) into TABLE.
 
@@ -533,181 +245,127 @@ def load_cmd(
       cellstore load --hfile-output /staging/users users.csv --mapping users.toml \\
           --split-keys splits.txt
     """  # noqa: D301 (click's \b marker)
-    from cellstore.errors import TableNotFoundError
-    from cellstore.loader import sample_split_keys
-    from cellstore.loader.inputs import discover_inputs
-
     if not create and (families or regions or salt_buckets):
         raise click.UsageError("--family, --regions and --salt-buckets need --create")
     if regions is not None and salt_buckets is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
-    hfile_opts = (
-        split_keys_file,
-        hbase_root,
-        hbase_table,
-        hbase_snapshot,
-        hfile_compression,
-        hfile_encoding,
-        hfile_block_size,
-        hfile_bloom,
-    )
-    if hfile_output is None and (any(o is not None for o in hfile_opts) or hfile_storage_options):
-        raise click.UsageError("--split-keys, --hbase-*, --hfile-* options need --hfile-output")
-    if split_keys_file is not None and hbase_root is not None:
-        raise click.UsageError("give --split-keys or --hbase-root, not both")
-    if hbase_root is not None and (hbase_table is None) == (hbase_snapshot is None):
-        raise click.UsageError("--hbase-root needs --hbase-table or --hbase-snapshot")
-    if hbase_root is None and (hbase_table is not None or hbase_snapshot is not None):
-        raise click.UsageError("--hbase-table and --hbase-snapshot need --hbase-root")
-    hfile_kwargs: dict[str, Any] = {}
-    if hfile_output is not None:
-        from cellstore.storefiles.rolling import HFileSettings
-
-        hfile_kwargs = {
-            "hfile_output": hfile_output,
-            "split_keys": split_keys_file,
-            "hbase_root": hbase_root,
-            "hbase_table": hbase_table,
-            "hbase_snapshot": hbase_snapshot,
-            "hfile_settings": HFileSettings(
-                compression=hfile_compression or "none",
-                encoding=hfile_encoding or "none",
-                block_size=hfile_block_size,
-                bloom=hfile_bloom or "row",
-            ),
-            "hfile_storage_options": dict(hfile_storage_options),
-        }
-    in_opts = dict(input_storage_options)
-    mapping = read_mapping(
-        mapping_path=mapping_path,
-        row_key=row_key,
-        columns=columns,
-        timestamp=timestamp,
-        operation=operation,
-        storage_options=in_opts,
-    )
-    text = text_options(
-        mapping,
-        delimiter=delimiter,
-        no_header=no_header,
-        column_names=column_names,
-        multiline=multiline,
-    )
-    fmt: Any = input_format or mapping.input_options.get("format")
-    sizes: dict[str, Any] = {
-        k: v
-        for k, v in (
-            ("memory_budget", memory_budget),
-            ("max_file_bytes", max_file_size),
-            ("max_files_per_region", max_files_per_region),
-        )
-        if v is not None
-    }
-    common: dict[str, Any] = {
-        "load_id": load_id,
-        "skip_bad_records": skip_bad_records,
-        "format": fmt,
-        "text": text,
-        "storage_options": in_opts,
-        "workers": workers,
-        "report_dir": report_dir,
-        **sizes,
-    }
-    table, inputs = _table_and_inputs(
-        cli_ctx, args, tableless_ok=hfile_output is not None and not create
-    )
+    output = hfile_flags.output()
+    settings = load_flags.settings(input_flags)
+    table, inputs = _table_and_inputs(cli_ctx, args, tableless_ok=output is not None and not create)
     if table is None:
-        from cellstore.loader import write_hfiles
-
-        if no_assign_seq_id:
-            raise click.BadParameter(
-                "applies to loads that commit to a table", param_hint="'--no-assign-seq-id'"
-            )
-        try:
-            with _running(cli_ctx, scheduler, label="write HFiles") as (client, progress):
-                report = write_hfiles(
-                    list(inputs),
-                    mapping=mapping,
-                    output=hfile_kwargs["hfile_output"],
-                    split_keys=split_keys_file,
-                    hbase_root=hbase_root,
-                    hbase_table=hbase_table,
-                    hbase_snapshot=hbase_snapshot,
-                    hfile_settings=hfile_kwargs["hfile_settings"],
-                    output_storage_options=hfile_kwargs["hfile_storage_options"],
-                    client=client,
-                    progress=progress,
-                    **common,
-                )
-        except InvalidArgumentError as e:
-            if f"input {inputs[0]!r} does not exist" not in str(e):
-                raise
-            raise InvalidArgumentError(
-                f"{e}, and no cellstore table of that name exists under --root"
-            ) from None
-        outcome = LoadOutcome(report, created=False, splits=0, tableless=True)
-        render_load_report(cli_ctx.output, outcome)
+        assert output is not None  # tableless_ok
+        _write_tableless(cli_ctx, list(inputs), settings, output, scheduler)
         return
     warehouse = cli_ctx.warehouse()
-    created = False
-    splits: list[bytes] = []
-    sources: Any = list(inputs)
-    if create and not warehouse.exists(table):
-        # Resolve globs and check the inputs exist before creating anything.
-        discover_inputs(
-            sources,
-            columns=mapping.input_columns(),
-            format=fmt,
-            text=text,
-            storage_options=in_opts,
-            target_part_bytes=64 << 20,
-            column_uses=mapping.column_uses(),
-        )
-        fams = list(families) or [Family(name=f) for f in mapping.families]
-        spec = (
-            None
-            if mapping.row_key is None or hasattr(mapping.row_key, "column")
-            else (mapping.row_key)
-        )
-        if regions is not None and regions > 1:
-            splits = sample_split_keys(
-                sources,
-                mapping=mapping,
-                regions=regions,
-                input_format=fmt,
-                text=text,
-                input_storage_options=in_opts,
-            )
-        handle = warehouse.create_table(
-            table,
-            families=fams,
-            splits=splits or None,
-            salt_buckets=salt_buckets,
-            row_key=spec,
-        )
-        created = True
-    else:
-        try:
-            handle = warehouse.table(table)
-        except TableNotFoundError as e:
-            raise TableNotFoundError(f"{e}; add --create to create it") from None
+    created = create and not warehouse.exists(table)
+    handle, splits = (
+        _create_table(warehouse, table, list(inputs), settings, families, regions, salt_buckets)
+        if created
+        else (_open_table(warehouse, table), [])
+    )
     try:
-        with _running(cli_ctx, scheduler, label=f"load {handle.name}") as (client, progress):
-            report = handle.load(
-                sources,
-                mapping=mapping,
-                client=client,
-                progress=progress,
-                key_advice="report",
-                **common,
-                **hfile_kwargs,
-                assign_seq_id=not no_assign_seq_id,
+        with _running(cli_ctx, scheduler, label=f"load {handle.name}") as run:
+            report = (
+                handle.write_hfiles(list(inputs), output, replace(settings, **run))
+                if output is not None
+                else handle.load(list(inputs), replace(settings, **run))
             )
     except BaseException:
         if created:
             _drop_if_empty(warehouse, table)
         raise
     render_load_report(cli_ctx.output, LoadOutcome(report, created=created, splits=len(splits)))
+
+
+def _write_tableless(
+    cli_ctx: CliContext,
+    inputs: list[str],
+    settings: LoadSettings,
+    output: HFileOutput,
+    scheduler: str | None,
+) -> None:
+    """``load --hfile-output`` without a cellstore table (:func:`~cellstore.loader.write_hfiles`).
+
+    Raises:
+        click.BadParameter: ``--no-assign-seq-id`` (there is no commit).
+        InvalidArgumentError: the first input does not exist (saying no table of that
+            name exists either), or what ``write_hfiles`` raises.
+    """
+    from cellstore.loader import write_hfiles
+
+    if not settings.assign_seq_id:
+        raise click.BadParameter(
+            "applies to loads that commit to a table", param_hint="'--no-assign-seq-id'"
+        )
+    try:
+        with _running(cli_ctx, scheduler, label="write HFiles") as run:
+            report = write_hfiles(inputs, output, replace(settings, **run))
+    except InvalidArgumentError as e:
+        if f"input {inputs[0]!r} does not exist" not in str(e):
+            raise
+        raise InvalidArgumentError(
+            f"{e}, and no cellstore table of that name exists under --root"
+        ) from None
+    render_load_report(cli_ctx.output, LoadOutcome(report, created=False, splits=0, tableless=True))
+
+
+def _create_table(
+    warehouse: Warehouse,
+    table: str,
+    sources: list[str],
+    settings: LoadSettings,
+    families: tuple[Family, ...],
+    regions: int | None,
+    salt_buckets: int | None,
+) -> tuple[Table, list[bytes]]:
+    """Create ``table`` for the load (``--create``): checks the inputs exist first.
+
+    Families are ``--family`` or the mapping's; ``--regions N`` pre-splits at sampled key
+    quantiles, ``--salt-buckets N`` salts. Returns the table and its split keys.
+    """
+    from cellstore.loader import sample_split_keys
+    from cellstore.loader.inputs import discover_inputs
+    from cellstore.loader.settings import load_mapping
+
+    mapping = load_mapping(settings)
+    discover_inputs(  # resolve globs and check the inputs exist before creating anything
+        sources,
+        columns=mapping.input_columns(),
+        format=settings.format,
+        text=settings.text,
+        storage_options=settings.storage_options,
+        target_part_bytes=64 << 20,
+        column_uses=mapping.column_uses(),
+    )
+    splits: list[bytes] = []
+    if regions is not None and regions > 1:
+        splits = sample_split_keys(
+            sources,
+            mapping=mapping,
+            regions=regions,
+            input_format=settings.format,
+            text=settings.text,
+            input_storage_options=settings.storage_options,
+        )
+    key = mapping.row_key
+    handle = warehouse.create_table(
+        table,
+        families=list(families) or [Family(name=f) for f in mapping.families],
+        splits=splits or None,
+        salt_buckets=salt_buckets,
+        row_key=None if key is None or hasattr(key, "column") else key,
+    )
+    return handle, splits
+
+
+def _open_table(warehouse: Warehouse, table: str) -> Table:
+    """Open ``table``, saying ``--create`` creates it when it does not exist."""
+    from cellstore.errors import TableNotFoundError
+
+    try:
+        return warehouse.table(table)
+    except TableNotFoundError as e:
+        raise TableNotFoundError(f"{e}; add --create to create it") from None
 
 
 def _table_and_inputs(
@@ -745,10 +403,8 @@ def _table_and_inputs(
 
 
 @contextlib.contextmanager
-def _running(
-    cli_ctx: CliContext, scheduler: str | None, *, label: str
-) -> Iterator[tuple[Any, Any]]:
-    """A Dask client (``--scheduler``, else None) and a progress callback, closed after."""
+def _running(cli_ctx: CliContext, scheduler: str | None, *, label: str) -> Iterator[dict[str, Any]]:
+    """The load's ``client`` (``--scheduler``, else None) and ``progress``, closed after."""
     client = None
     if scheduler is not None:
         from distributed import Client
@@ -756,7 +412,7 @@ def _running(
         client = Client(scheduler)  # type: ignore[no-untyped-call]
     progress, bar = _progress_bar(cli_ctx.output, label=label)
     try:
-        yield client, progress
+        yield {"client": client, "progress": progress}
     finally:
         if bar is not None:
             bar.close()

@@ -34,7 +34,7 @@ from cellstore.hbase.hfiles import (
 from cellstore.hbase.importer import ImportReport, import_snapshot, import_table
 from cellstore.hbase.partitions import read_hfiles
 from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snapshot, open_table
-from cellstore.hbase.write import HFileWriter, WrittenHFile, write_hfile
+from cellstore.hbase.write import HFileOptions, HFileWriter, WrittenHFile, write_hfile
 from cellstore.storefiles.hfile.reader import BlockProblem, HFileReader
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "HBaseTable",
     "HBaseTableDescription",
     "HFileInfo",
+    "HFileOptions",
     "HFileReader",
     "HFileVerifyReport",
     "HFileWriter",

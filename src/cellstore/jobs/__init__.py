@@ -18,7 +18,12 @@ from cellstore.jobs.common import new_job_id
 from cellstore.jobs.compact import CompactionOptions, CompactionReport, compact
 from cellstore.jobs.expire import ExpireReport, expire, rewrite_manifests
 from cellstore.jobs.export import CopyReport, ExportReport, copy_table, export
-from cellstore.jobs.hfile_export import ExportedHFile, HFileExportReport, export_hfiles
+from cellstore.jobs.hfile_export import (
+    ExportedHFile,
+    HFileExportOptions,
+    HFileExportReport,
+    export_hfiles,
+)
 from cellstore.jobs.index import (
     Index,
     IndexBuildReport,
@@ -82,6 +87,7 @@ __all__ = [
     "export",
     "export_hfiles",
     "ExportedHFile",
+    "HFileExportOptions",
     "HFileExportReport",
     "list_snapshots",
     "restore",

@@ -22,8 +22,8 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Final, TypedDict, Unpack
 
 import fsspec
 import pyarrow as pa
@@ -37,15 +37,19 @@ from cellstore.reader.plan import ScanTask
 from cellstore.reader.scan import run_task
 from cellstore.reader.tables import scan_table
 from cellstore.storefiles.bulkload import stage_output
-from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, HFileSettings, write_rolled
+from cellstore.storefiles.hfile.options import HFileOptions
+from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, write_rolled
 
 __all__ = [
     "DEFAULT_HFILE_MAX_FILE_BYTES",
     "MAX_HFILES_PER_REGION_FAMILY",
     "ExportedHFile",
+    "HFileExportKwargs",
+    "HFileExportOptions",
     "HFileExportReport",
     "HFileExportTask",
     "export_hfiles",
+    "export_options",
     "run_hfile_export_task",
 ]
 
@@ -243,24 +247,146 @@ def _run_distributed(
 
 
 # ----------------------------------------------------------------------------- the job
+@dataclass(frozen=True, kw_only=True)
+class HFileExportOptions:
+    """Every option of :func:`export_hfiles` (validated on construction).
+
+    Attributes:
+        families: Families to export (default: every family).
+        max_versions: Versions per column (default 1, the latest; capped by the family's
+            ``VERSIONS`` unless ``raw``).
+        raw: Every version and delete marker as stored (``max_versions`` default: all).
+        time_range: ``(min_ts, max_ts)``, min inclusive, max exclusive.
+        hfile_settings: How the HFiles are written (:class:`~cellstore.hbase.HFileOptions`:
+            compression, encoding, block size (default: each family's), Bloom type, ...).
+        max_file_bytes: Roll files at about this many uncompressed cell bytes (default
+            10 GiB, ``hbase.hregion.max.filesize``).
+        max_files_per_region: Most files per region and family (HBase's default 32).
+        overwrite: Replace what the output holds (removed once the new files are complete).
+        storage_options: fsspec options for the output URL.
+        client: A ``distributed.Client`` to run the tasks on (default: local threads).
+        progress: Called with ``(done, total)`` tasks.
+
+    Raises:
+        InvalidArgumentError: a size or count out of range.
+    """
+
+    families: Sequence[str] | None = None
+    max_versions: int | None = None
+    raw: bool = False
+    time_range: tuple[int, int] | None = None
+    hfile_settings: HFileOptions = field(default_factory=HFileOptions)
+    max_file_bytes: int = DEFAULT_HFILE_MAX_FILE_BYTES
+    max_files_per_region: int = MAX_HFILES_PER_REGION_FAMILY
+    overwrite: bool = False
+    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    client: Any = field(default=None, compare=False, repr=False)
+    progress: ProgressFn | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_file_bytes <= 0:
+            raise InvalidArgumentError(
+                f"max_file_bytes must be positive, not {self.max_file_bytes}"
+            )
+        if self.max_files_per_region < 1:
+            raise InvalidArgumentError("max_files_per_region must be at least 1")
+        if self.max_versions is not None and self.max_versions < 1:
+            raise InvalidArgumentError(f"max_versions must be at least 1, not {self.max_versions}")
+
+
+class HFileExportKwargs(TypedDict, total=False):
+    """:class:`HFileExportOptions`' fields as keyword overrides, plus four shortcuts.
+
+    ``compression``, ``encoding``, ``block_size`` and ``bloom`` replace those fields of
+    ``hfile_settings``.
+    """
+
+    families: Sequence[str] | None
+    max_versions: int | None
+    raw: bool
+    time_range: tuple[int, int] | None
+    hfile_settings: HFileOptions
+    max_file_bytes: int
+    max_files_per_region: int
+    overwrite: bool
+    storage_options: Mapping[str, Any] | None
+    client: Any
+    progress: ProgressFn | None
+    compression: str
+    encoding: str
+    block_size: int | None
+    bloom: str
+
+
+#: The :class:`HFileExportKwargs` that are :class:`HFileOptions` fields.
+_HFILE_SHORTCUTS: Final = ("compression", "encoding", "block_size", "bloom")
+
+
+def export_options(
+    options: HFileExportOptions | None, overrides: HFileExportKwargs
+) -> HFileExportOptions:
+    """``options`` (default ``HFileExportOptions()``) with keyword overrides applied.
+
+    Raises:
+        InvalidArgumentError: an invalid option (an HFile codec, encoding or Bloom type
+            the writer lacks, a size out of range).
+    """
+    base = options if options is not None else HFileExportOptions()
+    changes: dict[str, Any] = dict(overrides)
+    shortcuts = {k: changes.pop(k) for k in _HFILE_SHORTCUTS if k in changes}
+    if shortcuts:
+        settings = changes.get("hfile_settings", base.hfile_settings)
+        changes["hfile_settings"] = dataclasses.replace(settings, **shortcuts)
+    return dataclasses.replace(base, **changes) if changes else base
+
+
+def _plan_tasks(
+    table: TableHandle, names: Sequence[str], options: HFileExportOptions, out_root: str
+) -> list[HFileExportTask]:
+    """One task per (region, family) with cells to export, in family then region order."""
+    by_name = {f.name: f for f in table.families}
+    regions = {r.id: r for r in table.regions}
+    raw = options.raw
+    max_versions = options.max_versions
+    versions = max_versions if max_versions is not None else (_ALL_VERSIONS if raw else 1)
+    job_id = new_job_id("export-hfiles")
+    hfile_format = HFileFormat(
+        default=options.hfile_settings,
+        bulkload_timestamp=int(time.time() * 1000),
+        source_task=f"cellstore:{job_id}",
+    )
+    tasks: list[HFileExportTask] = []
+    for name in names:
+        scan = scan_table(
+            table, families=[name], max_versions=versions, raw=raw, time_range=options.time_range
+        )
+        per_region: dict[str, list[ScanTask]] = {}
+        for s in scan.plan():
+            per_region.setdefault(s.region, []).append(dataclasses.replace(s, strip_salt=False))
+        for rid, scans in per_region.items():
+            region = regions[rid]
+            tasks.append(
+                HFileExportTask(
+                    region=rid,
+                    start=region.start,
+                    end=region.end,
+                    family=by_name[name],
+                    scans=tuple(scans),
+                    out_root=out_root,
+                    format=hfile_format,
+                    max_file_bytes=options.max_file_bytes,
+                    max_files=options.max_files_per_region,
+                )
+            )
+    return tasks
+
+
 def export_hfiles(
     table: TableHandle,
     url: str,
-    *,
-    families: Sequence[str] | None = None,
-    max_versions: int | None = None,
-    raw: bool = False,
-    time_range: tuple[int, int] | None = None,
-    compression: str = "none",
-    encoding: str = "none",
-    block_size: int | None = None,
-    bloom: str = "row",
-    max_file_bytes: int = DEFAULT_HFILE_MAX_FILE_BYTES,
-    max_files_per_region: int = MAX_HFILES_PER_REGION_FAMILY,
-    overwrite: bool = False,
-    storage_options: Mapping[str, Any] | None = None,
-    client: Any = None,
-    progress: ProgressFn | None = None,
+    options: HFileExportOptions | None = None,
+    /,
+    **overrides: Unpack[HFileExportKwargs],
 ) -> HFileExportReport:
     """Write ``table`` as HFiles that HBase's ``completebulkload`` loads as they are.
 
@@ -282,90 +408,35 @@ def export_hfiles(
         table: The table (the version the handle points at).
         url: Output directory: a local path or any fsspec URL. It must be absent or empty
             unless ``overwrite``.
-        families: Families to export (default: every family).
-        max_versions: Versions per column (default 1, the latest; capped by the family's
-            ``VERSIONS`` unless ``raw``).
-        raw: Every version and delete marker as stored (``max_versions`` default: all).
-        time_range: ``(min_ts, max_ts)``, min inclusive, max exclusive.
-        compression: HFile codec: ``none``, ``gz``, ``snappy``, ``lz4`` or ``zstd``
-            (checked by :func:`~cellstore.hbase.write_hfile`, inside the tasks).
-        encoding: Data block encoding: ``none``, ``prefix``, ``diff``, ``fast_diff``,
-            ``row_index_v1``.
-        block_size: Data block size (default: each family's ``block_size``).
-        bloom: ``row``, ``rowcol`` or ``none``.
-        max_file_bytes: Roll files at about this many uncompressed cell bytes (default
-            10 GiB, ``hbase.hregion.max.filesize``).
-        max_files_per_region: Most files per region and family (HBase's default 32).
-        overwrite: Replace what ``url`` holds (removed once the new files are complete).
-        storage_options: fsspec options for ``url``.
-        client: A ``distributed.Client`` to run the tasks on (default: local threads).
-        progress: Called with ``(done, total)`` tasks.
+        options: Every option of the export (:class:`HFileExportOptions`).
+        **overrides: :class:`HFileExportOptions` fields replacing those of ``options``,
+            and ``compression``, ``encoding``, ``block_size``, ``bloom`` replacing those
+            of its ``hfile_settings`` (``export_hfiles(t, url, compression="gz")``).
 
     Returns:
         An :class:`HFileExportReport`.
 
     Raises:
         InvalidArgumentError: an invalid option, or a non-empty ``url`` without
-            ``overwrite``; an invalid HFile option (from the tasks).
+            ``overwrite``.
         InvalidFamilyError: an unknown family.
     """
+    opts = export_options(options, overrides)
     by_name = {f.name: f for f in table.families}
-    names = list(by_name) if families is None else list(dict.fromkeys(families))
+    names = list(by_name) if opts.families is None else list(dict.fromkeys(opts.families))
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise InvalidFamilyError(
             f"table {table.name} has no family {', '.join(map(repr, unknown))} "
             f"(families: {', '.join(by_name)})"
         )
-    if max_file_bytes <= 0:
-        raise InvalidArgumentError(f"max_file_bytes must be positive, not {max_file_bytes}")
-    if max_files_per_region < 1:
-        raise InvalidArgumentError("max_files_per_region must be at least 1")
-    if block_size is not None and block_size <= 0:
-        raise InvalidArgumentError(f"block_size must be positive, not {block_size}")
-    if max_versions is not None and max_versions < 1:
-        raise InvalidArgumentError(f"max_versions must be at least 1, not {max_versions}")
-    versions = max_versions if max_versions is not None else (_ALL_VERSIONS if raw else 1)
-
-    regions = {r.id: r for r in table.regions}
-    job_id = new_job_id("export-hfiles")
-    settings = HFileSettings(
-        compression=compression, encoding=encoding, block_size=block_size, bloom=bloom
-    )
-    hfile_format = HFileFormat(
-        default=settings,
-        bulkload_timestamp=int(time.time() * 1000),
-        source_task=f"cellstore:{job_id}",
-    )
-    staged = stage_output(url, storage_options=storage_options, overwrite=overwrite)
+    progress = opts.progress
+    staged = stage_output(url, storage_options=opts.storage_options, overwrite=opts.overwrite)
     out_fs = staged.fs
-    tasks: list[HFileExportTask] = []
     try:
-        for name in names:
-            scan = scan_table(
-                table, families=[name], max_versions=versions, raw=raw, time_range=time_range
-            )
-            per_region: dict[str, list[ScanTask]] = {}
-            for s in scan.plan():
-                per_region.setdefault(s.region, []).append(dataclasses.replace(s, strip_salt=False))
-            for rid, scans in per_region.items():
-                region = regions[rid]
-                tasks.append(
-                    HFileExportTask(
-                        region=rid,
-                        start=region.start,
-                        end=region.end,
-                        family=by_name[name],
-                        scans=tuple(scans),
-                        out_root=staged.tmp,
-                        format=hfile_format,
-                        max_file_bytes=max_file_bytes,
-                        max_files=max_files_per_region,
-                    )
-                )
-
-        if client is not None:
-            results = _run_distributed(client, table.fs, out_fs, tasks, progress)
+        tasks = _plan_tasks(table, names, opts, staged.tmp)
+        if opts.client is not None:
+            results = _run_distributed(opts.client, table.fs, out_fs, tasks, progress)
         else:
             results = _run_local(table.fs, out_fs, tasks, progress)
         files = staged.publish([f for r in results for f in r])
@@ -379,7 +450,7 @@ def export_hfiles(
         version=table.version,
         url=url,
         families=tuple(names),
-        regions=len(regions),
+        regions=len(table.regions),
         tasks=len(tasks),
         files=tuple(files),
         cells=sum(f.cells for f in files),

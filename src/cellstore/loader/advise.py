@@ -21,6 +21,7 @@ the number of column families). This module samples keys and checks them with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -30,7 +31,13 @@ import pyarrow.compute as pc
 from cellstore.core.codecs import encode_values
 from cellstore.core.regions import Region, regions_from_splits, salt_split_keys
 from cellstore.errors import InvalidArgumentError
-from cellstore.loader.inputs import InputFormat, TextOptions, discover_inputs, read_part
+from cellstore.loader.inputs import (
+    InputFormat,
+    InputPart,
+    TextOptions,
+    discover_inputs,
+    read_part,
+)
 from cellstore.loader.keycheck import (
     AdviceSource,
     AdviceThresholds,
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
     import fsspec
 
     from cellstore.core.metadata import TableMetadata
+    from cellstore.core.rowkey import RowKeySpec
 
 __all__ = [
     "DEFAULT_SAMPLE_KEYS",
@@ -76,6 +84,148 @@ MAX_SAMPLED_FILES: Final = 64
 
 def _literal_qualifiers(mapping: LoadMapping) -> list[bytes]:
     return [c.qualifier for c in mapping.cells if c.qualifier is not None]
+
+
+@dataclass(frozen=True)
+class _AdviceTarget:
+    """What the keys of an input are checked against: a table, or one to be created."""
+
+    bound: BoundMapping
+    spec: RowKeySpec | None
+    regions: tuple[Region, ...]
+    salt: int | None
+    families: Sequence[str]
+    name: str | None
+
+
+def _advice_target(
+    mapping: LoadMapping,
+    metadata: TableMetadata | None,
+    salt_buckets: int | None,
+    regions: int | None,
+) -> _AdviceTarget:
+    """The table the keys would go to (``metadata``), or the one ``--create`` would make.
+
+    Raises:
+        InvalidArgumentError: conflicting salt settings, or no row key for a new table.
+        InvalidFamilyError: the mapping names a family the table lacks.
+    """
+    from cellstore.loader.plan import bind_mapping
+
+    if metadata is not None:
+        if salt_buckets is not None or regions is not None:
+            raise InvalidArgumentError("salt_buckets and regions are for tables not yet created")
+        return _AdviceTarget(
+            bind_mapping(mapping, metadata),
+            metadata.row_key,
+            metadata.regions,
+            metadata.salt_buckets,
+            metadata.family_names,
+            metadata.name,
+        )
+    key = mapping.row_key
+    if key is None:
+        raise InvalidArgumentError("the mapping needs a row key (the table does not exist)")
+    spec = None if isinstance(key, KeyColumn) else key
+    spec_salt = None if spec is None else spec.salt_buckets
+    if spec is not None and salt_buckets is not None and spec_salt != salt_buckets:
+        raise InvalidArgumentError(
+            f"the row-key spec has salt_buckets={spec_salt}, not {salt_buckets}"
+        )
+    salt = spec_salt if spec is not None else salt_buckets
+    if salt is not None and regions is not None:
+        raise InvalidArgumentError("give salt_buckets or regions, not both")
+    bound = BoundMapping(mapping=mapping, key=key, salt_buckets=salt, families=mapping.families)
+    table_regions = regions_from_splits(salt_split_keys(salt) if salt else [])
+    return _AdviceTarget(bound, spec, table_regions, salt, mapping.families, None)
+
+
+@dataclass
+class _Sample:
+    """Row keys (one run of input order per part) and qualifiers read from an input."""
+
+    runs: list[pa.Array] = field(default_factory=list)
+    quals: list[pa.Array] = field(default_factory=list)
+    read: int = 0
+    complete: bool = True
+
+
+def _spread_parts(parts: Sequence[InputPart], sample_keys: int) -> tuple[InputPart, ...]:
+    """Parts evenly spread over the input, about 1000 records each for the sample."""
+    max_parts = max(1, -(-sample_keys // 1000))  # at least ~1000 records per part read
+    if len(parts) <= max_parts:
+        return tuple(parts)
+    chosen = sorted({int(i) for i in np.linspace(0, len(parts) - 1, max_parts)})
+    return tuple(parts[i] for i in chosen)
+
+
+def _sample_part(part: InputPart, bound: BoundMapping, per_part: int, sample: _Sample) -> None:
+    """Add the row keys and qualifiers of a part's first ``per_part`` records to ``sample``."""
+    mapping = bound.mapping
+    qual_maps = [c for c in mapping.cells if c.qualifier_column is not None]
+    taken = 0
+    part_keys: list[pa.Array] = []  # one run of input order per part
+    batches = read_part(part, batch_rows=min(per_part, 65536))
+    for batch in batches:
+        table = batch.table.slice(0, per_part - taken)
+        rows, bad = encode_row_keys(table, bound)
+        part_keys.append(rows.filter(pa.array(~bad)) if bad.any() else rows)
+        for cm in qual_maps:
+            assert cm.qualifier_column is not None
+            q = encode_values(
+                table.column(cm.qualifier_column),
+                cm.qualifier_codec,
+                field=cm.qualifier_column,
+                errors="mask",
+            ).values
+            sample.quals.append(pc.unique(q.drop_null()))
+        taken += table.num_rows
+        if taken >= per_part:
+            cut = table.num_rows < batch.table.num_rows
+            sample.complete = sample.complete and not cut and next(batches, None) is None
+            break
+    if part_keys:
+        sample.runs.append(pa.concat_arrays(part_keys) if len(part_keys) > 1 else part_keys[0])
+    sample.read += taken
+
+
+def _sample_input(
+    source: Any,
+    target: _AdviceTarget,
+    sample_keys: int,
+    *,
+    input_format: InputFormat | None,
+    text: TextOptions | None,
+    storage_options: Mapping[str, Any] | None,
+) -> _Sample:
+    """Read up to ``sample_keys`` records spread over the input; build their keys.
+
+    Raises:
+        InvalidArgumentError: a Dask input, or an input that does not exist.
+    """
+    mapping = target.bound.mapping
+    columns = list(mapping.key_columns(target.spec))
+    qual_maps = [c for c in mapping.cells if c.qualifier_column is not None]
+    columns += [q for c in qual_maps if (q := c.qualifier_column) and q not in columns]
+    inputs = discover_inputs(
+        source,
+        columns=columns,
+        format=input_format,
+        text=text,
+        storage_options=storage_options,
+        target_part_bytes=8 << 20,
+    )
+    if inputs.dask_frame is not None:
+        raise InvalidArgumentError(
+            "advice on Dask input is not supported; pass a sample "
+            "(e.g. ddf.head(100_000)) as a pandas DataFrame"
+        )
+    parts = _spread_parts(inputs.parts, sample_keys)
+    per_part = max(1, -(-sample_keys // max(1, len(parts))))
+    sample = _Sample(complete=len(parts) == len(inputs.parts))
+    for part in parts:
+        _sample_part(part, target.bound, per_part, sample)
+    return sample
 
 
 def advise_input(
@@ -121,109 +271,40 @@ def advise_input(
             input that does not exist.
         InvalidFamilyError: the mapping names a family the table lacks.
     """
-    from cellstore.loader.plan import bind_mapping
-
     if sample_keys < 1:
         raise InvalidArgumentError(f"sample_keys must be positive, got {sample_keys}")
-    if metadata is not None:
-        if salt_buckets is not None or regions is not None:
-            raise InvalidArgumentError("salt_buckets and regions are for tables not yet created")
-        bound = bind_mapping(mapping, metadata)
-        spec = metadata.row_key
-        table_regions: tuple[Region, ...] = metadata.regions
-        salt = metadata.salt_buckets
-        families: Sequence[str] = metadata.family_names
-        name: str | None = metadata.name
-    else:
-        key = mapping.row_key
-        if key is None:
-            raise InvalidArgumentError("the mapping needs a row key (the table does not exist)")
-        spec = None if isinstance(key, KeyColumn) else key
-        spec_salt = None if spec is None else spec.salt_buckets
-        if spec is not None and salt_buckets is not None and spec_salt != salt_buckets:
-            raise InvalidArgumentError(
-                f"the row-key spec has salt_buckets={spec_salt}, not {salt_buckets}"
-            )
-        salt = spec_salt if spec is not None else salt_buckets
-        if salt is not None and regions is not None:
-            raise InvalidArgumentError("give salt_buckets or regions, not both")
-        bound = BoundMapping(mapping=mapping, key=key, salt_buckets=salt, families=mapping.families)
-        table_regions = regions_from_splits(salt_split_keys(salt) if salt else [])
-        families = mapping.families
-        name = None
-    columns = list(mapping.key_columns(spec))
-    qual_maps = [c for c in mapping.cells if c.qualifier_column is not None]
-    columns += [q for c in qual_maps if (q := c.qualifier_column) and q not in columns]
-    inputs = discover_inputs(
+    target = _advice_target(mapping, metadata, salt_buckets, regions)
+    sample = _sample_input(
         source,
-        columns=columns,
-        format=input_format,
+        target,
+        sample_keys,
+        input_format=input_format,
         text=text,
         storage_options=storage_options,
-        target_part_bytes=8 << 20,
     )
-    if inputs.dask_frame is not None:
-        raise InvalidArgumentError(
-            "advice on Dask input is not supported; pass a sample "
-            "(e.g. ddf.head(100_000)) as a pandas DataFrame"
-        )
-    parts = inputs.parts
-    max_parts = max(1, -(-sample_keys // 1000))  # at least ~1000 records per part read
-    if len(parts) > max_parts:
-        chosen = sorted({int(i) for i in np.linspace(0, len(parts) - 1, max_parts)})
-        parts = tuple(parts[i] for i in chosen)
-    per_part = max(1, -(-sample_keys // max(1, len(parts))))
-    runs: list[pa.Array] = []
-    quals: list[pa.Array] = []
-    read = 0
-    complete = len(parts) == len(inputs.parts)
-    for part in parts:
-        taken = 0
-        part_keys: list[pa.Array] = []  # one run of input order per part
-        batches = read_part(part, batch_rows=min(per_part, 65536))
-        for batch in batches:
-            table = batch.table.slice(0, per_part - taken)
-            rows, bad = encode_row_keys(table, bound)
-            part_keys.append(rows.filter(pa.array(~bad)) if bad.any() else rows)
-            for cm in qual_maps:
-                assert cm.qualifier_column is not None
-                q = encode_values(
-                    table.column(cm.qualifier_column),
-                    cm.qualifier_codec,
-                    field=cm.qualifier_column,
-                    errors="mask",
-                ).values
-                quals.append(pc.unique(q.drop_null()))
-            taken += table.num_rows
-            if taken >= per_part:
-                cut = table.num_rows < batch.table.num_rows
-                complete = complete and not cut and next(batches, None) is None
-                break
-        if part_keys:
-            runs.append(pa.concat_arrays(part_keys) if len(part_keys) > 1 else part_keys[0])
-        read += taken
-    split_regions = table_regions
+    split_regions = target.regions
     if metadata is None and regions is not None and regions > 1:
-        keys = pa.concat_arrays(runs) if runs else pa.array([], pa.binary())
-        split_regions = regions_from_splits(quantile_split_keys(keys, regions))
+        keys = pa.concat_arrays(sample.runs) if sample.runs else pa.array([], pa.binary())
         split_regions = tuple(
-            Region(f"planned-{i + 1}", r.start, r.end) for i, r in enumerate(split_regions)
+            Region(f"planned-{i + 1}", r.start, r.end)
+            for i, r in enumerate(regions_from_splits(quantile_split_keys(keys, regions)))
         )
     qualifiers = _literal_qualifiers(mapping)
-    if quals:
-        qualifiers += pc.unique(pa.concat_arrays([q.cast(pa.binary()) for q in quals])).to_pylist()
+    if sample.quals:
+        quals = pa.concat_arrays([q.cast(pa.binary()) for q in sample.quals])
+        qualifiers += pc.unique(quals).to_pylist()
     return analyze_keys(
-        runs,
+        sample.runs,
         input_order=True,
         regions=split_regions,
-        salt_buckets=salt,
-        families=families,
+        salt_buckets=target.salt,
+        families=target.families,
         qualifiers=qualifiers,
         thresholds=thresholds,
-        table=name,
+        table=target.name,
         source="input",
-        records_read=read,
-        complete=complete,
+        records_read=sample.read,
+        complete=sample.complete,
     )
 
 

@@ -11,7 +11,6 @@ files, which vacuum removes.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -39,6 +38,7 @@ from cellstore.core.metadata import UNASSIGNED_SEQ, FileEntry, TableMetadata
 from cellstore.core.regions import sorted_region_bounds
 from cellstore.core.rowkey import RowKeySpec, salt_bytes
 from cellstore.errors import BadCellError, InvalidArgumentError
+from cellstore.loader.settings import new_load_id
 from cellstore.manifest import TableLog
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL, write_rolled
 from cellstore.storefiles.writer import WrittenFile
@@ -47,6 +47,7 @@ __all__ = [
     "KeyKind",
     "WrittenFile",
     "commit_files",
+    "new_load_id",
     "normalize_cells",
     "now_ms",
     "salt_rows",
@@ -200,27 +201,12 @@ def _from_pandas(frame: Any) -> pa.Table:
     raise BadCellError(f"cells cannot be converted from pandas: {error}")  # not one column
 
 
-def normalize_cells(
-    data: Any,
-    *,
-    metadata: TableMetadata,
-    now: int,
-) -> pa.Table:
-    """Validate input cells and coerce them to ``family, row, qualifier, ts, type, value``.
-
-    Accepts a pyarrow Table or RecordBatch, or a pandas DataFrame, with columns ``row``,
-    ``family``, ``qualifier``, ``type`` (code or HBase name, optional: default Put),
-    ``ts`` (int64 milliseconds or an Arrow timestamp, optional: default the write time) and
-    ``value`` (optional for delete markers). ``row``, ``qualifier`` and ``value`` may be
-    bytes or str (UTF-8). A ``ts`` equal to LATEST_TIMESTAMP gets the write time (R1.5).
+def _as_arrow(data: Any) -> pa.Table:
+    """Cells given as a pyarrow Table or RecordBatch, or a pandas DataFrame, as a Table.
 
     Raises:
-        BadCellError: naming the first bad record and field: missing column, null row,
-            empty or oversized row (R16.1), unknown family, negative, null or out-of-range
-            timestamp (also a pandas object column's int past 64 bits), a pandas value
-            that does not convert to Arrow,
-            unknown type, null qualifier, non-empty qualifier on a DeleteFamily or
-            DeleteFamilyVersion marker, null value on a Put, value on a delete marker.
+        BadCellError: another type, a pandas value that does not convert, a missing
+            ``row``, ``family`` or ``qualifier`` column, or an unexpected column.
     """
     if isinstance(data, pa.RecordBatch):
         table = pa.Table.from_batches([data])
@@ -229,16 +215,14 @@ def normalize_cells(
     else:
         import pandas as pd
 
-        if isinstance(data, pd.DataFrame):
-            table = _from_pandas(data)
-        else:
+        if not isinstance(data, pd.DataFrame):
             raise BadCellError(
                 f"cells must be a pyarrow Table or a pandas DataFrame, not {type(data).__name__}"
             )
+        table = _from_pandas(data)
     for required in ("row", "family", "qualifier"):
         if required not in table.column_names:
             raise BadCellError(f"missing column {required!r}", field=required)
-    n = table.num_rows
     extra = set(table.column_names) - {"row", "family", "qualifier", "ts", "type", "value"}
     if extra:
         raise BadCellError(
@@ -246,7 +230,11 @@ def normalize_cells(
             "type, value",
             field=sorted(extra)[0],
         )
+    return table
 
+
+def _rows(table: pa.Table) -> pa.Array:
+    """The ``row`` column as binary: not null, not empty, at most HBase's 32767 bytes."""
     row = _to_binary(table.column("row"), "row")
     if _any(pc.is_null(row)):
         raise _bad("row key is null", pc.is_null(row), "row")
@@ -256,7 +244,11 @@ def normalize_cells(
     too_long = pc.greater(lengths, MAX_ROW_LENGTH)
     if _any(too_long):
         raise _bad(f"row key is longer than {MAX_ROW_LENGTH} bytes", too_long, "row")
+    return row
 
+
+def _families(table: pa.Table, metadata: TableMetadata) -> pa.Array:
+    """The ``family`` column as str, every value a family of the table."""
     fam = table.column("family").combine_chunks()
     if pa.types.is_dictionary(fam.type):
         fam = fam.dictionary_decode()
@@ -280,24 +272,21 @@ def normalize_cells(
             record=i,
             field="family",
         )
+    return fam
 
+
+def _qualifiers(table: pa.Table) -> pa.Array:
+    """The ``qualifier`` column as binary, not null."""
     qual = _to_binary(table.column("qualifier"), "qualifier")
     if _any(pc.is_null(qual)):
         raise _bad(
             "qualifier is null (use b'' for the empty qualifier)", pc.is_null(qual), "qualifier"
         )
+    return qual
 
-    if "type" in table.column_names:
-        types = _to_types(table.column("type"))
-    else:
-        types = pa.array(np.full(n, int(CellType.PUT), dtype=np.int8))
 
-    if "ts" in table.column_names:
-        ts = _to_ts(table.column("ts"), now)
-    else:
-        ts = pa.array(np.full(n, now, dtype=np.int64))
-
-    is_put = pc.equal(types, int(CellType.PUT))
+def _check_family_markers(qual: pa.Array, types: pa.Array) -> None:
+    """Refuse a qualifier on a family-wide delete marker (R1.3)."""
     family_marker = pc.is_in(
         types,
         value_set=pa.array(
@@ -313,22 +302,63 @@ def normalize_cells(
             "qualifier",
         )
 
-    if "value" in table.column_names:
-        value = _to_binary(table.column("value"), "value")
-        null_put = pc.and_(is_put, pc.is_null(value))
-        if _any(null_put):
-            raise _bad("value of a Put is null", null_put, "value")
-        marker_value = pc.and_(
-            pc.invert(is_put), pc.fill_null(pc.greater(pc.binary_length(value), 0), False)
-        )
-        if _any(marker_value):
-            raise _bad("delete markers carry no value", marker_value, "value")
-        value = pc.fill_null(value, b"")
-    else:
+
+def _values(table: pa.Table, types: pa.Array) -> pa.Array:
+    """The ``value`` column as binary: set on every Put, empty on every delete marker."""
+    is_put = pc.equal(types, int(CellType.PUT))
+    if "value" not in table.column_names:
         if _any(is_put):
             raise BadCellError("missing column 'value' (Puts need a value)", field="value")
-        value = pa.array([b""] * n, pa.binary())
+        return pa.array([b""] * table.num_rows, pa.binary())
+    value = _to_binary(table.column("value"), "value")
+    null_put = pc.and_(is_put, pc.is_null(value))
+    if _any(null_put):
+        raise _bad("value of a Put is null", null_put, "value")
+    marker_value = pc.and_(
+        pc.invert(is_put), pc.fill_null(pc.greater(pc.binary_length(value), 0), False)
+    )
+    if _any(marker_value):
+        raise _bad("delete markers carry no value", marker_value, "value")
+    return pc.fill_null(value, b"")
 
+
+def normalize_cells(
+    data: Any,
+    *,
+    metadata: TableMetadata,
+    now: int,
+) -> pa.Table:
+    """Validate input cells and coerce them to ``family, row, qualifier, ts, type, value``.
+
+    Accepts a pyarrow Table or RecordBatch, or a pandas DataFrame, with columns ``row``,
+    ``family``, ``qualifier``, ``type`` (code or HBase name, optional: default Put),
+    ``ts`` (int64 milliseconds or an Arrow timestamp, optional: default the write time) and
+    ``value`` (optional for delete markers). ``row``, ``qualifier`` and ``value`` may be
+    bytes or str (UTF-8). A ``ts`` equal to LATEST_TIMESTAMP gets the write time (R1.5).
+
+    Raises:
+        BadCellError: naming the first bad record and field: missing column, null row,
+            empty or oversized row (R16.1), unknown family, negative, null or out-of-range
+            timestamp (also a pandas object column's int past 64 bits), a pandas value
+            that does not convert to Arrow,
+            unknown type, null qualifier, non-empty qualifier on a DeleteFamily or
+            DeleteFamilyVersion marker, null value on a Put, value on a delete marker.
+    """
+    table = _as_arrow(data)
+    n = table.num_rows
+    row = _rows(table)
+    fam = _families(table, metadata)
+    qual = _qualifiers(table)
+    if "type" in table.column_names:
+        types = _to_types(table.column("type"))
+    else:
+        types = pa.array(np.full(n, int(CellType.PUT), dtype=np.int8))
+    if "ts" in table.column_names:
+        ts = _to_ts(table.column("ts"), now)
+    else:
+        ts = pa.array(np.full(n, now, dtype=np.int64))
+    _check_family_markers(qual, types)
+    value = _values(table, types)
     return pa.table(
         {"family": fam, "row": row, "qualifier": qual, "ts": ts, "type": types, "value": value}
     )
@@ -599,8 +629,3 @@ def commit_files(
         ),
     )
     return result.metadata, result.applied_before
-
-
-def new_load_id() -> str:
-    """A fresh, unique load id (sortable by creation time)."""
-    return f"{now_ms():013d}-{uuid.uuid4().hex[:12]}"

@@ -1,8 +1,9 @@
 """Running a load plan on Dask, and committing it once.
 
-:func:`run_load` is the whole bulk load: plan (:func:`~cellstore.loader.plan.plan_load`),
-execute the tasks on Dask — the local threaded scheduler by default, or a
-``distributed.Client`` — then commit every written file in one manifest commit.
+:func:`execute_plan` runs a plan's tasks on Dask (the local threaded scheduler by default,
+or a ``distributed.Client``); :func:`commit_load` commits every written file in one
+manifest commit. :func:`cellstore.loader.pipeline.load_table` chains plan, execute and
+commit for ``Table.load``.
 
 * Each :class:`~cellstore.loader.plan.LoadTask` streams its input part in batches, encodes
   them (bad records fail the load, or are collected when skipping), and routes the good
@@ -21,9 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -35,18 +33,16 @@ import pyarrow as pa
 
 from cellstore.commit import Staged
 from cellstore.core.metadata import TableMetadata
-from cellstore.core.names import validate_load_id
 from cellstore.core.regions import region_of, sorted_region_bounds
 from cellstore.errors import BadRecordError, RegionsChangedError
 from cellstore.fs import join
 from cellstore.handle.hooks import LoadHook, PendingLoad
 from cellstore.loader.compute import compute_all, wait_all
 from cellstore.loader.direct import WrittenFile, commit_files
-from cellstore.loader.inputs import Batch, InputFormat, TextOptions, read_part
-from cellstore.loader.keycheck import KeyFinding, KeySampler, analyze_keys
-from cellstore.loader.mapping import LoadMapping, properties_after_load
+from cellstore.loader.inputs import Batch, read_part
+from cellstore.loader.keycheck import KeySampler
 from cellstore.loader.memory import release_memory
-from cellstore.loader.plan import LoadPlan, LoadSettings, LoadTask, plan_load
+from cellstore.loader.plan import LoadPlan, LoadTask
 from cellstore.loader.records import (
     bad_record_rows,
     encode_records,
@@ -54,11 +50,10 @@ from cellstore.loader.records import (
     write_region,
     write_region_hfiles,
 )
-from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
-from cellstore.loader.spill import consolidate_runs
+from cellstore.loader.report import BadRecord
+from cellstore.loader.settings import ProgressFn
 from cellstore.manifest import TableLog
 from cellstore.storefiles import NO_ROLL, read_store_file, write_rolled
-from cellstore.storefiles.layout import loads_dir, store_dir_relpath
 from cellstore.storefiles.rolling import BulkLoadFile
 
 __all__ = [
@@ -66,14 +61,12 @@ __all__ = [
     "RegionRecords",
     "TaskOutput",
     "commit_load",
+    "execute_plan",
     "reduce_region",
     "reroute_files",
-    "run_load",
     "run_task",
 ]
 
-#: ``progress(done, total)``: called as tasks finish.
-ProgressFn = Callable[[int, int], None]
 #: How many times a commit re-routes files after a concurrent region change.
 MAX_REROUTES: Final = 16
 _TASK_PREFIX: Final = "cellstore-load-"
@@ -222,6 +215,32 @@ def _by_region(plan: LoadPlan, records: pa.Table) -> list[tuple[int, pa.Table]]:
     ]
 
 
+def _write_store_files(
+    plan: LoadPlan,
+    fs: fsspec.AbstractFileSystem,
+    path: str,
+    records: pa.Table,
+    region: int,
+    *,
+    name: str,
+    max_file_bytes: int,
+) -> tuple[list[WrittenFile], int]:
+    """Sort one region's records and write its store files (one roll set per family)."""
+    return write_region(
+        fs,
+        path,
+        records=records,
+        bound=plan.bound,
+        families=plan.target.families,
+        region_id=plan.target.regions[region].id,
+        name=name,
+        seq=plan.seq,
+        load_id=plan.load_id,
+        max_file_bytes=max_file_bytes,
+        row_group_cells=plan.settings.row_group_cells,
+    )
+
+
 def _write_runs(plan: LoadPlan, held: list[pa.Table], stem: str) -> tuple[list[WrittenFile], int]:
     """Write one sorted run per region of the records in ``held`` (which it empties).
 
@@ -235,18 +254,8 @@ def _write_runs(plan: LoadPlan, held: list[pa.Table], stem: str) -> tuple[list[W
     by_region.reverse()
     while by_region:
         r, part = by_region.pop()
-        files, d = write_region(
-            fs,
-            path,
-            records=part,
-            bound=plan.bound,
-            families=plan.target.families,
-            region_id=plan.target.regions[r].id,
-            name=stem,
-            seq=plan.seq,
-            load_id=plan.load_id,
-            max_file_bytes=plan.run_file_bytes,
-            row_group_cells=plan.settings.row_group_cells,
+        files, d = _write_store_files(
+            plan, fs, path, part, r, name=stem, max_file_bytes=plan.run_file_bytes
         )
         del part
         release_memory()
@@ -341,18 +350,14 @@ def reduce_region(plan: LoadPlan, region: int, *parts: pa.Table | TaskOutput | N
         )
         return TaskOutput(-1, 0, 0, (), (), dropped, (), hfiles=tuple(hfiles))
     fs, path = _filesystem(plan)
-    files, dropped = write_region(
+    files, dropped = _write_store_files(
+        plan,
         fs,
         path,
-        records=records,
-        bound=plan.bound,
-        families=plan.target.families,
-        region_id=plan.target.regions[region].id,
+        records,
+        region,
         name=plan.region_file_stem(region),
-        seq=plan.seq,
-        load_id=plan.load_id,
         max_file_bytes=plan.settings.max_file_bytes,
-        row_group_cells=plan.settings.row_group_cells,
     )
     return TaskOutput(-1, 0, 0, (), tuple(files), dropped, ())
 
@@ -433,7 +438,7 @@ def execute_plan(
                 progress(done, total)
 
         with Callback(posttask=posttask):  # type: ignore[no-untyped-call]
-            return compute_all(graph, workers=plan.settings.workers)
+            return compute_all(graph, workers=plan.settings.task_count)
     from distributed import as_completed
 
     if reduces:  # the client needs the map tasks' counts, not their records
@@ -573,193 +578,3 @@ def commit_load(
     raise RegionsChangedError(
         f"table {base.name}: regions kept changing during load {load_id}; nothing committed"
     )
-
-
-def _record_codecs(mapping: LoadMapping) -> Callable[[Staged], dict[str, Any]]:
-    """``Commit.update`` recording the mapping's codecs in the table properties."""
-
-    def update(staged: Staged) -> dict[str, Any]:
-        meta = staged.meta
-        props, _ = properties_after_load(meta.properties, mapping, stored_spec=meta.row_key)
-        return {"properties": props} if props != dict(meta.properties) else {}
-
-    return update
-
-
-def _cleanup(fs: fsspec.AbstractFileSystem, table_path: str, plan: LoadPlan) -> None:
-    """Best effort: delete files a failed load wrote (they are unreferenced anyway)."""
-    prefix = f"{plan.load_id}-{plan.nonce}-"
-    for region in plan.target.regions:
-        for fam in plan.target.families:
-            d = join(table_path, store_dir_relpath(region.id, fam.name))
-            with contextlib.suppress(OSError, ValueError):
-                if not fs.exists(d):
-                    continue
-                for p in fs.ls(d, detail=False):
-                    if str(p).rsplit("/", 1)[-1].startswith(prefix):
-                        fs.rm(p)
-
-
-def report_location(
-    fs: fsspec.AbstractFileSystem,
-    table_path: str,
-    report_dir: str | None,
-    storage_options: Mapping[str, Any],
-) -> tuple[fsspec.AbstractFileSystem, str]:
-    if report_dir is None:
-        return fs, loads_dir(table_path)
-    rfs, rpath = fsspec.core.url_to_fs(report_dir)
-    if type(rfs) is type(fs):
-        rfs, rpath = fsspec.core.url_to_fs(report_dir, **dict(storage_options))
-    if "file" in (rfs.protocol if isinstance(rfs.protocol, tuple) else (rfs.protocol,)):
-        rpath = os.path.abspath(rpath)
-    return rfs, str(rpath).rstrip("/")
-
-
-def key_warnings(plan: LoadPlan, outputs: Sequence[TaskOutput]) -> tuple[KeyFinding, ...]:
-    """The key-design warnings on the load's sampled keys (regions as planned)."""
-    samples = [o.keys for o in outputs if o.keys is not None and len(o.keys)]
-    if not samples:
-        return ()
-    advice = analyze_keys(
-        samples,
-        input_order=True,
-        regions=plan.target.regions,
-        salt_buckets=plan.bound.salt_buckets,
-        table=plan.target.name,
-        source="load",
-    )
-    return advice.warnings
-
-
-def run_load(
-    *,
-    fs: fsspec.AbstractFileSystem,
-    table_path: str,
-    table_url: str,
-    storage_options: Mapping[str, Any],
-    log: TableLog,
-    source: Any,
-    mapping: LoadMapping,
-    load_id: str,
-    now_ms: int,
-    settings: LoadSettings,
-    input_format: InputFormat | None = None,
-    text: TextOptions | None = None,
-    input_storage_options: Mapping[str, Any] | None = None,
-    client: Any = None,
-    progress: ProgressFn | None = None,
-    report_dir: str | None = None,
-    write_report_file: bool = True,
-    hooks: Sequence[LoadHook] = (),
-) -> tuple[LoadReport, TableMetadata]:
-    """Plan, execute and commit a bulk load (the body of ``Table.load``).
-
-    Returns:
-        The report and the table metadata after the load.
-
-    Raises:
-        BadRecordError: a bad record (not skipping); nothing is committed.
-        InvalidNameError: a load id that cannot name files (``validate_load_id``).
-        InvalidFamilyError, InvalidArgumentError: mapping or options that do not fit.
-        CommitConflictError: the table changed so that the load cannot apply.
-    """
-    started = time.perf_counter()
-    validate_load_id(load_id)
-    base = log.read(log.latest_version())
-    name = base.name
-    if load_id in base.load_ids:
-        return LoadReport(
-            table=name, load_id=load_id, version=None, seq=None, already_applied=True
-        ), base
-    plan, inputs = plan_load(
-        base,
-        table_url=table_url,
-        storage_options=storage_options,
-        source=source,
-        mapping=mapping,
-        load_id=load_id,
-        now_ms=now_ms,
-        settings=settings,
-        input_format=input_format,
-        text=text,
-        input_storage_options=input_storage_options,
-    )
-    merged_runs = merge_dropped = 0
-    try:
-        outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client, progress=progress)
-        written = [w for o in outputs for w in o.written]
-        if plan.mode == "spill":
-            written, merged_runs, merge_dropped = consolidate_runs(plan, written, client=client)
-    except BaseException:
-        _cleanup(fs, table_path, plan)
-        raise
-    bad = [b for o in outputs for b in o.bad]
-    reasons: dict[str, int] = {}
-    for b in bad:
-        reasons[b.reason] = reasons.get(b.reason, 0) + 1
-    records = sum(o.records for o in outputs)
-    rows = sum(o.rows for o in outputs)
-    dropped = sum(o.duplicates for o in outputs) + merge_dropped
-    rfs, rdir = report_location(fs, table_path, report_dir, storage_options)
-    bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad else None
-    meta = base
-    version = seq = None
-    already = False
-    rerouted = 0
-    if written:
-        cells = sum(w.info.cells for w in written)
-        size = sum(w.info.size for w in written)
-        meta, already, written, rerouted = commit_load(
-            fs,
-            table_path,
-            log,
-            base,
-            written,
-            load_id=load_id,
-            summary={
-                "cells": cells,
-                "files": len(written),
-                "bytes": size,
-                "rows": rows,
-                "bad-records": len(bad),
-                "mode": plan.mode,
-            },
-            row_group_cells=settings.row_group_cells,
-            update=_record_codecs(mapping),
-            assign_seq_id=settings.assign_seq_id,
-            hooks=hooks,
-            storage_options=storage_options,
-        )
-        if not already:
-            version = meta.version
-            seq = meta.last_history.summary.get("seq")
-    per_region = dict(Counter(w.region for w in written))
-    warnings = key_warnings(plan, outputs) if not already else ()
-    report = LoadReport(
-        table=name,
-        load_id=load_id,
-        version=version,
-        seq=seq,
-        already_applied=already,
-        mode=plan.mode,
-        inputs=len(plan.tasks),
-        records=records,
-        rows=rows if not already else 0,
-        cells=sum(w.info.cells for w in written) if not already else 0,
-        bytes=sum(w.info.size for w in written) if not already else 0,
-        files=len(written) if not already else 0,
-        files_per_region=per_region if not already else {},
-        duplicates_dropped=dropped,
-        bad_records=len(bad),
-        bad_reasons=reasons,
-        bad_records_path=bad_path,
-        rerouted_files=rerouted,
-        merged_runs=merged_runs,
-        warnings=warnings,
-        seconds=time.perf_counter() - started,
-    )
-    if write_report_file:
-        path = write_report(rfs, rdir, report)
-        report = dataclasses.replace(report, report_path=path)
-    return report, meta

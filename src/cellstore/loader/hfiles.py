@@ -34,44 +34,50 @@ be strictly increasing.
 
 from __future__ import annotations
 
-import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final, TypeVar, Unpack
 
 import fsspec
 
-from cellstore.commit import now_ms as clock_ms
 from cellstore.core.family import Family
 from cellstore.core.keys import from_string_binary, to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
-from cellstore.core.names import validate_load_id
 from cellstore.core.regions import Region, region_id
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.fs import resolve_filesystem
-from cellstore.loader.direct import new_load_id
-from cellstore.loader.execute import ProgressFn, execute_plan, key_warnings, report_location
-from cellstore.loader.inputs import InputFormat, TextOptions
+from cellstore.loader.execute import execute_plan
 from cellstore.loader.mapping import KeyColumn, LoadMapping
-from cellstore.loader.plan import (
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_FILES_PER_REGION,
-    DEFAULT_MEMORY_BUDGET,
-    HFileTarget,
-    LoadSettings,
-    plan_load,
+from cellstore.loader.pipeline import (
+    LoadableTable,
+    LoadTally,
+    report_location,
+    write_load_files,
 )
+from cellstore.loader.plan import HFileTarget, LoadPlan, plan_load
 from cellstore.loader.report import (
     HFileOutputReport,
     HFileStoreSummary,
     LoadReport,
     write_bad_records,
-    write_report,
+)
+from cellstore.loader.settings import (
+    HFileOutput,
+    LoadSettings,
+    WriteHFilesKwargs,
+    hfile_output_of,
+    load_mapping,
+    resolve_settings,
+    split_overrides,
 )
 from cellstore.loader.spill import runs_to_hfiles
 from cellstore.storefiles.bulkload import stage_output
-from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, HFileSettings
+from cellstore.storefiles.hfile.encoders import Encoding
+from cellstore.storefiles.hfile.options import BloomType, HFileOptions
+from cellstore.storefiles.hfile.serialize import Codec
+from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat
 
 __all__ = [
     "HFileRegions",
@@ -86,15 +92,22 @@ __all__ = [
 ]
 
 #: HBase descriptor values -> HFile writer names.
-_CODECS = {"NONE": "none", "GZ": "gz", "SNAPPY": "snappy", "LZ4": "lz4", "ZSTD": "zstd"}
-_ENCODINGS = {
+_CODECS: Final[dict[str, Codec]] = {
+    "NONE": "none",
+    "GZ": "gz",
+    "SNAPPY": "snappy",
+    "LZ4": "lz4",
+    "ZSTD": "zstd",
+}
+_ENCODINGS: Final[dict[str, Encoding]] = {
     "NONE": "none",
     "PREFIX": "prefix",
     "DIFF": "diff",
     "FAST_DIFF": "fast_diff",
     "ROW_INDEX_V1": "row_index_v1",
 }
-_BLOOMS = {"NONE": "none", "ROW": "row", "ROWCOL": "rowcol"}
+_BLOOMS: Final[dict[str, BloomType]] = {"NONE": "none", "ROW": "row", "ROWCOL": "rowcol"}
+_T = TypeVar("_T")
 
 
 # ------------------------------------------------------------------------- split keys
@@ -181,14 +194,14 @@ def _regions_of(keys: Sequence[bytes]) -> tuple[Region, ...]:
 
 
 # ------------------------------------------------------------------------ the target
-def hfile_settings_of(attributes: Mapping[str, str], *, family: str, table: str) -> HFileSettings:
+def hfile_settings_of(attributes: Mapping[str, str], *, family: str, table: str) -> HFileOptions:
     """HFile settings from an HBase family descriptor's attributes (HBase 2.x defaults).
 
     Raises:
         InvalidArgumentError: a compression, encoding or Bloom type the writer lacks.
     """
 
-    def pick(key: str, default: str, table_of: Mapping[str, str]) -> str:
+    def pick(key: str, default: str, table_of: Mapping[str, _T]) -> _T:
         value = attributes.get(key, default).strip().upper()
         if value not in table_of:
             raise InvalidArgumentError(
@@ -204,7 +217,7 @@ def hfile_settings_of(attributes: Mapping[str, str], *, family: str, table: str)
             f"HBase table {table}, family {family}: BLOCKSIZE "
             f"{attributes.get('BLOCKSIZE')!r} is not a number"
         ) from None
-    return HFileSettings(
+    return HFileOptions(
         compression=pick("COMPRESSION", "NONE", _CODECS),
         encoding=pick("DATA_BLOCK_ENCODING", "NONE", _ENCODINGS),
         block_size=block_size,
@@ -229,41 +242,33 @@ class HFileRegions:
     """
 
     regions: tuple[Region, ...]
-    families: Mapping[str, HFileSettings] = field(default_factory=dict)
+    families: Mapping[str, HFileOptions] = field(default_factory=dict)
     source: str
     known_families: tuple[str, ...] | None = None
     table: str
     unsupported: Mapping[str, str] = field(default_factory=dict)
 
 
-def hfile_regions(
-    metadata: TableMetadata | None,
-    *,
-    split_keys: Sequence[bytes | str] | str | None = None,
-    hbase_root: str | None = None,
-    hbase_table: str | None = None,
-    hbase_snapshot: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> HFileRegions:
+def hfile_regions(metadata: TableMetadata | None, output: HFileOutput) -> HFileRegions:
     """Resolve where a ``hfile_output`` load's regions and family settings come from.
 
     Args:
         metadata: The cellstore table (its regions are the default), or None for a
             table-less load (:func:`write_hfiles`), whose default is one region holding
             every key.
-        split_keys: Split keys (bytes or printable-form strings), or the path/URL of a
-            split-key file.
-        hbase_root: An HBase root directory (or an exported snapshot's) holding the
-            target table.
-        hbase_table: The target table in ``hbase_root`` (``ns:table``).
-        hbase_snapshot: A snapshot of the target table in ``hbase_root``.
-        storage_options: fsspec options for the split-key file and ``hbase_root``.
+        output: The output: its ``split_keys`` (bytes or printable-form strings, or the
+            path/URL of a split-key file), or its ``hbase_root`` (an HBase root directory
+            or exported snapshot) with ``hbase_table`` or ``hbase_snapshot``; its
+            ``output_storage_options`` apply to the split-key file and ``hbase_root``.
 
     Raises:
         InvalidArgumentError: conflicting sources, bad split keys (naming the line), an
             HBase family setting the writer does not support.
         TableNotFoundError, SnapshotNotFoundError: an unknown HBase table or snapshot.
     """
+    split_keys, hbase_root = output.split_keys, output.hbase_root
+    hbase_table, hbase_snapshot = output.hbase_table, output.hbase_snapshot
+    storage_options = output.output_storage_options
     if split_keys is not None and hbase_root is not None:
         raise InvalidArgumentError("give split_keys or hbase_root, not both")
     if hbase_root is None and (hbase_table is not None or hbase_snapshot is not None):
@@ -297,7 +302,7 @@ def hfile_regions(
             source = "hbase-table"
         desc = target.describe()
         regions = tuple(Region(r.id, r.start, r.end) for r in desc.regions)
-        families: dict[str, HFileSettings] = {}
+        families: dict[str, HFileOptions] = {}
         unsupported: dict[str, str] = {}
         for f in desc.families:
             name = f.descriptor.name
@@ -355,42 +360,13 @@ def _summaries(
     )
 
 
-def run_hfile_load(
-    *,
-    fs: fsspec.AbstractFileSystem | None,
-    table_path: str | None,
-    metadata: TableMetadata,
-    source: Any,
-    mapping: LoadMapping,
-    load_id: str,
-    now_ms: int,
-    settings: LoadSettings,
-    hfile_output: str,
-    target: HFileRegions,
-    hfile_settings: HFileSettings | None = None,
-    output_storage_options: Mapping[str, Any] | None = None,
-    input_format: InputFormat | None = None,
-    text: TextOptions | None = None,
-    input_storage_options: Mapping[str, Any] | None = None,
-    client: Any = None,
-    progress: ProgressFn | None = None,
-    report_dir: str | None = None,
-) -> LoadReport:
-    """Plan and execute a load whose output is bulk-load HFiles (nothing is committed).
-
-    The one implementation behind ``Table.load(hfile_output=...)`` and the table-less
-    :func:`write_hfiles` (``metadata`` from :func:`tableless_metadata`, ``fs`` and
-    ``table_path`` None: then the report and bad records go to ``report_dir`` only).
-
-    Returns:
-        A :class:`LoadReport` with ``hfile_output`` set (``version`` and ``seq`` None).
+def _check_families(mapping: LoadMapping, target: HFileRegions) -> None:
+    """Refuse mapped families the target HBase table lacks or whose settings are unsupported.
 
     Raises:
-        InvalidArgumentError: ``hfile_output`` exists and is not empty; bad options.
-        InvalidFamilyError: the mapping names a family the target HBase table lacks.
-        BadRecordError: a bad record (not skipping); nothing is left under ``hfile_output``.
+        InvalidFamilyError: a family the HBase table lacks (naming its families).
+        InvalidArgumentError: a family whose HBase settings the writer cannot produce.
     """
-    started = time.perf_counter()
     if target.known_families is not None:
         unknown = [f for f in mapping.families if f not in target.known_families]
         if unknown:
@@ -402,96 +378,144 @@ def run_hfile_load(
     for fam in mapping.families:
         if fam in target.unsupported:
             raise InvalidArgumentError(target.unsupported[fam])
-    staged = stage_output(
-        hfile_output, storage_options=output_storage_options, overwrite_allowed=False
-    )
+
+
+def _write_staged(
+    metadata: TableMetadata,
+    source: Any,
+    settings: LoadSettings,
+    output: HFileOutput,
+    target: HFileRegions,
+) -> tuple[LoadPlan, LoadTally, list[BulkLoadFile]]:
+    """Plan and run the load into a staged output directory, then publish its HFiles.
+
+    Raises:
+        InvalidArgumentError: the output directory exists and is not empty.
+        BadRecordError: a bad record (not skipping); nothing is left under the output.
+    """
+    assert settings.load_id is not None and settings.now_ms is not None  # resolved
+    storage = output.output_storage_options
+    staged = stage_output(output.output, storage_options=storage, overwrite_allowed=False)
     try:
         scratch = staged.scratch("_runs")
         hfiles = HFileTarget(
             output=staged,
             format=HFileFormat(
-                default=hfile_settings or HFileSettings(),
+                default=output.hfile_settings or HFileOptions(),
                 families=target.families,
-                bulkload_timestamp=now_ms,
-                source_task=f"cellstore:{load_id}",
+                bulkload_timestamp=settings.now_ms,
+                source_task=f"cellstore:{settings.load_id}",
             ),
             split_source=target.source,
         )
         plan, inputs = plan_load(
             metadata,
             table_url=staged.fs.unstrip_protocol(scratch),
-            storage_options=output_storage_options,
+            storage_options=storage,
             source=source,
-            mapping=mapping,
-            load_id=load_id,
-            now_ms=now_ms,
             settings=settings,
-            input_format=input_format,
-            text=text,
-            input_storage_options=input_storage_options,
             regions=target.regions,
             hfiles=hfiles,
         )
-        outputs = execute_plan(plan, dask_frame=inputs.dask_frame, client=client, progress=progress)
+        outputs = execute_plan(
+            plan, dask_frame=inputs.dask_frame, client=settings.client, progress=settings.progress
+        )
         merged_runs = merge_dropped = 0
         files = [f for o in outputs for f in o.hfiles]
         if plan.mode == "spill":
             runs = [w for o in outputs for w in o.written]
-            files, merged_runs, merge_dropped = runs_to_hfiles(plan, runs, client=client)
+            files, merged_runs, merge_dropped = runs_to_hfiles(plan, runs, client=settings.client)
         order = {r.id: i for i, r in enumerate(plan.target.regions)}
         files.sort(key=lambda f: (f.family, order[f.region], f.first_row))
         files = staged.publish(files, scratch=[scratch])
     except BaseException:
         staged.discard()
         raise
-    bad = [b for o in outputs for b in o.bad]
-    reasons: dict[str, int] = {}
-    for b in bad:
-        reasons[b.reason] = reasons.get(b.reason, 0) + 1
-    rfs: fsspec.AbstractFileSystem | None = None
-    rdir = ""
-    if fs is not None and table_path is not None:
-        rfs, rdir = report_location(fs, table_path, report_dir, {})
-    elif report_dir is not None:
+    tally = LoadTally.of(plan, outputs, merged_runs=merged_runs, merge_dropped=merge_dropped)
+    return plan, tally, files
+
+
+def _report_place(
+    table: LoadableTable | None, report_dir: str | None
+) -> tuple[fsspec.AbstractFileSystem | None, str]:
+    """Where an HFile-output load's report and bad records go (none: nowhere)."""
+    if table is not None:
+        return report_location(table.fs, table.path, report_dir, {})
+    if report_dir is not None:
         rfs, rdir = resolve_filesystem(report_dir)
-        rdir = rdir.rstrip("/")
-    bad_path = write_bad_records(rfs, rdir, load_id, bad) if bad and rfs is not None else None
-    per_region: dict[str, int] = {}
-    for f in files:
-        per_region[f.region] = per_region.get(f.region, 0) + 1
+        return rfs, rdir.rstrip("/")
+    return None, ""
+
+
+def run_hfile_load(
+    table: LoadableTable | None, source: Any, settings: LoadSettings, output: HFileOutput
+) -> LoadReport:
+    """Plan and execute a load whose output is bulk-load HFiles (nothing is committed).
+
+    The one implementation behind ``Table.write_hfiles`` (and ``Table.load(hfile_output=
+    ...)``) and the table-less :func:`write_hfiles` (``table`` None: the mapping gives the
+    families and row key, see :func:`tableless_metadata`; the report and bad records go to
+    ``report_dir`` only).
+
+    Returns:
+        A :class:`LoadReport` with ``hfile_output`` set (``version`` and ``seq`` None).
+
+    Raises:
+        InvalidArgumentError: the output exists and is not empty; bad options;
+            ``assign_seq_id=False``; without a table, ``skip_bad_records`` without
+            ``report_dir`` or a mapping without a row key.
+        InvalidFamilyError: the mapping names a family the target HBase table lacks.
+        TableNotFoundError, SnapshotNotFoundError: an unknown HBase table or snapshot.
+        BadRecordError: a bad record (not skipping); nothing is left under the output.
+    """
+    started = time.perf_counter()
+    if table is None and settings.skip_bad_records and settings.report_dir is None:
+        raise InvalidArgumentError(
+            "skip_bad_records without a cellstore table needs report_dir (where the skipped "
+            "records are written)"
+        )
+    if not settings.assign_seq_id:
+        raise InvalidArgumentError(
+            "assign_seq_id=False applies to loads that commit to this table, not "
+            "with hfile_output (HBase's completebulkload decides the sequence id)"
+        )
+    settings = resolve_settings(settings)
+    assert settings.load_id is not None  # resolved
+    mapping = load_mapping(settings)
+    metadata = table.log.read(table.log.latest_version()) if table is not None else None
+    target = hfile_regions(metadata, output)
+    if metadata is None:
+        name = output.table if output.table is not None else target.table
+        metadata = tableless_metadata(mapping, name=name)
+    _check_families(mapping, target)
+    plan, tally, files = _write_staged(metadata, source, settings, output, target)
+    rfs, rdir = _report_place(table, settings.report_dir)
+    bad = tally.bad
+    bad_path = write_bad_records(rfs, rdir, settings.load_id, bad) if bad and rfs else None
     out = HFileOutputReport(
-        url=hfile_output,
+        url=output.output,
         split_source=target.source,
         regions=len(plan.target.regions),
         files=tuple(files),
         stores=_summaries(files, plan.target.regions),
     )
     report = LoadReport(
-        table=metadata.name,
-        load_id=load_id,
+        table=output.table if output.table is not None else metadata.name,
+        load_id=settings.load_id,
         version=None,
         seq=None,
-        mode=plan.mode,
-        inputs=len(plan.tasks),
-        records=sum(o.records for o in outputs),
-        rows=sum(o.rows for o in outputs),
+        rows=tally.rows,
         cells=out.cells,
         bytes=out.bytes,
         files=len(files),
-        files_per_region=per_region,
-        duplicates_dropped=sum(o.duplicates for o in outputs) + merge_dropped,
-        bad_records=len(bad),
-        bad_reasons=reasons,
+        files_per_region=dict(Counter(f.region for f in files)),
         bad_records_path=bad_path,
-        merged_runs=merged_runs,
-        warnings=key_warnings(plan, outputs),
+        warnings=tally.warnings,
         seconds=time.perf_counter() - started,
         hfile_output=out,
+        **tally.report_fields(),
     )
-    if report_dir is not None and rfs is not None:
-        path = write_report(rfs, rdir, report)
-        report = replace(report, report_path=path)
-    return report
+    return write_load_files(rfs, rdir, report, report_file=settings.report_dir is not None)
 
 
 # ------------------------------------------------------------------- without a table
@@ -530,37 +554,18 @@ def tableless_metadata(mapping: LoadMapping, *, name: str) -> TableMetadata:
 
 def write_hfiles(
     source: Any,
-    *,
-    mapping: LoadMapping | Mapping[str, Any] | str,
-    output: str,
-    split_keys: Sequence[bytes | str] | str | None = None,
-    hbase_root: str | None = None,
-    hbase_table: str | None = None,
-    hbase_snapshot: str | None = None,
-    hfile_settings: HFileSettings | None = None,
-    table: str | None = None,
-    format: InputFormat | None = None,
-    text: TextOptions | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    output_storage_options: Mapping[str, Any] | None = None,
-    skip_bad_records: bool = False,
-    report_dir: str | None = None,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION,
-    workers: int | None = None,
-    client: Any = None,
-    progress: ProgressFn | None = None,
-    load_id: str | None = None,
-    now_ms: int | None = None,
+    output: HFileOutput | str | None = None,
+    settings: LoadSettings | None = None,
+    /,
+    **overrides: Unpack[WriteHFilesKwargs],
 ) -> LoadReport:
     r"""Write input records as HBase bulk-load HFiles, without a cellstore table.
 
     ImportTsv with ``-Dimporttsv.bulk.output=DIR``: the input, a mapping and the target
-    HBase table's regions are all it needs. The same pipeline as
-    ``Table.load(hfile_output=...)`` (:func:`run_hfile_load`): records are read, mapped,
-    keyed, routed to the target regions, sorted and written as
-    ``output/<family>/<32 hex>``, ready for ``hbase completebulkload output ns:table``.
+    HBase table's regions are all it needs. The same pipeline as ``Table.write_hfiles``
+    (:func:`run_hfile_load`): records are read, mapped, keyed, routed to the target
+    regions, sorted and written as ``output/<family>/<32 hex>``, ready for
+    ``hbase completebulkload output ns:table``.
 
     * **Families** are the mapping's; with ``hbase_root`` each must exist in the HBase
       table's descriptor.
@@ -570,36 +575,24 @@ def write_hfiles(
       ``hbase_snapshot``; with neither, one region holds every key.
     * **Family settings** come from the HBase descriptor, else ``hfile_settings``.
 
+    ``write_hfiles(src, HFileOutput(output="out", split_keys="splits.txt"),
+    LoadSettings(mapping="m.toml"))`` and ``write_hfiles(src, mapping="m.toml",
+    output="out", split_keys="splits.txt")`` are the same call.
+
     Args:
         source: Input paths/URLs/globs, a list of them, a pandas/Dask DataFrame or an
             Arrow table (as ``Table.load``).
-        mapping: A :class:`~cellstore.loader.LoadMapping`, its dict form, or the path/URL
-            of a TOML or JSON mapping file (read with ``storage_options``).
-        output: The output directory (path or URL); absent or empty.
-        split_keys: The target table's split keys, or a split-key file's path/URL.
-        hbase_root: An HBase root directory (or exported snapshot) holding the target.
-        hbase_table: The target table in ``hbase_root`` (``ns:table``).
-        hbase_snapshot: A snapshot of the target table in ``hbase_root``.
-        hfile_settings: HFile settings of families without an HBase descriptor.
-        table: The target's name for the report (default: the HBase table's name, else
-            empty).
-        format: Input format (default: from the extension or the mapping's ``[input]``).
-        text: CSV/TSV/JSON-lines options (default: the mapping's ``[input]``).
-        storage_options: fsspec options for the inputs and the mapping file.
-        output_storage_options: fsspec options for ``output``, the split-key file and
-            ``hbase_root``.
-        skip_bad_records: Skip bad records (into ``report_dir``) instead of failing.
-        report_dir: Where the JSON report and skipped records go (required with
-            ``skip_bad_records``; default: no report file).
-        memory_budget: Memory the load may hold at once (more input spills sorted runs).
-        max_file_bytes: Roll HFiles at about this many bytes (between rows only).
-        max_files_per_region: At most this many HFiles per region and family (32).
-        workers: Parallel tasks (default: the cluster's threads or the CPU count).
-        client: A ``dask.distributed`` client (default: local threads).
-        progress: Called with ``(done, total)`` tasks.
-        load_id: Names the run (``BULKLOAD_SOURCE_TASK``); default a fresh id.
-        now_ms: Cell timestamp when the mapping has no timestamp column, and the files'
-            ``BULKLOAD_TIMESTAMP`` (default: now).
+        output: Where the HFiles go and for which HBase table
+            (:class:`~cellstore.loader.HFileOutput`), or just the output directory.
+        settings: How the input is loaded (:class:`~cellstore.loader.LoadSettings`; its
+            ``mapping`` is required and must name the row key). Without a table,
+            ``report_dir`` is where the JSON report and skipped records go (no report
+            file without it; required with ``skip_bad_records``); ``load_id`` names the
+            run (``BULKLOAD_SOURCE_TASK``); ``now_ms`` is the cell timestamp when the
+            mapping has no timestamp column and the files' ``BULKLOAD_TIMESTAMP``.
+        **overrides: Fields of :class:`~cellstore.loader.LoadSettings` and of
+            :class:`~cellstore.loader.HFileOutput` replacing those of ``settings`` and
+            ``output``.
 
     Returns:
         A :class:`~cellstore.loader.LoadReport` with ``hfile_output`` set (``version``
@@ -614,58 +607,7 @@ def write_hfiles(
         BadRecordError: a bad record (without ``skip_bad_records``).
         In every error case nothing is left under ``output``.
     """
-    if skip_bad_records and report_dir is None:
-        raise InvalidArgumentError(
-            "skip_bad_records without a cellstore table needs report_dir (where the skipped "
-            "records are written)"
-        )
-    if isinstance(mapping, str):
-        mapping = LoadMapping.from_file(mapping, storage_options=storage_options)
-    elif not isinstance(mapping, LoadMapping):
-        mapping = LoadMapping.from_dict(mapping)
-    input_opts = dict(mapping.input_options)
-    if format is None and input_opts.get("format"):
-        format = input_opts["format"]
-    if text is None and input_opts:
-        text = TextOptions.from_options(input_opts)
-    load_id = validate_load_id(load_id or new_load_id())
-    target = hfile_regions(
-        None,
-        split_keys=split_keys,
-        hbase_root=hbase_root,
-        hbase_table=hbase_table,
-        hbase_snapshot=hbase_snapshot,
-        storage_options=output_storage_options,
-    )
-    metadata = tableless_metadata(mapping, name=table if table is not None else target.table)
-    if workers is None:
-        workers = (
-            max(1, sum(client.nthreads().values())) if client is not None else os.cpu_count() or 2
-        )
-    settings = LoadSettings(
-        memory_budget=memory_budget,
-        max_file_bytes=max_file_bytes,
-        skip_bad_records=skip_bad_records,
-        workers=workers,
-        max_files_per_region=max_files_per_region,
-    )
-    return run_hfile_load(
-        fs=None,
-        table_path=None,
-        metadata=metadata,
-        source=source,
-        mapping=mapping,
-        load_id=load_id,
-        now_ms=now_ms if now_ms is not None else clock_ms(),
-        settings=settings,
-        hfile_output=output,
-        target=target,
-        hfile_settings=hfile_settings,
-        output_storage_options=output_storage_options,
-        input_format=format,
-        text=text,
-        input_storage_options=storage_options,
-        client=client,
-        progress=progress,
-        report_dir=report_dir,
-    )
+    load_overrides, output_overrides = split_overrides(overrides)
+    base = settings if settings is not None else LoadSettings()
+    settings = replace(base, **load_overrides) if load_overrides else base
+    return run_hfile_load(None, source, settings, hfile_output_of(output, output_overrides))

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -41,7 +41,17 @@ from cellstore.loader.inputs import (
 from cellstore.loader.keycheck import quantile_split_keys
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.loader.records import BoundMapping, encode_records
-from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL
+from cellstore.loader.settings import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES_PER_REGION,
+    DEFAULT_MEMORY_BUDGET,
+    MEMORY_FACTOR,
+    LoadKwargs,
+    LoadSettings,
+    load_mapping,
+    resolve_settings,
+)
+from cellstore.storefiles import NO_ROLL
 from cellstore.storefiles.bulkload import StagedOutput
 from cellstore.storefiles.rolling import HFileFormat
 
@@ -62,69 +72,6 @@ __all__ = [
 ]
 
 LoadMode = Literal["merge", "spill"]
-
-#: Default memory budget of a load (bytes of Arrow data held at once, all tasks together).
-DEFAULT_MEMORY_BUDGET: Final = 1 << 30
-#: Default size at which a store file is rolled (uncompressed cell bytes; HBase rolls
-#: HFiles at ``hbase.hregion.max.filesize``, default 10 GiB, but smaller files parallelise
-#: reads and keep row groups seekable).
-DEFAULT_MAX_FILE_BYTES: Final = 1 << 30
-#: Most store files per region and family a spill-mode load leaves (HBase's
-#: ``hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily``, R14.4).
-DEFAULT_MAX_FILES_PER_REGION: Final = 32
-#: Peak memory of processing input data, as a multiple of its Arrow size (records, their
-#: encoded form, cells, the sorted copy and the Parquet writer's buffers). Conservative.
-MEMORY_FACTOR: Final = 6
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoadSettings:
-    """Knobs of a load.
-
-    Attributes:
-        memory_budget: Bytes of data the load may hold at once, all tasks together.
-        max_file_bytes: Roll store files at about this many (uncompressed) cell bytes.
-        row_group_cells: Cells per Parquet row group.
-        skip_bad_records: Skip bad records into the bad-records file instead of failing.
-        workers: Tasks running at once (the scheduler's threads or worker slots).
-        max_files_per_region: Spill mode: when a region and family would get more store
-            files than this (HBase refuses more than 32 per region and family in one bulk
-            load, R14.4), its sorted runs are merged before the commit (see
-            :mod:`cellstore.loader.spill`).
-        key_sample: Row keys the load samples (spread over its tasks, in input order) for
-            the key-design checks of :mod:`cellstore.loader.advise`; 0 turns them off.
-        assign_seq_id: Commit the files with the next sequence number (default). False
-            is HBase's ``hbase.mapreduce.bulkload.assign.sequenceNumbers=false`` (R14.5):
-            the files get none, and their cells lose every equal-key tie (R3.1).
-    """
-
-    memory_budget: int = DEFAULT_MEMORY_BUDGET
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
-    skip_bad_records: bool = False
-    workers: int = 2
-    max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION
-    key_sample: int = 16_384
-    assign_seq_id: bool = True
-
-    def __post_init__(self) -> None:
-        if self.memory_budget < 1 << 20:
-            raise InvalidArgumentError("memory_budget must be at least 1 MiB")
-        if self.max_file_bytes < 1 << 10:
-            raise InvalidArgumentError("max_file_bytes must be at least 1 KiB")
-        if self.row_group_cells < 1:
-            raise InvalidArgumentError("row_group_cells must be positive")
-        if self.workers < 1:
-            raise InvalidArgumentError("workers must be positive")
-        if self.max_files_per_region < 1:
-            raise InvalidArgumentError("max_files_per_region must be at least 1")
-        if self.key_sample < 0:
-            raise InvalidArgumentError("key_sample must not be negative")
-
-    @property
-    def run_bytes(self) -> int:
-        """Input bytes one task accumulates before writing a sorted run (spill mode)."""
-        return max(1 << 16, self.memory_budget // (MEMORY_FACTOR * self.workers))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,20 +211,21 @@ def plan_load(
     table_url: str,
     storage_options: Mapping[str, Any] | None,
     source: Any,
-    mapping: LoadMapping,
-    load_id: str,
-    now_ms: int,
     settings: LoadSettings,
-    input_format: InputFormat | None = None,
-    text: TextOptions | None = None,
-    input_storage_options: Mapping[str, Any] | None = None,
+    mapping: LoadMapping | None = None,
+    load_id: str | None = None,
+    now_ms: int | None = None,
     regions: tuple[Region, ...] | None = None,
     hfiles: HFileTarget | None = None,
 ) -> tuple[LoadPlan, DiscoveredInputs]:
     """Plan a load of ``source`` into the table version ``metadata`` (reads no data).
 
-    ``regions`` (default: the table's) route the records; ``hfiles`` makes the load write
-    bulk-load HFiles instead of store files (see :class:`HFileTarget`).
+    ``settings`` say how (resolved here, see
+    :func:`~cellstore.loader.settings.resolve_settings`); ``mapping``, ``load_id`` and
+    ``now_ms``, when given, replace theirs. The plan keeps the settings without
+    ``client`` and ``progress`` (it is sent to the tasks). ``regions`` (default: the
+    table's) route the records; ``hfiles`` makes the load write bulk-load HFiles instead
+    of store files (see :class:`HFileTarget`).
 
     Returns:
         The plan and the discovered inputs (which carry the Dask collection, if any).
@@ -287,27 +235,34 @@ def plan_load(
             an input that does not exist, has an unknown format, or lacks a mapped column
             (checked against its schema or header before any data is read).
     """
+    given: LoadKwargs = {}
+    if mapping is not None:
+        given["mapping"] = mapping
+    if load_id is not None:
+        given["load_id"] = load_id
+    if now_ms is not None:
+        given["now_ms"] = now_ms
+    settings = resolve_settings(replace(settings, **given))
+    mapping = load_mapping(settings)
     bound = bind_mapping(mapping, metadata)
     spec = getattr(metadata, "row_key", None)
-    columns = mapping.input_columns(spec)
-    target_part = max(1 << 16, settings.run_bytes)
     inputs = discover_inputs(
         source,
-        columns=columns,
-        format=input_format,
-        text=text,
-        storage_options=input_storage_options,
-        target_part_bytes=target_part,
+        columns=mapping.input_columns(spec),
+        format=settings.format,
+        text=settings.text,
+        storage_options=settings.storage_options,
+        target_part_bytes=max(1 << 16, settings.run_bytes),
         column_uses=mapping.column_uses(spec),
     )
     estimated = inputs.estimated_bytes
     mode: LoadMode = "merge" if estimated * MEMORY_FACTOR <= settings.memory_budget else "spill"
     nonce = uuid.uuid4().hex[:8]
-    per_task = (
-        max(256, settings.key_sample // max(1, len(inputs.parts))) if settings.key_sample else 0
-    )
+    assert settings.load_id is not None and settings.now_ms is not None  # resolved
+    sample = settings.sampled_keys
+    per_task = max(256, sample // max(1, len(inputs.parts))) if sample else 0
     tasks = tuple(
-        LoadTask(part=p, name=f"{load_id}-{nonce}-p{p.index:06d}", key_sample=per_task)
+        LoadTask(part=p, name=f"{settings.load_id}-{nonce}-p{p.index:06d}", key_sample=per_task)
         for p in inputs.parts
     )
     target = TableTarget(
@@ -319,14 +274,14 @@ def plan_load(
         base_version=metadata.version,
     )
     plan = LoadPlan(
-        load_id=load_id,
+        load_id=settings.load_id,
         nonce=nonce,
         seq=metadata.next_seq,
-        now_ms=now_ms,
+        now_ms=settings.now_ms,
         mode=mode,
         target=target,
         bound=bound,
-        settings=settings,
+        settings=replace(settings, client=None, progress=None),
         tasks=tasks,
         estimated_bytes=estimated,
         hfiles=hfiles,

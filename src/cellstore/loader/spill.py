@@ -101,7 +101,7 @@ def _chunk_cells(plan: LoadPlan, readers: Sequence[StoreFileReader]) -> int:
         if meta.num_rows:
             size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
             per_cell = max(per_cell, size / meta.num_rows)
-    budget = plan.settings.memory_budget // max(1, plan.settings.workers)
+    budget = plan.settings.memory_budget // max(1, plan.settings.task_count)
     cells = int(budget / (MEMORY_FACTOR * max(1, len(readers)) * per_cell))
     return max(MIN_CHUNK_CELLS, min(cells, plan.settings.row_group_cells))
 
@@ -271,7 +271,7 @@ def _run_all(
         )
         for i, t in enumerate(tasks)
     ]
-    return compute_all(graph, client=client, workers=plan.settings.workers)
+    return compute_all(graph, client=client, workers=plan.settings.task_count)
 
 
 def consolidate_runs(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar, overload
 
@@ -25,8 +25,8 @@ import pyarrow as pa
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
-from cellstore.errors import InvalidArgumentError
 from cellstore.fs import join, makedirs_for
+from cellstore.storefiles.hfile.options import HFileOptions
 from cellstore.storefiles.layout import bulkload_file_relpath, store_file_relpath
 from cellstore.storefiles.writer import (
     DEFAULT_ROW_GROUP_CELLS,
@@ -168,40 +168,9 @@ class ParquetFormat:
         return _ParquetSink(writer, region=region, relpath=relpath)
 
 
-@dataclass(frozen=True, kw_only=True)
-class HFileSettings:
-    """How one family's HFiles are written (HBase's family settings).
-
-    Raises:
-        InvalidArgumentError: a value outside the choices below, or a block size <= 0.
-
-    Attributes:
-        compression: ``none``, ``gz``, ``snappy``, ``lz4`` or ``zstd`` (``COMPRESSION``).
-        encoding: ``none``, ``prefix``, ``diff``, ``fast_diff`` or ``row_index_v1``
-            (``DATA_BLOCK_ENCODING``).
-        block_size: Data block size (``BLOCKSIZE``); None: the family's ``block_size``.
-        bloom: ``row``, ``rowcol`` or ``none`` (``BLOOMFILTER``).
-    """
-
-    compression: str = "none"
-    encoding: str = "none"
-    block_size: int | None = None
-    bloom: str = "row"
-
-    def __post_init__(self) -> None:
-        choices = {
-            "compression": ("none", "gz", "snappy", "lz4", "zstd"),
-            "encoding": ("none", "prefix", "diff", "fast_diff", "row_index_v1"),
-            "bloom": ("none", "row", "rowcol"),
-        }
-        for name, allowed in choices.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise InvalidArgumentError(
-                    f"HFile {name} {value!r} is not one of {', '.join(allowed)}"
-                )
-        if self.block_size is not None and self.block_size <= 0:
-            raise InvalidArgumentError(f"HFile block_size must be positive, not {self.block_size}")
+#: How one family's HFiles are written: the earlier name of
+#: :class:`~cellstore.storefiles.hfile.options.HFileOptions` (the same class).
+HFileSettings = HFileOptions
 
 
 @dataclass(frozen=True)
@@ -237,10 +206,7 @@ class _HFileSink:
         *,
         region: str,
         family: str,
-        settings: HFileSettings,
-        block_size: int,
-        bulkload_timestamp: int | None,
-        source_task: str | None,
+        options: HFileOptions,
     ) -> None:
         from cellstore.storefiles.hfile.writer import HFileWriter
 
@@ -249,17 +215,7 @@ class _HFileSink:
         self.region = region
         self.family = family
         makedirs_for(fs, path)
-        self.writer = HFileWriter(
-            fs,
-            path,
-            family=family.encode("utf-8"),
-            compression=settings.compression,  # type: ignore[arg-type]
-            encoding=settings.encoding,  # type: ignore[arg-type]
-            block_size=block_size,
-            bloom=settings.bloom,  # type: ignore[arg-type]
-            bulkload_timestamp=bulkload_timestamp,
-            source_task=source_task,
-        )
+        self.writer = HFileWriter(fs, path, options, family=family.encode("utf-8"))
 
     @property
     def bytes(self) -> int:
@@ -298,20 +254,34 @@ class HFileFormat:
     with the bulk-load FileInfo. Picklable, so tasks carry it to workers.
 
     Attributes:
-        default: Settings of families not in ``families``.
-        families: Settings per family name.
+        default: Writer options of families not in ``families``.
+        families: Writer options per family name.
         bulkload_timestamp: ``BULKLOAD_TIMESTAMP`` of every file (ms; None: the clock).
         source_task: ``BULKLOAD_SOURCE_TASK`` of every file.
     """
 
-    default: HFileSettings = HFileSettings()
-    families: Mapping[str, HFileSettings] = field(default_factory=dict)
+    default: HFileOptions = field(default_factory=HFileOptions)
+    families: Mapping[str, HFileOptions] = field(default_factory=dict)
     bulkload_timestamp: int | None = None
     source_task: str | None = "cellstore"
 
-    def settings(self, family: str) -> HFileSettings:
-        """The settings ``family``'s files are written with."""
+    def settings(self, family: str) -> HFileOptions:
+        """The options ``family``'s files are written with (as given)."""
         return self.families.get(family, self.default)
+
+    def file_options(self, family: Family) -> HFileOptions:
+        """The options of one file of ``family``.
+
+        Its settings, with the family's block size when they give none, and this
+        format's bulk-load FileInfo.
+        """
+        settings = self.settings(family.name)
+        return replace(
+            settings,
+            block_size=settings.block_size or family.block_size,
+            bulkload_timestamp=self.bulkload_timestamp,
+            source_task=self.source_task,
+        )
 
     def open(
         self,
@@ -325,16 +295,12 @@ class HFileFormat:
     ) -> FileSink[BulkLoadFile]:
         """Open ``bulkload_file_relpath(family, <random hex>)`` under ``root``."""
         relpath = bulkload_file_relpath(family.name, uuid.uuid4().hex)
-        settings = self.settings(family.name)
         return _HFileSink(
             fs,
             join(root, relpath),
             region=region,
             family=family.name,
-            settings=settings,
-            block_size=settings.block_size or family.block_size,
-            bulkload_timestamp=self.bulkload_timestamp,
-            source_task=self.source_task,
+            options=self.file_options(family),
         )
 
 

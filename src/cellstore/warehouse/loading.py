@@ -1,34 +1,34 @@
-"""Writes of a table handle: ``load_cells``, ``load`` and ``advise``.
+"""Writes of a table handle: ``load_cells``, ``load``, ``write_hfiles`` and ``advise``.
 
-Mixed into :class:`~cellstore.warehouse.table.Table` (key-design advice runs before or
-after a load).
+Mixed into :class:`~cellstore.warehouse.table.Table`: each method checks the handle may
+write, hands the table and one settings object to the loader
+(:mod:`cellstore.loader.pipeline`, :mod:`cellstore.loader.hfiles`), moves the handle to
+the version the load committed and turns the report's findings into Python warnings.
 """
 
 from __future__ import annotations
 
 import os
-import time
 import warnings
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any, Unpack
 
 from cellstore.commit import now_ms as _clock
-from cellstore.core.names import validate_load_id
 from cellstore.errors import (
     CellstoreWarning,
     InvalidArgumentError,
     KeyDesignWarning,
 )
-from cellstore.fs import ensure_exclusive_create
 from cellstore.handle import TableHandle
 from cellstore.loader import (
+    HFileOutput,
+    LoadKwargs,
     LoadMapping,
     LoadReport,
     LoadSettings,
-    ProgressFn,
     TextOptions,
-    run_load,
+    WriteHFilesKwargs,
 )
 from cellstore.loader.advise import (
     DEFAULT_SAMPLE_KEYS,
@@ -37,23 +37,26 @@ from cellstore.loader.advise import (
     advise_input,
     advise_table,
 )
-from cellstore.loader.direct import (
-    KeyKind,
-    new_load_id,
-    normalize_cells,
-    salt_rows,
-    write_cells,
-)
-from cellstore.loader.execute import commit_load
+from cellstore.loader.direct import KeyKind
+from cellstore.loader.hfiles import run_hfile_load
 from cellstore.loader.inputs import InputFormat
 from cellstore.loader.mapping import properties_after_load
-from cellstore.loader.plan import (
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_FILES_PER_REGION,
-    DEFAULT_MEMORY_BUDGET,
+from cellstore.loader.pipeline import load_cells, load_table
+from cellstore.loader.settings import (
+    hfile_output_of,
+    load_mapping,
+    resolve_input,
+    resolve_settings,
+    split_overrides,
 )
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
-from cellstore.storefiles.rolling import HFileSettings
+from cellstore.storefiles.hfile.options import HFileOptions
+
+
+def _settings(settings: LoadSettings | None, overrides: Mapping[str, Any]) -> LoadSettings:
+    """``settings`` (default ``LoadSettings()``) with keyword overrides, resolved."""
+    base = settings if settings is not None else LoadSettings()
+    return resolve_settings(replace(base, **overrides) if overrides else base)
 
 
 class TableLoading(TableHandle):
@@ -125,167 +128,66 @@ class TableLoading(TableHandle):
             CommitConflictError: if a concurrent change made the load impossible.
         """
         self.check_writable("load into")
-        started = time.perf_counter()
-        load_id = validate_load_id(load_id or new_load_id())
-        base = self.refresh().metadata  # write where the newest regions are
-
-        def report(**fields: Any) -> LoadReport:
-            return LoadReport(
-                table=str(self.name),
-                load_id=load_id,
-                mode="cells",
-                seconds=time.perf_counter() - started,
-                **{"version": None, "seq": None, **fields},
-            )
-
-        if load_id in base.load_ids:
-            return report(already_applied=True)
-        ensure_exclusive_create(self.fs, self.root)
-        now = now_ms if now_ms is not None else _clock()
-        normalized = normalize_cells(cells, metadata=base, now=now)
-        normalized = salt_rows(normalized, base.salt_buckets, keys=keys, row_key=base.row_key)
-        records = normalized.num_rows
-        if records == 0:
-            return report()
-        written, dropped = write_cells(
-            self.fs,
-            self.path,
-            base,
-            normalized,
+        report, self._metadata = load_cells(
+            self,
+            cells,
             load_id=load_id,
-            seq=base.next_seq,
+            now_ms=now_ms if now_ms is not None else _clock(),
             row_group_cells=row_group_cells,
-        )
-        cells_written = sum(w.info.cells for w in written)
-        meta, already, written, rerouted = commit_load(  # re-routes if regions changed
-            self.fs,
-            self.path,
-            self.log,
-            base,
-            written,
-            load_id=load_id,
-            summary={
-                "cells": cells_written,
-                "files": len(written),
-                "bytes": sum(w.info.size for w in written),
-            },
-            row_group_cells=row_group_cells,
+            keys=keys,
             assign_seq_id=assign_seq_id,
-            hooks=self.load_hooks,
-            storage_options=self.storage_options,
         )
-        self._metadata = meta
-        if already:
-            return report(already_applied=True)
-        return report(
-            version=meta.version,
-            seq=meta.last_history.summary.get("seq"),
-            inputs=1,
-            records=records,
-            rows=records,
-            cells=cells_written,
-            files=len(written),
-            bytes=sum(w.info.size for w in written),
-            files_per_region=dict(Counter(w.region for w in written)),
-            duplicates_dropped=dropped,
-            rerouted_files=rerouted,
-        )
+        return report
 
     def load(
         self,
         source: Any,
+        settings: LoadSettings | None = None,
+        /,
         *,
-        mapping: LoadMapping | Mapping[str, Any] | str | os.PathLike[str],
-        load_id: str | None = None,
-        skip_bad_records: bool = False,
-        format: InputFormat | None = None,
-        text: TextOptions | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        memory_budget: int = DEFAULT_MEMORY_BUDGET,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
-        max_files_per_region: int = DEFAULT_MAX_FILES_PER_REGION,
-        client: Any = None,
-        workers: int | None = None,
-        progress: ProgressFn | None = None,
-        report_dir: str | None = None,
-        now_ms: int | None = None,
-        key_advice: Literal["warn", "report", "off"] = "warn",
         hfile_output: str | None = None,
         split_keys: Sequence[bytes | str] | str | None = None,
         hbase_root: str | None = None,
         hbase_table: str | None = None,
         hbase_snapshot: str | None = None,
-        hfile_settings: HFileSettings | None = None,
+        hfile_settings: HFileOptions | None = None,
         hfile_storage_options: Mapping[str, Any] | None = None,
-        assign_seq_id: bool = True,
+        **overrides: Unpack[LoadKwargs],
     ) -> LoadReport:
-        r"""Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
+        """Bulk-load records through a mapping, in parallel Dask tasks, in one commit.
 
         The bulk loader (HBase's ImportTsv + HFileOutputFormat2 + completebulkload in one
-        call): input records become cells through ``mapping`` (row key, ``family:qualifier``
-        cells with value codecs, timestamp source, optional operation column; nulls are no
-        cells), are routed to regions and sorted, and each region's store files are written
-        by parallel Dask tasks. One manifest commit adds them all; if regions were split or
-        merged meanwhile, files are re-routed (or split) first.
+        call): input records become cells through the settings' ``mapping`` (row key,
+        ``family:qualifier`` cells with value codecs, timestamp source, optional operation
+        column; nulls are no cells), are routed to regions and sorted, and each region's
+        store files are written by parallel Dask tasks. One manifest commit adds them
+        all; if regions were split or merged meanwhile, files are re-routed (or split)
+        first. ``t.load(src, mapping=m, memory_budget=2 << 30)`` and
+        ``t.load(src, LoadSettings(mapping=m, memory_budget=2 << 30))`` are the same.
 
         Args:
             source: fsspec URL(s) or glob(s) of CSV/TSV/JSON-lines/Parquet files
                 (compression by extension), a pandas DataFrame, a pyarrow Table, or a Dask
                 DataFrame.
-            mapping: A :class:`~cellstore.loader.Mapping`, its dict form, or the path/URL of
-                a TOML or JSON mapping file.
-            load_id: Idempotency key: a load id the table has committed is not applied
-                again (the report says ``already_applied``). Default: a fresh id. ASCII
-                letters, digits, '_', '-' and '.' (not first), at most 128 characters.
-            skip_bad_records: Write bad records to ``<report_dir>/<load_id>.bad.jsonl``
-                (with counts by reason in the report) and commit the good ones, instead of
-                failing on the first.
-            format: Input format for every file (default: from the extension, or the
-                mapping's ``[input] format``).
-            text: CSV/TSV/JSON-lines reading options (default: the mapping's ``[input]``).
-            storage_options: fsspec options for the input URLs.
-            memory_budget: Bytes of data the load may hold at once. Inputs estimated above
-                it are loaded in sorted runs written as separate files.
-            max_file_bytes: Roll store files at about this many uncompressed cell bytes,
-                on row boundaries.
-            row_group_cells: Cells per Parquet row group.
-            max_files_per_region: Inputs loaded in sorted runs leave at most about this
-                many store files per region and family: more runs are merged (in bounded
-                memory) before the commit. Default 32, HBase's bulk-load limit.
-            client: A ``distributed.Client`` to run on; default: local threads.
-            workers: Tasks at once (default: the CPU count, or the cluster's threads).
-            progress: Called with ``(done, total)`` tasks as tasks finish.
-            report_dir: Directory (path or URL) for the report JSON and the bad-records
-                file; default ``<table dir>/_loads``.
-            now_ms: The load time (timestamp of cells without one; default the clock).
-            key_advice: The loader samples the load's row keys and checks them for
-                hot-spotting (a region or salt bucket getting most keys), monotonic and
-                overlong keys (see :mod:`cellstore.loader.advise`). ``"warn"``: the
-                problems are in the report's ``warnings`` and each is also emitted as a
-                :class:`~cellstore.errors.KeyDesignWarning`; ``"report"``: only in the
-                report; ``"off"``: not checked.
-            hfile_output: Write HBase bulk-load HFiles to this directory (path or URL)
-                instead of committing to this table, like ``ImportTsv`` with
-                ``-Dimporttsv.bulk.output``: ``DIR/<family>/<32 hex>``, every file inside
-                one target region, at most ``max_files_per_region`` per region and
-                family, rolled at ``max_file_bytes`` between rows, all or nothing. ``DIR``
-                must be absent or empty. Then ``hbase completebulkload DIR ns:table``.
-                See :mod:`cellstore.loader.hfiles`. ``load_id`` is not recorded.
-            split_keys: With ``hfile_output``: the target HBase table's split keys (bytes,
-                or printable-form strings with ``\xNN`` escapes), or the path/URL of a
-                file with one per line. Default: this table's regions.
-            hbase_root: With ``hfile_output``: an HBase root directory (or exported
-                snapshot) with the target table, whose regions and family settings
-                (compression, block size, Bloom type, encoding) the files follow.
-            hbase_table: The target table in ``hbase_root`` (``ns:table``).
-            hbase_snapshot: Or a snapshot of it in ``hbase_root``.
-            hfile_settings: HFile settings of families without an HBase descriptor
-                (default: no compression, no encoding, the family's block size, ROW Bloom).
-            hfile_storage_options: fsspec options for ``hfile_output``, the split-key
-                file and ``hbase_root``.
-            assign_seq_id: False commits without a sequence number (as
-                :meth:`load_cells`; HBase's ``assign.sequenceNumbers=false``, R14.5).
+            settings: Every option of the load (:class:`~cellstore.loader.LoadSettings`:
+                mapping, input format and text options, bad-record handling, key advice,
+                memory budget, file sizes, workers and client, progress, load id, clock,
+                report directory, sequence numbers).
+            hfile_output: Write HBase bulk-load HFiles to this directory instead of
+                committing: the same as :meth:`write_hfiles` (preferred), which takes the
+                arguments below as an :class:`~cellstore.loader.HFileOutput`
+                (``hfile_storage_options`` is its ``output_storage_options``).
+            split_keys: With ``hfile_output``: the HBase table's split keys (as
+                :class:`~cellstore.loader.HFileOutput` takes them).
+            hbase_root: With ``hfile_output``: the HBase root of the target table.
+            hbase_table: With ``hbase_root``: the target table.
+            hbase_snapshot: With ``hbase_root``: a snapshot of the target table.
+            hfile_settings: With ``hfile_output``: HFile options of families without an
+                HBase descriptor.
+            hfile_storage_options: With ``hfile_output``: fsspec options for it, the
+                split-key file and ``hbase_root``.
+            **overrides: :class:`~cellstore.loader.LoadSettings` fields replacing those of
+                ``settings`` (``mapping=...``, ``skip_bad_records=True``, ...).
 
         Returns:
             A :class:`~cellstore.loader.LoadReport` (with ``hfile_output`` set when HFiles
@@ -301,105 +203,75 @@ class TableLoading(TableHandle):
             CommitConflictError: a concurrent change made the load impossible.
         """
         self.check_writable("load into")
-        load_id = validate_load_id(load_id or new_load_id())
-        if key_advice not in ("warn", "report", "off"):
-            raise InvalidArgumentError(
-                f"key_advice must be 'warn', 'report' or 'off', not {key_advice!r}"
-            )
-        if isinstance(mapping, str | os.PathLike):
-            mapping = LoadMapping.from_file(os.fspath(mapping))
-        elif not isinstance(mapping, LoadMapping):
-            mapping = LoadMapping.from_dict(mapping)
-        input_opts = dict(mapping.input_options)
-        if format is None and input_opts.get("format"):
-            format = input_opts["format"]
-        if text is None and input_opts:
-            text = TextOptions.from_options(input_opts)
-        if workers is None:
-            workers = (
-                max(1, sum(client.nthreads().values()))
-                if client is not None
-                else os.cpu_count() or 2
-            )
-        hfile_args = (split_keys, hbase_root, hbase_table, hbase_snapshot, hfile_settings)
-        if hfile_output is None and any(a is not None for a in hfile_args):
+        resolved = _settings(settings, overrides)
+        legacy: dict[str, Any] = {
+            "split_keys": split_keys,
+            "hbase_root": hbase_root,
+            "hbase_table": hbase_table,
+            "hbase_snapshot": hbase_snapshot,
+            "hfile_settings": hfile_settings,
+        }
+        if hfile_output is not None:
+            legacy["output_storage_options"] = hfile_storage_options
+            return self.write_hfiles(source, HFileOutput(output=hfile_output, **legacy), resolved)
+        if any(a is not None for a in legacy.values()):
             raise InvalidArgumentError(
                 "split_keys, hbase_root, hbase_table, hbase_snapshot and hfile_settings "
                 "apply only with hfile_output"
             )
-        if hfile_output is not None and not assign_seq_id:
-            raise InvalidArgumentError(
-                "assign_seq_id=False applies to loads that commit to this table, not "
-                "with hfile_output (HBase's completebulkload decides the sequence id)"
-            )
-        if hfile_output is None:
-            ensure_exclusive_create(self.fs, self.root)
-        settings = LoadSettings(
-            memory_budget=memory_budget,
-            max_file_bytes=max_file_bytes,
-            row_group_cells=row_group_cells,
-            skip_bad_records=skip_bad_records,
-            workers=workers,
-            max_files_per_region=max_files_per_region,
-            assign_seq_id=assign_seq_id,
-            **({"key_sample": 0} if key_advice == "off" else {}),
-        )
-        if hfile_output is not None:
-            from cellstore.loader.hfiles import hfile_regions, run_hfile_load
-
-            metadata = self.log.read(self.log.latest_version())
-            report = run_hfile_load(
-                fs=self.fs,
-                table_path=self.path,
-                metadata=metadata,
-                source=source,
-                mapping=mapping,
-                load_id=load_id,
-                now_ms=now_ms if now_ms is not None else _clock(),
-                settings=settings,
-                hfile_output=hfile_output,
-                target=hfile_regions(
-                    metadata,
-                    split_keys=split_keys,
-                    hbase_root=hbase_root,
-                    hbase_table=hbase_table,
-                    hbase_snapshot=hbase_snapshot,
-                    storage_options=hfile_storage_options,
-                ),
-                hfile_settings=hfile_settings,
-                output_storage_options=hfile_storage_options,
-                input_format=format,
-                text=text,
-                input_storage_options=storage_options,
-                client=client,
-                progress=progress,
-                report_dir=report_dir,
-            )
-            self._warn_keys(report, key_advice)
-            return report
-        report, meta = run_load(
-            fs=self.fs,
-            table_path=self.path,
-            table_url=self.fs.unstrip_protocol(self.path),
-            storage_options=self.storage_options,
-            log=self.log,
-            source=source,
-            mapping=mapping,
-            load_id=load_id,
-            now_ms=now_ms if now_ms is not None else _clock(),
-            settings=settings,
-            input_format=format,
-            text=text,
-            input_storage_options=storage_options,
-            client=client,
-            progress=progress,
-            report_dir=report_dir,
-            hooks=self.load_hooks,
-        )
+        report, meta = load_table(self, source, resolved)
         if report.version is not None:
-            self._warn_codec_changes(mapping)
+            self._warn_codec_changes(load_mapping(resolved))
         self._metadata = meta
-        self._warn_keys(report, key_advice)
+        self._warn_keys(report, resolved.key_advice)
+        return report
+
+    def write_hfiles(
+        self,
+        source: Any,
+        output: HFileOutput | str | None = None,
+        settings: LoadSettings | None = None,
+        /,
+        **overrides: Unpack[WriteHFilesKwargs],
+    ) -> LoadReport:
+        """Load records as HBase bulk-load HFiles for this table's regions; commit nothing.
+
+        ImportTsv with ``-Dimporttsv.bulk.output=DIR``: the load's pipeline (read, map,
+        build row keys, route by region, sort, bad records) runs as in :meth:`load`, but
+        each region's cells of each family go to HFiles in ``completebulkload``'s layout,
+        ``DIR/<family>/<32 hex>``, every file inside one target region, at most
+        ``max_files_per_region`` per region and family, rolled at ``max_file_bytes``
+        between rows, all or nothing (``DIR`` must be absent or empty). Then
+        ``hbase completebulkload DIR ns:table``. The regions are this table's newest
+        ones unless the output names split keys or an HBase table (see
+        :class:`~cellstore.loader.HFileOutput` and :mod:`cellstore.loader.hfiles`). The
+        load id is not recorded; ``assign_seq_id=False`` is refused.
+
+        Args:
+            source: As :meth:`load` takes it.
+            output: Where the HFiles go and for which HBase table
+                (:class:`~cellstore.loader.HFileOutput`), or just the directory.
+            settings: How the input is loaded, as for :meth:`load`.
+            **overrides: Fields of :class:`~cellstore.loader.LoadSettings` and of
+                :class:`~cellstore.loader.HFileOutput` replacing those of ``settings``
+                and ``output``.
+
+        Returns:
+            A :class:`~cellstore.loader.LoadReport` with ``hfile_output`` set (``version``
+            and ``seq`` None).
+
+        Raises:
+            InvalidArgumentError: the output directory is not empty; conflicting options.
+            InvalidFamilyError: a mapped family the table or the HBase table lacks.
+            BadRecordError: a bad record (without ``skip_bad_records``); nothing is left
+                in the output directory.
+        """
+        self.check_writable("load into")
+        load_overrides, output_overrides = split_overrides(overrides)
+        resolved = _settings(settings, load_overrides)
+        target = hfile_output_of(output, output_overrides)
+        report = run_hfile_load(self, source, resolved, target)
+        self._warn_keys(report, resolved.key_advice)
         return report
 
     def _warn_codec_changes(self, mapping: LoadMapping) -> None:
@@ -467,18 +339,10 @@ class TableLoading(TableHandle):
             )
         if mapping is None:
             raise InvalidArgumentError("advice on input needs the load's mapping")
-        if isinstance(mapping, str | os.PathLike):
-            mapping = LoadMapping.from_file(os.fspath(mapping), storage_options=storage_options)
-        elif not isinstance(mapping, LoadMapping):
-            mapping = LoadMapping.from_dict(mapping)
-        input_opts = dict(mapping.input_options)
-        if format is None and input_opts.get("format"):
-            format = input_opts["format"]
-        if text is None and input_opts:
-            text = TextOptions.from_options(input_opts)
+        resolved, format, text = resolve_input(mapping, format, text, storage_options)
         return advise_input(
             source,
-            mapping=mapping,
+            mapping=resolved,
             metadata=self._metadata,
             sample_keys=sample_keys,
             input_format=format,

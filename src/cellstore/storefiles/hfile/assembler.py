@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.errors import BadCellError, InvalidArgumentError
+from cellstore.errors import BadCellError
 from cellstore.storefiles.hfile import bloomwrite as bw
 from cellstore.storefiles.hfile.cellbytes import (
     CellBytes,
@@ -51,15 +50,16 @@ from cellstore.storefiles.hfile.cellbytes import (
     tail_cells,
 )
 from cellstore.storefiles.hfile.encoders import (
-    ENCODING_IDS,
     ENCODING_NAMES,
     BlockCells,
-    Encoding,
     encode_block,
 )
+from cellstore.storefiles.hfile.options import (
+    KV_COMPARATOR,
+    BloomType,
+    HFileOptions,
+)
 from cellstore.storefiles.hfile.serialize import (
-    CHECKSUM_TYPES,
-    CODEC_ORDINALS,
     HEADER_SIZE,
     MAGIC,
     TRAILER_SIZE,
@@ -85,11 +85,6 @@ __all__ = [
     "midpoint_key",
 ]
 
-BloomType = Literal["none", "row", "rowcol"]
-ChecksumType = Literal["crc32c", "crc32", "none"]
-
-#: Comparator name HBase 2.x writes for user tables (``FixedFileTrailer.getHBase1CompatibleName``).
-KV_COMPARATOR: Final = "org.apache.hadoop.hbase.KeyValue$KVComparator"
 #: Comparator recorded in ROWCOL Bloom meta (``CellComparatorImpl.COMPARATOR``).
 _ROWCOL_BLOOM_COMPARATOR: Final = "org.apache.hadoop.hbase.CellComparatorImpl"
 _LATEST: Final = b"\x7f\xff\xff\xff\xff\xff\xff\xff"
@@ -126,47 +121,8 @@ class WrittenHFile:
     last_row: bytes | None
 
 
-@dataclass(frozen=True)
-class WriteOptions:
-    """Validated writer options; see :func:`cellstore.hbase.write_hfile` for each.
-
-    Raises:
-        InvalidArgumentError: An option is invalid (on construction).
-    """
-
-    compression: Codec = "none"
-    encoding: Encoding = "none"
-    block_size: int = 65536
-    bloom: BloomType = "row"
-    include_mvcc: bool = True
-    include_tags: bool = True
-    checksum: ChecksumType = "crc32c"
-    bytes_per_checksum: int = 16384
-    index_block_max_size: int = 128 * 1024
-    index_min_entries: int = 16
-    bloom_block_size: int = 128 * 1024
-    bloom_error_rate: float = 0.01
-    comparator: str = KV_COMPARATOR
-    bulkload_timestamp: int | None = None
-    create_time: int | None = None
-    source_task: str | None = "cellstore"
-    major_compaction: bool = True
-    exclude_from_minor_compaction: bool = False
-    file_info: Mapping[bytes, bytes] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.compression not in CODEC_ORDINALS:
-            raise InvalidArgumentError(f"unknown compression {self.compression!r}")
-        if self.encoding not in ENCODING_IDS:
-            raise InvalidArgumentError(f"unknown data block encoding {self.encoding!r}")
-        if self.bloom not in ("none", "row", "rowcol"):
-            raise InvalidArgumentError(f"unknown bloom type {self.bloom!r}")
-        if self.checksum not in CHECKSUM_TYPES:
-            raise InvalidArgumentError(f"unknown checksum type {self.checksum!r}")
-        if self.block_size <= 0 or self.index_block_max_size <= 0 or self.bytes_per_checksum <= 0:
-            raise InvalidArgumentError("block sizes must be positive")
-        if self.index_min_entries < 2:
-            raise InvalidArgumentError("index_min_entries must be at least 2")
+#: The writer's options (the earlier name of :class:`HFileOptions`).
+WriteOptions = HFileOptions
 
 
 class BinarySink(Protocol):
@@ -585,7 +541,7 @@ class Assembler:
         o = self.options
         cb = serialize_cells(batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc)
         self._cell_bytes += int(cb.offsets[-1] - cb.offsets[held])
-        bounds = block_bounds(cb.offsets, batch.dup, o.block_size)
+        bounds = block_bounds(cb.offsets, batch.dup, o.data_block_size)
         for b in range(len(bounds) - 2):
             s, e = bounds[b], bounds[b + 1]
             self._data_block(cb, batch, s, e)

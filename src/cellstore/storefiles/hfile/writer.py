@@ -15,9 +15,9 @@ encoder (:mod:`cellstore.storefiles.hfile.encoders`).
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from dataclasses import replace
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Unpack
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -27,7 +27,6 @@ from cellstore.storefiles.hfile.assembler import (
     KV_COMPARATOR,
     Assembler,
     BloomType,
-    WriteOptions,
     WrittenHFile,
     midpoint_key,
 )
@@ -38,12 +37,13 @@ from cellstore.storefiles.hfile.cellbytes import (
     prepare_cells,
     slice_cells,
 )
-from cellstore.storefiles.hfile.encoders import Encoding
-from cellstore.storefiles.hfile.serialize import Codec
+from cellstore.storefiles.hfile.options import HFileKwargs, HFileOptions
 
 __all__ = [
     "KV_COMPARATOR",
     "BloomType",
+    "HFileKwargs",
+    "HFileOptions",
     "HFileWriter",
     "WrittenHFile",
     "build_hfile",
@@ -58,6 +58,17 @@ _SLICE_CELLS: Final = 1 << 20
 
 def _family_bytes(family: bytes | str | None) -> bytes | None:
     return family.encode() if isinstance(family, str) else family
+
+
+def hfile_options(options: HFileOptions | None, overrides: HFileKwargs) -> HFileOptions:
+    """``options`` (default :class:`HFileOptions()`) with ``overrides`` applied.
+
+    Raises:
+        InvalidArgumentError: an invalid option.
+        TypeError: an override that is not an :class:`HFileOptions` field.
+    """
+    base = options if options is not None else HFileOptions()
+    return replace(base, **overrides) if overrides else base
 
 
 class HFileWriter:
@@ -77,12 +88,9 @@ class HFileWriter:
     Args:
         fs: An fsspec filesystem; None writes to the local filesystem.
         path: Destination path on ``fs``.
+        options: How the file is written (default :class:`HFileOptions()`).
         family: Family for every cell when the batches have no ``family`` column.
-        compression, encoding, block_size, bloom, include_mvcc, include_tags, checksum,
-        bytes_per_checksum, index_block_max_size, index_min_entries, bloom_block_size,
-        bloom_error_rate, comparator, bulkload_timestamp, create_time, source_task,
-        major_compaction, exclude_from_minor_compaction, file_info: As for
-            :func:`write_hfile`.
+        **overrides: :class:`HFileOptions` fields replacing those of ``options``.
 
     Raises:
         InvalidArgumentError: An option is invalid (nothing is created then).
@@ -92,49 +100,13 @@ class HFileWriter:
         self,
         fs: fsspec.AbstractFileSystem | None,
         path: str,
+        options: HFileOptions | None = None,
+        /,
         *,
         family: bytes | str | None = None,
-        compression: Codec = "none",
-        encoding: Encoding = "none",
-        block_size: int = 65536,
-        bloom: BloomType = "row",
-        include_mvcc: bool = True,
-        include_tags: bool = True,
-        checksum: Literal["crc32c", "crc32", "none"] = "crc32c",
-        bytes_per_checksum: int = 16384,
-        index_block_max_size: int = 128 * 1024,
-        index_min_entries: int = 16,
-        bloom_block_size: int = 128 * 1024,
-        bloom_error_rate: float = 0.01,
-        comparator: str = KV_COMPARATOR,
-        bulkload_timestamp: int | None = None,
-        create_time: int | None = None,
-        source_task: str | None = "cellstore",
-        major_compaction: bool = True,
-        exclude_from_minor_compaction: bool = False,
-        file_info: Mapping[bytes, bytes] | None = None,
+        **overrides: Unpack[HFileKwargs],
     ) -> None:
-        options = WriteOptions(
-            compression=compression,
-            encoding=encoding,
-            block_size=block_size,
-            bloom=bloom,
-            include_mvcc=include_mvcc,
-            include_tags=include_tags,
-            checksum=checksum,
-            bytes_per_checksum=bytes_per_checksum,
-            index_block_max_size=index_block_max_size,
-            index_min_entries=index_min_entries,
-            bloom_block_size=bloom_block_size,
-            bloom_error_rate=bloom_error_rate,
-            comparator=comparator,
-            bulkload_timestamp=bulkload_timestamp,
-            create_time=create_time,
-            source_task=source_task,
-            major_compaction=major_compaction,
-            exclude_from_minor_compaction=exclude_from_minor_compaction,
-            file_info=dict(file_info or {}),
-        )
+        options = hfile_options(options, overrides)
         self._fs: fsspec.AbstractFileSystem = LocalFileSystem() if fs is None else fs
         self._path = path
         self._family = _family_bytes(family)
@@ -251,54 +223,18 @@ class HFileWriter:
 
 def build_hfile(
     cells: Any,
+    options: HFileOptions | None = None,
+    /,
     *,
     family: bytes | None = None,
-    compression: Codec = "none",
-    encoding: Encoding = "none",
-    block_size: int = 65536,
-    bloom: BloomType = "row",
-    include_mvcc: bool = True,
-    include_tags: bool = True,
-    checksum: Literal["crc32c", "crc32", "none"] = "crc32c",
-    bytes_per_checksum: int = 16384,
-    index_block_max_size: int = 128 * 1024,
-    index_min_entries: int = 16,
-    bloom_block_size: int = 128 * 1024,
-    bloom_error_rate: float = 0.01,
-    comparator: str = KV_COMPARATOR,
-    bulkload_timestamp: int | None = None,
-    create_time: int | None = None,
-    source_task: str | None = "cellstore",
-    major_compaction: bool = True,
-    exclude_from_minor_compaction: bool = False,
-    file_info: Mapping[bytes, bytes] | None = None,
+    **overrides: Unpack[HFileKwargs],
 ) -> tuple[bytes, WrittenHFile]:
     """Build an HFile in memory; see :func:`write_hfile` for the arguments.
 
     Returns:
         The file's bytes and its summary (with an empty ``path``).
     """
-    options = WriteOptions(
-        compression=compression,
-        encoding=encoding,
-        block_size=block_size,
-        bloom=bloom,
-        include_mvcc=include_mvcc,
-        include_tags=include_tags,
-        checksum=checksum,
-        bytes_per_checksum=bytes_per_checksum,
-        index_block_max_size=index_block_max_size,
-        index_min_entries=index_min_entries,
-        bloom_block_size=bloom_block_size,
-        bloom_error_rate=bloom_error_rate,
-        comparator=comparator,
-        bulkload_timestamp=bulkload_timestamp,
-        create_time=create_time,
-        source_task=source_task,
-        major_compaction=major_compaction,
-        exclude_from_minor_compaction=exclude_from_minor_compaction,
-        file_info=dict(file_info or {}),
-    )
+    options = hfile_options(options, overrides)
     prepared = prepare_cells(cells, family=family)
     buf = io.BytesIO()
     asm = Assembler(buf, options)
@@ -310,28 +246,12 @@ def build_hfile(
 def write_hfile(
     path: str,
     cells: Any,
+    options: HFileOptions | None = None,
+    /,
     *,
     fs: fsspec.AbstractFileSystem | None = None,
     family: bytes | str | None = None,
-    compression: Codec = "none",
-    encoding: Encoding = "none",
-    block_size: int = 65536,
-    bloom: BloomType = "row",
-    include_mvcc: bool = True,
-    include_tags: bool = True,
-    checksum: Literal["crc32c", "crc32", "none"] = "crc32c",
-    bytes_per_checksum: int = 16384,
-    index_block_max_size: int = 128 * 1024,
-    index_min_entries: int = 16,
-    bloom_block_size: int = 128 * 1024,
-    bloom_error_rate: float = 0.01,
-    comparator: str = KV_COMPARATOR,
-    bulkload_timestamp: int | None = None,
-    create_time: int | None = None,
-    source_task: str | None = "cellstore",
-    major_compaction: bool = True,
-    exclude_from_minor_compaction: bool = False,
-    file_info: Mapping[bytes, bytes] | None = None,
+    **overrides: Unpack[HFileKwargs],
 ) -> WrittenHFile:
     """Write ``cells`` as one HBase HFile v3.3 that HBase's bulk load accepts.
 
@@ -360,29 +280,13 @@ def write_hfile(
             ``ts``, ``type`` (4 Put, 8 Delete, 10 DeleteFamilyVersion, 12 DeleteColumn, 14
             DeleteFamily), ``value``, and optionally ``family``, ``seq_id`` (memstore
             timestamp) and ``tags`` (serialized tag records).
+        options: How the file is written: compression, encoding, block size, Bloom type,
+            checksums, index and Bloom sizing, bulk-load FileInfo (see
+            :class:`HFileOptions`; default ``HFileOptions()``).
         fs: An fsspec filesystem; None writes to the local filesystem.
         family: Family for every cell when ``cells`` has no ``family`` column.
-        compression: ``none``, ``gz``, ``snappy``, ``lz4`` or ``zstd``.
-        encoding: Data block encoding: ``none``, ``prefix``, ``diff``, ``fast_diff`` or
-            ``row_index_v1``.
-        block_size: Data block size (the family's BLOCKSIZE).
-        bloom: ``row``, ``rowcol`` or ``none``.
-        include_mvcc: Write a memstore timestamp per cell (HBase's default).
-        include_tags: Write tags per cell (HBase's default for v3 bulk-load files).
-        checksum: ``crc32c`` (HBase's default), ``crc32`` or ``none``.
-        bytes_per_checksum: Checksum chunk size.
-        index_block_max_size: ``hfile.index.block.max.size``: leaf/intermediate index
-            chunk size that triggers another index level.
-        index_min_entries: ``hfile.index.block.min.entries``.
-        bloom_block_size: ``io.storefile.bloom.block.size``.
-        bloom_error_rate: ``io.storefile.bloom.error.rate``.
-        comparator: Trailer comparator class name.
-        bulkload_timestamp: ``BULKLOAD_TIMESTAMP`` in ms (default: now).
-        create_time: ``hfile.CREATE_TIME_TS`` in ms (default: now).
-        source_task: ``BULKLOAD_SOURCE_TASK`` value, or None to omit it.
-        major_compaction: ``MAJOR_COMPACTION_KEY``.
-        exclude_from_minor_compaction: ``EXCLUDE_FROM_MINOR_COMPACTION``.
-        file_info: Extra FileInfo entries (custom keys survive a bulk-load split).
+        **overrides: :class:`HFileOptions` fields replacing those of ``options``
+            (``write_hfile(path, cells, compression="gz", bloom="rowcol")``).
 
     Returns:
         A :class:`WrittenHFile` summary.
@@ -391,32 +295,11 @@ def write_hfile(
         BadCellError: A cell is invalid (missing column, null, unknown type, oversize).
         InvalidArgumentError: An option is invalid.
     """
+    options = hfile_options(options, overrides)
     fam = _family_bytes(family)
-    options: dict[str, Any] = {
-        "family": fam,
-        "compression": compression,
-        "encoding": encoding,
-        "block_size": block_size,
-        "bloom": bloom,
-        "include_mvcc": include_mvcc,
-        "include_tags": include_tags,
-        "checksum": checksum,
-        "bytes_per_checksum": bytes_per_checksum,
-        "index_block_max_size": index_block_max_size,
-        "index_min_entries": index_min_entries,
-        "bloom_block_size": bloom_block_size,
-        "bloom_error_rate": bloom_error_rate,
-        "comparator": comparator,
-        "bulkload_timestamp": bulkload_timestamp,
-        "create_time": create_time,
-        "source_task": source_task,
-        "major_compaction": major_compaction,
-        "exclude_from_minor_compaction": exclude_from_minor_compaction,
-        "file_info": file_info,
-    }
     table = as_table(cells)
     # Sorted input (the common case) streams slice by slice: bounded memory, no sort.
-    writer = HFileWriter(fs, path, **options)
+    writer = HFileWriter(fs, path, options, family=fam)
     try:
         for start in range(0, table.num_rows, _SLICE_CELLS):
             writer.write(table.slice(start, _SLICE_CELLS))
@@ -428,6 +311,6 @@ def write_hfile(
         raise
     # Out of order: sort everything (stable), then write.
     prepared = prepare_cells(table, family=fam)
-    with HFileWriter(fs, path, **options) as sorted_writer:
+    with HFileWriter(fs, path, options, family=fam) as sorted_writer:
         sorted_writer._write_prepared(prepared)
         return sorted_writer.close()
