@@ -41,7 +41,7 @@ from cellstore.errors import InvalidArgumentError, TableNotFoundError
 from cellstore.fs import is_local, join
 from cellstore.manifest import TableLog
 from cellstore.manifest.files import apply_last_wins, read_manifest
-from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, entry_path_problem
+from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, is_clone_link
 from cellstore.warehouse import Table
 
 __all__ = [
@@ -194,7 +194,7 @@ def _links_into(table: Table, target: str, cutoff_ms: int) -> set[str]:
         for _, meta in retained_versions(other.log, cutoff_ms=cutoff_ms, latest=other.metadata):
             for f in meta.files:
                 # A link that leaves the warehouse protects nothing (verify reports it).
-                if f.path.startswith("../") and entry_path_problem(f.path) is None:
+                if is_clone_link(f.path):
                     path = join(other.path, f.path)
                     if path.startswith(target):
                         out.add(path)

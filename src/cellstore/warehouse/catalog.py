@@ -41,7 +41,7 @@ from cellstore.loader.direct import (
     now_ms,
 )
 from cellstore.manifest import TableLog, VersionLog
-from cellstore.storefiles.layout import entry_path_problem, table_dir
+from cellstore.storefiles.layout import is_clone_link, table_dir
 from cellstore.warehouse.table import Table
 
 CATALOG_FORMAT_VERSION: Final = 1
@@ -402,7 +402,7 @@ class Warehouse:
                 join(path, f.path).startswith(target)
                 for m in versions
                 for f in m.files
-                if f.path.startswith("../") and entry_path_problem(f.path) is None
+                if is_clone_link(f.path)
             ):
                 users.append(str(TableName.parse(full)))
         return users
