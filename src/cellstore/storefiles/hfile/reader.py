@@ -112,6 +112,12 @@ class BlockProblem:
     message: str
 
 
+#: An int64 numpy array.
+_Int64s = np.ndarray[Any, np.dtype[np.int64]]
+#: :meth:`HFileReader._payloads`: (buffer, cell starts, cell ends, block offsets, rest).
+_Payloads = tuple[np.ndarray[Any, np.dtype[np.uint8]], _Int64s, _Int64s, _Int64s, "_Batch | None"]
+
+
 @dataclass
 class _Batch:
     """Data blocks decoded together.
@@ -772,13 +778,7 @@ class HFileReader:
         on_corrupt: OnCorrupt,
         problems: list[BlockProblem],
         budget: int,
-    ) -> tuple[
-        np.ndarray[Any, np.dtype[np.uint8]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        _Batch | None,
-    ]:
+    ) -> _Payloads:
         """Verify and decompress a batch's blocks into one buffer.
 
         Compressed or encoded blocks are decoded until their payloads reach ``budget``
@@ -799,60 +799,96 @@ class HFileReader:
             and all(a < b for a, b in pairwise(offs))
         )
         if in_place:
-            # Uncompressed NONE blocks: the payloads are read in place, no copy. Read a
-            # little past the last block (the file goes on with index blocks and the
-            # trailer) so short fields near the end can be gathered as fixed windows.
-            raw = self._read(base, min(self.size, end + PAD))
-            if len(raw) < end - base + PAD:
-                raw += bytes(end - base + PAD - len(raw))
-            hs = self.trailer.header_size
-            if self.verify_checksums:
-                fast = verified_data_blocks(
-                    raw,
-                    np.array(offs, dtype=np.int64) - base,
-                    np.array([e.size for e in batch.entries], dtype=np.int64),
-                    header_size=hs,
-                )
-                if fast is not None:
-                    return (
-                        np.frombuffer(raw, dtype=np.uint8),
-                        fast[0],
-                        fast[1],
-                        np.array(offs, dtype=np.int64),
-                        None,
-                    )
-            blocks_view = memoryview(raw)[: end - base]
-            starts: list[int] = []
-            ends: list[int] = []
-            good: list[int] = []
-            for e in batch.entries:
-                pos = e.offset - base
-                try:
-                    head = check_block(
-                        blocks_view,
-                        pos,
-                        offset=e.offset,
-                        header_size=hs,
-                        where=self.where,
-                        verify=self.verify_checksums,
-                        max_block_bytes=self.max_block_bytes,
-                    )
-                    _check_data_block(head, e.size, self.where)
-                except CorruptFileError as err:
-                    if on_corrupt == "raise":
-                        raise
-                    problems.append(BlockProblem(e.offset, str(err)))
-                    continue
-                starts.append(pos + hs)
-                ends.append(pos + head.on_disk_data_size_with_header)
-                good.append(e.offset)
-            return (
-                np.frombuffer(raw, dtype=np.uint8),
-                np.array(starts, dtype=np.int64),
-                np.array(ends, dtype=np.int64),
-                np.array(good, dtype=np.int64),
-                None,
+            return self._payloads_in_place(batch, base, end, on_corrupt, problems)
+        return self._payloads_decoded(batch, base, end, on_corrupt, problems, budget)
+
+    def _payloads_in_place(
+        self,
+        batch: _Batch,
+        base: int,
+        end: int,
+        on_corrupt: OnCorrupt,
+        problems: list[BlockProblem],
+    ) -> _Payloads:
+        """:meth:`_payloads` of uncompressed NONE blocks: read in place, no copy.
+
+        Reads a little past the last block (the file goes on with index blocks and the
+        trailer) so short fields near the end can be gathered as fixed windows. Checksums
+        are verified for all blocks at once when they are all sound, else block by block.
+        """
+        raw = self._read(base, min(self.size, end + PAD))
+        if len(raw) < end - base + PAD:
+            raw += bytes(end - base + PAD - len(raw))
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        offs = np.array([e.offset for e in batch.entries], dtype=np.int64)
+        if self.verify_checksums:
+            fast = verified_data_blocks(
+                raw,
+                offs - base,
+                np.array([e.size for e in batch.entries], dtype=np.int64),
+                header_size=self.trailer.header_size,
             )
+            if fast is not None:
+                return buf, fast[0], fast[1], offs, None
+        starts, ends, good = self._checked_in_place(
+            memoryview(raw)[: end - base], batch, base, on_corrupt, problems
+        )
+        return buf, starts, ends, good, None
+
+    def _checked_in_place(
+        self,
+        blocks_view: memoryview,
+        batch: _Batch,
+        base: int,
+        on_corrupt: OnCorrupt,
+        problems: list[BlockProblem],
+    ) -> tuple[_Int64s, _Int64s, _Int64s]:
+        """Check each block's header (and checksum) in ``blocks_view``, one by one.
+
+        Returns the good blocks' cell starts and ends in ``blocks_view`` and their file
+        offsets; damaged blocks raise, or are skipped (and appended to ``problems``).
+        """
+        hs = self.trailer.header_size
+        starts: list[int] = []
+        ends: list[int] = []
+        good: list[int] = []
+        for e in batch.entries:
+            pos = e.offset - base
+            try:
+                head = check_block(
+                    blocks_view,
+                    pos,
+                    offset=e.offset,
+                    header_size=hs,
+                    where=self.where,
+                    verify=self.verify_checksums,
+                    max_block_bytes=self.max_block_bytes,
+                )
+                _check_data_block(head, e.size, self.where)
+            except CorruptFileError as err:
+                if on_corrupt == "raise":
+                    raise
+                problems.append(BlockProblem(e.offset, str(err)))
+                continue
+            starts.append(pos + hs)
+            ends.append(pos + head.on_disk_data_size_with_header)
+            good.append(e.offset)
+        return (
+            np.array(starts, dtype=np.int64),
+            np.array(ends, dtype=np.int64),
+            np.array(good, dtype=np.int64),
+        )
+
+    def _payloads_decoded(
+        self,
+        batch: _Batch,
+        base: int,
+        end: int,
+        on_corrupt: OnCorrupt,
+        problems: list[BlockProblem],
+        budget: int,
+    ) -> _Payloads:
+        """:meth:`_payloads` of compressed or encoded blocks, up to ``budget`` bytes."""
         raw = batch.raw if batch.raw is not None else self._read(base, end)
         payloads: list[bytes] = []
         offsets: list[int] = []
@@ -864,26 +900,7 @@ class HFileReader:
                 rest = _Batch(left, sum(x.size for x in left), raw=raw, base=base)
                 break
             try:
-                block = self._decode(raw, e.offset - base, e.offset)
-                if block.header.on_disk_size != e.size:
-                    raise CorruptFileError(
-                        f"{self.where}: {block.block_type} block at offset {e.offset} takes "
-                        f"{block.header.on_disk_size} bytes, its index entry says {e.size}"
-                    )
-                if block.block_type == "ENCODED_DATA":
-                    payload = decode_encoded_block(
-                        block.payload,
-                        flags=self.flags,
-                        where=f"{self.where}: ENCODED_DATA block at offset {e.offset}",
-                        max_bytes=self.max_block_bytes,
-                    )
-                elif block.block_type == "DATA":
-                    payload = block.payload
-                else:
-                    raise CorruptFileError(
-                        f"{self.where}: index points at a {block.block_type} block at offset "
-                        f"{e.offset}, not a data block"
-                    )
+                payload = self._data_payload(raw, base, e)
             except CorruptFileError as err:
                 if on_corrupt == "raise":
                     raise
@@ -898,6 +915,33 @@ class HFileReader:
             np.cumsum(sizes[:-1], out=bstarts[1:])
         buf = np.frombuffer(b"".join([*payloads, bytes(PAD)]), dtype=np.uint8)
         return buf, bstarts, bstarts + sizes, np.array(offsets, dtype=np.int64), rest
+
+    def _data_payload(self, raw: bytes, base: int, e: IndexEntry) -> bytes:
+        """The cells of the data block ``e`` (at ``e.offset - base`` in ``raw``), decoded.
+
+        Raises:
+            CorruptFileError: the block is damaged, not the size its index entry says, or
+                not a data block.
+        """
+        block = self._decode(raw, e.offset - base, e.offset)
+        if block.header.on_disk_size != e.size:
+            raise CorruptFileError(
+                f"{self.where}: {block.block_type} block at offset {e.offset} takes "
+                f"{block.header.on_disk_size} bytes, its index entry says {e.size}"
+            )
+        if block.block_type == "ENCODED_DATA":
+            return decode_encoded_block(
+                block.payload,
+                flags=self.flags,
+                where=f"{self.where}: ENCODED_DATA block at offset {e.offset}",
+                max_bytes=self.max_block_bytes,
+            )
+        if block.block_type == "DATA":
+            return block.payload
+        raise CorruptFileError(
+            f"{self.where}: index points at a {block.block_type} block at offset "
+            f"{e.offset}, not a data block"
+        )
 
     def _walk(
         self,
@@ -1037,82 +1081,29 @@ class HFileReader:
         """
         if problems is None:
             problems = []
-        entries = (
-            self._checked_entries(
+        if blocks is not None:
+            entries = self._checked_entries(
                 blocks,
                 what="data block list",
                 ordered=False,
                 on_corrupt=on_corrupt,
                 problems=problems,
             )
-            if blocks is not None
-            else self.data_blocks(
+        else:
+            entries = self.data_blocks(
                 start_row=start_row, stop_row=stop_row, on_corrupt=on_corrupt, problems=problems
             )
+        step = _DecodeStep(
+            self,
+            on_corrupt=on_corrupt,
+            problems=problems,
+            budget=max(1, batch_bytes) * DECODED_FACTOR,
+            start_row=start_row,
+            stop_row=stop_row,
+            columns=columns,
+            options={"with_seq_id": with_seq_id, "with_tags": with_tags, "dictionary": dictionary},
         )
-        need_filter = bool(start_row) or bool(stop_row)
-        build = columns
-        if need_filter and columns is not None and "row" not in columns:
-            build = ["row", *columns]
-        budget = max(1, batch_bytes) * DECODED_FACTOR
-
-        def decode(batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
-            buf, bstarts, bends, offs, rest = self._payloads(batch, on_corrupt, problems, budget)
-            if not len(bstarts):
-                return None, rest
-            starts, counts, offs = self._walk(buf, bstarts, bends, offs, on_corrupt, problems)
-            if not len(starts):
-                return None, rest
-            table = self._cells(
-                buf,
-                starts,
-                counts,
-                offs,
-                on_corrupt,
-                problems,
-                columns=build,
-                with_seq_id=with_seq_id,
-                with_tags=with_tags,
-                dictionary=dictionary,
-            )
-            if table is None:
-                return None, rest
-            if need_filter:
-                table = _filter_rows(table, start_row, stop_row)
-                if build is not columns and columns is not None:
-                    table = table.select(columns)
-            return (table if table.num_rows else None), rest
-
-        batches = list(self._batches(entries, batch_bytes))
-        workers = max(1, min(threads, len(batches)))
-        if workers == 1:
-            for first in batches:
-                todo: _Batch | None = first
-                while todo is not None:
-                    table, todo = decode(todo)
-                    if table is not None:
-                        yield table
-            return
-        # Decode the next batches while the caller consumes this one (numpy, zlib and the
-        # codecs release the GIL); at most ``workers`` batches are in memory at once. A
-        # batch decoded in steps goes first again with its remaining blocks.
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque[Future[tuple[pa.Table | None, _Batch | None]]] = deque()
-            upcoming = iter(batches)
-            for batch in upcoming:
-                pending.append(pool.submit(decode, batch))
-                if len(pending) >= workers:
-                    break
-            while pending:
-                table, rest = pending.popleft().result()
-                if rest is not None:
-                    pending.appendleft(pool.submit(decode, rest))
-                else:
-                    nxt = next(upcoming, None)
-                    if nxt is not None:
-                        pending.append(pool.submit(decode, nxt))
-                if table is not None:
-                    yield table
+        yield from _decoded_in_order(step, list(self._batches(entries, batch_bytes)), threads)
 
     def read(self, **options: Any) -> pa.Table:
         """All cells (or a row range) as one table; options as :meth:`iter_batches`."""
@@ -1152,6 +1143,85 @@ def _check_data_block(head: BlockHeader, size: int, where: str) -> None:
             f"{where}: DATA block at offset {head.offset}: NONE payload decompressed to {size} "
             f"bytes, header says {head.uncompressed_size}"
         )
+
+
+@dataclass(frozen=True)
+class _DecodeStep:
+    """Decode one batch of data blocks to a table of cells (:meth:`HFileReader.iter_batches`).
+
+    Called from the decode threads: it only appends to ``problems``.
+    """
+
+    reader: HFileReader
+    on_corrupt: OnCorrupt
+    problems: list[BlockProblem]
+    budget: int
+    start_row: bytes | None
+    stop_row: bytes | None
+    columns: list[str] | None
+    options: dict[str, Any]
+
+    def __call__(self, batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
+        """The batch's cells in the row range (None when none), and its blocks left over."""
+        r, on_corrupt, problems = self.reader, self.on_corrupt, self.problems
+        buf, bstarts, bends, offs, rest = r._payloads(batch, on_corrupt, problems, self.budget)
+        if not len(bstarts):
+            return None, rest
+        starts, counts, offs = r._walk(buf, bstarts, bends, offs, on_corrupt, problems)
+        if not len(starts):
+            return None, rest
+        need_filter = bool(self.start_row) or bool(self.stop_row)
+        build = self.columns
+        if need_filter and build is not None and "row" not in build:
+            build = ["row", *build]
+        table = r._cells(
+            buf, starts, counts, offs, on_corrupt, problems, columns=build, **self.options
+        )
+        if table is None:
+            return None, rest
+        if need_filter:
+            table = _filter_rows(table, self.start_row, self.stop_row)
+            if build is not self.columns and self.columns is not None:
+                table = table.select(self.columns)
+        return (table if table.num_rows else None), rest
+
+
+def _decoded_in_order(
+    decode: _DecodeStep, batches: list[_Batch], threads: int
+) -> Iterator[pa.Table]:
+    """The non-empty tables of ``batches``, in order, decoded on up to ``threads`` threads.
+
+    A batch decoded in steps (its blocks expand past the budget) goes first again with
+    its remaining blocks.
+    """
+    workers = max(1, min(threads, len(batches)))
+    if workers == 1:
+        for first in batches:
+            todo: _Batch | None = first
+            while todo is not None:
+                table, todo = decode(todo)
+                if table is not None:
+                    yield table
+        return
+    # Decode the next batches while the caller consumes this one (numpy, zlib and the
+    # codecs release the GIL); at most ``workers`` batches are in memory at once.
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[tuple[pa.Table | None, _Batch | None]]] = deque()
+        upcoming = iter(batches)
+        for batch in upcoming:
+            pending.append(pool.submit(decode, batch))
+            if len(pending) >= workers:
+                break
+        while pending:
+            table, rest = pending.popleft().result()
+            if rest is not None:
+                pending.appendleft(pool.submit(decode, rest))
+            else:
+                nxt = next(upcoming, None)
+                if nxt is not None:
+                    pending.append(pool.submit(decode, nxt))
+            if table is not None:
+                yield table
 
 
 def _filter_rows(table: pa.Table, start_row: bytes | None, stop_row: bytes | None) -> pa.Table:
