@@ -41,40 +41,24 @@ _E = TypeVar("_E", bound=StrEnum)
 class ValueType(StrEnum):
     """A value's type: how its bytes are encoded and what Arrow type it decodes to."""
 
+    # variable length: UTF-8 text, raw bytes
     STRING = "string"
     BYTES = "bytes"
+    # signed integers (big-endian two's complement)
     INT8 = "int8"
     INT16 = "int16"
     INT32 = "int32"
     INT64 = "int64"
+    # unsigned integers (big-endian)
     UINT8 = "uint8"
     UINT16 = "uint16"
     UINT32 = "uint32"
     UINT64 = "uint64"
+    # IEEE 754 (big-endian)
     FLOAT32 = "float32"
     FLOAT64 = "float64"
+    # one byte, 0x00 or 0x01 (``Bytes.toBytes(boolean)``; not a row-key type)
     BOOLEAN = "boolean"
-
-    @classmethod
-    def parse(cls, name: str | ValueType) -> ValueType:
-        """The type for a name or alias, any case (see :data:`ALIASES`).
-
-        Raises:
-            InvalidArgumentError: naming the valid names.
-        """
-        return parse_type_name(name, cls, what="value type")
-
-    @classmethod
-    def of_codec(cls, codec: Codec | str) -> ValueType:
-        """The type a value codec decodes to (``long`` -> ``int64``)."""
-        from cellstore.core.codecs import Codec
-
-        return Codec.parse(codec).value_type
-
-    @classmethod
-    def of_key_type(cls, typ: KeyType) -> ValueType:
-        """The type of a row-key field of type ``typ`` (same names)."""
-        return cls(typ.value)
 
     @property
     def is_text(self) -> bool:
@@ -100,6 +84,27 @@ class ValueType(StrEnum):
     def arrow_type(self) -> pa.DataType:
         """The Arrow type decoded values have."""
         return _ARROW[self]
+
+    @classmethod
+    def parse(cls, name: str | ValueType) -> ValueType:
+        """The type for a name or alias, any case (see :data:`ALIASES`).
+
+        Raises:
+            InvalidArgumentError: naming the valid names.
+        """
+        return parse_type_name(name, cls, what="value type")
+
+    @classmethod
+    def of_codec(cls, codec: Codec | str) -> ValueType:
+        """The type a value codec decodes to (``long`` -> ``int64``)."""
+        from cellstore.core.codecs import Codec
+
+        return Codec.parse(codec).value_type
+
+    @classmethod
+    def of_key_type(cls, typ: KeyType) -> ValueType:
+        """The type of a row-key field of type ``typ`` (same names)."""
+        return cls(typ.value)
 
 
 #: Every other name of a type, any case (canonical names parse as themselves).

@@ -65,10 +65,10 @@ from cellstore.hbase.import_tasks import (
     ImportTaskResult,
     ProgressFn,
     delete_written,
-    plan_import,
     run_import_task,
     run_tasks,
 )
+from cellstore.hbase.store import HFileStore
 from cellstore.hbase.tables import HBaseTable, open_snapshot, open_table
 from cellstore.manifest import TableLog
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
@@ -156,6 +156,60 @@ class ImportWarehouse(Protocol):
 
     def drop_table(self, name: str, *, purge: bool = False) -> None:
         """Drop table ``name``."""
+
+
+# --------------------------------------------------------------------------- plan
+def plan_import(
+    source: HBaseTable,
+    *,
+    regions: Sequence[str],
+    table_path: str,
+    import_id: str,
+    stem: str,
+    memory_budget: int = DEFAULT_TASK_MEMORY,
+    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+) -> list[ImportTask]:
+    """The tasks of an import: one per (region, family) store with files, in key order.
+
+    A store whose HFiles are large compared with ``memory_budget`` is cut into row
+    ranges at HFile data-block boundaries (the cuts an :class:`HBaseScan` makes), so one
+    task holds about ``memory_budget`` bytes of cells.
+
+    Args:
+        source: The HBase table or snapshot.
+        regions: The target's region ids, one per source region, in key order.
+        table_path: The target table's directory.
+        import_id: The import's id.
+        stem: File-name stem of this attempt.
+        memory_budget: Bytes of decoded cells one task should hold.
+        max_file_bytes: Output files roll at about this many uncompressed cell bytes.
+        row_group_cells: Cells per Parquet row group.
+    """
+    ids = {r.id: rid for r, rid in zip(source.regions, regions, strict=True)}
+    fams = {f.name: f for f in source.families}
+    tasks: list[ImportTask] = []
+    for scan_task in source.scan(raw=True, memory_budget=memory_budget).plan():
+        for fam in scan_task.families:
+            if not fam.files or not isinstance(fam.source, HFileStore):
+                continue
+            tasks.append(
+                ImportTask(
+                    number=len(tasks),
+                    region=ids[scan_task.region],
+                    hbase_region=scan_task.region,
+                    family=fams[fam.family.name],
+                    start=scan_task.start,
+                    stop=scan_task.stop,
+                    store=fam.source,
+                    table_path=table_path,
+                    stem=stem,
+                    import_id=import_id,
+                    max_file_bytes=max_file_bytes,
+                    row_group_cells=row_group_cells,
+                )
+            )
+    return tasks
 
 
 # --------------------------------------------------------------------------- the job

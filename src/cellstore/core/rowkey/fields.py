@@ -57,18 +57,18 @@ class KeyType(StrEnum):
     holds the aliases, widths and Arrow types.
     """
 
-    STRING = ValueType.STRING.value
-    BYTES = ValueType.BYTES.value
-    INT8 = ValueType.INT8.value
-    INT16 = ValueType.INT16.value
-    INT32 = ValueType.INT32.value
-    INT64 = ValueType.INT64.value
-    UINT8 = ValueType.UINT8.value
-    UINT16 = ValueType.UINT16.value
-    UINT32 = ValueType.UINT32.value
-    UINT64 = ValueType.UINT64.value
-    FLOAT32 = ValueType.FLOAT32.value
-    FLOAT64 = ValueType.FLOAT64.value
+    STRING = "string"
+    BYTES = "bytes"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    UINT8 = "uint8"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
 
     @classmethod
     def parse(cls, name: str | KeyType) -> KeyType:

@@ -51,6 +51,10 @@ def _jit_inline(fn: _F) -> _F:
     return cast(_F, numba.njit(cache=True, nogil=True, inline="always")(fn))
 
 
+#: Argument types of the kernels' steps.
+_U8 = npt.NDArray[np.uint8]
+_I = np.int64
+
 #: Error codes of the decoders (0: success).
 OK: Final = 0
 OVERRUN: Final = 1  # a read past the end of the input
@@ -259,15 +263,8 @@ def _decode_prefix(
 
 @_jit_inline
 def _diff_lengths(
-    data: npt.NDArray[np.uint8],
-    pos: np.int64,
-    end: np.int64,
-    flag: np.int64,
-    fast: bool,
-    first: bool,
-    klen: np.int64,
-    vlen: np.int64,
-) -> tuple[np.int64, np.int64, np.int64, np.int64, np.int64]:
+    data: _U8, pos: _I, end: _I, flag: _I, fast: bool, first: bool, klen: _I, vlen: _I
+) -> tuple[_I, _I, _I, _I, _I]:
     """A DIFF/FAST_DIFF cell's lengths: (klen, vlen, common, pos, error).
 
     The key and value lengths are new, or the previous cell's (passed in) when the flag
@@ -291,19 +288,19 @@ def _diff_lengths(
 
 @_jit_inline
 def _diff_row_family(
-    data: npt.NDArray[np.uint8],
-    pos: np.int64,
-    end: np.int64,
-    out: npt.NDArray[np.uint8],
-    k: np.int64,
-    w: np.int64,
-    klen: np.int64,
-    prev: np.int64,
-    prev_rlen: np.int64,
+    data: _U8,
+    pos: _I,
+    end: _I,
+    out: _U8,
+    k: _I,
+    w: _I,
+    klen: _I,
+    prev: _I,
+    prev_rlen: _I,
     fast: bool,
-    fam_at: np.int64,
-    fam_len: np.int64,
-) -> tuple[np.int64, np.int64, np.int64]:
+    fam_at: _I,
+    fam_len: _I,
+) -> tuple[_I, _I, _I]:
     """A new row: complete the row length and row, then the family: (pos, w, error).
 
     The family is the previous key's (FAST_DIFF) or the block's (DIFF, at ``fam_at``).
@@ -339,16 +336,8 @@ def _diff_row_family(
 
 @_jit_inline
 def _diff_timestamp(
-    data: npt.NDArray[np.uint8],
-    pos: np.int64,
-    end: np.int64,
-    out: npt.NDArray[np.uint8],
-    w: np.int64,
-    flag: np.int64,
-    fast: bool,
-    first: bool,
-    prev_ts: np.int64,
-) -> tuple[np.int64, np.int64]:
+    data: _U8, pos: _I, end: _I, out: _U8, w: _I, flag: _I, fast: bool, first: bool, prev_ts: _I
+) -> tuple[_I, _I]:
     """Write a key's 8-byte big-endian timestamp at ``w``: (pos, error).
 
     FAST_DIFF shares leading bytes with the previous key's timestamp (at ``prev_ts`` in
@@ -384,19 +373,19 @@ def _diff_timestamp(
 
 @_jit_inline
 def _diff_type_value(
-    data: npt.NDArray[np.uint8],
-    pos: np.int64,
-    end: np.int64,
-    out: npt.NDArray[np.uint8],
-    w: np.int64,
-    flag: np.int64,
+    data: _U8,
+    pos: _I,
+    end: _I,
+    out: _U8,
+    w: _I,
+    flag: _I,
     fast: bool,
     first: bool,
-    prev_type: np.int64,
-    vlen: np.int64,
-    prev_vat: np.int64,
-    prev_vlen: np.int64,
-) -> tuple[np.int64, np.int64]:
+    prev_type: _I,
+    vlen: _I,
+    prev_vat: _I,
+    prev_vlen: _I,
+) -> tuple[_I, _I]:
     """Write a cell's type byte at ``w`` and its value after it: (pos, error).
 
     The type may be the previous key's (at ``prev_type``); a FAST_DIFF value may be the
@@ -424,24 +413,24 @@ def _diff_type_value(
 
 @_jit_inline
 def _diff_key_value(
-    data: npt.NDArray[np.uint8],
-    pos: np.int64,
-    end: np.int64,
-    out: npt.NDArray[np.uint8],
-    k: np.int64,
-    klen: np.int64,
-    vlen: np.int64,
-    common: np.int64,
-    flag: np.int64,
+    data: _U8,
+    pos: _I,
+    end: _I,
+    out: _U8,
+    k: _I,
+    klen: _I,
+    vlen: _I,
+    common: _I,
+    flag: _I,
     fast: bool,
     first: bool,
-    prev: np.int64,
-    prev_klen: np.int64,
-    prev_vat: np.int64,
-    prev_vlen: np.int64,
-    fam_at: np.int64,
-    fam_len: np.int64,
-) -> tuple[np.int64, np.int64]:
+    prev: _I,
+    prev_klen: _I,
+    prev_vat: _I,
+    prev_vlen: _I,
+    fam_at: _I,
+    fam_len: _I,
+) -> tuple[_I, _I]:
     """Write a delta-encoded cell's key at ``k`` and its value: (pos, error).
 
     The key is the previous key's first ``common`` bytes, then (on a new row) the rest of

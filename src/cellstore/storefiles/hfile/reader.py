@@ -131,6 +131,15 @@ class _Batch:
     raw: bytes | None = None
     base: int = 0
 
+    def span(self) -> tuple[int, int]:
+        """File offsets ``(base, end)`` of the batch's bytes.
+
+        ``base`` is where ``raw`` starts (or the first block does, before it is read);
+        ``end`` is where the last block ends.
+        """
+        base = self.entries[0].offset if self.raw is None else self.base
+        return base, max(e.offset + e.size for e in self.entries)
+
 
 class HFileReader:
     """An open HFile: trailer, FileInfo, indexes and Bloom metas loaded; cells on demand.
@@ -790,8 +799,6 @@ class HFileReader:
             and end of each good block's cells in it, those blocks' file offsets, and the
             blocks left for another step (None when done).
         """
-        base = batch.entries[0].offset if batch.raw is None else batch.base
-        end = max(e.offset + e.size for e in batch.entries)
         offs = [e.offset for e in batch.entries]
         in_place = (
             self.trailer.codec == "NONE"
@@ -799,16 +806,11 @@ class HFileReader:
             and all(a < b for a, b in pairwise(offs))
         )
         if in_place:
-            return self._payloads_in_place(batch, base, end, on_corrupt, problems)
-        return self._payloads_decoded(batch, base, end, on_corrupt, problems, budget)
+            return self._payloads_in_place(batch, on_corrupt, problems)
+        return self._payloads_decoded(batch, on_corrupt, problems, budget)
 
     def _payloads_in_place(
-        self,
-        batch: _Batch,
-        base: int,
-        end: int,
-        on_corrupt: OnCorrupt,
-        problems: list[BlockProblem],
+        self, batch: _Batch, on_corrupt: OnCorrupt, problems: list[BlockProblem]
     ) -> _Payloads:
         """:meth:`_payloads` of uncompressed NONE blocks: read in place, no copy.
 
@@ -816,6 +818,7 @@ class HFileReader:
         trailer) so short fields near the end can be gathered as fixed windows. Checksums
         are verified for all blocks at once when they are all sound, else block by block.
         """
+        base, end = batch.span()
         raw = self._read(base, min(self.size, end + PAD))
         if len(raw) < end - base + PAD:
             raw += bytes(end - base + PAD - len(raw))
@@ -880,15 +883,10 @@ class HFileReader:
         )
 
     def _payloads_decoded(
-        self,
-        batch: _Batch,
-        base: int,
-        end: int,
-        on_corrupt: OnCorrupt,
-        problems: list[BlockProblem],
-        budget: int,
+        self, batch: _Batch, on_corrupt: OnCorrupt, problems: list[BlockProblem], budget: int
     ) -> _Payloads:
         """:meth:`_payloads` of compressed or encoded blocks, up to ``budget`` bytes."""
+        base, end = batch.span()
         raw = batch.raw if batch.raw is not None else self._read(base, end)
         payloads: list[bytes] = []
         offsets: list[int] = []
