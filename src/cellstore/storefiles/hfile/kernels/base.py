@@ -20,19 +20,6 @@ def _jit(fn: _F) -> _F:
     return cast(_F, numba.njit(cache=True, nogil=True)(fn))
 
 
-def _jit_inline(fn: _F) -> _F:
-    """:func:`_jit` with ``inline="always"``: a step of a kernel split out for reading only.
-
-    Numba inlines the function into its caller at the IR level, so the kernel compiles as
-    if it were written in one piece (no call overhead on the per-cell path).
-    """
-    return cast(_F, numba.njit(cache=True, nogil=True, inline="always")(fn))
-
-
-#: Argument types of the kernels' steps.
-_U8 = npt.NDArray[np.uint8]
-_I = np.int64
-
 #: Error codes of the decoders (0: success).
 OK: Final = 0
 OVERRUN: Final = 1  # a read past the end of the input

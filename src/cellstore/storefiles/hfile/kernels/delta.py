@@ -9,8 +9,6 @@ import numpy as np
 import numpy.typing as npt
 
 from cellstore.storefiles.hfile.kernels.base import (
-    _I,
-    _U8,
     BAD_COMMON,
     BAD_KEY,
     BAD_SIZE,
@@ -20,7 +18,6 @@ from cellstore.storefiles.hfile.kernels.base import (
     OVERRUN,
     _cint,
     _jit,
-    _jit_inline,
     _put_u32,
     vlong_size,
 )
@@ -106,222 +103,6 @@ def _decode_prefix(
     return o, np.int64(OK), pos
 
 
-@_jit_inline
-def _diff_lengths(
-    data: _U8, pos: _I, end: _I, flag: _I, fast: bool, first: bool, klen: _I, vlen: _I
-) -> tuple[_I, _I, _I, _I, _I]:
-    """A DIFF/FAST_DIFF cell's lengths: (klen, vlen, common, pos, error).
-
-    The key and value lengths are new, or the previous cell's (passed in) when the flag
-    says so; ``common`` is the length of the prefix shared with the previous key.
-    """
-    same_klen = (flag & 8) if fast else (flag & 1)
-    same_vlen = (flag & 16) if fast else (flag & 2)
-    if not same_klen or first:
-        klen, pos = _cint(data, pos, end)
-        if klen < 0:
-            return klen, vlen, np.int64(0), pos, np.int64(OVERRUN)
-    if not same_vlen or first:
-        vlen, pos = _cint(data, pos, end)
-        if vlen < 0:
-            return klen, vlen, np.int64(0), pos, np.int64(OVERRUN)
-    common, pos = _cint(data, pos, end)
-    if common < 0:
-        return klen, vlen, common, pos, np.int64(OVERRUN)
-    return klen, vlen, common, pos, np.int64(OK)
-
-
-@_jit_inline
-def _diff_row_family(
-    data: _U8,
-    pos: _I,
-    end: _I,
-    out: _U8,
-    k: _I,
-    w: _I,
-    klen: _I,
-    prev: _I,
-    prev_rlen: _I,
-    fast: bool,
-    fam_at: _I,
-    fam_len: _I,
-) -> tuple[_I, _I, _I]:
-    """A new row: complete the row length and row, then the family: (pos, w, error).
-
-    The family is the previous key's (FAST_DIFF) or the block's (DIFF, at ``fam_at``).
-    """
-    common = w - k
-    if common < 2:
-        need = 2 - common
-        if pos + need > end:
-            return pos, w, np.int64(OVERRUN)
-        out[w : w + need] = data[pos : pos + need]
-        pos += need
-        w += need
-    rlen = (np.int64(out[k]) << 8) | np.int64(out[k + 1])
-    rest = k + 2 + rlen - w
-    if rest < 0 or pos + rest > end or 2 + rlen + 10 > klen:
-        return pos, w, np.int64(OVERRUN if pos + rest > end else BAD_KEY)
-    out[w : w + rest] = data[pos : pos + rest]
-    pos += rest
-    w += rest
-    if fast:
-        pf = prev + 2 + prev_rlen  # family of the previous key
-        flen = np.int64(out[pf]) + 1
-        if (w - k) + flen + 9 > klen:
-            return pos, w, np.int64(BAD_KEY)
-        out[w : w + flen] = out[pf : pf + flen]
-    else:
-        flen = fam_len
-        if (w - k) + flen + 9 > klen:
-            return pos, w, np.int64(BAD_KEY)
-        out[w : w + flen] = data[fam_at : fam_at + flen]
-    return pos, w + flen, np.int64(OK)
-
-
-@_jit_inline
-def _diff_timestamp(
-    data: _U8, pos: _I, end: _I, out: _U8, w: _I, flag: _I, fast: bool, first: bool, prev_ts: _I
-) -> tuple[_I, _I]:
-    """Write a key's 8-byte big-endian timestamp at ``w``: (pos, error).
-
-    FAST_DIFF shares leading bytes with the previous key's timestamp (at ``prev_ts`` in
-    ``out``); DIFF stores it, or its difference to the previous one, little-endian.
-    """
-    if fast:
-        shared = flag & 7
-        out[w : w + shared] = out[prev_ts : prev_ts + shared]
-        rest = 8 - shared
-        if pos + rest > end:
-            return pos, np.int64(OVERRUN)
-        out[w + shared : w + 8] = data[pos : pos + rest]
-        return pos + rest, np.int64(OK)
-    nbytes = ((flag >> 4) & 7) + 1
-    if pos + nbytes > end:
-        return pos, np.int64(OVERRUN)
-    ts = np.uint64(0)
-    for j in range(nbytes):
-        ts |= np.uint64(data[pos + j]) << np.uint64(8 * j)
-    pos += nbytes
-    if flag & 0x80:
-        ts = np.uint64(0) - ts
-    if flag & 8:
-        pts = np.uint64(0)
-        if not first:
-            for j in range(8):
-                pts = (pts << np.uint64(8)) | np.uint64(out[prev_ts + j])
-        ts = pts - ts
-    for j in range(8):
-        out[w + j] = np.uint8((ts >> np.uint64(56 - 8 * j)) & np.uint64(0xFF))
-    return pos, np.int64(OK)
-
-
-@_jit_inline
-def _diff_type_value(
-    data: _U8,
-    pos: _I,
-    end: _I,
-    out: _U8,
-    w: _I,
-    flag: _I,
-    fast: bool,
-    first: bool,
-    prev_type: _I,
-    vlen: _I,
-    prev_vat: _I,
-    prev_vlen: _I,
-) -> tuple[_I, _I]:
-    """Write a cell's type byte at ``w`` and its value after it: (pos, error).
-
-    The type may be the previous key's (at ``prev_type``); a FAST_DIFF value may be the
-    previous cell's (at ``prev_vat``).
-    """
-    same_type = (flag & 32) if fast else (flag & 4)
-    if same_type:
-        out[w] = out[prev_type] if not first else 0
-    else:
-        if pos >= end:
-            return pos, np.int64(OVERRUN)
-        out[w] = data[pos]
-        pos += 1
-    w += 1
-    if fast and (flag & 64) and not first:
-        if vlen != prev_vlen:
-            return pos, np.int64(BAD_VALUE)
-        out[w : w + vlen] = out[prev_vat : prev_vat + vlen]
-        return pos, np.int64(OK)
-    if pos + vlen > end:
-        return pos, np.int64(OVERRUN)
-    out[w : w + vlen] = data[pos : pos + vlen]
-    return pos + vlen, np.int64(OK)
-
-
-@_jit_inline
-def _diff_key_value(
-    data: _U8,
-    pos: _I,
-    end: _I,
-    out: _U8,
-    k: _I,
-    klen: _I,
-    vlen: _I,
-    common: _I,
-    flag: _I,
-    fast: bool,
-    first: bool,
-    prev: _I,
-    prev_klen: _I,
-    prev_vat: _I,
-    prev_vlen: _I,
-    fam_at: _I,
-    fam_len: _I,
-) -> tuple[_I, _I]:
-    """Write a delta-encoded cell's key at ``k`` and its value: (pos, error).
-
-    The key is the previous key's first ``common`` bytes, then (on a new row) the rest of
-    the row and the family, the qualifier, the timestamp and the type.
-    """
-    limit = prev_klen - 9 if fast else prev_klen
-    if common > limit:
-        return pos, np.int64(BAD_COMMON)
-    if common > klen - 9:
-        return pos, np.int64(BAD_KEY)
-    out[k : k + common] = out[prev : prev + common]
-    prev_rlen = np.int64(-1)
-    if not first:
-        prev_rlen = (np.int64(out[prev]) << 8) | np.int64(out[prev + 1])
-    w = k + common  # next key byte to write
-    if first or common < prev_rlen + 2:
-        pos, w, err = _diff_row_family(
-            data, pos, end, out, k, w, klen, prev, prev_rlen, fast, fam_at, fam_len
-        )
-        if err != OK:
-            return pos, err
-    qual = k + klen - 9 - w
-    if qual < 0 or pos + qual > end:
-        return pos, np.int64(BAD_KEY if qual < 0 else OVERRUN)
-    out[w : w + qual] = data[pos : pos + qual]
-    pos += qual
-    w += qual
-    pos, err = _diff_timestamp(data, pos, end, out, w, flag, fast, first, prev + prev_klen - 9)
-    if err != OK:
-        return pos, err
-    return _diff_type_value(
-        data,
-        pos,
-        end,
-        out,
-        w + 8,
-        flag,
-        fast,
-        first,
-        prev + prev_klen - 1,
-        vlen,
-        prev_vat,
-        prev_vlen,
-    )
-
-
 @_jit
 def _decode_diff(
     data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], tags: bool, mvcc: bool, fast: bool
@@ -333,9 +114,6 @@ def _decode_diff(
     128 sign; the timestamp (or difference) is little-endian. FAST_DIFF: flag bits 0-2
     timestamp bytes shared with the previous key, 8 same key length, 16 same value length,
     32 same type, 64 same value; the first cell is written whole.
-
-    Each cell: its lengths (:func:`_diff_lengths`), then its key and value
-    (:func:`_diff_key_value`), then its tags and memstore timestamp (:func:`_extras`).
 
     Returns:
         (bytes written, error code, input position of the failing cell).
@@ -364,9 +142,19 @@ def _decode_diff(
         at = pos
         flag = np.int64(data[pos])
         pos += 1
-        klen, vlen, common, pos, err = _diff_lengths(data, pos, end, flag, fast, first, klen, vlen)
-        if err != OK:
-            return o, err, at
+        same_klen = (flag & 8) if fast else (flag & 1)
+        same_vlen = (flag & 16) if fast else (flag & 2)
+        if not same_klen or first:
+            klen, pos = _cint(data, pos, end)
+            if klen < 0:
+                return o, np.int64(OVERRUN), at
+        if not same_vlen or first:
+            vlen, pos = _cint(data, pos, end)
+            if vlen < 0:
+                return o, np.int64(OVERRUN), at
+        common, pos = _cint(data, pos, end)
+        if common < 0:
+            return o, np.int64(OVERRUN), at
         if klen < 12 or o + 8 + klen + vlen > len(out):
             return o, np.int64(BAD_KEY if klen < 12 else BAD_SIZE), at
         _put_u32(out, o, klen)
@@ -378,27 +166,96 @@ def _decode_diff(
             out[k : k + klen + vlen] = data[pos : pos + klen + vlen]
             pos += klen + vlen
         else:
-            pos, err = _diff_key_value(
-                data,
-                pos,
-                end,
-                out,
-                k,
-                klen,
-                vlen,
-                common,
-                flag,
-                fast,
-                first,
-                prev,
-                prev_klen,
-                prev_vat,
-                prev_vlen,
-                fam_at,
-                fam_len,
-            )
-            if err != OK:
-                return o, err, at
+            limit = prev_klen - 9 if fast else prev_klen
+            if common > limit:
+                return o, np.int64(BAD_COMMON), at
+            if common > klen - 9:
+                return o, np.int64(BAD_KEY), at
+            out[k : k + common] = out[prev : prev + common]
+            prev_rlen = np.int64(-1)
+            if not first:
+                prev_rlen = (np.int64(out[prev]) << 8) | np.int64(out[prev + 1])
+            w = k + common  # next key byte to write
+            if first or common < prev_rlen + 2:
+                # New row: complete the row length and row, then the family.
+                if common < 2:
+                    need = 2 - common
+                    if pos + need > end:
+                        return o, np.int64(OVERRUN), at
+                    out[w : w + need] = data[pos : pos + need]
+                    pos += need
+                    w += need
+                rlen = (np.int64(out[k]) << 8) | np.int64(out[k + 1])
+                rest = k + 2 + rlen - w
+                if rest < 0 or pos + rest > end or 2 + rlen + 10 > klen:
+                    return o, np.int64(OVERRUN if pos + rest > end else BAD_KEY), at
+                out[w : w + rest] = data[pos : pos + rest]
+                pos += rest
+                w += rest
+                if fast:
+                    pf = prev + 2 + prev_rlen  # family of the previous key
+                    flen = np.int64(out[pf]) + 1
+                    if (w - k) + flen + 9 > klen:
+                        return o, np.int64(BAD_KEY), at
+                    out[w : w + flen] = out[pf : pf + flen]
+                else:
+                    flen = fam_len
+                    if (w - k) + flen + 9 > klen:
+                        return o, np.int64(BAD_KEY), at
+                    out[w : w + flen] = data[fam_at : fam_at + flen]
+                w += flen
+            qual = k + klen - 9 - w
+            if qual < 0 or pos + qual > end:
+                return o, np.int64(BAD_KEY if qual < 0 else OVERRUN), at
+            out[w : w + qual] = data[pos : pos + qual]
+            pos += qual
+            w += qual
+            # Timestamp (8 bytes big-endian in the key) and type.
+            if fast:
+                shared = flag & 7
+                out[w : w + shared] = out[prev + prev_klen - 9 : prev + prev_klen - 9 + shared]
+                rest = 8 - shared
+                if pos + rest > end:
+                    return o, np.int64(OVERRUN), at
+                out[w + shared : w + 8] = data[pos : pos + rest]
+                pos += rest
+            else:
+                nbytes = ((flag >> 4) & 7) + 1
+                if pos + nbytes > end:
+                    return o, np.int64(OVERRUN), at
+                ts = np.uint64(0)
+                for j in range(nbytes):
+                    ts |= np.uint64(data[pos + j]) << np.uint64(8 * j)
+                pos += nbytes
+                if flag & 0x80:
+                    ts = np.uint64(0) - ts
+                if flag & 8:
+                    pts = np.uint64(0)
+                    if not first:
+                        for j in range(8):
+                            pts = (pts << np.uint64(8)) | np.uint64(out[prev + prev_klen - 9 + j])
+                    ts = pts - ts
+                for j in range(8):
+                    out[w + j] = np.uint8((ts >> np.uint64(56 - 8 * j)) & np.uint64(0xFF))
+            w += 8
+            same_type = (flag & 32) if fast else (flag & 4)
+            if same_type:
+                out[w] = out[prev + prev_klen - 1] if not first else 0
+            else:
+                if pos >= end:
+                    return o, np.int64(OVERRUN), at
+                out[w] = data[pos]
+                pos += 1
+            w += 1
+            if fast and (flag & 64) and not first:
+                if vlen != prev_vlen:
+                    return o, np.int64(BAD_VALUE), at
+                out[w : w + vlen] = out[prev_vat : prev_vat + vlen]
+            else:
+                if pos + vlen > end:
+                    return o, np.int64(OVERRUN), at
+                out[w : w + vlen] = data[pos : pos + vlen]
+                pos += vlen
         prev, prev_klen, prev_vat, prev_vlen = k, klen, k + klen, vlen
         o = k + klen + vlen
         pos, o, err = _extras(data, pos, end, out, o, tags, mvcc)
