@@ -9,6 +9,7 @@ snapshot -> import -> ``export_hfiles(raw=True)`` -> ``read_hfile`` gives back t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import shutil
@@ -557,3 +558,19 @@ def test_cli_import(export_root: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2
     res = runner.invoke(cli, ["hbase", "import", "--help"])
     assert res.exit_code == 0 and "--snapshot" in res.output
+
+
+# ------------------------------------------------------------------------------- options
+def test_import_options_and_kwargs_agree(export_root: Path, tmp_path: Path) -> None:
+    from typing import get_type_hints
+
+    from cellstore.hbase.importer import ImportKwargs, ImportOptions
+
+    fields = {f.name: f.type for f in dataclasses.fields(ImportOptions)}
+    assert list(fields) == list(ImportKwargs.__annotations__)
+    hints = get_type_hints(ImportKwargs)
+    assert hints == get_type_hints(ImportOptions)
+    wh = connect(tmp_path / "wh")
+    opts = ImportOptions(import_id="imp-opts", workers=1)
+    r = import_snapshot(str(export_root), "test-snapshot", wh, "t", opts, workers=2)
+    assert r.import_id == "imp-opts" and r.cells == 100

@@ -69,6 +69,14 @@ def parse_duration(text: str) -> int:
     return int(m.group(1)) * (7 * _DURATION_MS["d"] if unit == "w" else _DURATION_MS[unit])
 
 
+def _duration_option(text: str, option: str) -> int:
+    """:func:`parse_duration` of an option's value; a bad one is a usage error (exit 2)."""
+    try:
+        return parse_duration(text)
+    except InvalidArgumentError as e:
+        raise click.BadParameter(str(e), param_hint=f"'{option}'") from None
+
+
 def _human_ms(ms: int) -> str:
     for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
         if ms >= size and ms % size == 0:
@@ -478,13 +486,9 @@ def vacuum_cmd(
     """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
     from cellstore.jobs import vacuum
 
-    try:
-        retention_ms = parse_duration(retention)
-    except InvalidArgumentError as e:
-        raise click.BadParameter(str(e), param_hint="'--retention'") from None
     r = vacuum(
         cli_ctx.warehouse().table(table),
-        retention_ms=retention_ms,
+        retention_ms=_duration_option(retention, "--retention"),
         dry_run=dry_run,
         enforce_retention=not no_retention_check,
         now_ms=now_ms,
@@ -601,13 +605,9 @@ def expire_cmd(
     """  # noqa: D301 (click's \b marker keeps the examples unwrapped)
     from cellstore.jobs import expire
 
-    try:
-        retention_ms = parse_duration(older_than)
-    except InvalidArgumentError as e:
-        raise click.BadParameter(str(e), param_hint="'--older-than'") from None
     r = expire(
         cli_ctx.warehouse().table(table),
-        retention_ms=retention_ms,
+        retention_ms=_duration_option(older_than, "--older-than"),
         dry_run=dry_run,
         rewrite=rewrite,
         enforce_retention=not no_retention_check,

@@ -7,15 +7,18 @@ This module defines, once, the two things every other part of cellstore must agr
 * the cell order (:data:`SORT_KEYS`): row ascending (unsigned bytes), qualifier ascending,
   timestamp descending, type descending (R2.1). Within one store file the family is fixed by
   the directory; when cells of several families travel together the family sorts before the
-  row's qualifiers (R2.3), see :data:`SORT_KEYS_WITH_FAMILY`.
+  row's qualifiers (R2.3), see :data:`SORT_KEYS_WITH_FAMILY`; HBase's own order with the
+  family inside the row is :data:`SORT_KEYS_HBASE`. Every sort of cells in the package
+  takes its keys from :func:`cell_sort_keys` / :func:`sort_indices`.
 
 Everything here is pure: no I/O, and no per-cell Python loops.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -27,8 +30,11 @@ __all__ = [
     "LATEST_TIMESTAMP",
     "MAX_ROW_LENGTH",
     "SORT_KEYS",
+    "SORT_KEYS_HBASE",
     "SORT_KEYS_WITH_FAMILY",
     "TYPE_NAMES",
+    "FamilyOrder",
+    "cell_sort_keys",
     "parse_type_names",
     "scale_to_millis",
     "CellType",
@@ -182,8 +188,52 @@ SORT_KEYS: Final[tuple[tuple[str, str], ...]] = (
 #: that each family's cells form one contiguous, ordered run).
 SORT_KEYS_WITH_FAMILY: Final[tuple[tuple[str, str], ...]] = (("family", "ascending"), *SORT_KEYS)
 
+#: HBase's full cell order (R2.1, ``CellComparatorImpl``): row, family, qualifier, ts
+#: descending, type descending; the order of an HFile's cells and of a region's results
+#: inside a row (R2.3).
+SORT_KEYS_HBASE: Final[tuple[tuple[str, str], ...]] = (
+    SORT_KEYS[0],
+    ("family", "ascending"),
+    *SORT_KEYS[1:],
+)
 
-def sort_indices(cells: pa.Table, *, with_family: bool = False) -> pa.Array:
+#: Where the family sorts: not at all (cells of one family), ``first`` (before the row,
+#: :data:`SORT_KEYS_WITH_FAMILY`) or ``in-row`` (after the row, :data:`SORT_KEYS_HBASE`).
+FamilyOrder: TypeAlias = Literal["none", "first", "in-row"]
+
+_FAMILY_ORDERS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "none": SORT_KEYS,
+    "first": SORT_KEYS_WITH_FAMILY,
+    "in-row": SORT_KEYS_HBASE,
+}
+
+
+def cell_sort_keys(
+    *, family: FamilyOrder = "none", ties: Sequence[tuple[str, str]] = ()
+) -> list[tuple[str, str]]:
+    """The cell order (R2.1) as pyarrow sort keys, then ``ties`` among equal keys.
+
+    Every sort of cells goes through this function (or :func:`sort_indices`), so that the
+    order is defined once.
+
+    >>> cell_sort_keys(family="in-row", ties=[("seq", "descending")])[1:3]
+    [('family', 'ascending'), ('qualifier', 'ascending')]
+
+    Args:
+        family: Where the family sorts (:data:`FamilyOrder`).
+        ties: Further ``(column, "ascending" | "descending")`` keys that order cells of
+            exactly equal keys (a sequence id, a file rank, a position).
+    """
+    return [*_FAMILY_ORDERS[family], *ties]
+
+
+def sort_indices(
+    cells: pa.Table,
+    *,
+    with_family: bool = False,
+    family: FamilyOrder = "none",
+    ties: Sequence[tuple[str, str]] = (),
+) -> pa.Array:
     """Indices that put ``cells`` in cell order (R2.1); the sort is stable.
 
     Binary columns compare as unsigned bytes with a proper prefix first, as HBase's
@@ -191,14 +241,16 @@ def sort_indices(cells: pa.Table, *, with_family: bool = False) -> pa.Array:
 
     Args:
         cells: A table with at least the columns of :data:`SORT_KEYS` (and ``family`` when
-            ``with_family`` is true).
-        with_family: Sort by family first (see :data:`SORT_KEYS_WITH_FAMILY`).
+            the family sorts).
+        with_family: Sort by family first (``family="first"``, kept for existing callers).
+        family: Where the family sorts (:data:`FamilyOrder`).
+        ties: Further keys among exactly equal cell keys (:func:`cell_sort_keys`).
 
     Returns:
         An ``uint64`` array of row indices.
     """
-    keys = SORT_KEYS_WITH_FAMILY if with_family else SORT_KEYS
-    return pc.sort_indices(cells, sort_keys=list(keys))
+    keys = cell_sort_keys(family="first" if with_family else family, ties=ties)
+    return pc.sort_indices(cells, sort_keys=keys)
 
 
 def run_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:

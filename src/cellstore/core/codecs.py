@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.valuetypes import ValueType, lookup, parse_type_name
 from cellstore.errors import BadCellError, InvalidArgumentError
 
 __all__ = [
@@ -55,7 +56,12 @@ ArrayLike: TypeAlias = "pa.Array | pa.ChunkedArray"
 
 
 class Codec(StrEnum):
-    """How a value's bytes are interpreted (HBase ``Bytes`` conversions)."""
+    """How a value's bytes are interpreted (HBase ``Bytes`` conversions).
+
+    The members keep HBase's spellings (written into mappings and index expressions);
+    each is one :class:`~cellstore.core.valuetypes.ValueType` (:attr:`value_type`), which
+    holds the names, aliases, widths and Arrow types.
+    """
 
     BYTES = "bytes"
     STRING = "string"
@@ -72,73 +78,34 @@ class Codec(StrEnum):
 
         Aliases: ``int64``/``long``, ``int32``/``int``/``integer``, ``int16``/``short``,
         ``float64``/``double``, ``float32``/``float``, ``bool``/``boolean``,
-        ``string``/``str``/``utf8``/``utf-8``, ``bytes``/``binary``/``raw``.
+        ``string``/``str``/``utf8``/``utf-8``, ``bytes``/``binary``/``raw`` (the names of
+        :data:`cellstore.core.valuetypes.ALIASES` whose type has a codec).
 
         Raises:
             InvalidArgumentError: naming the valid names, for anything else.
         """
-        if isinstance(name, Codec):
-            return name
-        codec = _CODEC_ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
-        if codec is None:
-            import difflib
+        return parse_type_name(name, cls, what="value codec")
 
-            close = difflib.get_close_matches(str(name).strip().lower(), list(_CODEC_ALIASES), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InvalidArgumentError(
-                f"unknown value codec {name!r}{hint}; valid names: "
-                f"{', '.join(sorted(_CODEC_ALIASES))}"
-            )
-        return codec
+    @property
+    def value_type(self) -> ValueType:
+        """The type values decode to, in the one vocabulary (``long`` is ``int64``)."""
+        return _VALUE_TYPES[self]
 
     @property
     def width(self) -> int | None:
         """Encoded length in bytes, or None for the variable-length codecs."""
-        return _WIDTHS.get(self)
+        return _VALUE_TYPES[self].size
 
 
-_CODEC_ALIASES: Final[dict[str, Codec]] = {
-    "bytes": Codec.BYTES,
-    "binary": Codec.BYTES,
-    "raw": Codec.BYTES,
-    "string": Codec.STRING,
-    "str": Codec.STRING,
-    "utf8": Codec.STRING,
-    "utf-8": Codec.STRING,
-    "long": Codec.LONG,
-    "int64": Codec.LONG,
-    "int": Codec.INT,
-    "int32": Codec.INT,
-    "integer": Codec.INT,
-    "short": Codec.SHORT,
-    "int16": Codec.SHORT,
-    "double": Codec.DOUBLE,
-    "float64": Codec.DOUBLE,
-    "float": Codec.FLOAT,
-    "float32": Codec.FLOAT,
-    "boolean": Codec.BOOLEAN,
-    "bool": Codec.BOOLEAN,
-}
+def _value_type(codec: Codec) -> ValueType:
+    typ = lookup(codec.value)
+    assert typ is not None, codec
+    return typ
 
-_WIDTHS: Final = {
-    Codec.LONG: 8,
-    Codec.INT: 4,
-    Codec.SHORT: 2,
-    Codec.DOUBLE: 8,
-    Codec.FLOAT: 4,
-    Codec.BOOLEAN: 1,
-}
 
-_ARROW_TYPES: Final = {
-    Codec.BYTES: pa.binary(),
-    Codec.STRING: pa.string(),
-    Codec.LONG: pa.int64(),
-    Codec.INT: pa.int32(),
-    Codec.SHORT: pa.int16(),
-    Codec.DOUBLE: pa.float64(),
-    Codec.FLOAT: pa.float32(),
-    Codec.BOOLEAN: pa.bool_(),
-}
+_VALUE_TYPES: Final = {c: _value_type(c) for c in Codec}
+_WIDTHS: Final = {c: t.size for c, t in _VALUE_TYPES.items() if t.size is not None}
+_ARROW_TYPES: Final = {c: t.arrow_type for c, t in _VALUE_TYPES.items()}
 
 #: Java's canonical NaN bit patterns (``Double.doubleToLongBits`` / ``floatToIntBits``).
 CANONICAL_NAN64: Final = 0x7FF8000000000000

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -169,20 +170,17 @@ def validate_load_id(load_id: str) -> str:
             characters, starts with '.', or has a character other than ASCII letters,
             digits, '_', '-' and '.'.
     """
-    if not isinstance(load_id, str):
-        raise InvalidNameError(f"load id must be a string, not {type(load_id).__name__}")
-    if not load_id:
+    if isinstance(load_id, str) and not load_id:
         raise InvalidNameError("load id is empty")
-    if len(load_id) > MAX_LOAD_ID_LENGTH:
-        raise InvalidNameError(
-            f"load id {_shown(load_id)}: longer than {MAX_LOAD_ID_LENGTH} characters"
-        )
-    if not _LOAD_ID.fullmatch(load_id):
-        raise InvalidNameError(
-            f"load id {_shown(load_id)}: use ASCII letters, digits, '_', '-' and '.', "
-            "not starting with '.'"
-        )
-    return load_id
+    return _token(
+        "load id",
+        load_id,
+        size=len,
+        limit=MAX_LOAD_ID_LENGTH,
+        unit="characters",
+        pattern=_LOAD_ID,
+        rule="use ASCII letters, digits, '_', '-' and '.', not starting with '.'",
+    )
 
 
 def validate_snapshot_name(name: str) -> str:
@@ -193,16 +191,15 @@ def validate_snapshot_name(name: str) -> str:
             has a character other than letters, digits, '_', '-' and '.', or exceeds 255
             UTF-8 bytes.
     """
-    if not isinstance(name, str):
-        raise InvalidNameError(f"snapshot name must be a string, not {type(name).__name__}")
-    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
-        raise InvalidNameError(f"snapshot name {_shown(name)}: longer than 255 bytes")
-    if not _SNAPSHOT_NAME.fullmatch(name):
-        raise InvalidNameError(
-            f"snapshot name {_shown(name)}: use letters, digits, '_', '-' and '.', not "
-            "starting with '-' or '.'"
-        )
-    return name
+    return _token(
+        "snapshot name",
+        name,
+        size=lambda n: len(n.encode("utf-8")),
+        limit=_MAX_NAME_BYTES,
+        unit="bytes",
+        pattern=_SNAPSHOT_NAME,
+        rule="use letters, digits, '_', '-' and '.', not starting with '-' or '.'",
+    )
 
 
 def validate_index_name(name: str) -> str:
@@ -213,13 +210,37 @@ def validate_index_name(name: str) -> str:
             has a character other than ASCII letters, digits, '_', '-' and '.', or exceeds
             255 characters.
     """
+    return _token(
+        "index name",
+        name,
+        size=len,
+        limit=_MAX_NAME_BYTES,
+        unit="characters",
+        pattern=_INDEX_NAME,
+        rule="use letters, digits, '_', '-' and '.', not starting with '-' or '.'",
+    )
+
+
+def _token(
+    kind: str,
+    name: object,
+    *,
+    size: Callable[[str], int],
+    limit: int,
+    unit: str,
+    pattern: re.Pattern[str],
+    rule: str,
+) -> str:
+    """``name`` if it is a string of at most ``limit`` (``size``) matching ``pattern``.
+
+    Raises:
+        InvalidNameError: ``<kind> must be a string``, ``<kind> <name>: longer than
+            <limit> <unit>`` or ``<kind> <name>: <rule>``.
+    """
     if not isinstance(name, str):
-        raise InvalidNameError(f"index name must be a string, not {type(name).__name__}")
-    if len(name) > _MAX_NAME_BYTES:
-        raise InvalidNameError(f"index name {_shown(name)}: longer than 255 characters")
-    if not _INDEX_NAME.fullmatch(name):
-        raise InvalidNameError(
-            f"index name {_shown(name)}: use letters, digits, '_', '-' and '.', not "
-            "starting with '-' or '.'"
-        )
+        raise InvalidNameError(f"{kind} must be a string, not {type(name).__name__}")
+    if size(name) > limit:
+        raise InvalidNameError(f"{kind} {_shown(name)}: longer than {limit} {unit}")
+    if not pattern.fullmatch(name):
+        raise InvalidNameError(f"{kind} {_shown(name)}: {rule}")
     return name

@@ -48,7 +48,7 @@ from cellstore.fs import ensure_exclusive_create, join, resolve_filesystem
 from cellstore.handle.hooks import LoadHook
 from cellstore.handle.table import TableHandle
 from cellstore.manifest import TableLog, VersionLog
-from cellstore.storefiles.layout import entry_path_problem, table_dir
+from cellstore.storefiles.layout import is_clone_link, table_dir
 
 __all__ = ["CATALOG_FORMAT_VERSION", "Catalog"]
 
@@ -432,7 +432,7 @@ class Catalog(Generic[H]):
                 join(path, f.path).startswith(target)
                 for m in versions
                 for f in m.files
-                if f.path.startswith("../") and entry_path_problem(f.path) is None
+                if is_clone_link(f.path)
             ):
                 users.append(str(TableName.parse(full)))
         return users

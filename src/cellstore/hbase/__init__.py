@@ -31,7 +31,7 @@ from cellstore.hbase.hfiles import (
     read_hfile,
     verify_hfile,
 )
-from cellstore.hbase.importer import ImportReport, import_snapshot, import_table
+from cellstore.hbase.importer import ImportOptions, ImportReport, import_snapshot, import_table
 from cellstore.hbase.partitions import read_hfiles
 from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snapshot, open_table
 from cellstore.hbase.write import HFileOptions, HFileWriter, WrittenHFile, write_hfile
@@ -46,6 +46,7 @@ __all__ = [
     "HFileReader",
     "HFileVerifyReport",
     "HFileWriter",
+    "ImportOptions",
     "ImportReport",
     "WrittenHFile",
     "hfile_info",

@@ -299,17 +299,13 @@ def parse_snapshot_info(data: bytes, *, where: str) -> SnapshotInfo:
 
 
 def _table_name(data: bytes, where: str) -> tuple[str, str]:
-    ns, qual = "default", ""
-    for num, v in _fields(data, where):
-        if num == 1:
-            ns = _text(v, where)
-        elif num == 2:
-            qual = _text(v, where)
-    return ns, qual
+    """A ``TableName`` message: (namespace, qualifier); no namespace is ``default``."""
+    return _pairs(data, where, first="default")
 
 
-def _pairs(data: bytes, where: str) -> tuple[str, str]:
-    first, second = "", ""
+def _pairs(data: bytes, where: str, *, first: str = "") -> tuple[str, str]:
+    """Text fields 1 and 2 of a message (a ``BytesBytesPair``, a ``NameStringPair``...)."""
+    second = ""
     for num, v in _fields(data, where):
         if num == 1:
             first = _text(v, where)

@@ -20,13 +20,17 @@ How HBase's order is kept:
   file, and later duplicates are never returned, not even by a raw scan). The dropped
   count is reported as ``duplicates_dropped``.
 
-Execution is plan-then-execute: one frozen, picklable :class:`ImportTask` per (region,
-family) (a large store is cut into row ranges at HFile block boundaries, as scans cut
-it), run on local threads or a ``distributed`` client. The table is created empty first
+Execution is plan-then-execute (:mod:`cellstore.hbase.import_tasks`): one frozen,
+picklable :class:`ImportTask` per (region, family) (a large store is cut into row ranges
+at HFile block boundaries, as scans cut it), run on local threads or a ``distributed``
+client. The table is created empty first
 (it names the directory the files go to); no cell is visible before the one
 :func:`~cellstore.commit.commit` that adds every file with the import's id as load id. A
 retry with the same id finds it recorded and reports ``applied_before``. A failed run
 deletes the files its tasks wrote and drops the (still empty) table it created.
+
+How an import runs (id, client or threads, memory, file sizes, progress) is one frozen
+:class:`ImportOptions`; each of its fields can also be given by name (:class:`ImportKwargs`).
 
 This module sits below the warehouse layer, so the warehouse and its tables are typed by
 the :class:`ImportWarehouse` protocol that :class:`cellstore.Warehouse` satisfies.
@@ -37,19 +41,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypedDict, Unpack
 
 import fsspec
-import pyarrow as pa
 
-from cellstore.commit import Commit, FileChange, commit
-from cellstore.core.cells import CELL_SCHEMA, equal_key_runs
+from cellstore.commit import Commit, CommitResult, FileChange, commit
 from cellstore.core.family import Family
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import validate_load_id
@@ -58,17 +58,27 @@ from cellstore.errors import (
     TableExistsError,
     UnsupportedFormatError,
 )
-from cellstore.fs import ensure_exclusive_create, join
-from cellstore.hbase.store import HFileStore, plain_keys
+from cellstore.fs import ensure_exclusive_create
+from cellstore.hbase.import_tasks import (
+    DEFAULT_IMPORT_MAX_FILE_BYTES,
+    ImportTask,
+    ImportTaskResult,
+    ProgressFn,
+    delete_written,
+    run_import_task,
+    run_tasks,
+)
+from cellstore.hbase.store import HFileStore
 from cellstore.hbase.tables import HBaseTable, open_snapshot, open_table
 from cellstore.manifest import TableLog
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
-from cellstore.storefiles.rolling import write_rolled
 from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile
 
 __all__ = [
     "DEFAULT_IMPORT_MAX_FILE_BYTES",
     "IMPORT_OPERATION",
+    "ImportKwargs",
+    "ImportOptions",
     "ImportReport",
     "ImportTask",
     "ImportTaskResult",
@@ -82,12 +92,8 @@ __all__ = [
     "run_import_task",
 ]
 
-ProgressFn = Callable[[int, int], None]
-
 #: The history operation of the import's commit.
 IMPORT_OPERATION: Final = "hbase-import"
-#: Output store files roll at this many uncompressed cell bytes (on row boundaries).
-DEFAULT_IMPORT_MAX_FILE_BYTES: Final = 1 << 30
 #: Table properties the import records (the id lets a retry recognise its own table).
 PROP_ID: Final = "hbase.import.id"
 PROP_SOURCE: Final = "hbase.import.source"
@@ -153,110 +159,6 @@ class ImportWarehouse(Protocol):
 
 
 # --------------------------------------------------------------------------- plan
-@dataclass(frozen=True)
-class ImportTask:
-    """One (region, family) store, or a row range of one, to convert.
-
-    Frozen and picklable: it runs on a local thread or a ``distributed`` worker.
-
-    Attributes:
-        number: The task's position in the plan (names its files).
-        region: The cellstore region id the files belong to.
-        hbase_region: The HBase region's encoded name.
-        family: The family, with the settings the files are written with.
-        start: First row of the range (inclusive; empty = the region's start).
-        stop: Row after the range (exclusive; empty = unbounded).
-        store: The HBase store's files, as scans read them.
-        table_path: The target table's directory.
-        stem: File-name stem shared by the import's files (import id and attempt nonce).
-        import_id: The import's id (each file's load id).
-        max_file_bytes: Output files roll at about this many uncompressed cell bytes.
-        row_group_cells: Cells per Parquet row group.
-    """
-
-    number: int
-    region: str
-    hbase_region: str
-    family: Family
-    start: bytes
-    stop: bytes
-    store: HFileStore
-    table_path: str
-    stem: str
-    import_id: str
-    max_file_bytes: int
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
-
-
-@dataclass(frozen=True)
-class ImportTaskResult:
-    """What one :class:`ImportTask` wrote.
-
-    Attributes:
-        files: ``(file, rank)``: each written store file with the rank of the HFile it
-            came from (0 = oldest of the store in HBase's order, R3.1).
-        cells_read: Cells read from the HFiles (after R3.2 losers across files).
-        cells: Cells written.
-    """
-
-    files: tuple[tuple[WrittenFile, int], ...]
-    cells_read: int
-    cells: int
-
-
-def _first_of_equal_keys(cells: pa.Table) -> pa.Table:
-    """``cells`` (in cell order) with only the first of each run of equal keys (R3.3)."""
-    same = equal_key_runs(cells)
-    if not same.any():
-        return cells
-    return cells.filter(pa.array(~same))
-
-
-def run_import_task(
-    src_fs: fsspec.AbstractFileSystem, dest_fs: fsspec.AbstractFileSystem, task: ImportTask
-) -> ImportTaskResult:
-    """Convert one store (range) of HFiles into store files; nothing is committed.
-
-    Args:
-        src_fs: The HBase root's filesystem.
-        dest_fs: The warehouse filesystem.
-        task: The task.
-
-    Returns:
-        The files written, each with its HFile's rank (see :class:`ImportTaskResult`).
-        On an exception every file the task wrote is deleted first.
-
-    Raises:
-        MissingFileError, CorruptFileError: an HFile is gone or damaged.
-        UnsupportedFormatError: an encrypted or v1 HFile.
-    """
-    runs, ranks = task.store.read_runs(src_fs, task.start, task.stop, point_row=None)
-    written: list[tuple[WrittenFile, int]] = []
-    read = kept = 0
-    try:
-        for run, rank in zip(runs, ranks, strict=True):
-            read += run.num_rows
-            cells = _first_of_equal_keys(plain_keys(run.select(CELL_SCHEMA.names)))
-            kept += cells.num_rows
-            files = write_rolled(
-                dest_fs,
-                task.table_path,
-                cells,
-                region=task.region,
-                family=task.family,
-                stem=f"{task.stem}-t{task.number:06d}-k{rank:04d}",
-                seq=rank + 1,
-                load_id=task.import_id,
-                max_file_bytes=task.max_file_bytes,
-                row_group_cells=task.row_group_cells,
-            )
-            written.extend((w, rank) for w in files)
-    except BaseException:
-        _delete(dest_fs, task.table_path, [w for w, _ in written])
-        raise
-    return ImportTaskResult(tuple(written), read, kept)
-
-
 def plan_import(
     source: HBaseTable,
     *,
@@ -308,75 +210,6 @@ def plan_import(
                 )
             )
     return tasks
-
-
-# --------------------------------------------------------------------------- running
-_Outcome = tuple[list[ImportTaskResult], BaseException | None]
-
-
-def _run_local(
-    src_fs: fsspec.AbstractFileSystem,
-    dest_fs: fsspec.AbstractFileSystem,
-    tasks: Sequence[ImportTask],
-    workers: int,
-    progress: ProgressFn | None,
-) -> _Outcome:
-    """Run tasks on threads; the first failure cancels those not started.
-
-    Returns the results of every task that succeeded (so their files can be removed)
-    and the first error, once every started task has stopped.
-    """
-    results: list[ImportTaskResult] = []
-    if not tasks:
-        return results, None
-    with ThreadPoolExecutor(max_workers=max(1, min(len(tasks), workers))) as pool:
-        futures = [pool.submit(run_import_task, src_fs, dest_fs, t) for t in tasks]
-        pending = set(futures)
-        error: BaseException | None = None
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for f in done:
-                exc = None if f.cancelled() else f.exception()
-                if exc is not None:
-                    error = error or exc
-                elif not f.cancelled():
-                    results.append(f.result())
-            if error is not None:
-                for f in pending:
-                    f.cancel()
-            elif progress is not None:
-                progress(len(tasks) - len(pending), len(tasks))
-    return results, error
-
-
-def _run_distributed(
-    client: Any,
-    src_fs: fsspec.AbstractFileSystem,
-    dest_fs: fsspec.AbstractFileSystem,
-    tasks: Sequence[ImportTask],
-    progress: ProgressFn | None,
-) -> _Outcome:
-    """Run tasks on a ``distributed`` client; waits for every task."""
-    results: list[ImportTaskResult] = []
-    if not tasks:
-        return results, None
-    n = len(tasks)
-    futures = client.map(run_import_task, [src_fs] * n, [dest_fs] * n, list(tasks), pure=False)
-    error: BaseException | None = None
-    for i, fut in enumerate(futures):
-        try:
-            results.append(fut.result())
-        except Exception as exc:  # raised by the caller once every task has stopped
-            error = error or exc
-        if progress is not None and error is None:
-            progress(i + 1, n)
-    return results, error
-
-
-def _delete(fs: fsspec.AbstractFileSystem, table_path: str, files: Sequence[WrittenFile]) -> None:
-    for w in files:
-        with contextlib.suppress(OSError):
-            fs.rm(join(table_path, w.relpath))
 
 
 # --------------------------------------------------------------------------- the job
@@ -523,31 +356,53 @@ def _drop_unfinished(warehouse: ImportWarehouse, name: str, import_id: str) -> N
             warehouse.drop_table(name, purge=True)
 
 
-def import_hbase_table(
-    source: HBaseTable,
-    warehouse: ImportWarehouse,
-    table: str,
-    *,
-    root: str | None = None,
-    import_id: str | None = None,
-    client: Any = None,
-    workers: int | None = None,
-    memory_budget: int = DEFAULT_TASK_MEMORY,
-    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
-    progress: ProgressFn | None = None,
-) -> ImportReport:
-    """Import an opened HBase table or snapshot into a new cellstore table.
+@dataclass(frozen=True)
+class ImportOptions:
+    """How an import runs; every field has a default.
 
-    :func:`import_snapshot` and :func:`import_table` open the source and call this; see
-    them for the arguments. ``root`` is the source root as the user gave it (recorded in
-    the table's properties and the report; default: the opened layout's root).
+    Attributes:
+        import_id: Idempotency key, recorded as the commit's load id (default: derived
+            from the source, :func:`derive_import_id`): a retry with an id the table has
+            committed does nothing and reports ``applied_before``.
+        client: A ``distributed.Client`` to run the tasks on (default: local threads).
+        workers: Threads for local runs (default: the CPU count).
+        memory_budget: Bytes of decoded cells one task holds (large stores are cut).
+        max_file_bytes: Output store files roll at about this many uncompressed bytes.
+        row_group_cells: Cells per Parquet row group.
+        progress: Called with ``(done, total)`` tasks.
     """
-    started = time.perf_counter()
-    _check_source(source)
+
+    import_id: str | None = None
+    client: Any = None
+    workers: int | None = None
+    memory_budget: int = DEFAULT_TASK_MEMORY
+    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES
+    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
+    progress: ProgressFn | None = None
+
+
+class ImportKwargs(TypedDict, total=False):
+    """:class:`ImportOptions`' fields as keyword overrides (same names and types)."""
+
+    import_id: str | None
+    client: Any
+    workers: int | None
+    memory_budget: int
+    max_file_bytes: int
+    row_group_cells: int
+    progress: ProgressFn | None
+
+
+def _options(options: ImportOptions | None, overrides: ImportKwargs) -> ImportOptions:
+    """``options`` (default: all defaults) with ``overrides`` applied."""
+    base = options if options is not None else ImportOptions()
+    return dataclasses.replace(base, **overrides) if overrides else base
+
+
+def _import_id(source: HBaseTable, import_id: str | None) -> str:
+    """The import's id: ``import_id``, or one derived from the source (validated)."""
     snap = source.layout.snapshot
-    root_text = root if root is not None else source.layout.root
-    job = validate_load_id(
+    return validate_load_id(
         import_id
         or derive_import_id(
             source.layout.root,
@@ -557,36 +412,105 @@ def import_hbase_table(
             created_ms=None if snap is None else snap.creation_time,
         )
     )
-    if max_file_bytes <= 0:
-        raise InvalidArgumentError(f"max_file_bytes must be positive, not {max_file_bytes}")
-    if memory_budget <= 0:
-        raise InvalidArgumentError(f"memory_budget must be positive, not {memory_budget}")
-    hfiles = sum(len(files) for r in source.layout.regions for files in r.files.values())
 
-    def report(target: ImportedTable, **fields: Any) -> ImportReport:
+
+@dataclass(frozen=True)
+class _Reporter:
+    """Builds the :class:`ImportReport` of one import from what varies per outcome."""
+
+    source: HBaseTable
+    root: str
+    job: str
+    started: float
+
+    def __call__(self, target: ImportedTable, **fields: Any) -> ImportReport:
         meta = target.metadata
+        snap = self.source.layout.snapshot
+        regions = self.source.layout.regions
         empty = ImportReport(
-            source=root_text,
+            source=self.root,
             snapshot=None if snap is None else snap.name,
-            hbase_table=source.name,
+            hbase_table=self.source.name,
             table=str(meta.name),
-            import_id=job,
+            import_id=self.job,
             created=False,
             applied_before=False,
             version=None,
             regions=len(meta.regions),
             families=tuple(meta.family_names),
             tasks=0,
-            hfiles=hfiles,
+            hfiles=sum(len(files) for r in regions for files in r.files.values()),
             cells_read=0,
             cells=0,
             duplicates_dropped=0,
             files=0,
             bytes=0,
-            seconds=time.perf_counter() - started,
+            seconds=time.perf_counter() - self.started,
         )
         return dataclasses.replace(empty, **fields)
 
+
+def _check_target(base: TableMetadata, source: HBaseTable, table: str, job: str) -> None:
+    """Refuse a target whose regions differ from the source's, or that holds data."""
+    if len(base.regions) != len(source.regions) or any(
+        a.start != b.start or a.end != b.end
+        for a, b in zip(base.regions, source.regions, strict=True)
+    ):
+        raise InvalidArgumentError(
+            f"table {table}: its regions differ from those of HBase table {source.name}"
+        )
+    if base.files:
+        raise TableExistsError(f"table {table} already holds data that import {job} did not commit")
+
+
+def _commit_import(
+    target: ImportedTable,
+    base: TableMetadata,
+    written: Sequence[tuple[WrittenFile, int]],
+    summary: dict[str, Any],
+) -> CommitResult:
+    """One commit adding every written file, each HFile rank its own sequence number."""
+    by_rank: dict[int, list[WrittenFile]] = {}
+    for w, rank in written:
+        by_rank.setdefault(rank, []).append(w)
+    return commit(
+        target.log,
+        Commit(
+            operation=IMPORT_OPERATION,
+            changes=[FileChange(add=ws, seq_rank=k) for k, ws in sorted(by_rank.items())],
+            load_id=summary["import-id"],
+            new_seq=bool(written),
+            base=base,
+            summary=summary,
+        ),
+    )
+
+
+def import_hbase_table(
+    source: HBaseTable,
+    warehouse: ImportWarehouse,
+    table: str,
+    options: ImportOptions | None = None,
+    *,
+    root: str | None = None,
+    **overrides: Unpack[ImportKwargs],
+) -> ImportReport:
+    """Import an opened HBase table or snapshot into a new cellstore table.
+
+    :func:`import_snapshot` and :func:`import_table` open the source and call this; see
+    them for the arguments. ``root`` is the source root as the user gave it (recorded in
+    the table's properties and the report; default: the opened layout's root).
+    """
+    started = time.perf_counter()
+    opts = _options(options, overrides)
+    _check_source(source)
+    root_text = root if root is not None else source.layout.root
+    job = _import_id(source, opts.import_id)
+    if opts.max_file_bytes <= 0:
+        raise InvalidArgumentError(f"max_file_bytes must be positive, not {opts.max_file_bytes}")
+    if opts.memory_budget <= 0:
+        raise InvalidArgumentError(f"memory_budget must be positive, not {opts.memory_budget}")
+    report = _Reporter(source, root_text, job, started)
     created = False
     if warehouse.exists(table):
         target = _own_table(warehouse, table, job)
@@ -602,17 +526,7 @@ def import_hbase_table(
         created = True
     base = target.metadata
     try:
-        if len(base.regions) != len(source.regions) or any(
-            a.start != b.start or a.end != b.end
-            for a, b in zip(base.regions, source.regions, strict=True)
-        ):
-            raise InvalidArgumentError(
-                f"table {table}: its regions differ from those of HBase table {source.name}"
-            )
-        if base.files:
-            raise TableExistsError(
-                f"table {table} already holds data that import {job} did not commit"
-            )
+        _check_target(base, source, table, job)
         ensure_exclusive_create(target.fs, warehouse.root)
         tasks = plan_import(
             source,
@@ -620,52 +534,44 @@ def import_hbase_table(
             table_path=target.path,
             import_id=job,
             stem=f"{job}-{uuid.uuid4().hex[:8]}",
-            memory_budget=memory_budget,
-            max_file_bytes=max_file_bytes,
-            row_group_cells=row_group_cells,
+            memory_budget=opts.memory_budget,
+            max_file_bytes=opts.max_file_bytes,
+            row_group_cells=opts.row_group_cells,
         )
-        if client is not None:
-            results, error = _run_distributed(client, source.fs, target.fs, tasks, progress)
-        else:
-            n = workers if workers is not None else (os.cpu_count() or 4)
-            results, error = _run_local(source.fs, target.fs, tasks, n, progress)
+        results, error = run_tasks(
+            tasks,
+            source.fs,
+            target.fs,
+            client=opts.client,
+            workers=opts.workers,
+            progress=opts.progress,
+        )
         written = [f for r in results for f in r.files]
+        cells = sum(r.cells for r in results)
         try:
             if error is not None:
                 raise error
-            by_rank: dict[int, list[WrittenFile]] = {}
-            for w, rank in written:
-                by_rank.setdefault(rank, []).append(w)
-            cells = sum(r.cells for r in results)
-            result = commit(
-                target.log,
-                Commit(
-                    operation=IMPORT_OPERATION,
-                    changes=[FileChange(add=ws, seq_rank=k) for k, ws in sorted(by_rank.items())],
-                    load_id=job,
-                    new_seq=bool(written),
-                    base=base,
-                    summary={
-                        "import-id": job,
-                        "source": root_text,
-                        "hbase-table": source.name,
-                        "snapshot": None if snap is None else snap.name,
-                        "files": len(written),
-                        "cells": cells,
-                    },
-                ),
-            )
+            snap = source.layout.snapshot
+            summary = {
+                "import-id": job,
+                "source": root_text,
+                "hbase-table": source.name,
+                "snapshot": None if snap is None else snap.name,
+                "files": len(written),
+                "cells": cells,
+            }
+            result = _commit_import(target, base, written, summary)
         except BaseException:
-            _delete(target.fs, target.path, [w for w, _ in written])
+            delete_written(target.fs, target.path, [w for w, _ in written])
             raise
     except BaseException:
         _drop_unfinished(warehouse, table, job)
         raise
     if result.applied_before:  # a concurrent attempt with the same id committed first
-        _delete(target.fs, target.path, [w for w, _ in written])
+        delete_written(target.fs, target.path, [w for w, _ in written])
         return report(target, applied_before=True, version=result.metadata.version)
-    if progress is not None:
-        progress(len(tasks), len(tasks))
+    if opts.progress is not None:
+        opts.progress(len(tasks), len(tasks))
     cells_read = sum(r.cells_read for r in results)
     return report(
         target,
@@ -685,16 +591,11 @@ def import_snapshot(
     name: str,
     warehouse: ImportWarehouse,
     table: str,
+    options: ImportOptions | None = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
-    import_id: str | None = None,
-    client: Any = None,
-    workers: int | None = None,
-    memory_budget: int = DEFAULT_TASK_MEMORY,
-    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
-    progress: ProgressFn | None = None,
     follow_symlinks: bool = False,
+    **overrides: Unpack[ImportKwargs],
 ) -> ImportReport:
     """Import an HBase snapshot (exported or not) into a new cellstore table.
 
@@ -711,18 +612,14 @@ def import_snapshot(
         warehouse: The cellstore warehouse (``cellstore.connect(...)``).
         table: The new table's name (``ns:name``); it must not exist, unless an earlier
             attempt of this same import created it.
+        options: How the import runs (:class:`ImportOptions`: ``import_id``, ``client``,
+            ``workers``, ``memory_budget``, ``max_file_bytes``, ``row_group_cells``,
+            ``progress``).
         storage_options: fsspec options for ``root``.
-        import_id: Idempotency key, recorded as the commit's load id (default: derived
-            from the source, :func:`derive_import_id`): a retry with an id the table has
-            committed does nothing and reports ``applied_before``.
-        client: A ``distributed.Client`` to run the tasks on (default: local threads).
-        workers: Threads for local runs (default: the CPU count).
-        memory_budget: Bytes of decoded cells one task holds (large stores are cut).
-        max_file_bytes: Output store files roll at about this many uncompressed bytes.
-        row_group_cells: Cells per Parquet row group.
-        progress: Called with ``(done, total)`` tasks.
         follow_symlinks: Follow symlinks that lead outside ``root`` (local disk; by
             default only those inside it are followed, as ``open_snapshot``).
+        **overrides: Any :class:`ImportOptions` field by name (``workers=2``), over
+            ``options``.
 
     Returns:
         An :class:`ImportReport`.
@@ -739,19 +636,7 @@ def import_snapshot(
     source = open_snapshot(
         root, name, storage_options=storage_options, follow_symlinks=follow_symlinks
     )
-    return import_hbase_table(
-        source,
-        warehouse,
-        table,
-        root=root,
-        import_id=import_id,
-        client=client,
-        workers=workers,
-        memory_budget=memory_budget,
-        max_file_bytes=max_file_bytes,
-        row_group_cells=row_group_cells,
-        progress=progress,
-    )
+    return import_hbase_table(source, warehouse, table, _options(options, overrides), root=root)
 
 
 def import_table(
@@ -759,23 +644,18 @@ def import_table(
     name: str,
     warehouse: ImportWarehouse,
     table: str,
+    options: ImportOptions | None = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
-    import_id: str | None = None,
-    client: Any = None,
-    workers: int | None = None,
-    memory_budget: int = DEFAULT_TASK_MEMORY,
-    max_file_bytes: int = DEFAULT_IMPORT_MAX_FILE_BYTES,
-    row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
-    progress: ProgressFn | None = None,
     follow_symlinks: bool = False,
+    **overrides: Unpack[ImportKwargs],
 ) -> ImportReport:
     """Import a table of an HBase root directory (0.94 or 2.x/3.x) into a new table.
 
     As :func:`import_snapshot`, reading the table's region directories instead of a
     manifest. Only flushed data is in the files: import a snapshot of a live cluster, or
     the root of a stopped one. ``name`` is ``ns:table`` (0.94 tables by name).
-    ``follow_symlinks`` as :func:`import_snapshot`.
+    ``options``, ``follow_symlinks`` and the overrides as :func:`import_snapshot`.
 
     Raises:
         TableNotFoundError: no such HBase table (the message lists the tables).
@@ -785,16 +665,4 @@ def import_table(
     source = open_table(
         root, name, storage_options=storage_options, follow_symlinks=follow_symlinks
     )
-    return import_hbase_table(
-        source,
-        warehouse,
-        table,
-        root=root,
-        import_id=import_id,
-        client=client,
-        workers=workers,
-        memory_budget=memory_budget,
-        max_file_bytes=max_file_bytes,
-        row_group_cells=row_group_cells,
-        progress=progress,
-    )
+    return import_hbase_table(source, warehouse, table, _options(options, overrides), root=root)

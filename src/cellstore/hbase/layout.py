@@ -17,7 +17,7 @@ included).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -55,6 +55,7 @@ from cellstore.hbase.paths import (
     DATA,
     MOBDIR,
     TMP,
+    NameKind,
     RootFiles,
     Segment,
     StoreFileName,
@@ -567,29 +568,31 @@ def list_tables(files: RootFiles) -> list[str]:
     if _version(files) == "2":
         data = files.join(root, DATA)
         if files.isdir(data):
-            for nsdir in files.ls(data):
-                ns = listed_name(nsdir)
-                if ns == "hbase" or not is_name("namespace", ns):
+            for ns, nsdir in _named_dirs(files, data, "namespace"):
+                if ns == "hbase" or files.outside(nsdir) is not None or not files.isdir(nsdir):
                     continue
-                nsdir = files.join(data, check_name("namespace", ns, source=data))
-                if files.outside(nsdir) is not None or not files.isdir(nsdir):
-                    continue
-                for tdir in files.ls(nsdir):
-                    t = listed_name(tdir)
-                    if not is_name("table", t):
-                        continue
-                    desc = files.join(nsdir, check_name("table", t, source=nsdir), _TABLEDESC)
+                for t, tdir in _named_dirs(files, nsdir, "table"):
+                    desc = files.join(tdir, _TABLEDESC)
                     if files.outside(desc) is None and files.isdir(desc):
                         out.append(t if ns == "default" else f"{ns}:{t}")
     else:
-        for tdir in files.ls(root):
-            t = listed_name(tdir)
-            if t in _CATALOG or not is_name("table", t):
+        for t, path in _named_dirs(files, root, "table"):
+            if t in _CATALOG:
                 continue
-            path = files.join(root, check_name("table", t, source=root))
             if files.outside(path) is None and _latest_tableinfo(files, [path]) is not None:
                 out.append(t)
     return sorted(out)
+
+
+def _named_dirs(files: RootFiles, parent: str, kind: NameKind) -> Iterator[tuple[str, str]]:
+    """``(name, path)`` of the entries of ``parent`` named as a valid ``kind`` name.
+
+    Whether the path leads outside the root is left to the caller (with what it reads).
+    """
+    for entry in files.ls(parent):
+        name = listed_name(entry)
+        if is_name(kind, name):
+            yield name, files.join(parent, check_name(kind, name, source=parent))
 
 
 # --------------------------------------------------------------------------- snapshots
@@ -602,11 +605,8 @@ def list_snapshots(files: RootFiles) -> list[str]:
     for top in _SNAPSHOT_DIRS:
         d = files.join(files.root, top)
         if files.isdir(d):
-            for p in files.ls(d):
-                name = listed_name(p)
-                if not is_name("snapshot", name):
-                    continue
-                info = files.join(d, check_name("snapshot", name, source=d), _SNAPSHOTINFO)
+            for name, sdir in _named_dirs(files, d, "snapshot"):
+                info = files.join(sdir, _SNAPSHOTINFO)
                 if files.outside(info) is None and files.exists(info):
                     out.add(name)
     return sorted(out)

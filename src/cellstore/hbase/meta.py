@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.cells import sort_indices
 from cellstore.core.family import Family
 from cellstore.core.keys import to_string_binary
 from cellstore.core.semantics import ReadSpec, merge_resolve
@@ -104,16 +105,7 @@ def read_meta_regions(
             continue
         # Meta rows sort by table, start key and id (MetaCellComparator), not as raw
         # bytes: put each file into the byte order the engine merges in.
-        order = pc.sort_indices(
-            cells,
-            sort_keys=[
-                ("row", "ascending"),
-                ("qualifier", "ascending"),
-                ("ts", "descending"),
-                ("type", "descending"),
-            ],
-        )
-        runs.append(cells.take(order))
+        runs.append(cells.take(sort_indices(cells)))
         run_paths.append(path)
         max_seq = reader.decoded_file_info().get("MAX_SEQ_ID_KEY")
         seqs.append(max_seq if isinstance(max_seq, int) else -1)

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.cells import equal_key_runs, sort_indices
 from cellstore.errors import (
     CorruptFileError,
     MissingFileError,
@@ -36,6 +37,9 @@ __all__ = ["MAX_EXPANSION", "HFileStore", "cut_at_blocks", "open_hfile", "plain_
 
 _COLUMNS: Final = ["row", "qualifier", "ts", "type", "value", "seq_id"]
 _BULK_SEQ: Final = re.compile(r"_SeqId_([0-9]+)_$")
+#: Among equal keys (R3.2, R3.3): highest cell sequence id, then highest file rank, then
+#: first in file order.
+_TIE_BREAK: Final = (("cseq", "descending"), ("rank", "descending"), ("pos", "ascending"))
 #: Decoded HFile bytes per on-disk byte assumed when sizing tasks (as for Parquet files).
 MAX_EXPANSION: Final = 8
 
@@ -305,25 +309,8 @@ def _drop_superseded(runs: Sequence[_Run]) -> list[pa.Table]:
     rank = np.repeat(np.arange(len(runs), dtype=np.int64), [t.num_rows for t in tables])
     keys = keys.append_column("rank", pa.array(rank))
     keys = keys.append_column("pos", pa.array(np.arange(keys.num_rows, dtype=np.int64)))
-    order = pc.sort_indices(
-        keys,
-        sort_keys=[
-            ("row", "ascending"),
-            ("qualifier", "ascending"),
-            ("ts", "descending"),
-            ("type", "descending"),
-            ("cseq", "descending"),
-            ("rank", "descending"),
-            ("pos", "ascending"),
-        ],
-    )
-    ordered = keys.take(order)
-    same = np.ones(max(keys.num_rows - 1, 0), dtype=bool)
-    for name in ("row", "qualifier", "ts", "type"):
-        col = ordered.column(name)
-        eq = pc.equal(col.slice(1), col.slice(0, keys.num_rows - 1))
-        same &= eq.to_numpy(zero_copy_only=False).astype(bool)
-    first = np.concatenate([[True], ~same]) if keys.num_rows else np.zeros(0, bool)
+    order = sort_indices(keys, ties=_TIE_BREAK)
+    first = ~equal_key_runs(keys.take(order))
     keep = np.zeros(keys.num_rows, dtype=bool)
     keep[order.to_numpy()[first]] = True
     out, offset = [], 0

@@ -1,4 +1,4 @@
-"""What every batch job shares: job ids and options with keyword overrides.
+"""What every batch job shares: job ids, options with keyword overrides, the retention check.
 
 Jobs write their store files through :mod:`cellstore.storefiles` (``write_rolled``) and
 commit once through :func:`cellstore.commit.commit`: the commit removes the job's input
@@ -15,11 +15,25 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from cellstore.commit import now_ms
+from cellstore.errors import InvalidArgumentError
 
-__all__ = ["new_job_id", "with_overrides"]
+__all__ = [
+    "DEFAULT_RETENTION_MS",
+    "MIN_RETENTION_MS",
+    "check_retention",
+    "new_job_id",
+    "with_overrides",
+]
+
+#: Default retention: 7 days, as Delta Lake's VACUUM.
+DEFAULT_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
+#: Shortest retention accepted unless ``enforce_retention=False``: a load or job that takes
+#: longer than the retention period could otherwise lose files it has written but not yet
+#: committed, and a reader the version it reads.
+MIN_RETENTION_MS: Final = 3600 * 1000
 
 
 def new_job_id(kind: str) -> str:
@@ -49,3 +63,28 @@ def with_overrides(
     if unknown:
         raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}")
     return dataclasses.replace(base, **overrides)  # type: ignore[type-var]
+
+
+def check_retention(retention_ms: int, *, enforce: bool = True) -> None:
+    """Refuse a retention period a deleting job must not run with.
+
+    The one retention check of the jobs that delete what is older than a retention
+    (``vacuum``'s files, ``expire``'s metadata versions), so both refuse the same periods
+    with the same message.
+
+    Args:
+        retention_ms: The retention period.
+        enforce: Refuse a period shorter than :data:`MIN_RETENTION_MS` (an hour); False
+            only when no load, job or reader can be running (CLI: ``--no-retention-check``).
+
+    Raises:
+        InvalidArgumentError: a negative period, or one under an hour while ``enforce``.
+    """
+    if retention_ms < 0:
+        raise InvalidArgumentError(f"retention must be >= 0 ms, got {retention_ms}")
+    if enforce and retention_ms < MIN_RETENTION_MS:
+        raise InvalidArgumentError(
+            f"retention {retention_ms} ms is shorter than {MIN_RETENTION_MS} ms (1 hour): a "
+            "load, job or reader still running could lose files or versions it still needs; "
+            "pass enforce_retention=False (CLI: --no-retention-check) if none can be running"
+        )

@@ -24,12 +24,10 @@ from typing import Any, Final
 
 from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.commit import now_ms as clock
-from cellstore.errors import InvalidArgumentError
 from cellstore.fs import join
 from cellstore.handle import TableHandle
+from cellstore.jobs.common import DEFAULT_RETENTION_MS, check_retention
 from cellstore.jobs.vacuum import (
-    DEFAULT_RETENTION_MS,
-    MIN_RETENTION_MS,
     _listing,
     _mtime_ms,
     retained_versions,
@@ -129,13 +127,7 @@ def expire(
         InvalidArgumentError: a negative retention, or one under an hour while
             ``enforce_retention`` is on.
     """
-    if retention_ms < 0:
-        raise InvalidArgumentError(f"retention must be >= 0 ms, got {retention_ms}")
-    if enforce_retention and retention_ms < MIN_RETENTION_MS:
-        raise InvalidArgumentError(
-            f"retention {retention_ms} ms is shorter than {MIN_RETENTION_MS} ms (1 hour); "
-            "pass enforce_retention=False if no load or job can be running"
-        )
+    check_retention(retention_ms, enforce=enforce_retention)
     log = table.log
     fs = table.fs
     rewritten = False

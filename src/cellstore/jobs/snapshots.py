@@ -9,8 +9,9 @@ snapshot's version references.
 
 A **clone** is a new table (through the catalog) whose version 1 has the snapshot's
 schema, regions and files, with no data copied: its file entries point into the source
-table's directory as ``../../../<source location>/<path>`` (table directories are always
-three levels below the root). Loads, compactions and splits of the clone write into its own
+table's directory as ``../../../<source location>/<path>`` (built by
+:func:`cellstore.storefiles.layout.clone_link`: table directories are always three levels
+below the root). Loads, compactions and splits of the clone write into its own
 directory; the source's vacuum and ``drop_table(purge=True)`` respect the links.
 
 Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_snapshot`` and
@@ -19,10 +20,9 @@ Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_sn
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
 from cellstore.commit import Commit, Staged, commit, now_ms
 from cellstore.core.metadata import FileEntry, SnapshotRef, TableMetadata
@@ -35,7 +35,7 @@ from cellstore.errors import (
 )
 from cellstore.fs import ensure_exclusive_create
 from cellstore.handle import TableHandle
-from cellstore.storefiles.layout import entry_path
+from cellstore.storefiles.layout import clone_link, entry_path
 
 __all__ = [
     "CloneReport",
@@ -48,9 +48,6 @@ __all__ = [
     "restore",
     "snapshot",
 ]
-
-#: How many directory levels a table directory is below the root (``ns/qualifier/uuid``).
-_TABLE_DEPTH: Final = 3
 
 
 @dataclass(frozen=True)
@@ -209,26 +206,9 @@ def _info(table: TableHandle, name: str, ref: SnapshotRef) -> SnapshotInfo:
     )
 
 
-def link_path(source_location: str, path: str) -> str:
-    """The entry path, relative to a clone's directory, of a source table's file.
-
-    Every table directory is ``<namespace>/<qualifier>/<uuid>`` below the root, so
-    ``../../..`` from any table directory is the root. A path that is itself a link (the
-    source is a clone) resolves to the same file, so clones of clones link to the owner.
-
-    >>> link_path("ns/src/u0", "data/r000001/cf/l1.parquet")
-    '../../../ns/src/u0/data/r000001/cf/l1.parquet'
-    >>> link_path("ns/src/u0", "../../../ns/orig/u9/data/r000001/cf/l1.parquet")
-    '../../../ns/orig/u9/data/r000001/cf/l1.parquet'
-
-    Raises:
-        InvalidArgumentError: if ``source_location`` is not three levels deep.
-    """
-    if len([p for p in source_location.split("/") if p]) != _TABLE_DEPTH:
-        raise InvalidArgumentError(
-            f"table location {source_location!r} is not <namespace>/<qualifier>/<uuid>"
-        )
-    return posixpath.normpath(posixpath.join("../../..", source_location, path))
+#: The entry path, relative to a clone's directory, of a source table's file (the one
+#: builder lives in :mod:`cellstore.storefiles.layout`; kept here under its old name).
+link_path = clone_link
 
 
 # ------------------------------------------------------------------------------------ jobs
@@ -384,9 +364,10 @@ def clone(table: TableHandle, snapshot: str, new_name: str) -> CloneReport:
 
     The clone's version 1 has the snapshot's families, regions, salt, row-key spec,
     properties and files; its entries link to the source's files
-    (``../../../<source location>/<path>``, see :func:`link_path`), keeping their sequence
-    numbers. The clone is an ordinary table from then on: its loads, compactions and
-    splits write into its own directory and never touch the source. The source's vacuum
+    (``../../../<source location>/<path>``, see
+    :func:`~cellstore.storefiles.layout.clone_link`), keeping their sequence numbers. The
+    clone is an ordinary table from then on: its loads, compactions and splits write into
+    its own directory and never touch the source. The source's vacuum
     keeps files a clone still references, and purging the source is refused while a
     clone reads its files.
 
@@ -408,7 +389,7 @@ def clone(table: TableHandle, snapshot: str, new_name: str) -> CloneReport:
     snap = _read_version(table, ref.version)
     for f in snap.files:  # never turn a path that leaves the warehouse into a link
         entry_path(table.path, f.path, table=table.name, version=snap.version)
-    files = tuple(replace(f, path=link_path(table.location, f.path)) for f in snap.files)
+    files = tuple(replace(f, path=clone_link(table.location, f.path)) for f in snap.files)
     template = snap.evolve(files=files)
     created = table.catalog.create_table_from(
         new_name,

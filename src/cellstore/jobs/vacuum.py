@@ -37,12 +37,13 @@ import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
 from cellstore.core.metadata import ManifestRef, TableMetadata
-from cellstore.errors import InvalidArgumentError, TableNotFoundError
+from cellstore.errors import TableNotFoundError
 from cellstore.fs import is_local, join
 from cellstore.handle import TableHandle
+from cellstore.jobs.common import DEFAULT_RETENTION_MS, MIN_RETENTION_MS, check_retention
 from cellstore.manifest import TableLog
 from cellstore.manifest.files import apply_last_wins, read_manifest
-from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, entry_path_problem
+from cellstore.storefiles.layout import DATA_DIR, LOADS_DIR, entry_path, is_clone_link
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -53,12 +54,6 @@ __all__ = [
     "vacuum",
 ]
 
-#: Default retention: 7 days, as Delta Lake's VACUUM.
-DEFAULT_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
-#: Shortest retention accepted unless ``enforce_retention=False``: a load or job that takes
-#: longer than the retention period could otherwise lose files it has written but not yet
-#: committed.
-MIN_RETENTION_MS: Final = 3600 * 1000
 #: Operations whose version may list manifests of an older version again (a restore takes
 #: up the snapshot's): vacuum reads such an as-of version's whole live set.
 _ADOPTING_OPERATIONS: Final = frozenset({"restore"})
@@ -194,7 +189,7 @@ def _links_into(table: TableHandle, target: str, cutoff_ms: int) -> set[str]:
         for _, meta in retained_versions(other.log, cutoff_ms=cutoff_ms, latest=other.metadata):
             for f in meta.files:
                 # A link that leaves the warehouse protects nothing (verify reports it).
-                if f.path.startswith("../") and entry_path_problem(f.path) is None:
+                if is_clone_link(f.path):
                     path = join(other.path, f.path)
                     if path.startswith(target):
                         out.add(path)
@@ -306,14 +301,7 @@ def vacuum(
         InvalidArgumentError: a negative retention, or one under an hour while
             ``enforce_retention`` is on.
     """
-    if retention_ms < 0:
-        raise InvalidArgumentError(f"retention must be >= 0 ms, got {retention_ms}")
-    if enforce_retention and retention_ms < MIN_RETENTION_MS:
-        raise InvalidArgumentError(
-            f"retention {retention_ms} ms is shorter than {MIN_RETENTION_MS} ms (1 hour): a "
-            "load or job still running could lose files it has not committed yet; pass "
-            "enforce_retention=False (CLI: --no-retention-check) if none can be running"
-        )
+    check_retention(retention_ms, enforce=enforce_retention)
     fs = table.fs
     log = table.log
     now = clock() if now_ms is None else now_ms

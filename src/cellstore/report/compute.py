@@ -478,6 +478,99 @@ def _history(log: TableLog, version: int, limit: int) -> tuple[CommitRecord, ...
     return tuple(out)
 
 
+def _region_stats(
+    metadata: TableMetadata, counts: Sequence[RegionCounts]
+) -> tuple[RegionStats, ...]:
+    """Per region: cells, bytes and files from the metadata, rows from ``counts``.
+
+    The hotspot (over :data:`HOTSPOT_FACTOR` times the mean cells) is marked.
+    """
+    by_region: dict[str, list[FileEntry]] = {}
+    for f in metadata.files:
+        by_region.setdefault(f.region, []).append(f)
+    region_cells = [sum(f.cells for f in by_region.get(r.id, [])) for r in metadata.regions]
+    hot = -1
+    if len(region_cells) > 1 and max(region_cells) > HOTSPOT_FACTOR * np.mean(region_cells):
+        hot = int(np.argmax(region_cells))
+    return tuple(
+        RegionStats(
+            region=r.id,
+            start=r.start,
+            end=r.end,
+            cells=region_cells[i],
+            bytes=sum(f.size for f in by_region.get(r.id, [])),
+            files=len(by_region.get(r.id, [])),
+            scanned_cells=c.scanned_cells,
+            rows=c.rows,
+            hotspot=i == hot,
+        )
+        for i, (r, c) in enumerate(zip(metadata.regions, counts, strict=True))
+    )
+
+
+def _key_shape(counts: Sequence[RegionCounts]) -> tuple[dict[int, int], tuple[int, ...]]:
+    """Row keys per key length (lengths with none left out) and per first byte."""
+    width = max((len(c.key_lengths) for c in counts), default=0)
+    lengths = np.zeros(width, dtype=np.int64)
+    first = np.zeros(256, dtype=np.int64)
+    for c in counts:
+        lengths[: len(c.key_lengths)] += c.key_lengths
+        first += c.first_bytes
+    key_lengths = {int(i): int(lengths[i]) for i in np.flatnonzero(lengths)}
+    return key_lengths, tuple(int(x) for x in first)
+
+
+def _family_stats(
+    metadata: TableMetadata, counts: Sequence[RegionCounts]
+) -> tuple[FamilyExpiry, ...]:
+    """Per family: cells, TTL-expired cells and delete markers by kind."""
+    families = []
+    for fam in metadata.families:
+        kinds: dict[int, int] = {}
+        for c in counts:
+            for t, n in c.markers.get(fam.name, {}).items():
+                kinds[t] = kinds.get(t, 0) + n
+        families.append(
+            FamilyExpiry(
+                family=fam.name,
+                ttl_seconds=fam.ttl,
+                cells=sum(c.family_cells.get(fam.name, 0) for c in counts),
+                expired=sum(c.family_expired.get(fam.name, 0) for c in counts),
+                delete_markers={MARKER_KINDS[t]: kinds[t] for t in MARKER_KINDS if kinds.get(t)},
+            )
+        )
+    return tuple(families)
+
+
+def _column_stats(counts: Sequence[RegionCounts]) -> tuple[ColumnVersions, ...]:
+    """Put versions per column over all regions, most puts first."""
+    cols = pa.concat_tables([c.columns for c in counts])
+    if not cols.num_rows:
+        return ()
+    agg = cols.group_by(["family", "qualifier"], use_threads=False).aggregate(
+        [("puts", "sum"), ("cells", "sum"), ("max_versions", "max"), ("over_limit", "sum")]
+    )
+    order = pc.sort_indices(
+        agg,
+        sort_keys=[
+            ("puts_sum", "descending"),
+            ("family", "ascending"),
+            ("qualifier", "ascending"),
+        ],
+    )
+    return tuple(
+        ColumnVersions(
+            family=d["family"],
+            qualifier=d["qualifier"],
+            puts=d["puts_sum"],
+            cells=d["cells_sum"],
+            max_versions=d["max_versions_max"],
+            over_limit=d["over_limit_sum"],
+        )
+        for d in agg.take(order).to_pylist()
+    )
+
+
 def build_report(
     fs: fsspec.AbstractFileSystem,
     table_path: str,
@@ -521,80 +614,7 @@ def build_report(
         table_path, metadata, sample_rows=sample_rows, now_ms=now, row_groups=groups
     )
     counts = [run_region_task(fs, t) for t in tasks]
-
-    by_region: dict[str, list[FileEntry]] = {}
-    for f in metadata.files:
-        by_region.setdefault(f.region, []).append(f)
-    region_cells = [sum(f.cells for f in by_region.get(r.id, [])) for r in metadata.regions]
-    hot = -1
-    if len(region_cells) > 1 and max(region_cells) > HOTSPOT_FACTOR * np.mean(region_cells):
-        hot = int(np.argmax(region_cells))
-    regions = tuple(
-        RegionStats(
-            region=r.id,
-            start=r.start,
-            end=r.end,
-            cells=region_cells[i],
-            bytes=sum(f.size for f in by_region.get(r.id, [])),
-            files=len(by_region.get(r.id, [])),
-            scanned_cells=c.scanned_cells,
-            rows=c.rows,
-            hotspot=i == hot,
-        )
-        for i, (r, c) in enumerate(zip(metadata.regions, counts, strict=True))
-    )
-
-    width = max((len(c.key_lengths) for c in counts), default=0)
-    lengths = np.zeros(width, dtype=np.int64)
-    first = np.zeros(256, dtype=np.int64)
-    for c in counts:
-        lengths[: len(c.key_lengths)] += c.key_lengths
-        first += c.first_bytes
-    key_lengths = {int(i): int(lengths[i]) for i in np.flatnonzero(lengths)}
-
-    families = []
-    for fam in metadata.families:
-        kinds: dict[int, int] = {}
-        for c in counts:
-            for t, n in c.markers.get(fam.name, {}).items():
-                kinds[t] = kinds.get(t, 0) + n
-        families.append(
-            FamilyExpiry(
-                family=fam.name,
-                ttl_seconds=fam.ttl,
-                cells=sum(c.family_cells.get(fam.name, 0) for c in counts),
-                expired=sum(c.family_expired.get(fam.name, 0) for c in counts),
-                delete_markers={MARKER_KINDS[t]: kinds[t] for t in MARKER_KINDS if kinds.get(t)},
-            )
-        )
-
-    cols = pa.concat_tables([c.columns for c in counts])
-    columns: tuple[ColumnVersions, ...] = ()
-    if cols.num_rows:
-        agg = cols.group_by(["family", "qualifier"], use_threads=False).aggregate(
-            [("puts", "sum"), ("cells", "sum"), ("max_versions", "max"), ("over_limit", "sum")]
-        )
-        order = pc.sort_indices(
-            agg,
-            sort_keys=[
-                ("puts_sum", "descending"),
-                ("family", "ascending"),
-                ("qualifier", "ascending"),
-            ],
-        )
-        agg = agg.take(order)
-        columns = tuple(
-            ColumnVersions(
-                family=d["family"],
-                qualifier=d["qualifier"],
-                puts=d["puts_sum"],
-                cells=d["cells_sum"],
-                max_versions=d["max_versions_max"],
-                over_limit=d["over_limit_sum"],
-            )
-            for d in agg.to_pylist()
-        )
-
+    key_lengths, first = _key_shape(counts)
     return TableReport(
         table=metadata.name,
         version=metadata.version,
@@ -604,12 +624,12 @@ def build_report(
         total_files=totals.files,
         scanned_cells=sum(c.scanned_cells for c in counts),
         sampled=sampling,
-        regions=regions,
+        regions=_region_stats(metadata, counts),
         rows=sum(c.rows for c in counts),
         key_lengths=key_lengths,
-        first_bytes=tuple(int(x) for x in first),
-        columns=columns,
-        families=tuple(families),
+        first_bytes=first,
+        columns=_column_stats(counts),
+        families=_family_stats(metadata, counts),
         advice=advice,
         history=_history(log, metadata.version, history),
         salt_buckets=metadata.salt_buckets,

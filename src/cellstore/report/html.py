@@ -11,7 +11,7 @@ import datetime as dt
 import html
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from cellstore.report.model import MARKER_KINDS, TableReport
@@ -308,18 +308,13 @@ def _chart(svg: str) -> str:
     return f'<figure class="chart">{svg}</figure>'
 
 
-def render_html(report: TableReport, *, fragment: bool = False) -> str:
-    """The report as HTML: a whole page, or (``fragment``) a ``<div>`` for a notebook.
-
-    Raises:
-        ImportError: matplotlib is not installed (the message names the extra).
-    """
-    require_matplotlib()
-    r = report
+def _summary_section(r: TableReport) -> list[str]:
+    """Title, version and the table's totals (and whether the cells were sampled)."""
     e = html.escape
-    parts: list[str] = []
-    parts.append(f"<h1>Table report: {e(r.table)}</h1>")
-    parts.append(f'<p class="note">version {r.version}, measured {_when(r.now_ms)}</p>')
+    parts = [
+        f"<h1>Table report: {e(r.table)}</h1>",
+        f'<p class="note">version {r.version}, measured {_when(r.now_ms)}</p>',
+    ]
     scanned = (
         f"a sample of {r.scanned_cells:,} of {r.total_cells:,} cells (whole row groups spread "
         "over every store file): row keys, versions, delete markers and TTL are sample counts"
@@ -343,93 +338,102 @@ def render_html(report: TableReport, *, fragment: bool = False) -> str:
     )
     if r.sampled:
         parts.append(f'<p class="warning">Sampled: {e(scanned)}.</p>')
+    return parts
 
-    parts.append("<h2>Regions</h2>")
+
+def _regions_section(r: TableReport) -> list[str]:
+    """The hotspot, the cells-per-region chart and the regions' table."""
+    parts = ["<h2>Regions</h2>"]
     hot = r.hotspot
     if hot is not None:
         share = hot.cells / r.total_cells if r.total_cells else 0.0
         parts.append(
-            f'<p>Hotspot (most cells): <span class="warning">{e(hot.region)}</span> with '
-            f"{hot.cells:,} cells, {share:.1%} of the table (an even spread would be "
+            f'<p>Hotspot (most cells): <span class="warning">{html.escape(hot.region)}</span> '
+            f"with {hot.cells:,} cells, {share:.1%} of the table (an even spread would be "
             f"{1 / len(r.regions):.1%}).</p>"
         )
     if r.regions:
         parts.append(_chart(_region_chart(r)))
+    rows = [
+        (
+            x.region,
+            _key(x.start),
+            _key(x.end),
+            f"{x.cells:,}",
+            _bytes(x.bytes),
+            x.files,
+            f"{x.rows:,}",
+            "yes" if x.hotspot else "",
+        )
+        for x in r.regions
+    ]
+    head = ["region", "start", "end", "cells", "bytes", "files", "rows", "hotspot"]
+    parts.append(_table(head, rows, left=3))
+    return parts
+
+
+def _row_keys_section(r: TableReport) -> list[str]:
+    """Row-key lengths and first bytes."""
+    parts = ["<h2>Row keys</h2>"]
+    if not r.key_lengths:
+        return [*parts, "<p>No cells.</p>"]
+    lens = r.key_lengths
+    total = sum(lens.values())
+    mean = sum(k * v for k, v in lens.items()) / total
     parts.append(
-        _table(
-            ["region", "start", "end", "cells", "bytes", "files", "rows", "hotspot"],
-            [
-                (
-                    x.region,
-                    _key(x.start),
-                    _key(x.end),
-                    f"{x.cells:,}",
-                    _bytes(x.bytes),
-                    x.files,
-                    f"{x.rows:,}",
-                    "yes" if x.hotspot else "",
-                )
-                for x in r.regions
-            ],
-            left=3,
-        )
+        f"<p>{total:,} distinct row keys, {min(lens)} to {max(lens)} bytes long "
+        f"(mean {mean:.1f}).</p>"
     )
+    parts.append(_chart(_key_length_chart(r)))
+    parts.append(_chart(_first_byte_chart(r)))
+    return parts
 
-    parts.append("<h2>Row keys</h2>")
-    if r.key_lengths:
-        lens = r.key_lengths
-        total = sum(lens.values())
-        mean = sum(k * v for k, v in lens.items()) / total
-        parts.append(
-            f"<p>{total:,} distinct row keys, {min(lens)} to {max(lens)} bytes long "
-            f"(mean {mean:.1f}).</p>"
-        )
-        parts.append(_chart(_key_length_chart(r)))
-        parts.append(_chart(_first_byte_chart(r)))
-    else:
-        parts.append("<p>No cells.</p>")
 
-    parts.append("<h2>Versions per column</h2>")
-    if r.columns:
-        shown = (
-            ""
-            if len(r.columns) <= _MAX_COLUMNS
-            else (f" (the {_MAX_COLUMNS} columns with the most puts of {len(r.columns):,})")
+def _versions_section(r: TableReport) -> list[str]:
+    """Stored put versions per column (the columns with the most puts)."""
+    parts = ["<h2>Versions per column</h2>"]
+    if not r.columns:
+        return [*parts, "<p>No put cells.</p>"]
+    shown = (
+        ""
+        if len(r.columns) <= _MAX_COLUMNS
+        else (f" (the {_MAX_COLUMNS} columns with the most puts of {len(r.columns):,})")
+    )
+    parts.append(
+        f"<p>Stored put versions per (row, column){html.escape(shown)}; "
+        "versions beyond the family's limit are never read and a major "
+        "compaction drops them.</p>"
+    )
+    parts.append(_chart(_versions_chart(r)))
+    rows = [
+        (
+            c.column,
+            f"{c.puts:,}",
+            f"{c.cells:,}",
+            f"{c.mean_versions:.2f}",
+            c.max_versions,
+            f"{c.over_limit:,}",
         )
-        parts.append(
-            f"<p>Stored put versions per (row, column){e(shown)}; "
-            "versions beyond the family's limit are never read and a major "
-            "compaction drops them.</p>"
-        )
-        parts.append(_chart(_versions_chart(r)))
-        parts.append(
-            _table(
-                ["column", "puts", "cells", "mean versions", "max versions", "over the limit"],
-                [
-                    (
-                        c.column,
-                        f"{c.puts:,}",
-                        f"{c.cells:,}",
-                        f"{c.mean_versions:.2f}",
-                        c.max_versions,
-                        f"{c.over_limit:,}",
-                    )
-                    for c in r.columns[:_MAX_COLUMNS]
-                ],
-            )
-        )
-    else:
-        parts.append("<p>No put cells.</p>")
+        for c in r.columns[:_MAX_COLUMNS]
+    ]
+    head = ["column", "puts", "cells", "mean versions", "max versions", "over the limit"]
+    parts.append(_table(head, rows))
+    return parts
 
-    parts.append("<h2>Delete markers</h2>")
+
+def _markers_section(r: TableReport) -> list[str]:
+    """Delete markers per kind."""
+    parts = ["<h2>Delete markers</h2>"]
     markers = r.delete_markers
-    if markers:
-        parts.append("<p>" + e(", ".join(f"{k}: {v:,}" for k, v in markers.items())) + "</p>")
-        parts.append(_chart(_markers_chart(r)))
-    else:
-        parts.append("<p>No delete markers.</p>")
+    if not markers:
+        return [*parts, "<p>No delete markers.</p>"]
+    text = ", ".join(f"{k}: {v:,}" for k, v in markers.items())
+    return [*parts, "<p>" + html.escape(text) + "</p>", _chart(_markers_chart(r))]
 
-    parts.append("<h2>TTL</h2>")
+
+def _ttl_section(r: TableReport) -> list[str]:
+    """TTL-expired cells per family."""
+    parts = ["<h2>TTL</h2>"]
     if any(f.ttl_seconds is not None for f in r.families):
         parts.append(
             "<p>Cells with a timestamp older than now minus the family's TTL: reads "
@@ -437,31 +441,31 @@ def render_html(report: TableReport, *, fragment: bool = False) -> str:
             "some).</p>"
         )
         parts.append(_chart(_ttl_chart(r)))
-    parts.append(
-        _table(
-            ["family", "TTL (s)", "cells", "expired", "expired share"],
-            [
-                (
-                    f.family,
-                    f.ttl_seconds if f.ttl_seconds is not None else "forever",
-                    f"{f.cells:,}",
-                    f"{f.expired:,}",
-                    f"{f.expired_share:.1%}",
-                )
-                for f in r.families
-            ],
+    rows = [
+        (
+            f.family,
+            f.ttl_seconds if f.ttl_seconds is not None else "forever",
+            f"{f.cells:,}",
+            f"{f.expired:,}",
+            f"{f.expired_share:.1%}",
         )
-    )
+        for f in r.families
+    ]
+    parts.append(_table(["family", "TTL (s)", "cells", "expired", "expired share"], rows))
+    return parts
 
-    parts.append("<h2>Row-key design advice</h2>")
+
+def _advice_section(r: TableReport) -> list[str]:
+    """The findings of ``cellstore advise`` on the sampled row keys."""
+    e = html.escape
+    parts = ["<h2>Row-key design advice</h2>"]
     advice = r.advice
     if advice.findings:
-        items = []
-        for f in advice.findings:
-            items.append(
-                f'<li><span class="{e(f.severity)}">{e(f.severity.upper())} {e(f.code)}</span>: '
-                f"{e(f.message)}<br><em>Fix:</em> {e(f.fix)}</li>"
-            )
+        items = [
+            f'<li><span class="{e(f.severity)}">{e(f.severity.upper())} {e(f.code)}</span>: '
+            f"{e(f.message)}<br><em>Fix:</em> {e(f.fix)}</li>"
+            for f in advice.findings
+        ]
         parts.append("<ul>" + "".join(items) + "</ul>")
     else:
         parts.append("<p>No findings: the sampled keys spread well and are short.</p>")
@@ -469,39 +473,63 @@ def render_html(report: TableReport, *, fragment: bool = False) -> str:
         f'<p class="note">From <code>cellstore advise</code>: '
         f"{advice.summary.sampled_keys:,} row keys sampled from the store files.</p>"
     )
+    return parts
 
-    parts.append("<h2>History</h2>")
-    parts.append(
-        _table(
-            [
-                "version",
-                "operation",
-                "time",
-                "files added",
-                "files removed",
-                "cells after",
-                "summary",
-            ],
-            [
-                (
-                    h.version,
-                    h.operation,
-                    _when(h.timestamp_ms),
-                    "?" if h.files_added is None else h.files_added,
-                    "?" if h.files_removed is None else h.files_removed,
-                    f"{h.cells:,}",
-                    ", ".join(f"{k}={v}" for k, v in h.summary.items()),
-                )
-                for h in r.history
-            ],
-            left=3,
+
+def _history_section(r: TableReport) -> list[str]:
+    """The table's commits."""
+    head = [
+        "version",
+        "operation",
+        "time",
+        "files added",
+        "files removed",
+        "cells after",
+        "summary",
+    ]
+    rows = [
+        (
+            h.version,
+            h.operation,
+            _when(h.timestamp_ms),
+            "?" if h.files_added is None else h.files_added,
+            "?" if h.files_removed is None else h.files_removed,
+            f"{h.cells:,}",
+            ", ".join(f"{k}={v}" for k, v in h.summary.items()),
         )
-    )
-    body = "\n".join(parts)
+        for h in r.history
+    ]
+    return ["<h2>History</h2>", _table(head, rows, left=3)]
+
+
+#: The report's sections, in page order: a new section is a function here.
+_SECTIONS: Final[tuple[Callable[[TableReport], list[str]], ...]] = (
+    _summary_section,
+    _regions_section,
+    _row_keys_section,
+    _versions_section,
+    _markers_section,
+    _ttl_section,
+    _advice_section,
+    _history_section,
+)
+
+
+def render_html(report: TableReport, *, fragment: bool = False) -> str:
+    """The report as HTML: a whole page, or (``fragment``) a ``<div>`` for a notebook.
+
+    The page is :data:`_SECTIONS`, in order.
+
+    Raises:
+        ImportError: matplotlib is not installed (the message names the extra).
+    """
+    require_matplotlib()
+    body = "\n".join(part for section in _SECTIONS for part in section(report))
     if fragment:
         return f'<div class="cellstore-report"><style>{_scoped_css()}</style>{body}</div>'
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>cellstore report: {e(r.table)}</title><style>{_PAGE_CSS}{_CSS}</style></head>"
+        f"<title>cellstore report: {html.escape(report.table)}</title>"
+        f"<style>{_PAGE_CSS}{_CSS}</style></head>"
         f"<body>\n{body}\n</body></html>\n"
     )

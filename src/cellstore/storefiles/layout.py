@@ -17,6 +17,9 @@ Two directions, both refusing anything that leaves where it belongs:
   a family and a file stem or load id. Each part must be one safe path segment, so the
   result never leaves the table directory; a bad part raises
   :class:`~cellstore.errors.InvalidNameError` before anything is written.
+- **Linking**: :func:`clone_link` builds a clone's entry for a file of its source table
+  (``../../../<source location>/<path>``, section 3.2); :func:`is_clone_link` says whether
+  an entry is such a link (and a valid one).
 - **Reading**: :func:`entry_path` resolves a manifest entry's ``path`` against the table
   directory. A path is relative, has no empty or ``.`` segments, and uses ``..`` only as
   a clone's link ``../../../<namespace>/<qualifier>/<uuid>/<file>`` (section 3.2), which
@@ -31,12 +34,13 @@ so they need neither the root nor the filesystem.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Final
 from urllib.parse import quote
 
 from cellstore.core.names import validate_family_name, validate_load_id
-from cellstore.errors import CorruptFileError, InvalidNameError
+from cellstore.errors import CorruptFileError, InvalidArgumentError, InvalidNameError
 from cellstore.fs import join
 
 __all__ = [
@@ -45,8 +49,10 @@ __all__ = [
     "TABLE_DEPTH",
     "bad_records_file_name",
     "bulkload_file_relpath",
+    "clone_link",
     "entry_path",
     "entry_path_problem",
+    "is_clone_link",
     "loads_dir",
     "report_file_name",
     "store_dir_relpath",
@@ -238,6 +244,42 @@ def entry_path_problem(path: str) -> str | None:
     if len(rest) <= TABLE_DEPTH:
         return "links to no file inside another table's directory"
     return None
+
+
+def clone_link(source_location: str, path: str) -> str:
+    """The entry path, relative to a clone's directory, of a source table's file.
+
+    Every table directory is :data:`TABLE_DEPTH` levels below the root
+    (``<namespace>/<qualifier>/<uuid>``), so ``../../..`` from any table directory is the
+    root (docs/format.md section 3.2). A path that is itself a link (the source is a
+    clone) resolves to the same file, so clones of clones link to the owner.
+
+    >>> clone_link("ns/src/u0", "data/r000001/cf/l1.parquet")
+    '../../../ns/src/u0/data/r000001/cf/l1.parquet'
+    >>> clone_link("ns/src/u0", "../../../ns/orig/u9/data/r000001/cf/l1.parquet")
+    '../../../ns/orig/u9/data/r000001/cf/l1.parquet'
+
+    Raises:
+        InvalidArgumentError: if ``source_location`` is not :data:`TABLE_DEPTH` levels deep.
+    """
+    if len([p for p in source_location.split("/") if p]) != TABLE_DEPTH:
+        raise InvalidArgumentError(
+            f"table location {source_location!r} is not <namespace>/<qualifier>/<uuid>"
+        )
+    return posixpath.normpath(posixpath.join(*[".."] * TABLE_DEPTH, source_location, path))
+
+
+def is_clone_link(path: str) -> bool:
+    """Whether a manifest entry's ``path`` is a valid clone link (see :func:`clone_link`).
+
+    A link that leaves the warehouse is not one (:func:`entry_path_problem` names why).
+
+    >>> is_clone_link("../../../ns/src/u0/data/r000001/cf/x.parquet")
+    True
+    >>> is_clone_link("data/r000001/cf/x.parquet"), is_clone_link("../../x.parquet")
+    (False, False)
+    """
+    return path.startswith("../") and entry_path_problem(path) is None
 
 
 def entry_path(

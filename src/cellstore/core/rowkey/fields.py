@@ -38,6 +38,7 @@ from cellstore.core.codecs import (
     valid_mask,
 )
 from cellstore.core.rowkey.hashing import md5_parts
+from cellstore.core.valuetypes import ValueType, parse_type_name
 from cellstore.errors import InvalidArgumentError
 
 __all__ = ["KeyField", "KeyHash", "KeyType", "Parts"]
@@ -50,7 +51,11 @@ Parts = tuple[np.ndarray, np.ndarray]
 
 
 class KeyType(StrEnum):
-    """Type of a key field's value."""
+    """Type of a key field's value: a ``ValueType`` other than ``boolean``.
+
+    Same names as :class:`~cellstore.core.valuetypes.ValueType`, the one vocabulary, which
+    holds the aliases, widths and Arrow types.
+    """
 
     STRING = "string"
     BYTES = "bytes"
@@ -67,7 +72,7 @@ class KeyType(StrEnum):
 
     @classmethod
     def parse(cls, name: str | KeyType) -> KeyType:
-        """The type for a name or alias (any case).
+        """The type for a name or alias (any case, :data:`cellstore.core.valuetypes.ALIASES`).
 
         Aliases: ``str``/``utf8``, ``binary``/``raw``, ``byte``, ``short``, ``int``/
         ``integer``, ``long``/``timestamp``, ``float``, ``double``.
@@ -75,85 +80,37 @@ class KeyType(StrEnum):
         Raises:
             InvalidArgumentError: naming the valid types.
         """
-        if isinstance(name, KeyType):
-            return name
-        key = str(name).strip().lower()
-        try:
-            return _TYPE_ALIASES.get(key) or cls(key)
-        except ValueError:
-            raise InvalidArgumentError(
-                f"unknown key field type {name!r}; valid types: {', '.join(t.value for t in cls)}"
-            ) from None
+        return parse_type_name(name, cls, what="key field type")
+
+    @property
+    def value_type(self) -> ValueType:
+        """The same type in the one vocabulary."""
+        return ValueType(self.value)
 
     @property
     def is_text(self) -> bool:
         """Whether values are strings or bytes (variable length)."""
-        return self in (KeyType.STRING, KeyType.BYTES)
+        return self.value_type.is_text
 
     @property
     def is_float(self) -> bool:
         """Whether values are IEEE floats."""
-        return self in (KeyType.FLOAT32, KeyType.FLOAT64)
+        return self.value_type.is_float
 
     @property
     def signed(self) -> bool:
         """Whether an integer type is signed."""
-        return self.value.startswith("int")
+        return self.value_type.signed
 
     @property
     def size(self) -> int | None:
         """Bytes of a numeric value, None for strings and bytes."""
-        return _SIZES.get(self)
+        return self.value_type.size
 
     @property
     def arrow_type(self) -> pa.DataType:
         """The Arrow type decoded values have."""
-        return _ARROW[self]
-
-
-_TYPE_ALIASES: Final = {
-    "str": KeyType.STRING,
-    "utf8": KeyType.STRING,
-    "utf-8": KeyType.STRING,
-    "binary": KeyType.BYTES,
-    "raw": KeyType.BYTES,
-    "byte": KeyType.INT8,
-    "short": KeyType.INT16,
-    "int": KeyType.INT32,
-    "integer": KeyType.INT32,
-    "long": KeyType.INT64,
-    "timestamp": KeyType.INT64,
-    "float": KeyType.FLOAT32,
-    "double": KeyType.FLOAT64,
-}
-
-_SIZES: Final = {
-    KeyType.INT8: 1,
-    KeyType.INT16: 2,
-    KeyType.INT32: 4,
-    KeyType.INT64: 8,
-    KeyType.UINT8: 1,
-    KeyType.UINT16: 2,
-    KeyType.UINT32: 4,
-    KeyType.UINT64: 8,
-    KeyType.FLOAT32: 4,
-    KeyType.FLOAT64: 8,
-}
-
-_ARROW: Final = {
-    KeyType.STRING: pa.string(),
-    KeyType.BYTES: pa.binary(),
-    KeyType.INT8: pa.int8(),
-    KeyType.INT16: pa.int16(),
-    KeyType.INT32: pa.int32(),
-    KeyType.INT64: pa.int64(),
-    KeyType.UINT8: pa.uint8(),
-    KeyType.UINT16: pa.uint16(),
-    KeyType.UINT32: pa.uint32(),
-    KeyType.UINT64: pa.uint64(),
-    KeyType.FLOAT32: pa.float32(),
-    KeyType.FLOAT64: pa.float64(),
-}
+        return self.value_type.arrow_type
 
 
 _FIELD_KEYS: Final = frozenset(

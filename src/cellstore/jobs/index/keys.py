@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final
 
 import numpy as np
@@ -35,7 +34,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.codecs import (
-    Codec,
     binary_from_parts,
     binary_parts,
     fixed_to_binary,
@@ -45,6 +43,7 @@ from cellstore.core.codecs import (
 )
 from cellstore.core.rowkey import KeyField, KeyType
 from cellstore.core.rowkey.fields import order_bytes
+from cellstore.core.valuetypes import ValueType
 from cellstore.errors import InvalidArgumentError
 
 __all__ = [
@@ -64,91 +63,16 @@ TERMINATOR: Final = b"\x00\x01"
 ESCAPE: Final = b"\x00\xff"
 
 
-class IndexType(StrEnum):
-    """How one part of an indexed value is typed, and so encoded."""
-
-    STRING = "string"
-    BYTES = "bytes"
-    INT8 = "int8"
-    INT16 = "int16"
-    INT32 = "int32"
-    INT64 = "int64"
-    UINT8 = "uint8"
-    UINT16 = "uint16"
-    UINT32 = "uint32"
-    UINT64 = "uint64"
-    FLOAT32 = "float32"
-    FLOAT64 = "float64"
-    BOOLEAN = "boolean"
-
-    @classmethod
-    def of_codec(cls, codec: Codec | str) -> IndexType:
-        """The part type of a column decoded with a value codec (``long`` -> ``int64``)."""
-        return _FROM_CODEC[Codec.parse(codec)]
-
-    @classmethod
-    def of_key_type(cls, typ: KeyType) -> IndexType:
-        """The part type of a row-key field of type ``typ`` (same names)."""
-        return cls(typ.value)
-
-    @property
-    def is_text(self) -> bool:
-        """Whether the part is variable-length (escaped and terminated)."""
-        return self in (IndexType.STRING, IndexType.BYTES)
-
-    @property
-    def size(self) -> int | None:
-        """Encoded bytes of a fixed-width part, None for text."""
-        return _SIZES.get(self)
-
-    @property
-    def arrow_type(self) -> pa.DataType:
-        """The Arrow type of decoded values."""
-        return _ARROW[self]
-
-    def _key_field(self) -> KeyField:
-        typ = KeyType.UINT8 if self is IndexType.BOOLEAN else KeyType(self.value)
-        return KeyField(name="value", type=typ)
+#: How one part of an indexed value is typed, and so encoded: the one vocabulary of value
+#: types (:class:`cellstore.core.valuetypes.ValueType`; this name is kept for
+#: compatibility).
+IndexType = ValueType
 
 
-_FROM_CODEC: Final = {
-    Codec.BYTES: IndexType.BYTES,
-    Codec.STRING: IndexType.STRING,
-    Codec.LONG: IndexType.INT64,
-    Codec.INT: IndexType.INT32,
-    Codec.SHORT: IndexType.INT16,
-    Codec.DOUBLE: IndexType.FLOAT64,
-    Codec.FLOAT: IndexType.FLOAT32,
-    Codec.BOOLEAN: IndexType.BOOLEAN,
-}
-_SIZES: Final = {
-    IndexType.INT8: 1,
-    IndexType.INT16: 2,
-    IndexType.INT32: 4,
-    IndexType.INT64: 8,
-    IndexType.UINT8: 1,
-    IndexType.UINT16: 2,
-    IndexType.UINT32: 4,
-    IndexType.UINT64: 8,
-    IndexType.FLOAT32: 4,
-    IndexType.FLOAT64: 8,
-    IndexType.BOOLEAN: 1,
-}
-_ARROW: Final = {
-    IndexType.STRING: pa.string(),
-    IndexType.BYTES: pa.binary(),
-    IndexType.INT8: pa.int8(),
-    IndexType.INT16: pa.int16(),
-    IndexType.INT32: pa.int32(),
-    IndexType.INT64: pa.int64(),
-    IndexType.UINT8: pa.uint8(),
-    IndexType.UINT16: pa.uint16(),
-    IndexType.UINT32: pa.uint32(),
-    IndexType.UINT64: pa.uint64(),
-    IndexType.FLOAT32: pa.float32(),
-    IndexType.FLOAT64: pa.float64(),
-    IndexType.BOOLEAN: pa.bool_(),
-}
+def _key_field(typ: ValueType) -> KeyField:
+    """A row-key field that orders ``typ``'s values as this encoding does (booleans as uint8)."""
+    key_type = KeyType.UINT8 if typ is ValueType.BOOLEAN else KeyType(typ.value)
+    return KeyField(name="value", type=key_type)
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -181,7 +105,7 @@ def encode_part(typ: IndexType, values: pa.Array) -> pa.Array:
         numbers = np.asarray(typed.fill_null(0).to_numpy(zero_copy_only=False))
         if numbers.dtype.kind == "f":
             numbers = np.where(numbers == 0, numbers.dtype.type(0), numbers)  # -0.0 is 0.0
-    matrix = order_bytes(typ._key_field(), numbers)
+    matrix = order_bytes(_key_field(typ), numbers)
     return fixed_to_binary(matrix, valid)
 
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.cells import sort_indices
 from cellstore.errors import BadCellError, InvalidArgumentError
 from cellstore.storefiles.hfile.kernels import order_flags, scatter_cells
 from cellstore.storefiles.hfile.serialize import vlong_bytes
@@ -263,17 +264,8 @@ def prepare_cells(cells: Any, *, family: bytes | None = None, sort: bool = True)
             f"({key(i - 1)})"
         )
     if first_bad >= 0:
-        t = pa.table({"r": row, "f": fam, "q": qual, "t": ts, "y": typ8})
-        idx = pc.sort_indices(
-            t,
-            sort_keys=[
-                ("r", "ascending"),
-                ("f", "ascending"),
-                ("q", "ascending"),
-                ("t", "descending"),
-                ("y", "descending"),
-            ],
-        )
+        t = pa.table({"row": row, "family": fam, "qualifier": qual, "ts": ts, "type": typ8})
+        idx = sort_indices(t, family="in-row")
         row, fam, qual, value, tags = (a.take(idx) for a in (row, fam, qual, value, tags))
         order = idx.to_numpy()
         ts, typ8, seq = ts[order], typ8[order], seq[order]

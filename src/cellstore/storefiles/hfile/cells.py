@@ -395,23 +395,36 @@ def cells_to_table(
             raise CorruptFileError(f"a family name is not UTF-8: {e}") from e
     if "value" in want:
         cols["value"] = _take_bytes(buf, kend, vlen)
+    _add_extras(cols, buf, kend + vlen, flags=flags, want=want)
+    return _table(cols, schema)
+
+
+def _add_extras(
+    cols: dict[str, pa.Array],
+    buf: npt.NDArray[np.uint8],
+    after: npt.NDArray[np.int64],
+    *,
+    flags: CellFlags,
+    want: set[str],
+) -> None:
+    """Add the wanted ``tags`` and ``seq_id`` columns to ``cols``.
+
+    ``after`` is where each cell's value ends; a file without tags or memstore timestamps
+    gives empty tags and 0.
+    """
     if "tags" not in want and "seq_id" not in want:
-        return _table(cols, schema)
-    after = kend + vlen
+        return
+    n = len(after)
+    tpos = tlen = np.zeros(n, dtype=np.int64)
     if flags.tags:
         tlen = _be16(buf, after)
         tpos = after + 2
         after = tpos + tlen
     if "tags" in want:
-        if flags.tags:
-            cols["tags"] = _take_bytes(buf, tpos, tlen)
-        else:
-            none = np.zeros(n, dtype=np.int64)
-            cols["tags"] = _take_bytes(buf, none, none)
+        cols["tags"] = _take_bytes(buf, tpos, tlen)
     if "seq_id" in want:
         seq = vlongs_at(buf, after) if flags.mvcc and n else np.zeros(n, dtype=np.int64)
         cols["seq_id"] = pa.array(seq, pa.int64())
-    return _table(cols, schema)
 
 
 def _table(cols: dict[str, pa.Array], schema: pa.Schema) -> pa.Table:
@@ -456,7 +469,6 @@ def _dictionary_table(
     )
     if bad >= 0:
         raise CorruptFileError("a cell's row or family length overruns its key")
-    n = len(starts)
     cols: dict[str, pa.Array] = {}
     names = set(schema.names)
     if "row" in names:
@@ -477,19 +489,5 @@ def _dictionary_table(
     cols["type"] = pa.array(typ, pa.int8())
     if "value" in names:
         cols["value"] = _take_bytes(buf, vend - vlen, vlen)
-    after = vend
-    tpos = tlen = None
-    if flags.tags and ("tags" in names or "seq_id" in names):
-        tlen = _be16(buf, after)
-        tpos = after + 2
-        after = tpos + tlen
-    if "tags" in names:
-        if tpos is not None and tlen is not None:
-            cols["tags"] = _take_bytes(buf, tpos, tlen)
-        else:
-            none = np.zeros(n, dtype=np.int64)
-            cols["tags"] = _take_bytes(buf, none, none)
-    if "seq_id" in names:
-        seq = vlongs_at(buf, after) if flags.mvcc and n else np.zeros(n, dtype=np.int64)
-        cols["seq_id"] = pa.array(seq, pa.int64())
+    _add_extras(cols, buf, vend, flags=flags, want=names)
     return _table(cols, schema)

@@ -32,6 +32,8 @@ from typing import Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from cellstore.storefiles.hfile.serialize import base128_bytes
+
 __all__ = [
     "ENCODING_IDS",
     "BlockCells",
@@ -75,16 +77,7 @@ _F_SAME_VALUE: Final = 64
 
 def compressed_int(value: int) -> bytes:
     """``ByteBufferUtils.putCompressedInt``: 7-bit groups, least significant first."""
-    out = bytearray()
-    value &= 0xFFFFFFFF
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return base128_bytes(value, bits=32)
 
 
 @dataclass(frozen=True, slots=True)

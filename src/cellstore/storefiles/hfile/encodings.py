@@ -72,23 +72,13 @@ ENCODING_IDS: Final[dict[str, int]] = {
 _NAMES: Final = {v: k for k, v in ENCODING_IDS.items()}
 
 
-_ERRORS: Final = {
-    kernels.OVERRUN: "an encoded cell overruns the block",
-    kernels.BAD_COMMON: "a common-prefix length exceeds the previous key",
-    kernels.BAD_KEY: "a key length does not fit the key's parts",
-    kernels.BAD_TAGS: "a tags length does not fit a cell",
-    kernels.BAD_SIZE: "the cells decode to more bytes than the header says",
-    kernels.BAD_VALUE: "a same-value flag with a new value length",
-}
-
-
 def _decode(encoding: int, data: bytes, size: int, flags: CellFlags) -> bytes:
     """One compiled decoder run (:func:`.kernels.decode_cells`); errors name the byte."""
     out, err, at = kernels.decode_cells(
         encoding, np.frombuffer(data, np.uint8), size, flags.tags, flags.mvcc
     )
     if err != kernels.OK:
-        raise CorruptFileError(f"{_ERRORS[int(err)]} (cell at byte {int(at)})")
+        raise CorruptFileError(f"{kernels.ERROR_MESSAGES[int(err)]} (cell at byte {int(at)})")
     return bytes(out.tobytes())
 
 

@@ -8,7 +8,8 @@ The reading algorithm is HBase's (``HFileInfo.initMetaAndIndex``, ``HFileReaderI
 3. descend the data index (root, intermediate, leaf) only along the entries a row range
    needs, giving the list of data blocks to read;
 4. read those blocks in batches of contiguous byte ranges, verify checksums, decompress,
-   un-encode (:mod:`.encodings`) and decode all cells of a batch at once (:mod:`.cells`).
+   un-encode (:mod:`.encodings`) and decode all cells of a batch at once (:mod:`.cells`),
+   a few batches at a time on threads (:mod:`.batches`).
 
 Memory per batch is bounded by ``batch_bytes`` of on-disk blocks plus at most
 :data:`DECODED_FACTOR` times as many decompressed bytes (a batch whose payloads decompress
@@ -25,27 +26,26 @@ index block twice and expects HBase's block type at each level, and every failur
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import pairwise
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
+from cellstore.storefiles.hfile.batches import (
+    BlockProblem,
+    DecodeStep,
+    OnCorrupt,
+    batches_of,
+    decoded_in_order,
+)
 from cellstore.storefiles.hfile.blocks import (
     Block,
-    BlockHeader,
-    check_block,
     decode_block,
     parse_header,
-    verified_data_blocks,
 )
 from cellstore.storefiles.hfile.bloom import (
     BloomMeta,
@@ -55,13 +55,10 @@ from cellstore.storefiles.hfile.bloom import (
     parse_bloom_meta,
 )
 from cellstore.storefiles.hfile.cells import (
-    PAD,
     CellFlags,
-    cells_to_table,
     empty_cells,
-    walk_cells,
 )
-from cellstore.storefiles.hfile.encodings import ENCODING_IDS, decode_encoded_block
+from cellstore.storefiles.hfile.encodings import ENCODING_IDS
 from cellstore.storefiles.hfile.fileinfo import decode_file_info, parse_file_info
 from cellstore.storefiles.hfile.index import (
     IndexEntry,
@@ -89,41 +86,12 @@ DEFAULT_BATCH_BYTES: Final = 16 << 20
 #: Batches decoded at once by default (the machine's cores, at most 2: one batch is
 #: consumed while the next decodes).
 DEFAULT_THREADS: Final = max(1, min(2, os.cpu_count() or 1))
-#: What a read does with a corrupt data block: raise, or skip it and go on.
-OnCorrupt = Literal["raise", "skip"]
 #: A batch decodes at most this many times ``batch_bytes`` of payloads in one step.
 DECODED_FACTOR: Final = 8
 _VERIFY_CHUNK: Final = 16 << 20
 #: Bytes of the load-on-open section read at once (its blocks are read one by one past it).
 _SECTION_CHUNK: Final = 1 << 20
 _BLOOM_METAS: Final = ("GENERAL_BLOOM_META", "DELETE_FAMILY_BLOOM_META")
-
-
-@dataclass(frozen=True)
-class BlockProblem:
-    """A data block a read skipped or ``verify`` found damaged.
-
-    Attributes:
-        offset: The block's file offset.
-        message: What is wrong (checksum expected vs actual, decompression error...).
-    """
-
-    offset: int
-    message: str
-
-
-@dataclass
-class _Batch:
-    """Data blocks decoded together.
-
-    ``raw`` holds their bytes once read: a batch that decodes in several steps passes
-    them on to the next step.
-    """
-
-    entries: list[IndexEntry] = field(default_factory=list)
-    size: int = 0
-    raw: bytes | None = None
-    base: int = 0
 
 
 class HFileReader:
@@ -754,243 +722,6 @@ class HFileReader:
 
     # ------------------------------------------------------------------ cells
 
-    def _batches(self, entries: Sequence[IndexEntry], batch_bytes: int) -> Iterator[_Batch]:
-        batch = _Batch()
-        for e in entries:
-            contiguous = not batch.entries or e.offset >= batch.entries[-1].offset
-            if batch.entries and (batch.size + e.size > batch_bytes or not contiguous):
-                yield batch
-                batch = _Batch()
-            batch.entries.append(e)
-            batch.size += e.size
-        if batch.entries:
-            yield batch
-
-    def _payloads(
-        self,
-        batch: _Batch,
-        on_corrupt: OnCorrupt,
-        problems: list[BlockProblem],
-        budget: int,
-    ) -> tuple[
-        np.ndarray[Any, np.dtype[np.uint8]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        _Batch | None,
-    ]:
-        """Verify and decompress a batch's blocks into one buffer.
-
-        Compressed or encoded blocks are decoded until their payloads reach ``budget``
-        bytes; the blocks left over come back as a batch of their own (holding the bytes
-        already read), so a batch whose blocks expand a lot is decoded in steps.
-
-        Returns:
-            The buffer (with :data:`PAD` zero bytes after the last payload), the start
-            and end of each good block's cells in it, those blocks' file offsets, and the
-            blocks left for another step (None when done).
-        """
-        base = batch.entries[0].offset if batch.raw is None else batch.base
-        end = max(e.offset + e.size for e in batch.entries)
-        offs = [e.offset for e in batch.entries]
-        in_place = (
-            self.trailer.codec == "NONE"
-            and self.encoding == "NONE"
-            and all(a < b for a, b in pairwise(offs))
-        )
-        if in_place:
-            # Uncompressed NONE blocks: the payloads are read in place, no copy. Read a
-            # little past the last block (the file goes on with index blocks and the
-            # trailer) so short fields near the end can be gathered as fixed windows.
-            raw = self._read(base, min(self.size, end + PAD))
-            if len(raw) < end - base + PAD:
-                raw += bytes(end - base + PAD - len(raw))
-            hs = self.trailer.header_size
-            if self.verify_checksums:
-                fast = verified_data_blocks(
-                    raw,
-                    np.array(offs, dtype=np.int64) - base,
-                    np.array([e.size for e in batch.entries], dtype=np.int64),
-                    header_size=hs,
-                )
-                if fast is not None:
-                    return (
-                        np.frombuffer(raw, dtype=np.uint8),
-                        fast[0],
-                        fast[1],
-                        np.array(offs, dtype=np.int64),
-                        None,
-                    )
-            blocks_view = memoryview(raw)[: end - base]
-            starts: list[int] = []
-            ends: list[int] = []
-            good: list[int] = []
-            for e in batch.entries:
-                pos = e.offset - base
-                try:
-                    head = check_block(
-                        blocks_view,
-                        pos,
-                        offset=e.offset,
-                        header_size=hs,
-                        where=self.where,
-                        verify=self.verify_checksums,
-                        max_block_bytes=self.max_block_bytes,
-                    )
-                    _check_data_block(head, e.size, self.where)
-                except CorruptFileError as err:
-                    if on_corrupt == "raise":
-                        raise
-                    problems.append(BlockProblem(e.offset, str(err)))
-                    continue
-                starts.append(pos + hs)
-                ends.append(pos + head.on_disk_data_size_with_header)
-                good.append(e.offset)
-            return (
-                np.frombuffer(raw, dtype=np.uint8),
-                np.array(starts, dtype=np.int64),
-                np.array(ends, dtype=np.int64),
-                np.array(good, dtype=np.int64),
-                None,
-            )
-        raw = batch.raw if batch.raw is not None else self._read(base, end)
-        payloads: list[bytes] = []
-        offsets: list[int] = []
-        decoded = 0
-        rest: _Batch | None = None
-        for k, e in enumerate(batch.entries):
-            if decoded >= budget and payloads:
-                left = batch.entries[k:]
-                rest = _Batch(left, sum(x.size for x in left), raw=raw, base=base)
-                break
-            try:
-                block = self._decode(raw, e.offset - base, e.offset)
-                if block.header.on_disk_size != e.size:
-                    raise CorruptFileError(
-                        f"{self.where}: {block.block_type} block at offset {e.offset} takes "
-                        f"{block.header.on_disk_size} bytes, its index entry says {e.size}"
-                    )
-                if block.block_type == "ENCODED_DATA":
-                    payload = decode_encoded_block(
-                        block.payload,
-                        flags=self.flags,
-                        where=f"{self.where}: ENCODED_DATA block at offset {e.offset}",
-                        max_bytes=self.max_block_bytes,
-                    )
-                elif block.block_type == "DATA":
-                    payload = block.payload
-                else:
-                    raise CorruptFileError(
-                        f"{self.where}: index points at a {block.block_type} block at offset "
-                        f"{e.offset}, not a data block"
-                    )
-            except CorruptFileError as err:
-                if on_corrupt == "raise":
-                    raise
-                problems.append(BlockProblem(e.offset, str(err)))
-                continue
-            payloads.append(payload)
-            offsets.append(e.offset)
-            decoded += len(payload)
-        sizes = np.array([len(p) for p in payloads], dtype=np.int64)
-        bstarts = np.zeros(len(payloads), dtype=np.int64)
-        if len(sizes) > 1:
-            np.cumsum(sizes[:-1], out=bstarts[1:])
-        buf = np.frombuffer(b"".join([*payloads, bytes(PAD)]), dtype=np.uint8)
-        return buf, bstarts, bstarts + sizes, np.array(offsets, dtype=np.int64), rest
-
-    def _walk(
-        self,
-        buf: np.ndarray[Any, np.dtype[np.uint8]],
-        starts: np.ndarray[Any, np.dtype[np.int64]],
-        ends: np.ndarray[Any, np.dtype[np.int64]],
-        offs: np.ndarray[Any, np.dtype[np.int64]],
-        on_corrupt: OnCorrupt,
-        problems: list[BlockProblem],
-    ) -> tuple[
-        np.ndarray[Any, np.dtype[np.int64]],
-        np.ndarray[Any, np.dtype[np.int64]],
-        np.ndarray[Any, np.dtype[np.int64]],
-    ]:
-        """Cell starts of the blocks, with the cells per block and the blocks' offsets.
-
-        Blocks whose cells are damaged raise, or are left out with ``"skip"``.
-        """
-        sizes = ends - starts
-        try:
-            layout = walk_cells(
-                buf, starts, starts + sizes, flags=self.flags, where=self.where, block_offsets=offs
-            )
-            return layout.starts, layout.counts, offs
-        except CorruptFileError:
-            if on_corrupt == "raise":
-                raise
-        # Find the bad blocks one at a time and keep the good ones.
-        keep: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-        counts: list[int] = []
-        kept: list[int] = []
-        for k in range(len(starts)):
-            one = slice(k, k + 1)
-            try:
-                cell_starts = walk_cells(
-                    buf,
-                    starts[one],
-                    starts[one] + sizes[one],
-                    flags=self.flags,
-                    where=self.where,
-                    block_offsets=offs[one],
-                ).starts
-            except CorruptFileError as err:
-                problems.append(BlockProblem(int(offs[k]), str(err)))
-                continue
-            keep.append(cell_starts)
-            counts.append(len(cell_starts))
-            kept.append(int(offs[k]))
-        return (
-            np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64),
-            np.array(counts, dtype=np.int64),
-            np.array(kept, dtype=np.int64),
-        )
-
-    def _cells(
-        self,
-        buf: np.ndarray[Any, np.dtype[np.uint8]],
-        starts: np.ndarray[Any, np.dtype[np.int64]],
-        counts: np.ndarray[Any, np.dtype[np.int64]],
-        offs: np.ndarray[Any, np.dtype[np.int64]],
-        on_corrupt: OnCorrupt,
-        problems: list[BlockProblem],
-        **options: Any,
-    ) -> pa.Table | None:
-        """:func:`cells_to_table` of the walked cells.
-
-        A failure (a family that is not UTF-8) is pinned on its block, which raises or is
-        skipped.
-        """
-        try:
-            return cells_to_table(buf, starts, flags=self.flags, **options)
-        except CorruptFileError:
-            pass
-        parts: list[pa.Table] = []
-        bounds = np.concatenate([[0], np.cumsum(counts)])
-        for k in range(len(counts)):
-            if not counts[k]:
-                continue
-            try:
-                parts.append(
-                    cells_to_table(
-                        buf, starts[bounds[k] : bounds[k + 1]], flags=self.flags, **options
-                    )
-                )
-            except CorruptFileError as e:
-                err = CorruptFileError(f"{self.where}: data block at offset {int(offs[k])}: {e}")
-                if on_corrupt == "raise":
-                    raise err from None
-                problems.append(BlockProblem(int(offs[k]), str(err)))
-        if not parts:
-            return None
-        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
     def iter_batches(
         self,
         *,
@@ -1037,82 +768,29 @@ class HFileReader:
         """
         if problems is None:
             problems = []
-        entries = (
-            self._checked_entries(
+        if blocks is not None:
+            entries = self._checked_entries(
                 blocks,
                 what="data block list",
                 ordered=False,
                 on_corrupt=on_corrupt,
                 problems=problems,
             )
-            if blocks is not None
-            else self.data_blocks(
+        else:
+            entries = self.data_blocks(
                 start_row=start_row, stop_row=stop_row, on_corrupt=on_corrupt, problems=problems
             )
+        step = DecodeStep(
+            self,
+            on_corrupt=on_corrupt,
+            problems=problems,
+            budget=max(1, batch_bytes) * DECODED_FACTOR,
+            start_row=start_row,
+            stop_row=stop_row,
+            columns=columns,
+            options={"with_seq_id": with_seq_id, "with_tags": with_tags, "dictionary": dictionary},
         )
-        need_filter = bool(start_row) or bool(stop_row)
-        build = columns
-        if need_filter and columns is not None and "row" not in columns:
-            build = ["row", *columns]
-        budget = max(1, batch_bytes) * DECODED_FACTOR
-
-        def decode(batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
-            buf, bstarts, bends, offs, rest = self._payloads(batch, on_corrupt, problems, budget)
-            if not len(bstarts):
-                return None, rest
-            starts, counts, offs = self._walk(buf, bstarts, bends, offs, on_corrupt, problems)
-            if not len(starts):
-                return None, rest
-            table = self._cells(
-                buf,
-                starts,
-                counts,
-                offs,
-                on_corrupt,
-                problems,
-                columns=build,
-                with_seq_id=with_seq_id,
-                with_tags=with_tags,
-                dictionary=dictionary,
-            )
-            if table is None:
-                return None, rest
-            if need_filter:
-                table = _filter_rows(table, start_row, stop_row)
-                if build is not columns and columns is not None:
-                    table = table.select(columns)
-            return (table if table.num_rows else None), rest
-
-        batches = list(self._batches(entries, batch_bytes))
-        workers = max(1, min(threads, len(batches)))
-        if workers == 1:
-            for first in batches:
-                todo: _Batch | None = first
-                while todo is not None:
-                    table, todo = decode(todo)
-                    if table is not None:
-                        yield table
-            return
-        # Decode the next batches while the caller consumes this one (numpy, zlib and the
-        # codecs release the GIL); at most ``workers`` batches are in memory at once. A
-        # batch decoded in steps goes first again with its remaining blocks.
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque[Future[tuple[pa.Table | None, _Batch | None]]] = deque()
-            upcoming = iter(batches)
-            for batch in upcoming:
-                pending.append(pool.submit(decode, batch))
-                if len(pending) >= workers:
-                    break
-            while pending:
-                table, rest = pending.popleft().result()
-                if rest is not None:
-                    pending.appendleft(pool.submit(decode, rest))
-                else:
-                    nxt = next(upcoming, None)
-                    if nxt is not None:
-                        pending.append(pool.submit(decode, nxt))
-                if table is not None:
-                    yield table
+        yield from decoded_in_order(step, list(batches_of(entries, batch_bytes)), threads)
 
     def read(self, **options: Any) -> pa.Table:
         """All cells (or a row range) as one table; options as :meth:`iter_batches`."""
@@ -1129,53 +807,3 @@ class HFileReader:
         """``hfile.LASTKEY`` in HBase's printable form."""
         key = self.last_key
         return None if key is None else str(parse_key(key, where=self.where))
-
-
-def _check_data_block(head: BlockHeader, size: int, where: str) -> None:
-    """Raise unless ``head`` is an uncompressed DATA block whose sizes agree.
-
-    With each other, and with its index entry (``size`` on disk).
-    """
-    if head.on_disk_size != size:
-        raise CorruptFileError(
-            f"{where}: {head.block_type} block at offset {head.offset} takes "
-            f"{head.on_disk_size} bytes, its index entry says {size}"
-        )
-    if head.block_type != "DATA":
-        raise CorruptFileError(
-            f"{where}: index points at a {head.block_type} block at offset {head.offset}, "
-            "not a data block"
-        )
-    size = head.on_disk_data_size_with_header - head.header_size
-    if size != head.uncompressed_size:
-        raise CorruptFileError(
-            f"{where}: DATA block at offset {head.offset}: NONE payload decompressed to {size} "
-            f"bytes, header says {head.uncompressed_size}"
-        )
-
-
-def _filter_rows(table: pa.Table, start_row: bytes | None, stop_row: bytes | None) -> pa.Table:
-    """The cells of ``table`` whose row is in ``[start_row, stop_row)``."""
-    rows = table.column("row")
-    if not pa.types.is_dictionary(rows.type):
-        mask = _row_mask(rows, start_row, stop_row)
-        return table if mask is None else table.filter(mask)
-    # Dictionary rows: compare the distinct rows only, then spread the verdicts to cells.
-    masks = []
-    for chunk in rows.chunks:
-        inside = _row_mask(chunk.dictionary, start_row, stop_row)
-        if inside is None:
-            return table
-        masks.append(pc.take(inside, chunk.indices))
-    return table.filter(pa.chunked_array(masks, pa.bool_()))
-
-
-def _row_mask(rows: Any, start_row: bytes | None, stop_row: bytes | None) -> Any:
-    """Whether each of ``rows`` is in ``[start_row, stop_row)``; None for no bounds."""
-    mask = None
-    if start_row:
-        mask = pc.greater_equal(rows, pa.scalar(start_row, pa.binary()))
-    if stop_row:
-        below = pc.less(rows, pa.scalar(stop_row, pa.binary()))
-        mask = below if mask is None else pc.and_(mask, below)
-    return mask

@@ -41,6 +41,7 @@ __all__ = [
     "Codec",
     "FramedBlock",
     "IndexEntry",
+    "base128_bytes",
     "compress",
     "file_info_payload",
     "frame_block",
@@ -375,8 +376,16 @@ def mid_key_metadata(entries: Sequence[IndexEntry], sub_entries_at: Sequence[int
 # Protobuf helpers, FileInfo and trailer
 
 
-def _pb_varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
+def base128_bytes(value: int, *, bits: int) -> bytes:
+    """``value`` (cut to ``bits`` bits) in 7-bit groups, least significant first.
+
+    A protobuf varint (``bits=64``) and ``ByteBufferUtils.putCompressedInt``
+    (``bits=32``) alike.
+
+    >>> base128_bytes(300, bits=64).hex()
+    'ac02'
+    """
+    value &= (1 << bits) - 1
     out = bytearray()
     while True:
         b = value & 0x7F
@@ -386,6 +395,10 @@ def _pb_varint(value: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+def _pb_varint(value: int) -> bytes:
+    return base128_bytes(value, bits=64)
 
 
 def _pb_bytes(field: int, data: bytes) -> bytes:

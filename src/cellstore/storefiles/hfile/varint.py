@@ -82,17 +82,8 @@ def read_pb_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     Raises:
         CorruptFileError: if the buffer ends inside the varint or it is over 10 bytes.
     """
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise CorruptFileError(f"bad protobuf varint at offset {pos}")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value & 0xFFFF_FFFF_FFFF_FFFF, pos
-        shift += 7
+    value, pos = _read_base128(buf, pos, max_shift=63, what="protobuf varint")
+    return value & 0xFFFF_FFFF_FFFF_FFFF, pos
 
 
 def read_cint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -104,11 +95,23 @@ def read_cint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     Raises:
         CorruptFileError: if the buffer ends inside the number.
     """
+    return _read_base128(buf, pos, max_shift=35, what="compressed int")
+
+
+def _read_base128(
+    buf: bytes | memoryview, pos: int, *, max_shift: int, what: str
+) -> tuple[int, int]:
+    """7-bit groups, least significant first, the high bit set on all but the last.
+
+    Raises:
+        CorruptFileError: if the buffer ends inside the number, or a group would shift
+            past ``max_shift`` bits.
+    """
     value = 0
     shift = 0
     while True:
-        if pos >= len(buf) or shift > 35:
-            raise CorruptFileError(f"bad compressed int at offset {pos}")
+        if pos >= len(buf) or shift > max_shift:
+            raise CorruptFileError(f"bad {what} at offset {pos}")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
