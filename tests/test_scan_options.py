@@ -39,8 +39,6 @@ from cellstore.reader import (
     ScanOptions,
     scan_options,
 )
-from cellstore.reader.options import text_forms
-from cellstore.spark.options import READ_OPTIONS, ReadOptions
 from cellstore.warehouse import connect
 from requirements import unavailable
 
@@ -63,18 +61,6 @@ def test_every_option_has_a_cli_flag_or_a_reason():
     for names in lists:
         assert set(names) <= set(FLAGS) and len(set(names)) == len(names)
     assert set(SCAN_FLAGS) == set(FLAGS)  # cellstore scan offers every flag
-
-
-def test_spark_read_options_are_the_text_forms():
-    forms = text_forms()
-    assert set(forms) <= READ_OPTIONS
-    assert {"reversed", "limit"}.isdisjoint(forms)  # a Spark read has neither
-    o = ReadOptions.parse(
-        {"root": "/wh", "table": "t", "row_offset_per_family": "2", "decode_errors": "NULL"}
-    )
-    assert o.scan == {"row_offset_per_family": 2, "decode_errors": "null"}
-    assert o.scan_options() == ScanOptions(row_offset_per_family=2, decode_errors="null")
-    assert ReadOptions.parse({"root": "/wh", "table": "t", "version": "3"}).version == 3
 
 
 # ------------------------------------------------------------------------ the object

@@ -42,6 +42,8 @@ from cellstore.core.filterparse import parse_filter
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.loader import Mapping
+from cellstore.reader import ScanOptions
+from cellstore.reader.options import text_forms
 from cellstore.spark import (
     CellstoreReader,
     ScanPartition,
@@ -51,7 +53,7 @@ from cellstore.spark import (
     spark_schema,
     to_pandas,
 )
-from cellstore.spark.options import ReadOptions, RowBounds, WriteOptions
+from cellstore.spark.options import READ_OPTIONS, ReadOptions, RowBounds, WriteOptions
 from cellstore.spark.source import CellstoreDataSource, pushdown_enabled
 from cellstore.storefiles import check
 from cellstore.warehouse import connect
@@ -1012,3 +1014,19 @@ def test_hbase_snapshot_on_s3(spark, hbase_export, s3_root, s3_options):
     assert df.rdd.getNumPartitions() == 10
     rows_ = sorted(r["row"] for r in df.filter(F.col("row") >= F.lit(b"90")).collect())
     assert rows_ == [str(i).encode() for i in range(90, 100)]
+
+
+# ---------------------------------------------------------------- options from ScanOptions
+def test_spark_read_options_are_the_text_forms():
+    """Spark read options are ScanOptions' text forms (a new scan option needs no Spark
+    edit); kept here, where PySpark is installed (tests/test_scan_options.py checks the
+    rest of the options' consistency)."""
+    forms = text_forms()
+    assert set(forms) <= READ_OPTIONS
+    assert {"reversed", "limit"}.isdisjoint(forms)  # a Spark read has neither
+    o = ReadOptions.parse(
+        {"root": "/wh", "table": "t", "row_offset_per_family": "2", "decode_errors": "NULL"}
+    )
+    assert o.scan == {"row_offset_per_family": 2, "decode_errors": "null"}
+    assert o.scan_options() == ScanOptions(row_offset_per_family=2, decode_errors="null")
+    assert ReadOptions.parse({"root": "/wh", "table": "t", "version": "3"}).version == 3
