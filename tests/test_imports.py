@@ -16,8 +16,8 @@ any file under ``src/cellstore``, including imports inside functions and under
    ``hbase`` sits at layer 3, beside ``jobs``: ``HBaseTable`` reads HBase tables through the
    reader (the one scan implementation), and the importer writes through the commit.
    ``hbasefiles`` (layer 1) reads HBase's own files (root and snapshot layouts,
-   descriptors, ``hbase:meta``, HFiles) with no reader or commit, so the loader's HFile
-   output reads an HBase table's regions from it, and ``hbase`` builds on it.
+   descriptors, ``hbase:meta``, HFiles) with no reader, writing nothing: the loader's
+   HFile output reads an HBase table's regions from it, and ``hbase`` builds on it.
 2. A module imports only from its own layer or below (no upward arrow).
 3. At layers 2 and up, a module does not import a sibling (another top-level module of the
    same layer); imports within one package (``cellstore.jobs.x`` -> ``cellstore.jobs.y``)
