@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from cellstore.core.family import Family
 from cellstore.hbase import open_snapshot, read_hfile, write_hfile
-from cellstore.hbase.descriptors import encoded_region_name
+from cellstore.hbasefiles.descriptors import encoded_region_name
 from cellstore.warehouse import Table, connect
 
 

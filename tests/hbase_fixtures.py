@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from cellstore.hbase import write_hfile
-from cellstore.hbase.descriptors import encoded_region_name
+from cellstore.hbasefiles.descriptors import encoded_region_name
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-hfiles"
 BIGTABLE = VECTORS / "google-bigtable-hbase" / "EndToEndIT-snapshot.zip"

@@ -29,9 +29,9 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from cellstore.errors import CellstoreError
-from cellstore.hbase import descriptors as d
 from cellstore.hbase import open_snapshot, open_table
-from cellstore.hbase.descriptors import encoded_region_name
+from cellstore.hbasefiles import descriptors as d
+from cellstore.hbasefiles.descriptors import encoded_region_name
 from cellstore.storefiles.hfile.varint import read_pb_varint
 from fuzzing import FUZZ_SETTINGS, BoundedWorker
 from hbase_fixtures import (

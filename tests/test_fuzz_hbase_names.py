@@ -4,7 +4,7 @@ Random names (path escapes, separators, control characters, any Unicode, and nam
 follow HBase's rules, so acceptance happens too) of every kind that reaches a path:
 table (``ns:qualifier``), namespace, snapshot, region, family, hfile, and store-file
 names (HFileLinks and References built from random parts). Each either is refused by
-:func:`cellstore.hbase.paths.check_name` (or :func:`parse_store_file_name`,
+:func:`cellstore.hbasefiles.paths.check_name` (or :func:`parse_store_file_name`,
 :func:`split_table_name`) or is accepted, and then every path the reader builds from it
 (table directory, snapshot directory, the HFileLink/Reference locations of both layouts)
 normalises to a path inside the root with exactly the segments expected, none ``.`` or
@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from cellstore.errors import CellstoreError, CorruptFileError, InvalidNameError
 from cellstore.hbase import open_snapshot, open_table
-from cellstore.hbase.descriptors import encoded_region_name
-from cellstore.hbase.layout import _Resolver, _table_rel
-from cellstore.hbase.paths import (
+from cellstore.hbasefiles.descriptors import encoded_region_name
+from cellstore.hbasefiles.layout import _Resolver, _table_rel
+from cellstore.hbasefiles.paths import (
     RootFiles,
     Segment,
     check_name,

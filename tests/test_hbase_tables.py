@@ -21,9 +21,9 @@ from click.testing import CliRunner
 from cellstore.cli.console import cli
 from cellstore.errors import CorruptFileError, MissingFileError, TableNotFoundError
 from cellstore.hbase import hfile_info, open_table, read_hfile, write_hfile
-from cellstore.hbase.meta import read_meta_regions
-from cellstore.hbase.store import _drop_superseded, _Run
 from cellstore.hbase.tables import HBaseTable
+from cellstore.hbasefiles.meta import read_meta_regions
+from cellstore.hbasefiles.store import _drop_superseded, _Run
 from requirements import unavailable
 
 try:
@@ -182,7 +182,7 @@ def _cells(rows: list[tuple[str, int, int, str]]) -> pa.Table:
 def _root2(tmp: Path) -> tuple[Path, str]:
     """A 2.x root: table t, regions ['', 'm') and ['m', ''), with a bulk-loaded pair of
     files, an HFileLink and a Reference (TOP half at 'm') into the archive."""
-    from cellstore.hbase.descriptors import encoded_region_name
+    from cellstore.hbasefiles.descriptors import encoded_region_name
 
     root = tmp / "hbase"
     tdir = root / "data" / "default" / "t"
@@ -295,7 +295,7 @@ def _use_file_tracker(root: Path) -> tuple[Path, Path]:
     tracker = _pair("hbase.store.file-tracker.impl", "FILE")
     schema = _f(1, _table_name("default", "t")) + _f(2, tracker) + _f(3, fam)
     (tdir / ".tabledesc" / ".tableinfo.0000000002").write_bytes(b"PBUF" + schema)
-    from cellstore.hbase.descriptors import encoded_region_name
+    from cellstore.hbasefiles.descriptors import encoded_region_name
 
     first, second = (encoded_region_name("t", start, 2) for start in (b"", b"m"))
     return tdir / first / "f", tdir / second / "f"
@@ -376,7 +376,7 @@ def _root_split(tmp: Path, *, split_done: bool) -> Path:
     not (P: OPEN, daughters SPLITTING_NEW); a stale region row is deleted by a newer
     DeleteFamily, and a row of table ``t2`` is ignored.
     """
-    from cellstore.hbase.descriptors import encoded_region_name
+    from cellstore.hbasefiles.descriptors import encoded_region_name
 
     root = tmp / "hbase"
     tdir = root / "data" / "default" / "t"
@@ -510,7 +510,7 @@ def test_wrong_family_mob_and_encrypted_files_are_refused(tmp_path: Path) -> Non
 
 # ------------------------------------------------------------------------------ planning
 def test_big_stores_split_at_index_blocks_with_known_divisions(tmp_path: Path) -> None:
-    from cellstore.hbase.descriptors import encoded_region_name
+    from cellstore.hbasefiles.descriptors import encoded_region_name
 
     root = tmp_path / "hbase"
     tdir = root / "data" / "default" / "t"
@@ -571,7 +571,7 @@ def _chunky_root(
     """One region, three bulk-loaded files (``_SeqId_1..3_``) of one family with small blocks:
     rows span blocks, the newer files overwrite equal keys (R3.2) and delete columns and rows
     of the older ones (R5)."""
-    from cellstore.hbase.descriptors import encoded_region_name
+    from cellstore.hbasefiles.descriptors import encoded_region_name
 
     root = tmp / "hbase"
     tdir = root / "data" / "default" / "t"

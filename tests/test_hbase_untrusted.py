@@ -34,7 +34,7 @@ from cellstore.errors import (
     MissingFileError,
 )
 from cellstore.hbase import open_snapshot, open_table, write_hfile
-from cellstore.hbase.descriptors import encoded_region_name
+from cellstore.hbasefiles.descriptors import encoded_region_name
 from cellstore.storefiles.hfile.trailer import iter_pb_fields
 from cellstore.storefiles.hfile.varint import read_pb_varint
 

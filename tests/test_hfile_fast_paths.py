@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cellstore.errors import CorruptFileError
-from cellstore.hbase.layout import HFileRef
-from cellstore.hbase.store import HFileStore, open_hfile
+from cellstore.hbasefiles.layout import HFileRef
+from cellstore.hbasefiles.store import HFileStore, open_hfile
 from cellstore.storefiles.hfile.blocks import verified_data_blocks
 from cellstore.storefiles.hfile.reader import HFileReader
 from cellstore.storefiles.hfile.writer import build_hfile

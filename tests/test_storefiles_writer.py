@@ -177,8 +177,8 @@ def test_paths_are_built_only_in_layout():
     src = Path(__file__).parents[1] / "src" / "cellstore"
     offenders = []
     for path in src.rglob("*.py"):
-        if path.name == "layout.py" and path.parent.name in ("storefiles", "hbase"):
-            continue  # ours, and HBase's own directory layout (cellstore.hbase.layout)
+        if path.name == "layout.py" and path.parent.name in ("storefiles", "hbasefiles"):
+            continue  # ours, and HBase's own directory layout (cellstore.hbasefiles.layout)
         text = path.read_text()
         for pattern in (
             r"(?<![\w.])quote\(",

@@ -17,11 +17,20 @@ Cells use the scan results' ``cells`` columns: ``row``, ``family``, ``qualifier`
 ``ts``, ``type`` (HBase's codes), ``value``, plus ``seq_id`` and ``tags`` on request.
 The format itself lives in :mod:`cellstore.storefiles.hfile`; ``docs/hfile.md`` lists
 what is covered.
+
+This package is the public facade (layer 3: it reads through :mod:`cellstore.reader` and
+imports through :mod:`cellstore.commit`): :class:`HBaseTable` (``tables``), the importer
+(``importer``, ``import_tasks``) and the writer's names (``write``). The reading of HBase's
+own files (root and snapshot layouts, descriptors, ``hbase:meta``, store files, single
+HFiles) is :mod:`cellstore.hbasefiles` (layer 1), re-exported here.
 """
 
 from __future__ import annotations
 
-from cellstore.hbase.hfiles import (
+from cellstore.hbase.importer import ImportOptions, ImportReport, import_snapshot, import_table
+from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snapshot, open_table
+from cellstore.hbase.write import HFileOptions, HFileWriter, WrittenHFile, write_hfile
+from cellstore.hbasefiles.hfiles import (
     HFileInfo,
     HFileVerifyReport,
     hfile_info,
@@ -31,10 +40,7 @@ from cellstore.hbase.hfiles import (
     read_hfile,
     verify_hfile,
 )
-from cellstore.hbase.importer import ImportOptions, ImportReport, import_snapshot, import_table
-from cellstore.hbase.partitions import read_hfiles
-from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snapshot, open_table
-from cellstore.hbase.write import HFileOptions, HFileWriter, WrittenHFile, write_hfile
+from cellstore.hbasefiles.partitions import read_hfiles
 from cellstore.storefiles.hfile.reader import BlockProblem, HFileReader
 
 __all__ = [

@@ -21,7 +21,7 @@ import pyarrow as pa
 from cellstore.core.cells import CELL_SCHEMA, equal_key_runs
 from cellstore.core.family import Family
 from cellstore.fs import join
-from cellstore.hbase.store import HFileStore, plain_keys
+from cellstore.hbasefiles.store import HFileStore, plain_keys
 from cellstore.storefiles.rolling import write_rolled
 from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile
 

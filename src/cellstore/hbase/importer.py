@@ -9,7 +9,7 @@ the same cells on the source and on the new table.
 How HBase's order is kept:
 
 * **Equal keys across files** (R3.1, R3.2): each (region, family) store is read as
-  :class:`~cellstore.hbase.store.HFileStore` reads it for a scan: one run per HFile,
+  :class:`~cellstore.hbasefiles.store.HFileStore` reads it for a scan: one run per HFile,
   oldest first in HBase's file ranking, with every equal-key loser that the per-cell
   sequence ids (memstore timestamps, ``_SeqId_N_`` of bulk loads) would hide already
   dropped. The ``k``-th run becomes a store file with sequence rank ``k`` (the commit's
@@ -68,8 +68,8 @@ from cellstore.hbase.import_tasks import (
     run_import_task,
     run_tasks,
 )
-from cellstore.hbase.store import HFileStore
 from cellstore.hbase.tables import HBaseTable, open_snapshot, open_table
+from cellstore.hbasefiles.store import HFileStore
 from cellstore.manifest import TableLog
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile

@@ -29,10 +29,10 @@ from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
 from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
-from cellstore.fs import resolve_filesystem
-from cellstore.hbase.descriptors import FamilyDescriptor
-from cellstore.hbase.layout import HBaseLayout, HFileRef, load_snapshot, load_table
-from cellstore.hbase.store import MAX_EXPANSION, HFileStore, cut_at_blocks, open_hfile
+from cellstore.hbasefiles.descriptors import FamilyDescriptor
+from cellstore.hbasefiles.layout import HBaseLayout, HFileRef
+from cellstore.hbasefiles.roots import open_snapshot_layout, open_table_layout
+from cellstore.hbasefiles.store import MAX_EXPANSION, HFileStore, cut_at_blocks, open_hfile
 from cellstore.reader import TableReads
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.source import TaskRequest
@@ -170,9 +170,8 @@ class HFileSource:
         for fam in self.layout.descriptor.families:
             if fam.name in families and fam.new_version_behavior:
                 raise UnsupportedFormatError(
-                    f"HBase table {self.metadata.name} in {self.layout.root}: family "
-                    f"{fam.name} has NEW_VERSION_BEHAVIOR=true, which cellstore does not "
-                    "implement (R17.1)"
+                    f"{self.layout.where}: family {fam.name} has NEW_VERSION_BEHAVIOR=true, "
+                    "which cellstore does not implement (R17.1)"
                 )
 
     def describe(self) -> HBaseTableDescription:
@@ -325,11 +324,8 @@ class HBaseTable(TableReads[HBaseTableDescription]):
     def __init__(self, fs: fsspec.AbstractFileSystem, layout: HBaseLayout) -> None:
         self._fs = fs
         self.layout = layout
-        where = f"HBase table {layout.descriptor.name} in {layout.root}"
-        self._families = tuple(f.to_family(where=where) for f in layout.descriptor.families)
-        self._regions = tuple(
-            Region(r.info.encoded, r.info.start, r.info.end) for r in layout.regions
-        )
+        self._families = layout.core_families()
+        self._regions = layout.core_regions()
         self._metadata = TableMetadata(
             table_uuid=f"hbase:{layout.root}:{layout.descriptor.name}",
             name=layout.descriptor.name,
@@ -378,8 +374,7 @@ class HBaseTable(TableReads[HBaseTableDescription]):
         """The HFiles of the table or snapshot (HBase tables have no versions)."""
         if version is not None:
             raise InvalidArgumentError(
-                f"HBase table {self.name} in {self.layout.root} has no versions "
-                f"(version={version}); open a snapshot instead"
+                f"{self.layout.where} has no versions (version={version}); open a snapshot instead"
             )
         return self._source
 
@@ -418,8 +413,13 @@ def open_table(
             name in one that breaks HBase's rules, a symlink leading outside ``root``.
         UnsupportedFormatError: MOB, encrypted data or a catalog table.
     """
-    fs, path = resolve_filesystem(root, storage_options=storage_options)
-    layout = load_table(fs, path, table, use_meta=use_meta, follow_symlinks=follow_symlinks)
+    fs, layout = open_table_layout(
+        root,
+        table,
+        storage_options=storage_options,
+        use_meta=use_meta,
+        follow_symlinks=follow_symlinks,
+    )
     return HBaseTable(fs, layout)
 
 
@@ -447,5 +447,7 @@ def open_snapshot(
         MissingFileError: a store file is in none of the places HBase looks.
         UnsupportedFormatError: MOB or encrypted data.
     """
-    fs, path = resolve_filesystem(root, storage_options=storage_options)
-    return HBaseTable(fs, load_snapshot(fs, path, name, follow_symlinks=follow_symlinks))
+    fs, layout = open_snapshot_layout(
+        root, name, storage_options=storage_options, follow_symlinks=follow_symlinks
+    )
+    return HBaseTable(fs, layout)

@@ -289,35 +289,34 @@ def hfile_regions(metadata: TableMetadata | None, output: HFileOutput) -> HFileR
             table=metadata.name if metadata is not None else "",
         )
     if hbase_root is not None:
-        from cellstore.hbase import open_snapshot, open_table
+        from cellstore.hbasefiles.roots import open_snapshot_layout, open_table_layout
 
         if (hbase_table is None) == (hbase_snapshot is None):
             raise InvalidArgumentError("with hbase_root, give hbase_table or hbase_snapshot")
         if hbase_snapshot is not None:
-            target = open_snapshot(hbase_root, hbase_snapshot, storage_options=storage_options)
+            _, layout = open_snapshot_layout(
+                hbase_root, hbase_snapshot, storage_options=storage_options
+            )
             source = "hbase-snapshot"
         else:
             assert hbase_table is not None
-            target = open_table(hbase_root, hbase_table, storage_options=storage_options)
+            _, layout = open_table_layout(hbase_root, hbase_table, storage_options=storage_options)
             source = "hbase-table"
-        desc = target.describe()
-        regions = tuple(Region(r.id, r.start, r.end) for r in desc.regions)
+        layout.core_families()  # read settings that do not parse: refused, as open_table does
+        table_name = layout.descriptor.name
         families: dict[str, HFileOptions] = {}
         unsupported: dict[str, str] = {}
-        for f in desc.families:
-            name = f.descriptor.name
+        for f in layout.descriptor.families:
             try:
-                families[name] = hfile_settings_of(
-                    f.descriptor.attributes, family=name, table=desc.name
-                )
+                families[f.name] = hfile_settings_of(f.attributes, family=f.name, table=table_name)
             except InvalidArgumentError as e:  # an error only if the load writes it
-                unsupported[name] = str(e)
+                unsupported[f.name] = str(e)
         return HFileRegions(
-            regions=regions,
+            regions=layout.core_regions(),
             families=families,
             source=source,
-            known_families=tuple(f.descriptor.name for f in desc.families),
-            table=desc.name,
+            known_families=tuple(f.name for f in layout.descriptor.families),
+            table=table_name,
             unsupported=unsupported,
         )
     if metadata is None:

@@ -9,8 +9,8 @@ their resolved files per family; nothing here reads an HFile.
 
 Every name that becomes part of a path (the table or snapshot asked for, and the table,
 region, family and store-file names read from descriptors, manifests and tracker files)
-is checked by :func:`cellstore.hbase.paths.check_name`, and every read goes through
-:class:`cellstore.hbase.paths.RootFiles`, which refuses paths outside the root (symlinks
+is checked by :func:`cellstore.hbasefiles.paths.check_name`, and every read goes through
+:class:`cellstore.hbasefiles.paths.RootFiles`, which refuses paths outside the root (symlinks
 included).
 """
 
@@ -24,6 +24,8 @@ from typing import Final, Literal
 import fsspec
 
 from cellstore.commit import now_ms
+from cellstore.core.family import Family
+from cellstore.core.regions import Region
 from cellstore.errors import (
     CorruptFileError,
     InvalidNameError,
@@ -32,7 +34,7 @@ from cellstore.errors import (
     TableNotFoundError,
     UnsupportedFormatError,
 )
-from cellstore.hbase.descriptors import (
+from cellstore.hbasefiles.descriptors import (
     PBUF_MAGIC,
     FamilyDescriptor,
     HBaseRegionInfo,
@@ -48,8 +50,8 @@ from cellstore.hbase.descriptors import (
     parse_store_file_list,
     parse_table_descriptor,
 )
-from cellstore.hbase.meta import read_meta_regions
-from cellstore.hbase.paths import (
+from cellstore.hbasefiles.meta import read_meta_regions
+from cellstore.hbasefiles.paths import (
     ARCHIVE,
     ARCHIVE_094,
     DATA,
@@ -153,6 +155,23 @@ class HBaseLayout:
     regions: tuple[RegionFiles, ...]
     snapshot: SnapshotInfo | None = None
     regions_from: Literal["manifest", "hbase:meta", "directories"] = "directories"
+
+    @property
+    def where(self) -> str:
+        """How messages name the table: ``HBase table <name> in <root>``."""
+        return f"HBase table {self.descriptor.name} in {self.root}"
+
+    def core_families(self) -> tuple[Family, ...]:
+        """The families' read settings as core :class:`Family` objects, in name order.
+
+        Raises:
+            CorruptFileError: a family setting that does not parse (naming the table).
+        """
+        return tuple(f.to_family(where=self.where) for f in self.descriptor.families)
+
+    def core_regions(self) -> tuple[Region, ...]:
+        """The regions in key order as core :class:`Region` objects (ids: encoded names)."""
+        return tuple(Region(r.info.encoded, r.info.start, r.info.end) for r in self.regions)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -464,7 +483,7 @@ def load_table(
 
     Every name that becomes a path is checked by HBase's naming rules, and nothing
     outside ``root`` is read: a symlink leading out of it is refused unless
-    ``follow_symlinks`` (:mod:`cellstore.hbase.paths`).
+    ``follow_symlinks`` (:mod:`cellstore.hbasefiles.paths`).
 
     Raises:
         InvalidNameError: ``table`` is not a valid HBase table name.
@@ -624,7 +643,7 @@ def load_snapshot(
 
     Every name that becomes a path is checked by HBase's naming rules, and nothing
     outside ``root`` is read: a symlink leading out of it is refused unless
-    ``follow_symlinks`` (:mod:`cellstore.hbase.paths`).
+    ``follow_symlinks`` (:mod:`cellstore.hbasefiles.paths`).
 
     Raises:
         InvalidNameError: ``name`` is not a valid HBase snapshot name.

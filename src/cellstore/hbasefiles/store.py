@@ -28,7 +28,7 @@ from cellstore.errors import (
     MissingFileError,
     UnsupportedFormatError,
 )
-from cellstore.hbase.layout import HFileRef
+from cellstore.hbasefiles.layout import HFileRef
 from cellstore.storefiles.hfile.index import key_row
 from cellstore.storefiles.hfile.keys import parse_key
 from cellstore.storefiles.hfile.reader import HFileReader

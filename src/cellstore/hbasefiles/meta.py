@@ -24,7 +24,7 @@ from cellstore.core.family import Family
 from cellstore.core.keys import to_string_binary
 from cellstore.core.semantics import ReadSpec, merge_resolve
 from cellstore.errors import CorruptFileError, MissingFileError
-from cellstore.hbase.descriptors import HBaseRegionInfo, parse_meta_region_info
+from cellstore.hbasefiles.descriptors import HBaseRegionInfo, parse_meta_region_info
 from cellstore.storefiles.hfile.reader import HFileReader
 
 __all__ = ["GONE_STATES", "MetaRegion", "read_meta_regions"]

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from cellstore.hbase.hfiles import Row, _row, open_hfile
+from cellstore.hbasefiles.hfiles import Row, _row, open_hfile
 from cellstore.storefiles.hfile.cells import cells_schema
 from cellstore.storefiles.hfile.index import key_row
 from cellstore.storefiles.hfile.keys import parse_key
