@@ -26,7 +26,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Final
 
 import fsspec
@@ -38,6 +37,7 @@ from cellstore.core.metadata import FileEntry
 from cellstore.errors import CellstoreError, CorruptFileError, MissingFileError
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
+from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.footer import (
     FOOTER_KEY,
     PARQUET_MAGIC,
@@ -121,7 +121,7 @@ def _cache_put(key: tuple[str, int, str], entry: _Footer) -> None:
             _cache.popitem(last=False)
 
 
-class StoreFileReader:
+class StoreFileReader(FileContext):
     """An open store file.
 
     Args:
@@ -253,15 +253,7 @@ class StoreFileReader:
         """Release the file handle."""
         self._handle.close()
 
-    def __enter__(self) -> StoreFileReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _leave(self, *, failed: bool) -> None:
         self.close()
 
     # ------------------------------------------------------------------ meta

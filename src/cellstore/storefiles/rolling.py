@@ -16,7 +16,6 @@ import contextlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 import fsspec
@@ -26,6 +25,7 @@ import pyarrow as pa
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
 from cellstore.fs import join, makedirs_for
+from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.hfile.options import HFileOptions
 from cellstore.storefiles.layout import bulkload_file_relpath, store_file_relpath
 from cellstore.storefiles.writer import (
@@ -320,7 +320,7 @@ def cap_cuts(cuts: list[int], max_files: int) -> list[int]:
     return [cuts[int(i)] for i in keep]
 
 
-class RollingWriter(Generic[ResultT]):
+class RollingWriter(FileContext, Generic[ResultT]):
     """Write one region's cells of one family as a sequence of files, in any format.
 
     The one loop that names, rolls and writes output files, for loads, jobs and the HFile
@@ -459,16 +459,8 @@ class RollingWriter(Generic[ResultT]):
         self._paths = []
         self._done = True
 
-    def __enter__(self) -> RollingWriter[ResultT]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None or not self._done:
+    def _leave(self, *, failed: bool) -> None:
+        if failed or not self._done:
             self.abort()
 
 
