@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.metadata import FileEntry
+from cellstore.core.regions import bisect_rows
 from cellstore.errors import CellstoreError, CorruptFileError, MissingFileError
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
@@ -507,21 +508,9 @@ def slice_rows(
     if all(g.within(start, stop) for g in stats):
         return table
     rows = table.column("row")
-    lo = _bisect_left(rows, start) if start else 0
-    hi = _bisect_left(rows, stop) if stop else table.num_rows
+    lo = bisect_rows(rows, start) if start else 0
+    hi = bisect_rows(rows, stop) if stop else table.num_rows
     return table.slice(lo, max(hi - lo, 0))
-
-
-def _bisect_left(rows: pa.ChunkedArray, key: bytes) -> int:
-    """First position whose row is >= ``key`` in a sorted row column."""
-    lo, hi = 0, len(rows)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rows[mid].as_py() < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def read_store_file(
