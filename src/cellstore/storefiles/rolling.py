@@ -304,6 +304,25 @@ class HFileFormat:
         )
 
 
+def _format_or_parquet(
+    format: FileFormat[Any] | None,
+    seq: int | None,
+    load_id: str | None,
+    row_group_cells: int,
+    caller: str,
+) -> FileFormat[Any]:
+    """``format``, or store files (:class:`ParquetFormat`) when none is given.
+
+    Raises:
+        TypeError: ``<caller> needs seq and load_id, or a format``.
+    """
+    if format is not None:
+        return format
+    if seq is None or load_id is None:
+        raise TypeError(f"{caller} needs seq and load_id, or a format")
+    return ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells)
+
+
 def cap_cuts(cuts: list[int], max_files: int) -> list[int]:
     """Merge adjacent pieces of ``cuts`` (row boundaries) so at most ``max_files`` remain.
 
@@ -394,10 +413,7 @@ class RollingWriter(FileContext, Generic[ResultT]):
         format: FileFormat[Any] | None = None,
         max_files: int | None = None,
     ) -> None:
-        if format is None:
-            if seq is None or load_id is None:
-                raise TypeError("RollingWriter needs seq and load_id, or a format")
-            format = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells)
+        format = _format_or_parquet(format, seq, load_id, row_group_cells, "RollingWriter")
         if max_files is not None and max_files < 1:
             raise ValueError("max_files must be at least 1")
         self.fs = fs
@@ -539,10 +555,7 @@ def write_rolled(
     cuts = roll_points(cells, max_file_bytes)
     if max_files is not None:
         cuts = cap_cuts(cuts, max_files)
-    if format is None:
-        if seq is None or load_id is None:
-            raise TypeError("write_rolled needs seq and load_id, or a format")
-        format = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells)
+    format = _format_or_parquet(format, seq, load_id, row_group_cells, "write_rolled")
     with RollingWriter(
         fs,
         table_path,
