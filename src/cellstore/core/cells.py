@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 __all__ = [
     "CELL_SCHEMA",
+    "RESULT_CELL_SCHEMA",
     "DELETE_TYPES",
     "LATEST_TIMESTAMP",
     "MAX_ROW_LENGTH",
@@ -175,6 +176,10 @@ CELL_SCHEMA: Final = pa.schema(
         pa.field("value", pa.binary(), nullable=False),
     ]
 )
+
+#: The cells with their family (the scan results' ``cells`` shape, HBase result order):
+#: :data:`CELL_SCHEMA` with ``family`` after ``row``.
+RESULT_CELL_SCHEMA: Final = CELL_SCHEMA.insert(1, pa.field("family", pa.string(), nullable=False))
 
 #: The cell order of one family (R2.1), as pyarrow sort keys. Defined here and only here.
 SORT_KEYS: Final[tuple[tuple[str, str], ...]] = (

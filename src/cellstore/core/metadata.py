@@ -31,6 +31,7 @@ __all__ = [
     "SnapshotRef",
     "TableMetadata",
     "UNASSIGNED_SEQ",
+    "json_object",
 ]
 
 #: Highest version of the table-metadata JSON this release reads (and writes on upgrade).
@@ -44,6 +45,22 @@ MAX_REMEMBERED_LOAD_IDS: Final = 1000
 #: ``hbase.mapreduce.bulkload.assign.sequenceNumbers=false``, R14.5): it ranks below every
 #: file with a sequence id (R3.1), so its cells lose every equal-key tie (R3.2).
 UNASSIGNED_SEQ: Final = -1
+
+
+def json_object(data: bytes, *, source: str) -> dict[str, Any]:
+    """The JSON object serialized in ``data`` (a metadata version's document).
+
+    Raises:
+        CorruptFileError: ``<source>: not valid JSON (...)`` or ``<source>: not a JSON
+            object``.
+    """
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CorruptFileError(f"{source}: not valid JSON ({e})") from e
+    if not isinstance(doc, dict):
+        raise CorruptFileError(f"{source}: not a JSON object")
+    return doc
 
 
 def _hex(b: bytes) -> str:
@@ -657,13 +674,7 @@ class TableMetadata:
             CorruptFileError: if the bytes are not valid metadata JSON (the message names
                 ``source``).
         """
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-            raise CorruptFileError(f"{source or 'table metadata'}: not valid JSON ({e})") from e
-        if not isinstance(doc, dict):
-            raise CorruptFileError(f"{source or 'table metadata'}: not a JSON object")
-        return cls.from_dict(doc, source=source)
+        return cls.from_dict(json_object(data, source=source or "table metadata"), source=source)
 
 
 def regions_to_list(regions: Iterable[Region]) -> list[dict[str, str]]:

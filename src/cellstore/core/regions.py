@@ -23,6 +23,7 @@ from cellstore.errors import InvalidRowRangeError
 __all__ = [
     "MAX_SALT_BUCKETS",
     "Region",
+    "bisect_rows",
     "check_regions",
     "region_index",
     "region_of",
@@ -192,17 +193,23 @@ def sorted_region_bounds(
         ``len(split_keys) + 2`` offsets starting at 0 and ending at ``len(rows)``.
     """
     arr = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
-    n = len(arr)
     bounds = [0]
-    lo = 0
     for key in split_keys:
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if arr[mid].as_py() < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        bounds.append(lo)
-    bounds.append(n)
+        bounds.append(bisect_rows(arr, key, lo=bounds[-1]))
+    bounds.append(len(arr))
     return bounds
+
+
+def bisect_rows(rows: pa.Array | pa.ChunkedArray, key: bytes, *, lo: int = 0) -> int:
+    """First position at or after ``lo`` whose row is ``>= key``, in a sorted row column.
+
+    A binary search: ``O(log(len(rows)))`` scalar comparisons.
+    """
+    hi = len(rows)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rows[mid].as_py() < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

@@ -192,11 +192,10 @@ def parse_type_name(name: object, enum: type[_E], *, what: str) -> _E:
     for member in enum:
         if typ is not None and _type_of(member) is typ:
             return member
-    import difflib
+    from cellstore.core.text import did_you_mean
 
     valid = names_of(_type_of(m) for m in enum)
-    close = difflib.get_close_matches(str(name).strip().lower(), valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(str(name).strip().lower(), valid)
     raise InvalidArgumentError(f"unknown {what} {name!r}{hint}; valid names: {', '.join(valid)}")
 
 

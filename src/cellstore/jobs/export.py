@@ -140,22 +140,23 @@ class _FileSink:
         import pyarrow.parquet as pq
 
         if self.fmt == "parquet":
-            if self._writer is None:
-                self._schema = batch.schema
-                self._writer = pq.ParquetWriter(self.f, batch.schema)
-            self._writer.write_table(batch.cast(self._schema))
+            self._write_table(batch, pq.ParquetWriter)
             return
         text = _csv_table(batch, self.shape)
         if self.fmt == "csv":
-            if self._writer is None:
-                self._schema = text.schema
-                self._writer = pacsv.CSVWriter(self.f, text.schema)
-            self._writer.write_table(text.cast(self._schema))
+            self._write_table(text, pacsv.CSVWriter)
             return
         import json
 
         self._wrote_json = True
         self.f.write("".join(json.dumps(r) + "\n" for r in text.to_pylist()).encode("utf-8"))
+
+    def _write_table(self, table: pa.Table, writer_type: Any) -> None:
+        """Write through a table writer opened on the first table, with its schema."""
+        if self._writer is None:
+            self._schema = table.schema
+            self._writer = writer_type(self.f, table.schema)
+        self._writer.write_table(table.cast(self._schema))
 
     def close(self) -> None:
         if self._writer is not None:

@@ -42,6 +42,7 @@ from cellstore.core.metadata import (
     FileTotals,
     ManifestRef,
     TableMetadata,
+    json_object,
     regions_to_list,
 )
 from cellstore.errors import CommitConflictError, CorruptFileError
@@ -133,12 +134,7 @@ class VersionLog:
         Version 1 is never expired; versions 2 .. ``oldest - 1`` may have been
         (docs/format.md 13.5).
         """
-        try:
-            self.fs.invalidate_cache(self.oldest_path)
-            text = self.fs.cat_file(self.oldest_path).decode("ascii").strip()
-            return max(int(text), 1)
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
-            return 1
+        return self._read_number(self.oldest_path, floor=1)
 
     def set_oldest_version(self, version: int) -> None:
         """Record that versions below ``version`` (but 1) may be deleted (expire only)."""
@@ -162,12 +158,19 @@ class VersionLog:
         return bool(self.fs.exists(path))
 
     def _hint(self) -> int:
+        return self._read_number(self.hint_path, floor=0)
+
+    def _read_number(self, path: str, *, floor: int) -> int:
+        """The ASCII number in the small file ``path``, at least ``floor``.
+
+        ``floor`` when the file is missing or holds no number.
+        """
         try:
-            self.fs.invalidate_cache(self.hint_path)
-            text = self.fs.cat_file(self.hint_path).decode("ascii").strip()
-            return max(int(text), 0)
+            self.fs.invalidate_cache(path)
+            text = self.fs.cat_file(path).decode("ascii").strip()
+            return max(int(text), floor)
         except (FileNotFoundError, ValueError, UnicodeDecodeError):
-            return 0
+            return floor
 
     def latest_version(self) -> int:
         """The newest committed version, or 0 if the log is empty.
@@ -280,12 +283,7 @@ class TableLog(VersionLog):
         """
         source = self.version_path(version)
         data = self.read_bytes(version)
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-            raise CorruptFileError(f"{source}: not valid JSON ({e})") from e
-        if not isinstance(doc, dict):
-            raise CorruptFileError(f"{source}: not a JSON object")
+        doc = json_object(data, source=source)
         if doc.get("format-version") == 2:
             self._resolve_parts(doc, source)
         meta = TableMetadata.from_dict(doc, source=source)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import xxhash
 
 from cellstore.errors import CorruptFileError
+from cellstore.storefiles.hfile.varint import read_pb_varint
 
 __all__ = ["SplitBlockBloomFilter", "parse_bloom_filter"]
 
@@ -69,17 +70,11 @@ class SplitBlockBloomFilter:
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    out = 0
-    while True:
-        if pos >= len(buf):
-            raise CorruptFileError("bloom filter header is truncated")
-        b = buf[pos]
-        pos += 1
-        out |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return out, pos
-        shift += 7
+    """A Thrift compact-protocol varint: a protobuf base-128 varint (one decoder for both)."""
+    try:
+        return read_pb_varint(buf, pos)
+    except CorruptFileError:
+        raise CorruptFileError("bloom filter header is truncated") from None
 
 
 def _read_struct(buf: bytes, pos: int) -> tuple[dict[int, int], int]:

@@ -26,7 +26,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Final
 
 import fsspec
@@ -35,9 +34,11 @@ import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.metadata import FileEntry
+from cellstore.core.regions import bisect_rows
 from cellstore.errors import CellstoreError, CorruptFileError, MissingFileError
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
+from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.footer import (
     FOOTER_KEY,
     PARQUET_MAGIC,
@@ -121,7 +122,7 @@ def _cache_put(key: tuple[str, int, str], entry: _Footer) -> None:
             _cache.popitem(last=False)
 
 
-class StoreFileReader:
+class StoreFileReader(FileContext):
     """An open store file.
 
     Args:
@@ -253,15 +254,7 @@ class StoreFileReader:
         """Release the file handle."""
         self._handle.close()
 
-    def __enter__(self) -> StoreFileReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _leave(self, *, failed: bool) -> None:
         self.close()
 
     # ------------------------------------------------------------------ meta
@@ -515,21 +508,9 @@ def slice_rows(
     if all(g.within(start, stop) for g in stats):
         return table
     rows = table.column("row")
-    lo = _bisect_left(rows, start) if start else 0
-    hi = _bisect_left(rows, stop) if stop else table.num_rows
+    lo = bisect_rows(rows, start) if start else 0
+    hi = bisect_rows(rows, stop) if stop else table.num_rows
     return table.slice(lo, max(hi - lo, 0))
-
-
-def _bisect_left(rows: pa.ChunkedArray, key: bytes) -> int:
-    """First position whose row is >= ``key`` in a sorted row column."""
-    lo, hi = 0, len(rows)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rows[mid].as_py() < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def read_store_file(

@@ -16,7 +16,6 @@ import contextlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 import fsspec
@@ -26,6 +25,7 @@ import pyarrow as pa
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
 from cellstore.fs import join, makedirs_for
+from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.hfile.options import HFileOptions
 from cellstore.storefiles.layout import bulkload_file_relpath, store_file_relpath
 from cellstore.storefiles.writer import (
@@ -304,6 +304,25 @@ class HFileFormat:
         )
 
 
+def _format_or_parquet(
+    format: FileFormat[Any] | None,
+    seq: int | None,
+    load_id: str | None,
+    row_group_cells: int,
+    caller: str,
+) -> FileFormat[Any]:
+    """``format``, or store files (:class:`ParquetFormat`) when none is given.
+
+    Raises:
+        TypeError: ``<caller> needs seq and load_id, or a format``.
+    """
+    if format is not None:
+        return format
+    if seq is None or load_id is None:
+        raise TypeError(f"{caller} needs seq and load_id, or a format")
+    return ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells)
+
+
 def cap_cuts(cuts: list[int], max_files: int) -> list[int]:
     """Merge adjacent pieces of ``cuts`` (row boundaries) so at most ``max_files`` remain.
 
@@ -320,7 +339,7 @@ def cap_cuts(cuts: list[int], max_files: int) -> list[int]:
     return [cuts[int(i)] for i in keep]
 
 
-class RollingWriter(Generic[ResultT]):
+class RollingWriter(FileContext, Generic[ResultT]):
     """Write one region's cells of one family as a sequence of files, in any format.
 
     The one loop that names, rolls and writes output files, for loads, jobs and the HFile
@@ -394,10 +413,7 @@ class RollingWriter(Generic[ResultT]):
         format: FileFormat[Any] | None = None,
         max_files: int | None = None,
     ) -> None:
-        if format is None:
-            if seq is None or load_id is None:
-                raise TypeError("RollingWriter needs seq and load_id, or a format")
-            format = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells)
+        format = _format_or_parquet(format, seq, load_id, row_group_cells, "RollingWriter")
         if max_files is not None and max_files < 1:
             raise ValueError("max_files must be at least 1")
         self.fs = fs
@@ -459,16 +475,8 @@ class RollingWriter(Generic[ResultT]):
         self._paths = []
         self._done = True
 
-    def __enter__(self) -> RollingWriter[ResultT]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None or not self._done:
+    def _leave(self, *, failed: bool) -> None:
+        if failed or not self._done:
             self.abort()
 
 
@@ -547,10 +555,7 @@ def write_rolled(
     cuts = roll_points(cells, max_file_bytes)
     if max_files is not None:
         cuts = cap_cuts(cuts, max_files)
-    if format is None:
-        if seq is None or load_id is None:
-            raise TypeError("write_rolled needs seq and load_id, or a format")
-        format = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells)
+    format = _format_or_parquet(format, seq, load_id, row_group_cells, "write_rolled")
     with RollingWriter(
         fs,
         table_path,

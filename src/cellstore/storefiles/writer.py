@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Final
 
 import fsspec
@@ -40,6 +39,7 @@ from cellstore.core.codecs import binary_parts
 from cellstore.core.family import Family
 from cellstore.defaults import CELLSTORE_VERSION
 from cellstore.fs import makedirs_for
+from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.footer import (
     FOOTER_KEY,
     StoreFileInfo,
@@ -144,7 +144,7 @@ def bloom_ndv(cells: pa.Table, *, row_group_cells: int) -> int:
     return max(1, len(run_starts(head)))
 
 
-class StoreFileWriter:
+class StoreFileWriter(FileContext):
     """Write one store file chunk by chunk (the only Parquet store-file writer).
 
     Use it as a context manager and call :meth:`close` inside: leaving the block without
@@ -311,16 +311,8 @@ class StoreFileWriter:
             with contextlib.suppress(OSError):
                 self.fs.rm(self.path)
 
-    def __enter__(self) -> StoreFileWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None or not self._closed:
+    def _leave(self, *, failed: bool) -> None:
+        if failed or not self._closed:
             self.abort()
 
 

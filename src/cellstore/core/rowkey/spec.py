@@ -253,17 +253,15 @@ class RowKeySpec:
                 fields), a missing field (``partial=False``) or a gap in the leading fields
                 (``partial=True``), or a text that is not a number of the field's type.
         """
-        import difflib
-
         from cellstore.core.keys import from_string_binary
+        from cellstore.core.text import did_you_mean
 
         names = self.columns
         for name in texts:
             if name not in names:
-                close = difflib.get_close_matches(name, list(names), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise InvalidArgumentError(
-                    f"unknown row-key field {name!r}{hint}; the key's fields are {', '.join(names)}"
+                    f"unknown row-key field {name!r}{did_you_mean(name, names)}; "
+                    f"the key's fields are {', '.join(names)}"
                 )
         given = [n for n in names if n in texts]
         if partial:

@@ -66,6 +66,7 @@ from cellstore.jobs.index.rows import (
     RowStats,
     cells_of,
     empty_rows,
+    in_watched_columns,
     index_rows,
     marker_cells,
     read_rows,
@@ -279,13 +280,9 @@ def _watched_filter(definition: IndexDefinition, cells: pa.Table) -> pa.Table:
     """The raw cells that touch the index: watched columns and family-wide markers."""
     if definition.whole_row:
         return cells
-    columns = [split_column(c) for c in definition.watched_columns]
-    names = pa.array([f.encode("utf-8") + b"\x00" + q for f, q in columns], pa.binary())
-    keys = pc.binary_join_element_wise(
-        cells.column("family").cast(pa.binary()), cells.column("qualifier"), b"\x00"
-    )
+    families = {split_column(c)[0] for c in definition.watched_columns}
     family_markers = pc.and_(
-        pc.is_in(cells.column("family"), value_set=pa.array(sorted({f for f, _ in columns}))),
+        pc.is_in(cells.column("family"), value_set=pa.array(sorted(families))),
         pc.is_in(
             cells.column("type"),
             value_set=pa.array(
@@ -293,7 +290,7 @@ def _watched_filter(definition: IndexDefinition, cells: pa.Table) -> pa.Table:
             ),
         ),
     )
-    return cells.filter(pc.or_(pc.is_in(keys, value_set=names), family_markers))
+    return cells.filter(pc.or_(in_watched_columns(cells, definition), family_markers))
 
 
 def _touched_rows(
@@ -376,30 +373,61 @@ def _incremental(
         .append_column("marked", pa.array([], pa.bool_()))
     )
     # Index rows of touched rows whose key is gone: hide the whole row.
-    stale = old.filter(pc.invert(pc.is_in(old.column("key"), value_set=new.column("key"))))
-    deletes = marker_cells(
-        stale.column("key").combine_chunks(),
-        definition.family,
-        b"",
-        stale.column("newest").combine_chunks(),
-        CellType.DELETE_FAMILY,
-    )
+    deletes, stale = _hide_gone(old, new, definition)
     # New or changed index rows.
     visible = old.filter(old.column("marked")).drop_columns(["row", "newest", "marked"])
+    writes, changed = _changed_cells(index, new, visible, definition)
+    out = pa.concat_tables([c.cast(deletes.schema) for c in [deletes, *writes]])
+    return out, stats, len(touched), changed, stale
+
+
+def _hide_gone(held: pa.Table, new: pa.Table, definition: IndexDefinition) -> tuple[pa.Table, int]:
+    """Family delete markers hiding the rows of ``held`` whose key ``new`` lacks.
+
+    Args:
+        held: Index rows as stored, with their ``newest`` timestamp.
+        new: The index rows the data now gives.
+        definition: The index.
+
+    Returns:
+        The markers and how many index rows they hide.
+    """
+    gone = held.filter(pc.invert(pc.is_in(held.column("key"), value_set=new.column("key"))))
+    deletes = marker_cells(
+        gone.column("key").combine_chunks(),
+        definition.family,
+        b"",
+        gone.column("newest").combine_chunks(),
+        CellType.DELETE_FAMILY,
+    )
+    return deletes, gone.num_rows
+
+
+def _changed_cells(
+    index: TableHandle, new: pa.Table, visible: pa.Table, definition: IndexDefinition
+) -> tuple[list[pa.Table], int]:
+    """The cells that write the rows of ``new`` the index does not hold as they are.
+
+    Args:
+        index: The index table.
+        new: The index rows the data now gives.
+        visible: The index rows as stored and visible (``new``'s columns).
+        definition: The index.
+
+    Returns:
+        The cells (in key order, stamped above what the index holds) and how many rows
+        are new or changed.
+    """
     joined = _join_old(new, visible, definition)
-    changed = joined.filter(pc.invert(_same_covered(joined, definition)))
-    changed = changed.select(new.column_names)
-    cells = [deletes]
-    if changed.num_rows:
-        order = pc.sort_indices(changed, sort_keys=[("key", "ascending")])
-        changed = changed.take(order)
-        keys = changed.column("key").combine_chunks()
-        raw = read_rows(index, keys, families=[definition.family], raw=True)
-        stamps = _above(keys, changed.column("ts").combine_chunks(), raw)
-        cells.append(cells_of(changed, definition, ts=stamps))
-        cells.append(_dropped_covered(changed, definition, stamps, raw))
-    out = pa.concat_tables([c.cast(cells[0].schema) for c in cells])
-    return out, stats, len(touched), changed.num_rows, stale.num_rows
+    changed = joined.filter(pc.invert(_same_covered(joined, definition))).select(new.column_names)
+    if changed.num_rows == 0:
+        return [], 0
+    changed = changed.take(pc.sort_indices(changed, sort_keys=[("key", "ascending")]))
+    keys = changed.column("key").combine_chunks()
+    raw = read_rows(index, keys, families=[definition.family], raw=True)
+    stamps = _above(keys, changed.column("ts").combine_chunks(), raw)
+    cells = cells_of(changed, definition, ts=stamps)
+    return [cells, _dropped_covered(changed, definition, stamps, raw)], changed.num_rows
 
 
 def _above(keys: pa.Array, stamps: pa.Array, raw: pa.Table) -> pa.Array:

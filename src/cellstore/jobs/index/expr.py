@@ -31,7 +31,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -174,24 +174,20 @@ class _Parser:
 
     # grammar
     def expr(self) -> Expr:
-        node = self.additive()
-        while self.at_op("||"):
-            self.take()
-            node = Operator("||", node, self.additive())
-        return node
+        return self.left_assoc(("||",), self.additive)
 
     def additive(self) -> Expr:
-        node = self.term()
-        while (op := self.at_op("+", "-")) is not None:
-            self.take()
-            node = Operator(op, node, self.term())
-        return node
+        return self.left_assoc(("+", "-"), self.term)
 
     def term(self) -> Expr:
-        node = self.unary()
-        while (op := self.at_op("*", "/")) is not None:
+        return self.left_assoc(("*", "/"), self.unary)
+
+    def left_assoc(self, ops: tuple[str, ...], operand: Callable[[], Expr]) -> Expr:
+        """``operand (op operand)*`` for ``op`` in ``ops``, grouped from the left."""
+        node = operand()
+        while (op := self.at_op(*ops)) is not None:
             self.take()
-            node = Operator(op, node, self.unary())
+            node = Operator(op, node, operand())
         return node
 
     def unary(self) -> Expr:

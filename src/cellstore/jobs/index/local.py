@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.commit import Commit, FileChange, commit
-from cellstore.core.keys import RowRange, split_column
+from cellstore.core.keys import RowRange
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.regions import region_index
 from cellstore.fs import ensure_exclusive_create
@@ -38,7 +38,7 @@ from cellstore.jobs.index.definition import (
     definitions_of,
 )
 from cellstore.jobs.index.keys import IndexType, decode_keys, encode_part
-from cellstore.jobs.index.rows import RowStats, cells_of, index_rows
+from cellstore.jobs.index.rows import RowStats, cells_of, in_watched_columns, index_rows
 from cellstore.loader.direct import WrittenFile, normalize_cells, now_ms, write_cells
 from cellstore.reader import RESULT_SCHEMA, Scan
 from cellstore.reader.tables import scan_table
@@ -153,12 +153,7 @@ def _own(cells: pa.Table, definition: IndexDefinition) -> pa.Table:
     """The cells of ``definition``'s watched columns (every cell for a key-only index)."""
     if definition.whole_row:
         return cells
-    pairs = [split_column(c) for c in definition.watched_columns]
-    names = pa.array([f.encode("utf-8") + b"\x00" + q for f, q in pairs], pa.binary())
-    keys = pc.binary_join_element_wise(
-        cells.column("family").cast(pa.binary()), cells.column("qualifier"), b"\x00"
-    )
-    return cells.filter(pc.is_in(keys, value_set=names))
+    return cells.filter(in_watched_columns(cells, definition))
 
 
 def after_regions_change(table: TableHandle, regions: Sequence[str]) -> LocalRebuildReport | None:

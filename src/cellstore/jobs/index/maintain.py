@@ -42,25 +42,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.commit import Commit, FileChange, commit, file_entry
-from cellstore.core.cells import CellType
 from cellstore.core.metadata import UNASSIGNED_SEQ, TableMetadata
 from cellstore.core.names import TableName
 from cellstore.fs import ensure_exclusive_create
 from cellstore.handle import Catalog, PendingLoad, TableHandle
 from cellstore.jobs.common import new_job_id
-from cellstore.jobs.index.build import (
-    _above,
-    _dropped_covered,
-    _join_old,
-    _same_covered,
-    _touched_rows,
-    _Writer,
-)
+from cellstore.jobs.index.build import _changed_cells, _hide_gone, _touched_rows, _Writer
 from cellstore.jobs.index.catalog import open_index_table
 from cellstore.jobs.index.definition import IndexDefinition, definitions_of
 from cellstore.jobs.index.local import local_types, localize
 from cellstore.jobs.index.lookup import _column_mask
-from cellstore.jobs.index.rows import cells_of, index_rows, marker_cells, read_rows, stored_rows
+from cellstore.jobs.index.rows import index_rows, read_rows, stored_rows
 from cellstore.storefiles.layout import TABLE_DEPTH
 from cellstore.storefiles.writer import WrittenFile
 
@@ -248,25 +240,11 @@ def _maintain(
     held = held.append_column("newest", newest).append_column("marked", pa.array(marked))
     visible = held.filter(held.column("marked"))
     # Index rows whose key the touched rows no longer have: hide them whole.
-    gone = visible.filter(pc.invert(pc.is_in(visible.column("key"), value_set=now.column("key"))))
-    deletes = marker_cells(
-        gone.column("key").combine_chunks(),
-        definition.family,
-        b"",
-        gone.column("newest").combine_chunks(),
-        CellType.DELETE_FAMILY,
+    deletes, gone = _hide_gone(visible, now, definition)
+    writes, changed = _changed_cells(
+        index, now, visible.drop_columns(["row", "newest", "marked"]), definition
     )
-    joined = _join_old(now, visible.drop_columns(["row", "newest", "marked"]), definition)
-    changed = joined.filter(pc.invert(_same_covered(joined, definition))).select(now.column_names)
-    cells = [deletes]
-    if changed.num_rows:
-        changed = changed.take(pc.sort_indices(changed, sort_keys=[("key", "ascending")]))
-        changed_keys = changed.column("key").combine_chunks()
-        held_raw = read_rows(index, changed_keys, families=family, raw=True)
-        stamps = _above(changed_keys, changed.column("ts").combine_chunks(), held_raw)
-        cells.append(cells_of(changed, definition, ts=stamps))
-        cells.append(_dropped_covered(changed, definition, stamps, held_raw))
-    out = pa.concat_tables([c.cast(deletes.schema) for c in cells])
+    out = pa.concat_tables([c.cast(deletes.schema) for c in [deletes, *writes]])
     if out.num_rows == 0:
         return nothing
     writer = _Writer(index.fs, index.path, index.metadata, definition, types, spec)
@@ -283,8 +261,8 @@ def _maintain(
             base=index.metadata,
             summary={
                 "data-load-id": load_id,
-                "index-rows": changed.num_rows,
-                "deleted-rows": gone.num_rows,
+                "index-rows": changed,
+                "deleted-rows": gone,
                 "files": len(written),
             },
         ),
@@ -293,7 +271,7 @@ def _maintain(
         definition.name,
         definition.index_table,
         len(touched),
-        changed.num_rows,
-        gone.num_rows,
+        changed,
+        gone,
         None if result.applied_before else result.metadata.version,
     )

@@ -37,6 +37,7 @@ __all__ = [
     "RowStats",
     "cells_of",
     "empty_rows",
+    "in_watched_columns",
     "index_rows",
     "pivot",
     "read_rows",
@@ -288,6 +289,17 @@ def _covered_qualifier(name: str) -> bytes:
     """The index qualifier of a covered column: its ``family:qualifier`` name as bytes."""
     fam, qual = split_column(name)
     return fam.encode("utf-8") + b":" + qual
+
+
+def in_watched_columns(cells: pa.Table, definition: IndexDefinition) -> pa.ChunkedArray:
+    """Per cell, whether it is in one of ``definition``'s watched columns."""
+    columns = [split_column(c) for c in definition.watched_columns]
+    names = pa.array([f.encode("utf-8") + b"\x00" + q for f, q in columns], pa.binary())
+    keys = pc.binary_join_element_wise(
+        cells.column("family").cast(pa.binary()), cells.column("qualifier"), b"\x00"
+    )
+    mask: pa.ChunkedArray = pc.is_in(keys, value_set=names)
+    return mask
 
 
 def marker_cells(

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from cellstore.core.cells import RESULT_CELL_SCHEMA
 from cellstore.errors import CorruptFileError
 from cellstore.storefiles.hfile.kernels import BAD_KEY, decode_cells_dictionary, walk_none
 from cellstore.storefiles.hfile.varint import vlongs_at
@@ -41,16 +42,7 @@ __all__ = [
 ]
 
 #: The cell columns of :func:`cells_to_table` (as the scan results' ``cells`` shape).
-HFILE_CELL_SCHEMA: Final = pa.schema(
-    [
-        pa.field("row", pa.binary(), nullable=False),
-        pa.field("family", pa.string(), nullable=False),
-        pa.field("qualifier", pa.binary(), nullable=False),
-        pa.field("ts", pa.int64(), nullable=False),
-        pa.field("type", pa.int8(), nullable=False),
-        pa.field("value", pa.binary(), nullable=False),
-    ]
-)
+HFILE_CELL_SCHEMA: Final = RESULT_CELL_SCHEMA
 _SEQ_ID: Final = pa.field("seq_id", pa.int64(), nullable=False)
 _TAGS: Final = pa.field("tags", pa.binary(), nullable=False)
 _I8: Final = np.arange(8, dtype=np.int64)

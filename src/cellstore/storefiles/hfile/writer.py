@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
-from types import TracebackType
 from typing import Any, Final, Literal, Unpack
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from cellstore.errors import InvalidArgumentError
+from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.hfile.assembler import (
     KV_COMPARATOR,
     Assembler,
@@ -71,7 +71,7 @@ def hfile_options(options: HFileOptions | None, overrides: HFileKwargs) -> HFile
     return replace(base, **overrides) if overrides else base
 
 
-class HFileWriter:
+class HFileWriter(FileContext):
     """Streams one HBase HFile v3.3 to a file, batch by batch (``HFileWriterImpl``).
 
     Each :meth:`write` takes a batch of cells already in HBase's order (row, family,
@@ -206,16 +206,8 @@ class HFileWriter:
             if self._fs.exists(self._path):
                 self._fs.rm(self._path)
 
-    def __enter__(self) -> HFileWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
+    def _leave(self, *, failed: bool) -> None:
+        if failed:
             self.abort()
         elif self._state == "open":
             self.close()
