@@ -30,6 +30,7 @@ from cellstore.cli.scanflags import (
 
 if TYPE_CHECKING:
     from cellstore.hbase.tables import HBaseTable
+    from cellstore.reader import Scan
 
 __all__ = [
     "COMMANDS",
@@ -135,16 +136,21 @@ def describe_cmd(cli_ctx: CliContext, *, source: HBaseSource) -> None:
     cli_ctx.output.describe_table(source.open(cli_ctx).describe())
 
 
+def _planned(cli_ctx: CliContext, source: HBaseSource, scan: ScanFlags) -> tuple[str, Scan, float]:
+    """Open ``source`` and plan its scan: the table's name, the scan, and when it started."""
+    handle = source.open(cli_ctx)
+    started = time.perf_counter()
+    return handle.name, handle.scan(scan.options(handle)), started
+
+
 @click.command("scan")
 @hbase_source
 @scan_flags(*HBASE_SCAN_FLAGS)
 @pass_cli_context
 def scan_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
     """Scan an HBase table or snapshot under ROOT, printed as ``cellstore scan`` does."""
-    handle = source.open(cli_ctx)
-    started = time.perf_counter()
-    batches = handle.scan(scan.options(handle)).to_batches()
-    cli_ctx.output.scan_cells(handle.name, batches, started=started)
+    name, planned, started = _planned(cli_ctx, source, scan)
+    cli_ctx.output.scan_cells(name, planned.to_batches(), started=started)
 
 
 @click.command("count")
@@ -153,10 +159,8 @@ def scan_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> No
 @pass_cli_context
 def count_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
     """Count the rows of an HBase table or snapshot that have a visible cell."""
-    handle = source.open(cli_ctx)
-    started = time.perf_counter()
-    rows = handle.scan(scan.options(handle)).count_rows()
-    cli_ctx.output.row_count(handle.name, rows, started=started)
+    name, planned, started = _planned(cli_ctx, source, scan)
+    cli_ctx.output.row_count(name, planned.count_rows(), started=started)
 
 
 @click.command("export-hfiles")
