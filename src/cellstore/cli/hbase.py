@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.params import STORAGE_OPTION
+from cellstore.cli.params import other_storage_options
 from cellstore.cli.scanflags import (
     FLAGS,
     HBASE_COUNT_FLAGS,
@@ -207,14 +207,7 @@ def count_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> N
     help="Roll files at about this many uncompressed bytes, between rows (default 10 GiB).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace what DIRECTORY holds.")
-@click.option(
-    "--to-storage-option",
-    "url_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for DIRECTORY's filesystem (repeatable; default: --storage-option "
-    "when DIRECTORY has the root's protocol).",
-)
+@other_storage_options("--to-storage-option", "url_options", "DIRECTORY")
 @pass_cli_context
 def export_hfiles_cmd(
     cli_ctx: CliContext,
@@ -308,13 +301,8 @@ def export_hfiles_cmd(
     metavar="BYTES",
     help="Roll store files at about this many uncompressed bytes, between rows (default 1 GiB).",
 )
-@click.option(
-    "--warehouse-storage-option",
-    "warehouse_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for WAREHOUSE's filesystem (repeatable; default: --storage-option "
-    "when WAREHOUSE has ROOT's protocol).",
+@other_storage_options(
+    "--warehouse-storage-option", "warehouse_options", "WAREHOUSE", root="ROOT's"
 )
 @pass_cli_context
 def import_cmd(
