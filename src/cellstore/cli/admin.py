@@ -24,7 +24,7 @@ import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
-from cellstore.cli.params import LOAD_ID, STORAGE_OPTION
+from cellstore.cli.params import LOAD_ID, other_storage_options
 from cellstore.cli.scanflags import EXPORT_FLAGS, FLAGS, ScanFlags, scan_flags
 from cellstore.errors import InvalidArgumentError
 
@@ -295,14 +295,7 @@ def _output_options(
 )
 @scan_flags(*EXPORT_FLAGS)
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in URL.")
-@click.option(
-    "--to-storage-option",
-    "url_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for URL's filesystem (repeatable; default: --storage-option when "
-    "URL has the root's protocol).",
-)
+@other_storage_options("--to-storage-option", "url_options", "URL")
 @pass_cli_context
 def export_cmd(
     cli_ctx: CliContext,
@@ -359,14 +352,7 @@ def export_cmd(
     metavar="URL",
     help="Warehouse root of DEST_TABLE (default: the same as TABLE's).",
 )
-@click.option(
-    "--to-storage-option",
-    "dest_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for --to-root's filesystem (repeatable; default: --storage-option "
-    "when --to-root has the root's protocol).",
-)
+@other_storage_options("--to-storage-option", "dest_options", "--to-root")
 @click.option(
     "--no-create",
     is_flag=True,
@@ -441,6 +427,32 @@ def copy_cmd(
 
 
 # ---------------------------------------------------------------------------- vacuum, verify
+#: ``vacuum`` and ``expire``: delete only with ``--yes``.
+_DRY_RUN: Final = click.option(
+    "--dry-run/--yes",
+    "dry_run",
+    default=True,
+    show_default=True,
+    help="--dry-run only shows what would be deleted; --yes deletes.",
+)
+
+
+def _no_retention_check(period: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--no-retention-check``; ``period`` names the command's retention in the help."""
+    return click.option(
+        "--no-retention-check",
+        is_flag=True,
+        help=f"Allow {period} under 1 hour (only when no load or job can be running).",
+    )
+
+
+def _dry_run_note(dry_run: bool, anything: bool) -> list[str]:
+    """The closing line of a dry run that would have deleted ``anything``."""
+    if dry_run and anything:
+        return ["Dry run: nothing was deleted; run again with --yes to delete"]
+    return []
+
+
 @click.command("vacuum")
 @click.argument("table")
 @click.option(
@@ -450,18 +462,8 @@ def copy_cmd(
     metavar="DURATION",
     help="Keep files (and as-of versions) younger than this: 7d, 12h, 30m, 90s.",
 )
-@click.option(
-    "--dry-run/--yes",
-    "dry_run",
-    default=True,
-    show_default=True,
-    help="--dry-run only shows what would be deleted; --yes deletes.",
-)
-@click.option(
-    "--no-retention-check",
-    is_flag=True,
-    help="Allow a retention under 1 hour (only when no load or job can be running).",
-)
+@_DRY_RUN
+@_no_retention_check("a retention")
 @FLAGS["now_ms"]
 @pass_cli_context
 def vacuum_cmd(
@@ -506,8 +508,7 @@ def vacuum_cmd(
         if r.other_deleted:
             out.append(f"{verb} {len(r.other_deleted)} load report / temporary file(s)")
             out += [f"  {p}" for p in r.other_deleted]
-        if r.dry_run and (r.deleted or r.other_deleted):
-            out.append("Dry run: nothing was deleted; run again with --yes to delete")
+        out += _dry_run_note(r.dry_run, bool(r.deleted or r.other_deleted))
         return out
 
     _emit(cli_ctx.output, r.to_dict(), lines)
@@ -563,24 +564,14 @@ def verify_cmd(cli_ctx: CliContext, *, table: str, version: int | None, workers:
     metavar="DURATION",
     help="Delete metadata versions not current within this period: 7d, 12h, 30m.",
 )
-@click.option(
-    "--dry-run/--yes",
-    "dry_run",
-    default=True,
-    show_default=True,
-    help="--dry-run only shows what would be deleted; --yes deletes.",
-)
+@_DRY_RUN
 @click.option(
     "--rewrite-manifests",
     "rewrite",
     is_flag=True,
     help="First fold the newest version's manifest files into one (a commit).",
 )
-@click.option(
-    "--no-retention-check",
-    is_flag=True,
-    help="Allow a period under 1 hour (only when no load or job can be running).",
-)
+@_no_retention_check("a period")
 @FLAGS["now_ms"]
 @pass_cli_context
 def expire_cmd(
@@ -623,8 +614,7 @@ def expire_cmd(
         ]
         if r.rewritten:
             out.append("Rewrote the newest version's manifests into one")
-        if r.dry_run and (r.versions_deleted or r.files_deleted):
-            out.append("Dry run: nothing was deleted; run again with --yes to delete")
+        out += _dry_run_note(r.dry_run, bool(r.versions_deleted or r.files_deleted))
         return out
 
     _emit(cli_ctx.output, r.to_dict(), lines)

@@ -10,13 +10,16 @@ as ``cellstore scan`` prints them.
 
 from __future__ import annotations
 
+import functools
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.params import STORAGE_OPTION
+from cellstore.cli.params import other_storage_options
 from cellstore.cli.scanflags import (
     FLAGS,
     HBASE_COUNT_FLAGS,
@@ -27,13 +30,16 @@ from cellstore.cli.scanflags import (
 
 if TYPE_CHECKING:
     from cellstore.hbase.tables import HBaseTable
+    from cellstore.reader import Scan
 
 __all__ = [
     "COMMANDS",
+    "HBaseSource",
     "count_cmd",
     "describe_cmd",
     "export_hfiles_cmd",
     "hbase_group",
+    "hbase_source",
     "import_cmd",
     "scan_cmd",
 ]
@@ -63,92 +69,98 @@ _FOLLOW_SYMLINKS = click.option(
     help="Follow symlinks that lead outside ROOT (default: only those inside it).",
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def _open(
-    cli_ctx: CliContext,
-    root: str,
-    snapshot: str | None,
-    table: str | None,
-    *,
-    follow_symlinks: bool = False,
-) -> HBaseTable:
-    """Open the snapshot or table; the names are checked by ``cellstore.hbase``."""
-    from cellstore.hbase.tables import open_snapshot, open_table
 
-    if (snapshot is None) == (table is None):
-        raise click.UsageError("give exactly one of --snapshot NAME or --table NS:TABLE")
-    options: dict[str, Any] | None = dict(cli_ctx.storage_options) if "://" in root else None
-    if snapshot is not None:
-        return open_snapshot(
-            root, snapshot, storage_options=options, follow_symlinks=follow_symlinks
-        )
-    assert table is not None
-    return open_table(root, table, storage_options=options, follow_symlinks=follow_symlinks)
+@dataclass(frozen=True)
+class HBaseSource:
+    """What ``ROOT --snapshot NAME | --table NS:TABLE [--follow-symlinks]`` names.
+
+    Attributes:
+        root: The HBase root directory or ``ExportSnapshot`` target, as given.
+        snapshot: The snapshot to read, or None.
+        table: The table of the root directory to read, or None.
+        follow_symlinks: Whether symlinks leading outside ``root`` are followed.
+    """
+
+    root: str
+    snapshot: str | None
+    table: str | None
+    follow_symlinks: bool
+
+    def open(self, cli_ctx: CliContext) -> HBaseTable:
+        """Open the snapshot or table; the names are checked by ``cellstore.hbase``.
+
+        Raises:
+            click.UsageError: not exactly one of ``--snapshot`` and ``--table``.
+        """
+        from cellstore.hbase.tables import open_snapshot, open_table
+
+        if (self.snapshot is None) == (self.table is None):
+            raise click.UsageError("give exactly one of --snapshot NAME or --table NS:TABLE")
+        root = self.root
+        options: dict[str, Any] | None = dict(cli_ctx.storage_options) if "://" in root else None
+        follow = self.follow_symlinks
+        if self.snapshot is not None:
+            return open_snapshot(
+                root, self.snapshot, storage_options=options, follow_symlinks=follow
+            )
+        assert self.table is not None
+        return open_table(root, self.table, storage_options=options, follow_symlinks=follow)
+
+
+def hbase_source(command: F) -> F:
+    """Decorator: add ``ROOT``, ``--snapshot``, ``--table`` and ``--follow-symlinks``.
+
+    The command is called with one ``source`` keyword, an :class:`HBaseSource`, instead
+    of a keyword per parameter.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in ("root", "snapshot", "table")}
+        source = HBaseSource(**given, follow_symlinks=kwargs.pop("follow_symlinks"))
+        return command(*args, source=source, **kwargs)
+
+    out: Callable[..., Any] = wrapper
+    for add in reversed((click.argument("root"), _SNAPSHOT, _TABLE, _FOLLOW_SYMLINKS)):
+        out = add(out)
+    return out  # type: ignore[return-value]
 
 
 @click.command("describe")
-@click.argument("root")
-@_SNAPSHOT
-@_TABLE
-@_FOLLOW_SYMLINKS
+@hbase_source
 @pass_cli_context
-def describe_cmd(
-    cli_ctx: CliContext,
-    *,
-    root: str,
-    snapshot: str | None,
-    table: str | None,
-    follow_symlinks: bool,
-) -> None:
+def describe_cmd(cli_ctx: CliContext, *, source: HBaseSource) -> None:
     """Describe an HBase table or snapshot: families with their settings, regions, files."""
-    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
-    cli_ctx.output.describe_table(handle.describe())
+    cli_ctx.output.describe_table(source.open(cli_ctx).describe())
+
+
+def _planned(cli_ctx: CliContext, source: HBaseSource, scan: ScanFlags) -> tuple[str, Scan, float]:
+    """Open ``source`` and plan its scan: the table's name, the scan, and when it started."""
+    handle = source.open(cli_ctx)
+    started = time.perf_counter()
+    return handle.name, handle.scan(scan.options(handle)), started
 
 
 @click.command("scan")
-@click.argument("root")
-@_SNAPSHOT
-@_TABLE
-@_FOLLOW_SYMLINKS
+@hbase_source
 @scan_flags(*HBASE_SCAN_FLAGS)
 @pass_cli_context
-def scan_cmd(
-    cli_ctx: CliContext,
-    *,
-    root: str,
-    snapshot: str | None,
-    table: str | None,
-    follow_symlinks: bool,
-    scan: ScanFlags,
-) -> None:
+def scan_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
     """Scan an HBase table or snapshot under ROOT, printed as ``cellstore scan`` does."""
-    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
-    started = time.perf_counter()
-    batches = handle.scan(scan.options(handle)).to_batches()
-    cli_ctx.output.scan_cells(handle.name, batches, started=started)
+    name, planned, started = _planned(cli_ctx, source, scan)
+    cli_ctx.output.scan_cells(name, planned.to_batches(), started=started)
 
 
 @click.command("count")
-@click.argument("root")
-@_SNAPSHOT
-@_TABLE
-@_FOLLOW_SYMLINKS
+@hbase_source
 @scan_flags(*HBASE_COUNT_FLAGS)
 @pass_cli_context
-def count_cmd(
-    cli_ctx: CliContext,
-    *,
-    root: str,
-    snapshot: str | None,
-    table: str | None,
-    follow_symlinks: bool,
-    scan: ScanFlags,
-) -> None:
+def count_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
     """Count the rows of an HBase table or snapshot that have a visible cell."""
-    handle = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
-    started = time.perf_counter()
-    rows = handle.scan(scan.options(handle)).count_rows()
-    cli_ctx.output.row_count(handle.name, rows, started=started)
+    name, planned, started = _planned(cli_ctx, source, scan)
+    cli_ctx.output.row_count(name, planned.count_rows(), started=started)
 
 
 @click.command("export-hfiles")
@@ -195,14 +207,7 @@ def count_cmd(
     help="Roll files at about this many uncompressed bytes, between rows (default 10 GiB).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace what DIRECTORY holds.")
-@click.option(
-    "--to-storage-option",
-    "url_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for DIRECTORY's filesystem (repeatable; default: --storage-option "
-    "when DIRECTORY has the root's protocol).",
-)
+@other_storage_options("--to-storage-option", "url_options", "DIRECTORY")
 @pass_cli_context
 def export_hfiles_cmd(
     cli_ctx: CliContext,
@@ -266,10 +271,7 @@ def export_hfiles_cmd(
 
 
 @click.command("import")
-@click.argument("root")
-@_SNAPSHOT
-@_TABLE
-@_FOLLOW_SYMLINKS
+@hbase_source
 @click.argument("warehouse")
 @click.argument("dest")
 @click.option(
@@ -299,22 +301,14 @@ def export_hfiles_cmd(
     metavar="BYTES",
     help="Roll store files at about this many uncompressed bytes, between rows (default 1 GiB).",
 )
-@click.option(
-    "--warehouse-storage-option",
-    "warehouse_options",
-    type=STORAGE_OPTION,
-    multiple=True,
-    help="fsspec option for WAREHOUSE's filesystem (repeatable; default: --storage-option "
-    "when WAREHOUSE has ROOT's protocol).",
+@other_storage_options(
+    "--warehouse-storage-option", "warehouse_options", "WAREHOUSE", root="ROOT's"
 )
 @pass_cli_context
 def import_cmd(
     cli_ctx: CliContext,
     *,
-    root: str,
-    snapshot: str | None,
-    table: str | None,
-    follow_symlinks: bool,
+    source: HBaseSource,
     warehouse: str,
     dest: str,
     import_id: str | None,
@@ -342,7 +336,8 @@ def import_cmd(
     )
     from cellstore.warehouse import connect
 
-    source = _open(cli_ctx, root, snapshot, table, follow_symlinks=follow_symlinks)
+    root = source.root
+    handle = source.open(cli_ctx)
 
     def protocol(u: str) -> str:
         return u.split("://", 1)[0] if "://" in u else "file"
@@ -359,7 +354,7 @@ def import_cmd(
     try:
         with _progress(cli_ctx.output, label=f"import {dest}") as progress:
             r = import_hbase_table(
-                source,
+                handle,
                 wh,
                 dest,
                 root=root,

@@ -12,10 +12,11 @@ The library (and with it pyarrow) is imported inside command bodies only, so
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -107,10 +108,31 @@ _DEFINE_OPTIONS = [
 ]
 
 
-def _define_options(f: Any) -> Any:
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DEFINE_NAMES = ("column", "codec", "parts", "covered", "index_table", "maintain", "local")
+
+
+def _define_options(command: F) -> F:
+    """Decorator: add the index definition options (``--column`` ... ``--local``).
+
+    The command is called with one ``definition`` keyword, the keywords of
+    :func:`~cellstore.jobs.index.create_index` and ``build_index`` that define the index,
+    instead of a keyword per option.
+
+    Raises:
+        click.UsageError: both ``--column`` and ``--part``.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in _DEFINE_NAMES}
+        return command(*args, definition=_definition_args(**given), **kwargs)
+
+    out: Callable[..., Any] = wrapper
     for option in reversed(_DEFINE_OPTIONS):
-        f = option(f)
-    return f
+        out = option(out)
+    return out  # type: ignore[return-value]
 
 
 def _definition_args(
@@ -162,27 +184,14 @@ def _definition_lines(d: IndexDefinition) -> list[str]:
 @click.argument("name")
 @_define_options
 @pass_cli_context
-def create_cmd(
-    cli_ctx: CliContext,
-    *,
-    table: str,
-    name: str,
-    column: str | None,
-    codec: str | None,
-    parts: tuple[str, ...],
-    covered: tuple[str, ...],
-    index_table: str | None,
-    maintain: bool,
-    local: bool,
-) -> None:
+def create_cmd(cli_ctx: CliContext, *, table: str, name: str, definition: dict[str, Any]) -> None:
     """Define index NAME on TABLE and create its empty index table (no build)."""
     from cellstore.jobs.index import create_index
 
-    args = _definition_args(column, codec, parts, covered, index_table, maintain, local)
-    if args["column"] is None and args["expression"] is None:
+    if definition["column"] is None and definition["expression"] is None:
         raise click.UsageError("give --column or --part")
-    definition = create_index(cli_ctx.warehouse().table(table), name=name, **args)
-    _emit(cli_ctx, definition.to_dict(), _definition_lines(definition))
+    created = create_index(cli_ctx.warehouse().table(table), name=name, **definition)
+    _emit(cli_ctx, created.to_dict(), _definition_lines(created))
 
 
 # ------------------------------------------------------------------------------- build
@@ -241,13 +250,7 @@ def build_cmd(
     *,
     table: str,
     name: str,
-    column: str | None,
-    codec: str | None,
-    parts: tuple[str, ...],
-    covered: tuple[str, ...],
-    index_table: str | None,
-    maintain: bool,
-    local: bool,
+    definition: dict[str, Any],
     incremental: bool,
     since: int | None,
     until: int | None,
@@ -260,7 +263,7 @@ def build_cmd(
     from cellstore.core.cells import LATEST_TIMESTAMP
     from cellstore.jobs.index import build_index
 
-    args = _definition_args(column, codec, parts, covered, index_table, maintain, local)
+    args = definition
     if (since is not None or until is not None) and not incremental:
         raise click.UsageError("--since and --until go with --incremental")
     if until is not None and since is None:
@@ -270,7 +273,7 @@ def build_cmd(
         time_range = (since, until if until is not None else LATEST_TIMESTAMP)
     if args["column"] is None and args["expression"] is None:
         args = {}
-        if covered or codec or index_table:
+        if definition["covered"] or definition["codec"] or definition["index_table"]:
             raise click.UsageError("--codec, --covered and --index-table need --column or --part")
     report = build_index(
         cli_ctx.warehouse().table(table),

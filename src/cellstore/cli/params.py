@@ -43,6 +43,7 @@ __all__ = [
     "SpecError",
     "StorageOptionType",
     "option_values",
+    "other_storage_options",
     "parse_family_spec",
     "redact",
 ]
@@ -383,6 +384,24 @@ FAMILY_TIME_RANGE: Final = FamilyTimeRangeType()
 KEY_VALUE: Final = KeyValueType()
 LOAD_ID: Final = LoadIdType()
 STORAGE_OPTION: Final = StorageOptionType()
+
+
+def other_storage_options(
+    flag: str, dest: str, target: str, *, root: str = "the root's"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A repeatable ``flag`` of fsspec options for another URL's filesystem (``target``).
+
+    The command resolves them: the options given, else ``--storage-option`` when
+    ``target`` has ``root`` protocol.
+    """
+    return click.option(
+        flag,
+        dest,
+        type=STORAGE_OPTION,
+        multiple=True,
+        help=f"fsspec option for {target}'s filesystem (repeatable; default: --storage-option "
+        f"when {target} has {root} protocol).",
+    )
 
 
 def parse_column_types(column_types: Sequence[str], *, shape: str) -> dict[str, str]:

@@ -124,8 +124,6 @@ class HFileExportReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
-        from cellstore.core.keys import to_string_binary
-
         return {
             "table": self.table,
             "version": self.version,
@@ -133,18 +131,7 @@ class HFileExportReport:
             "families": list(self.families),
             "regions": self.regions,
             "tasks": self.tasks,
-            "files": [
-                {
-                    "family": f.family,
-                    "region": f.region,
-                    "path": f.path,
-                    "cells": f.cells,
-                    "bytes": f.size,
-                    "first-row": to_string_binary(f.first_row),
-                    "last-row": to_string_binary(f.last_row),
-                }
-                for f in self.files
-            ],
+            "files": [f.to_dict() for f in self.files],
             "cells": self.cells,
             "bytes": self.bytes,
         }

@@ -62,6 +62,7 @@ __all__ = [
     "TaskOutput",
     "commit_load",
     "execute_plan",
+    "files_summary",
     "reduce_region",
     "reroute_files",
     "run_task",
@@ -513,6 +514,15 @@ def reroute_files(
             fs.rm(join(table_path, w.relpath))
         assert by_id  # regions exist
     return out, changed
+
+
+def files_summary(written: Sequence[WrittenFile]) -> dict[str, int]:
+    """The ``cells``, ``files`` and ``bytes`` a load's history entry records for its files."""
+    return {
+        "cells": sum(w.info.cells for w in written),
+        "files": len(written),
+        "bytes": sum(w.info.size for w in written),
+    }
 
 
 def commit_load(

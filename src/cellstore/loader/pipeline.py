@@ -45,7 +45,7 @@ from cellstore.loader.direct import (
     salt_rows,
     write_cells,
 )
-from cellstore.loader.execute import TaskOutput, commit_load, execute_plan
+from cellstore.loader.execute import TaskOutput, commit_load, execute_plan, files_summary
 from cellstore.loader.inputs import DiscoveredInputs
 from cellstore.loader.keycheck import KeyFinding, analyze_keys
 from cellstore.loader.mapping import LoadMapping, properties_after_load
@@ -215,9 +215,7 @@ def commit_written(
         written,
         load_id=settings.load_id,
         summary={
-            "cells": sum(w.info.cells for w in written),
-            "files": len(written),
-            "bytes": sum(w.info.size for w in written),
+            **files_summary(written),
             **summary,
         },
         row_group_cells=settings.row_group_cells,

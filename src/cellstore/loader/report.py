@@ -141,18 +141,7 @@ class HFileOutputReport:
             "cells": self.cells,
             "bytes": self.bytes,
             "stores": [s.to_dict() for s in self.stores],
-            "files": [
-                {
-                    "family": f.family,
-                    "region": f.region,
-                    "path": f.path,
-                    "cells": f.cells,
-                    "bytes": f.size,
-                    "first-row": to_string_binary(f.first_row),
-                    "last-row": to_string_binary(f.last_row),
-                }
-                for f in self.files
-            ],
+            "files": [f.to_dict() for f in self.files],
         }
 
 

@@ -25,8 +25,10 @@ deleted; the merged files keep the load's sequence number and run order.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -117,14 +119,7 @@ def _one_row(t: pa.Table) -> bool:
 
 def _count_below(rows: pa.ChunkedArray, bound: bytes) -> int:
     """How many of the sorted ``rows`` are below ``bound`` (binary search: O(log n))."""
-    lo, hi = 0, len(rows)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rows[mid].as_py() < bound:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect.bisect_left(rows, bound, key=operator.methodcaller("as_py"))
 
 
 def _merged_chunks(readers: Sequence[StoreFileReader], chunk: int) -> Iterator[pa.Table]:

@@ -41,7 +41,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from cellstore.core.cells import run_starts
+from cellstore.core.cells import CELL_SCHEMA, run_starts
 from cellstore.core.semantics import merge_resolve
 from cellstore.core.semantics.merge import merge_resolve_rows
 from cellstore.core.semantics.runs import merge_families
@@ -52,17 +52,9 @@ from cellstore.storefiles.reader import slice_rows
 
 __all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task"]
 
-#: Schema of scan results in the "cells" shape (HBase result order).
-RESULT_SCHEMA: Final = pa.schema(
-    [
-        pa.field("row", pa.binary(), nullable=False),
-        pa.field("family", pa.string(), nullable=False),
-        pa.field("qualifier", pa.binary(), nullable=False),
-        pa.field("ts", pa.int64(), nullable=False),
-        pa.field("type", pa.int8(), nullable=False),
-        pa.field("value", pa.binary(), nullable=False),
-    ]
-)
+#: Schema of scan results in the "cells" shape (HBase result order): a store file's
+#: cells (:data:`~cellstore.core.cells.CELL_SCHEMA`) with their family after the row.
+RESULT_SCHEMA: Final = CELL_SCHEMA.insert(1, pa.field("family", pa.string(), nullable=False))
 
 #: Target cells per chunk of a family read (several row groups of the default size).
 CHUNK_CELLS: Final = 1 << 19
@@ -246,7 +238,8 @@ def _read_family(
     ``from_end``), or all, read chunk by chunk.
     """
     if fam.source is not None:
-        return _read_source(fs, task, fam, point_row, max_rows=max_rows, from_end=from_end)
+        run, n = _source_chunks(fs, task, fam, point_row)
+        return _run_chunks(run, n, max_rows=max_rows, from_end=from_end)
     readers: list[StoreFileReader] = []
     try:
         sources = _open_sources(fs, task, fam, point_row, readers)
@@ -263,20 +256,18 @@ def _read_family(
             reader.close()
 
 
-def _read_source(
-    fs: fsspec.AbstractFileSystem,
-    task: ScanTask,
-    fam: FamilyRead,
-    point_row: bytes | None,
-    *,
-    max_rows: int | None = None,
-    from_end: bool = False,
-) -> pa.Table:
-    """One family's visible cells from a :class:`~cellstore.reader.plan.CellSource`.
+def _source_chunks(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
+) -> tuple[Callable[[int], pa.Table], int]:
+    """The chunks of one family's read from a :class:`~cellstore.reader.plan.CellSource`.
 
     Like Parquet files, the range is cut into row-aligned chunks of about
-    :data:`CHUNK_CELLS` cells (the source's :meth:`chunk_bounds`), each read and resolved
-    on its own on the thread pool; point reads stay one chunk.
+    :data:`SOURCE_CHUNK_CELLS` cells (the source's :meth:`chunk_bounds`), each read and
+    resolved on its own (:func:`_run_chunks` runs them on the thread pool); point reads
+    stay one chunk.
+
+    Returns:
+        ``run(i)``, chunk ``i``'s visible cells, and the number of chunks.
     """
     source = fam.source
     assert source is not None
@@ -289,7 +280,7 @@ def _read_source(
         runs, seqs = source.read_runs(fs, lo, hi, point_row=point_row)
         return merge_resolve(runs, seqs, family=fam.family, spec=fam.spec)
 
-    return _run_chunks(run, len(chunks), max_rows=max_rows, from_end=from_end)
+    return run, len(chunks)
 
 
 def _run_chunks(

@@ -45,7 +45,7 @@ from cellstore.loader import (
     commit_load,
 )
 from cellstore.loader.direct import WrittenFile, new_load_id, now_ms
-from cellstore.loader.execute import run_task
+from cellstore.loader.execute import files_summary, run_task
 from cellstore.loader.plan import TableTarget, bind_mapping
 from cellstore.loader.report import write_bad_records, write_report
 from cellstore.manifest import TableLog
@@ -292,9 +292,7 @@ def commit_partitions(load: SparkLoad, results: Sequence[PartitionResult]) -> Lo
             written,
             load_id=plan.load_id,
             summary={
-                "cells": sum(w.info.cells for w in written),
-                "files": len(written),
-                "bytes": sum(w.info.size for w in written),
+                **files_summary(written),
                 "rows": sum(r.rows for r in ordered),
                 "bad-records": len(bad),
                 "mode": "spark",

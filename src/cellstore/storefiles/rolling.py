@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
+from cellstore.core.keys import to_string_binary
 from cellstore.fs import join, makedirs_for
 from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.hfile.options import HFileOptions
@@ -194,6 +195,18 @@ class BulkLoadFile:
     size: int
     first_row: bytes
     last_row: bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
+        return {
+            "family": self.family,
+            "region": self.region,
+            "path": self.path,
+            "cells": self.cells,
+            "bytes": self.size,
+            "first-row": to_string_binary(self.first_row),
+            "last-row": to_string_binary(self.last_row),
+        }
 
 
 class _HFileSink:

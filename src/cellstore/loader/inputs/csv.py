@@ -482,6 +482,33 @@ def _last_break(data: bytes) -> int:
     return max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
 
 
+def _line_chunks(
+    f: _RangeFile,
+    block_size: int,
+    rest: bytes = b"",
+    *,
+    cut: Callable[[bytes], int] = _last_break,
+) -> Iterator[bytes]:
+    """``rest``, then ``f``, in chunks of whole lines read ``block_size`` bytes at a time.
+
+    ``cut(data)`` is the offset just past the last line break of ``data`` (0: none); a
+    chunk ends there, and what follows starts the next one. The last chunk is whatever
+    remains at the end of ``f`` (possibly empty, or without a closing line break).
+    """
+    while True:
+        block = f.read(block_size)
+        data = rest + block
+        if not block:
+            yield data
+            return
+        n = cut(data)
+        if n:
+            data, rest = data[:n], data[n:]
+            yield data
+        else:
+            rest = data
+
+
 @dataclass(frozen=True)
 class _Lines:
     """The lines of a chunk of text: starts, ends (before the line break), first line."""
@@ -630,17 +657,7 @@ def _read_csv_lines(part: InputPart) -> Iterator[Batch]:
         assert names is not None
         _check_columns(part, names)
         record = 0
-        while True:
-            block = f.read(topts.block_size)
-            data = rest + block
-            if block:
-                cut = _last_break(data)
-                if cut == 0:
-                    rest = data
-                    continue
-                data, rest = data[:cut], data[cut:]
-            else:
-                rest = b""
+        for data in _line_chunks(f, topts.block_size, rest):
             if data:
                 batch, breaks = _csv_chunk(part, data, line, record, names, line_map)
                 line += breaks
@@ -649,8 +666,6 @@ def _read_csv_lines(part: InputPart) -> Iterator[Batch]:
                     if line_map is not None:
                         batch = replace(batch, line_map=line_map, record_map=record_map)
                     yield batch
-            if not block:
-                break
 
 
 def _parse_chunk(

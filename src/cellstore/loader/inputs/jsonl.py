@@ -10,7 +10,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cellstore.loader.inputs.csv import _is_utf8, _open_part, _piece_maps, _RangeFile
+from cellstore.loader.inputs.csv import (
+    _is_utf8,
+    _line_chunks,
+    _open_part,
+    _piece_maps,
+    _RangeFile,
+)
 from cellstore.loader.inputs.discover import _MALFORMED_WHY, Batch, InputPart, TextOptions
 
 
@@ -18,21 +24,10 @@ def _read_jsonl(part: InputPart) -> Iterator[Batch]:
     topts = part.text or TextOptions()
     line = 1  # file line (piece line, for a piece of a split file) of the next block
     record = 0
-    rest = b""
     with _open_part(part) as raw:
         f = _RangeFile(raw, part.byte_range, topts.block_size)
         line_map, record_map = _piece_maps(part, f)
-        while True:
-            block = f.read(topts.block_size)
-            data = rest + block
-            if block:
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:
-                    rest = data
-                    continue
-                data, rest = data[:cut], data[cut:]
-            else:
-                rest = b""
+        for data in _line_chunks(f, topts.block_size, cut=_after_last_newline):
             if data.strip():
                 batch = _json_block(part, data, line, record)
                 record += batch.table.num_rows
@@ -40,8 +35,11 @@ def _read_jsonl(part: InputPart) -> Iterator[Batch]:
                     batch = replace(batch, line_map=line_map, record_map=record_map)
                 yield batch
             line += data.count(b"\n")
-            if not block:
-                break
+
+
+def _after_last_newline(data: bytes) -> int:
+    r"""Offset just past the last ``\n`` of ``data`` (0: none)."""
+    return data.rfind(b"\n") + 1
 
 
 def _line_numbers(data: bytes, first_line: int) -> np.ndarray:
