@@ -33,8 +33,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cellstore.core.metadata import FileEntry, TableMetadata
-from cellstore.errors import CommitConflictError, JobConflictError, RegionsChangedError
+from cellstore.core.metadata import (
+    COLUMNS_FORMAT_VERSION,
+    DEFAULT_FORMAT_VERSION,
+    FileEntry,
+    TableMetadata,
+)
+from cellstore.errors import (
+    CommitConflictError,
+    InvalidArgumentError,
+    JobConflictError,
+    RegionsChangedError,
+)
 from cellstore.manifest import LiveFiles, TableLog, entry_key
 from cellstore.storefiles.writer import WrittenFile
 
@@ -79,6 +89,7 @@ def file_entry(written: WrittenFile, *, seq: int, load_id: str) -> FileEntry:
         max_ts=info.max_ts,
         load_id=load_id,
         footer_digest=info.footer_digest,
+        layout=info.layout,
     )
 
 
@@ -205,6 +216,21 @@ def _check_families(meta: TableMetadata, c: Commit) -> None:
                 )
 
 
+def _columns_version(meta: TableMetadata) -> int:
+    """The format version a table takes with its first column file (docs/format.md 14).
+
+    Raises:
+        InvalidArgumentError: the table is at format version 1 (run ``upgrade`` first).
+    """
+    if meta.format_version < DEFAULT_FORMAT_VERSION:
+        raise InvalidArgumentError(
+            f"table {meta.name}: column-layout files need format version "
+            f"{COLUMNS_FORMAT_VERSION}; the table is at version {meta.format_version} "
+            "(run `cellstore upgrade` first)"
+        )
+    return COLUMNS_FORMAT_VERSION
+
+
 def commit(log: TableLog, c: Commit) -> CommitResult:
     """Apply ``c`` to the newest version of the table in ``log``, retrying on conflict.
 
@@ -269,6 +295,8 @@ def commit(log: TableLog, c: Commit) -> CommitResult:
         else:
             files = tuple(e for e in meta.files if entry_key(e) not in remove) + tuple(add)
         fields: dict[str, Any] = {"files": files}
+        if meta.format_version < COLUMNS_FORMAT_VERSION and any(e.layout != "cells" for e in add):
+            fields["format_version"] = _columns_version(meta)
         summary = dict(c.summary)
         if c.new_seq:
             fields["next_seq"] = seq + top_rank + 1

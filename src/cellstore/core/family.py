@@ -18,6 +18,7 @@ from cellstore.errors import InvalidFamilyError
 __all__ = [
     "COMPRESSIONS",
     "FOREVER",
+    "LAYOUTS",
     "Family",
     "KeepDeletedCells",
 ]
@@ -27,6 +28,9 @@ FOREVER: Final = 2**31 - 1
 
 #: Store-file compressions cellstore writes (Parquet codecs). ``none`` means uncompressed.
 COMPRESSIONS: Final = ("zstd", "snappy", "lz4", "gzip", "none")
+#: Store-file layouts a family may ask for (docs/format.md section 14): ``auto`` writes
+#: column files where the family's qualifiers are few enough to be columns.
+LAYOUTS: Final = ("auto", "cells", "columns")
 
 
 class KeepDeletedCells(StrEnum):
@@ -74,6 +78,11 @@ class Family:
         compression: Store-file codec: one of :data:`COMPRESSIONS`.
         bloom_filter: Write a row Bloom filter in each store file (HBase's ``ROW`` type).
         block_size: Target Parquet data-page size in bytes (HBase's ``BLOCKSIZE``).
+        layout: Store-file layout: ``auto`` (default: a load into an empty region-family
+            and a major compaction write column files when the family's qualifiers are
+            few enough to be columns), ``cells`` (never), ``columns`` (every load and
+            major compaction writes column files for the newest Puts, the rest as cells).
+            Reads return the same cells in every layout (docs/format.md section 14).
     """
 
     name: str
@@ -84,6 +93,7 @@ class Family:
     compression: str = "zstd"
     bloom_filter: bool = True
     block_size: int = 65536
+    layout: str = "auto"
 
     def __post_init__(self) -> None:
         validate_family_name(self.name)
@@ -135,6 +145,13 @@ class Family:
                 f"family {self.name!r}: bloom_filter must be true or false, "
                 f"not {self.bloom_filter!r}"
             )
+        layout = str(self.layout).lower()
+        if layout not in LAYOUTS:
+            raise InvalidFamilyError(
+                f"family {self.name!r}: layout must be one of {', '.join(LAYOUTS)}, "
+                f"not {self.layout!r}"
+            )
+        object.__setattr__(self, "layout", layout)
         if self.block_size < 1024 or self.block_size > 16 * 1024 * 1024:
             raise InvalidFamilyError(
                 f"family {self.name!r}: block_size must be between 1 KiB and 16 MiB, "
@@ -151,8 +168,8 @@ class Family:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form used in table metadata (see docs/format.md)."""
-        return {
+        """The JSON form used in table metadata (docs/format.md; ``layout`` unless auto)."""
+        doc: dict[str, Any] = {
             "name": self.name,
             "max-versions": self.max_versions,
             "min-versions": self.min_versions,
@@ -162,6 +179,9 @@ class Family:
             "bloom-filter": "row" if self.bloom_filter else "none",
             "block-size": self.block_size,
         }
+        if self.layout != "auto":
+            doc["layout"] = self.layout
+        return doc
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Family:
@@ -175,4 +195,5 @@ class Family:
             compression=data["compression"],
             bloom_filter=data["bloom-filter"] == "row",
             block_size=data["block-size"],
+            layout=data.get("layout", "auto"),
         )

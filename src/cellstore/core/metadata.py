@@ -21,6 +21,7 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError, InvalidFamilyError
 
 __all__ = [
+    "COLUMNS_FORMAT_VERSION",
     "DEFAULT_FORMAT_VERSION",
     "METADATA_FORMAT_VERSION",
     "FileEntry",
@@ -35,9 +36,12 @@ __all__ = [
 ]
 
 #: Highest version of the table-metadata JSON this release reads (and writes on upgrade).
-METADATA_FORMAT_VERSION: Final = 2
-#: Format version of the tables this release creates.
+METADATA_FORMAT_VERSION: Final = 3
+#: Format version of the tables this release creates (manifests, section 13).
 DEFAULT_FORMAT_VERSION: Final = 2
+#: The version a table takes with its first column-layout file (section 14); tables
+#: without one stay at version 2, readable by releases that predate the column layout.
+COLUMNS_FORMAT_VERSION: Final = 3
 #: How many recent load ids a table remembers to make retried loads idempotent.
 MAX_REMEMBERED_LOAD_IDS: Final = 1000
 
@@ -97,6 +101,8 @@ class FileEntry:
         footer_digest: XXH3-64 of the file's Parquet footer (FileMetaData and 8-byte
             trailer) as 16 lower-case hex digits, recorded at write time; readers verify
             it before parsing the footer. None for entries written before it existed.
+        layout: ``"cells"`` (a cell-layout store file) or ``"columns"`` (a column-layout
+            one, docs/format.md section 14; only in format version 3).
     """
 
     path: str
@@ -112,6 +118,7 @@ class FileEntry:
     max_ts: int
     load_id: str
     footer_digest: str | None = None
+    layout: str = "cells"
 
     @property
     def seq_assigned(self) -> bool:
@@ -136,6 +143,8 @@ class FileEntry:
         }
         if self.footer_digest is not None:
             doc["footer-digest"] = self.footer_digest
+        if self.layout != "cells":
+            doc["layout"] = self.layout
         return doc
 
     @classmethod
@@ -155,6 +164,7 @@ class FileEntry:
             max_ts=int(d["max-ts"]),
             load_id=d["load-id"],
             footer_digest=d.get("footer-digest"),
+            layout=d.get("layout", "cells"),
         )
 
 
@@ -761,6 +771,11 @@ def _check_types(d: Mapping[str, Any]) -> None:
                 raise TypeError(f"file entry {key} is {type(f[key]).__name__}")
         if f["size"] < 0 or f["cells"] < 0 or f["delete-markers"] < 0:
             raise ValueError(f"file entry {f['path']!r} has a negative size or count")
+        if f.get("layout", "cells") != "cells":
+            raise ValueError(
+                f"file entry {f['path']!r} has layout {f['layout']!r}: format version 1 "
+                "holds cell files only"
+            )
         if "footer-digest" in f:
             digest = f["footer-digest"]
             if not isinstance(digest, str) or not _FOOTER_DIGEST.fullmatch(digest):

@@ -23,7 +23,6 @@ from cellstore.commit import Commit, Staged, commit, now_ms
 from cellstore.core.family import Family
 from cellstore.core.metadata import (
     DEFAULT_FORMAT_VERSION,
-    METADATA_FORMAT_VERSION,
     FileTotals,
     HistoryEntry,
     TableMetadata,
@@ -219,9 +218,9 @@ class Catalog(Generic[H]):
             TableExistsError: a table of that name exists.
         """
         tname = TableName.parse(name)
-        if format_version not in (1, METADATA_FORMAT_VERSION):
+        if format_version not in (1, DEFAULT_FORMAT_VERSION):
             raise InvalidArgumentError(
-                f"format_version must be 1 or {METADATA_FORMAT_VERSION}, got {format_version!r}"
+                f"format_version must be 1 or {DEFAULT_FORMAT_VERSION}, got {format_version!r}"
             )
         fams = sorted_families(_as_family(f) for f in families)
         spec = _as_row_key_spec(row_key)

@@ -52,7 +52,9 @@ from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
+from cellstore.storefiles.columns import NO_LAYOUTS, Layouts, plan_layouts, recorded_codecs
 from cellstore.storefiles.layout import entry_path
+from cellstore.storefiles.rolling import ParquetFormat
 
 __all__ = [
     "CompactionKwargs",
@@ -145,6 +147,8 @@ class CompactionTask:
         piece: Index of this row range within its store.
         max_file_bytes: Output files roll at about this many uncompressed bytes.
         row_group_cells: Cells per Parquet row group of the output.
+        layouts: Whether the output is written in the column layout (a major compaction
+            of a family whose layout is ``auto`` or ``columns``; default cells).
     """
 
     scan: ScanTask
@@ -154,6 +158,7 @@ class CompactionTask:
     piece: int
     max_file_bytes: int
     row_group_cells: int
+    layouts: Layouts = NO_LAYOUTS
 
 
 @dataclass(frozen=True)
@@ -533,6 +538,7 @@ def _plan_store(
             memory_budget=o.memory_budget,
             max_file_bytes=o.max_file_bytes,
             row_group_cells=o.row_group_cells,
+            layouts=_major_layouts(meta, region, fam) if o.major else NO_LAYOUTS,
         )
     return StoreCompaction(
         region=region,
@@ -567,6 +573,7 @@ def _store_tasks(
     memory_budget: int,
     max_file_bytes: int,
     row_group_cells: int,
+    layouts: Layouts = NO_LAYOUTS,
 ) -> tuple[CompactionTask, ...]:
     region = meta.region(region_id)
     read = FamilyRead(
@@ -595,9 +602,23 @@ def _store_tasks(
             piece=i,
             max_file_bytes=max_file_bytes,
             row_group_cells=row_group_cells,
+            layouts=layouts,
         )
         for i, piece in enumerate(pieces)
     )
+
+
+def _major_layouts(meta: TableMetadata, region: str, family: Family) -> Layouts:
+    """The column layout of a major compaction's output (docs/format.md section 14).
+
+    A family whose layout is ``auto`` or ``columns`` is written as column files (the
+    columns its recorded codecs declare, or the qualifiers the output holds when few
+    enough); ``cells`` and format-version-1 tables stay cells.
+    """
+    if meta.format_version < 2:
+        return NO_LAYOUTS
+    codecs = recorded_codecs(meta.properties)
+    return plan_layouts([family], [region], codecs=codecs, major=True)
 
 
 # ------------------------------------------------------------------------------ execution
@@ -616,6 +637,12 @@ def write_task_output(
     """Write a compaction or purge task's output cells (rolled, named by job and piece)."""
     if cells.num_rows == 0:
         return []
+    fmt = ParquetFormat(
+        seq=task.out_seq,
+        load_id=task.job_id,
+        row_group_cells=task.row_group_cells,
+        layouts=task.layouts,
+    )
     return write_rolled(
         fs,
         task.scan.table_path,
@@ -623,10 +650,8 @@ def write_task_output(
         region=task.scan.region,
         family=task.family,
         stem=f"{task.job_id}-{task.piece:03d}",
-        seq=task.out_seq,
-        load_id=task.job_id,
         max_file_bytes=task.max_file_bytes,
-        row_group_cells=task.row_group_cells,
+        format=fmt,
     )
 
 

@@ -41,6 +41,8 @@ from cellstore.errors import BadCellError, InvalidArgumentError
 from cellstore.loader.settings import new_load_id
 from cellstore.manifest import TableLog
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, NO_ROLL, write_rolled
+from cellstore.storefiles.columns import NO_LAYOUTS, Layouts
+from cellstore.storefiles.rolling import ParquetFormat
 from cellstore.storefiles.writer import WrittenFile
 
 __all__ = [
@@ -519,8 +521,12 @@ def write_cells(
     seq: int,
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
     max_workers: int = 4,
+    layouts: Layouts = NO_LAYOUTS,
 ) -> tuple[list[WrittenFile], int]:
     """Sort normalized cells, route them to regions and write one file per region/family.
+
+    A (region, family) that ``layouts`` puts in the column layout gets a column file and
+    a cell file for the rest (either may be absent).
 
     Args:
         fs: Filesystem.
@@ -531,6 +537,7 @@ def write_cells(
         seq: Provisional sequence number for the footers.
         row_group_cells: Cells per Parquet row group.
         max_workers: Files written concurrently (pyarrow releases the GIL).
+        layouts: The (region, family) pairs written in the column layout (default none).
 
     Returns:
         The written files and the number of duplicate-key cells dropped.
@@ -550,28 +557,27 @@ def write_cells(
             if hi > lo:
                 jobs.append((region.id, family, part.slice(lo, hi - lo)))
 
-    def write_one(job: tuple[str, str, pa.Table]) -> WrittenFile:
+    fmt = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells, layouts=layouts)
+
+    def write_one(job: tuple[str, str, pa.Table]) -> list[WrittenFile]:
         region_id, family, part = job
-        (written,) = write_rolled(
+        return write_rolled(
             fs,
             table_path,
             part.select(CELL_SCHEMA.names),
             region=region_id,
             family=metadata.family(family),
             stem=load_id,
-            seq=seq,
-            load_id=load_id,
             max_file_bytes=NO_ROLL,
-            row_group_cells=row_group_cells,
+            format=fmt,
         )
-        return written
 
     if len(jobs) <= 1:
-        written = [write_one(j) for j in jobs]
+        per_job = [write_one(j) for j in jobs]
     else:
         with ThreadPoolExecutor(max_workers=min(max_workers, len(jobs))) as pool:
-            written = list(pool.map(write_one, jobs))
-    return written, dropped
+            per_job = list(pool.map(write_one, jobs))
+    return [w for files in per_job for w in files], dropped
 
 
 def _run_bounds(col: pa.Array) -> list[tuple[int, int]]:

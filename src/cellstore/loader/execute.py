@@ -54,6 +54,7 @@ from cellstore.loader.report import BadRecord
 from cellstore.loader.settings import ProgressFn
 from cellstore.manifest import TableLog
 from cellstore.storefiles import NO_ROLL, read_store_file, write_rolled
+from cellstore.storefiles.columns import NO_LAYOUTS
 from cellstore.storefiles.rolling import BulkLoadFile
 
 __all__ = [
@@ -225,8 +226,13 @@ def _write_store_files(
     *,
     name: str,
     max_file_bytes: int,
+    final: bool,
 ) -> tuple[list[WrittenFile], int]:
-    """Sort one region's records and write its store files (one roll set per family)."""
+    """Sort one region's records and write its store files (one roll set per family).
+
+    ``final``: the files are the load's own (in the layouts the plan gives), not sorted
+    runs a merge reads back (always cells).
+    """
     return write_region(
         fs,
         path,
@@ -239,6 +245,7 @@ def _write_store_files(
         load_id=plan.load_id,
         max_file_bytes=max_file_bytes,
         row_group_cells=plan.settings.row_group_cells,
+        layouts=plan.target.layouts if final else NO_LAYOUTS,
     )
 
 
@@ -256,7 +263,7 @@ def _write_runs(plan: LoadPlan, held: list[pa.Table], stem: str) -> tuple[list[W
     while by_region:
         r, part = by_region.pop()
         files, d = _write_store_files(
-            plan, fs, path, part, r, name=stem, max_file_bytes=plan.run_file_bytes
+            plan, fs, path, part, r, name=stem, max_file_bytes=plan.run_file_bytes, final=False
         )
         del part
         release_memory()
@@ -359,6 +366,7 @@ def reduce_region(plan: LoadPlan, region: int, *parts: pa.Table | TaskOutput | N
         region,
         name=plan.region_file_stem(region),
         max_file_bytes=plan.settings.max_file_bytes,
+        final=True,
     )
     return TaskOutput(-1, 0, 0, (), tuple(files), dropped, ())
 

@@ -49,7 +49,7 @@ from cellstore.loader.execute import TaskOutput, commit_load, execute_plan, file
 from cellstore.loader.inputs import DiscoveredInputs
 from cellstore.loader.keycheck import KeyFinding, analyze_keys
 from cellstore.loader.mapping import LoadMapping, properties_after_load
-from cellstore.loader.plan import LoadPlan, plan_load
+from cellstore.loader.plan import LoadPlan, load_layouts, plan_load
 from cellstore.loader.report import BadRecord, LoadReport, write_bad_records, write_report
 from cellstore.loader.settings import LoadSettings, new_load_id, resolve_settings
 from cellstore.loader.spill import consolidate_runs
@@ -370,6 +370,7 @@ def load_cells(
         load_id=load_id,
         seq=base.next_seq,
         row_group_cells=row_group_cells,
+        layouts=load_layouts(base),
     )
     settings = LoadSettings(
         load_id=load_id, row_group_cells=row_group_cells, assign_seq_id=assign_seq_id

@@ -53,6 +53,7 @@ from cellstore.loader.settings import (
 )
 from cellstore.storefiles import NO_ROLL
 from cellstore.storefiles.bulkload import StagedOutput
+from cellstore.storefiles.columns import NO_LAYOUTS, Layouts, plan_layouts, recorded_codecs
 from cellstore.storefiles.rolling import HFileFormat
 
 __all__ = [
@@ -85,6 +86,8 @@ class TableTarget:
         families: The table's families.
         regions: The regions the load routes to (the base version's).
         base_version: The table version the plan was made from.
+        layouts: The (region, family) pairs the load writes in the column layout
+            (:func:`load_layouts`).
     """
 
     url: str
@@ -93,6 +96,7 @@ class TableTarget:
     families: tuple[Family, ...]
     regions: tuple[Region, ...]
     base_version: int
+    layouts: Layouts = NO_LAYOUTS
 
     @property
     def split_keys(self) -> list[bytes]:
@@ -205,6 +209,28 @@ def bind_mapping(mapping: LoadMapping, metadata: TableMetadata) -> BoundMapping:
     )
 
 
+def load_layouts(metadata: TableMetadata, mapping: LoadMapping | None = None) -> Layouts:
+    """The (region, family) pairs a load into ``metadata`` writes as column files.
+
+    A family with ``layout="columns"``: every region; ``auto``: the regions where it has
+    no live file yet (a later load writes deltas as cells). Columns are declared by the
+    codecs the table records (docs/format.md 6.1) and those of ``mapping`` (a load's own
+    codec wins). A format-version-1 table gets none (column files need version 3).
+    """
+    if metadata.format_version < 2 or all(f.layout == "cells" for f in metadata.families):
+        return NO_LAYOUTS
+    codecs = recorded_codecs(metadata.properties)
+    for c in mapping.cells if mapping is not None else ():
+        if c.value is not None and c.qualifier is not None:
+            codecs.setdefault(c.family, {})[c.qualifier] = c.codec.value
+    busy = None
+    if metadata.file_totals().files:
+        busy = {(e.region, e.family) for e in metadata.files}
+    return plan_layouts(
+        metadata.families, [r.id for r in metadata.regions], codecs=codecs, busy=busy
+    )
+
+
 def plan_load(
     metadata: TableMetadata,
     *,
@@ -272,6 +298,7 @@ def plan_load(
         families=metadata.families,
         regions=metadata.regions if regions is None else regions,
         base_version=metadata.version,
+        layouts=NO_LAYOUTS if hfiles is not None else load_layouts(metadata, mapping),
     )
     plan = LoadPlan(
         load_id=settings.load_id,

@@ -49,7 +49,8 @@ from cellstore.errors import InvalidArgumentError
 from cellstore.loader.direct import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
-from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat
+from cellstore.storefiles.columns import NO_LAYOUTS, Layouts
+from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, ParquetFormat
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
@@ -530,17 +531,20 @@ def write_region(
     load_id: str,
     max_file_bytes: int,
     row_group_cells: int,
+    layouts: Layouts = NO_LAYOUTS,
 ) -> tuple[list[WrittenFile], int]:
     """Sort one region's encoded records, explode each family and write its store files.
 
     Files are ``data/<region>/<family>/<name>-<k>.parquet``, rolled at ``max_file_bytes``
-    (uncompressed cell bytes) on row boundaries.
+    (uncompressed cell bytes) on row boundaries; a (region, family) that ``layouts`` puts
+    in the column layout also gets the column file ``<name>-<k>-c.parquet``.
 
     Returns:
         The written files and the number of duplicate-key cells dropped.
     """
     written: list[WrittenFile] = []
     dropped = 0
+    fmt = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells, layouts=layouts)
     for fam, cells, d in region_cells(records, bound=bound, families=families):
         dropped += d
         written += write_rolled(
@@ -550,10 +554,8 @@ def write_region(
             region=region_id,
             family=fam,
             stem=name,
-            seq=seq,
-            load_id=load_id,
             max_file_bytes=max_file_bytes,
-            row_group_cells=row_group_cells,
+            format=fmt,
         )
     return written, dropped
 

@@ -221,7 +221,10 @@ def merge_run_group(plan: LoadPlan, task: MergeTask) -> tuple[list[WrittenFile],
     """
     fs, path = _filesystem(plan)
     fmt = ParquetFormat(
-        seq=plan.seq, load_id=plan.load_id, row_group_cells=plan.settings.row_group_cells
+        seq=plan.seq,
+        load_id=plan.load_id,
+        row_group_cells=plan.settings.row_group_cells,
+        layouts=plan.target.layouts,
     )
     out, total_in = _merge_into(plan, task, fs, path, fmt, None, plan.run_file_bytes)
     return out, total_in - sum(w.info.cells for w in out)

@@ -96,8 +96,14 @@ MANIFEST_SCHEMA: Final = pa.schema(
         pa.field("max-ts", pa.int64(), nullable=False),
         pa.field("load-id", pa.string(), nullable=False),
         pa.field("footer-digest", pa.string(), nullable=True),
+        pa.field("layout", pa.string(), nullable=True),
     ]
 )
+#: The columns of a manifest without ``layout`` (every file a cell file): what format
+#: version 2 writes, and what this release writes when no entry is a column file.
+CELLS_ONLY_NAMES: Final = MANIFEST_SCHEMA.names[:-1]
+#: Values of the ``layout`` column (null reads as ``cells``).
+LAYOUTS: Final = ("cells", "columns")
 _SORT_KEYS: Final = [
     ("region-start", "ascending"),
     ("family", "ascending"),
@@ -155,6 +161,7 @@ _FIELDS: Final = (
     ("max-ts", "max_ts"),
     ("load-id", "load_id"),
     ("footer-digest", "footer_digest"),
+    ("layout", "layout"),
 )
 
 
@@ -250,9 +257,12 @@ def write_manifest(
     """
     rows = rows.select(MANIFEST_SCHEMA.names).cast(MANIFEST_SCHEMA)
     rows = rows.take(pc.sort_indices(rows, _SORT_KEYS))
+    layout = rows.column("layout")
+    # no column file among the entries: the columns format version 2 knows (13.2)
+    cells_only = pc.all(pc.equal(pc.fill_null(layout, "cells"), "cells")).as_py() is not False
     sink = pa.BufferOutputStream()
     pq.write_table(
-        rows,
+        rows.select(CELLS_ONLY_NAMES) if cells_only else rows,
         sink,
         compression="zstd",
         compression_level=ZSTD_LEVEL,
@@ -333,10 +343,9 @@ def _read_rows(
         source = pa.OSFile(fs._strip_protocol(path)) if is_local(fs) else fs.open(path, "rb")
         with source as f:
             pf = pq.ParquetFile(f)
-            if pf.schema_arrow.names != MANIFEST_SCHEMA.names:
-                raise CorruptFileError(
-                    f"{path}: manifest columns {pf.schema_arrow.names} are not ours"
-                )
+            names = pf.schema_arrow.names
+            if names != MANIFEST_SCHEMA.names and names != CELLS_ONLY_NAMES:
+                raise CorruptFileError(f"{path}: manifest columns {names} are not ours")
             if region_starts is None:
                 table = pf.read(use_threads=False)
             else:
@@ -344,8 +353,14 @@ def _read_rows(
                 table = (
                     pf.read_row_groups(groups, use_threads=False)
                     if groups
-                    else MANIFEST_SCHEMA.empty_table()
+                    else MANIFEST_SCHEMA.empty_table().select(names)
                 )
+        layout = (
+            pc.fill_null(table.column("layout"), "cells")
+            if "layout" in names
+            else pa.array(["cells"] * table.num_rows, pa.string())
+        )
+        table = table.select(CELLS_ONLY_NAMES).append_column("layout", layout)
         return table.cast(MANIFEST_SCHEMA)
     except FileNotFoundError as e:
         raise CorruptFileError(f"{path}: manifest file is missing") from e
@@ -432,6 +447,8 @@ def _problem(table: pa.Table) -> str | None:
     for name in ("cells", "delete-markers", "size"):
         if pc.min(table.column(name)).as_py() < 0:
             return f"has a negative {name}"
+    if not pc.all(pc.is_in(table.column("layout"), value_set=pa.array(LAYOUTS))).as_py():
+        return "has a layout other than cells and columns"
     digests = table.column("footer-digest")
     ok = pc.match_substring_regex(digests, r"^[0-9a-f]{16}$")
     if not pc.all(pc.or_kleene(ok, pc.is_null(digests))).as_py():

@@ -8,6 +8,7 @@ swapped footer before pyarrow parses it (some damaged footers abort the process)
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,11 +16,14 @@ from typing import Any, Final
 
 import xxhash
 
+from cellstore.core.columnar import MAX_COLUMNS, ColumnSpec
 from cellstore.core.metadata import FileEntry
 from cellstore.errors import CorruptFileError, FormatVersionError
 
 __all__ = [
+    "CELL_FILE_FORMAT_VERSION",
     "CHECKED_FIELDS",
+    "COLUMN_FILE_FORMAT_VERSION",
     "FOOTER_KEY",
     "PARQUET_MAGIC",
     "STORE_FILE_FORMAT_VERSION",
@@ -30,14 +34,19 @@ __all__ = [
     "read_footer_bytes",
 ]
 
-#: Version of the store-file format this release writes (and the highest it reads).
-STORE_FILE_FORMAT_VERSION: Final = 1
+#: The highest store-file format version this release reads.
+STORE_FILE_FORMAT_VERSION: Final = 2
+#: The version cell-layout files are written with (readable by every release).
+CELL_FILE_FORMAT_VERSION: Final = 1
+#: The version column-layout files are written with (docs/format.md section 14).
+COLUMN_FILE_FORMAT_VERSION: Final = 2
 #: Parquet key-value metadata key holding the footer JSON.
 FOOTER_KEY: Final = b"cellstore"
 #: Footer fields every open compares with the file's manifest entry (besides the size).
 #: ``seq`` and ``load_id`` are not among them: the manifest's ``seq`` is authoritative
 #: (R14.5) and jobs may record their own id for files their tasks wrote.
 CHECKED_FIELDS: Final = (
+    "layout",
     "family",
     "cells",
     "delete_markers",
@@ -141,7 +150,11 @@ class StoreFileInfo:
         size: File size in bytes.
         bloom_filter: Whether the row column carries a Parquet Bloom filter.
         writer_version: cellstore version that wrote the file.
-        format_version: Store-file format version.
+        format_version: Store-file format version (1: a cell file, 2: a column file).
+        layout: ``"cells"`` or ``"columns"`` (docs/format.md section 14).
+        columns: A column file's column set, in qualifier order (empty for cells).
+        group_cells: A column file's cells per row group (its records hold that many
+            values; empty for cells, whose row groups hold one cell per Parquet row).
         footer_digest: The file's footer digest (:func:`footer_digest`), not part of the
             footer JSON (which cannot hold its own digest): set by the writer and by a
             reader that opened the file; None when unknown.
@@ -163,12 +176,15 @@ class StoreFileInfo:
     size: int
     bloom_filter: bool
     writer_version: str
-    format_version: int = STORE_FILE_FORMAT_VERSION
+    format_version: int = CELL_FILE_FORMAT_VERSION
+    layout: str = "cells"
+    columns: tuple[ColumnSpec, ...] = ()
+    group_cells: tuple[int, ...] = ()
     footer_digest: str | None = None
 
     def footer_dict(self) -> dict[str, Any]:
         """The footer JSON (all but ``path``, ``size``, ``row_groups``, ``footer_digest``)."""
-        return {
+        doc: dict[str, Any] = {
             "format-version": self.format_version,
             "writer-version": self.writer_version,
             "family": self.family,
@@ -184,6 +200,11 @@ class StoreFileInfo:
             "earliest-put-ts": self.earliest_put_ts,
             "bloom-filter": "row" if self.bloom_filter else "none",
         }
+        if self.layout != "cells":
+            doc["layout"] = self.layout
+            doc["columns"] = [c.to_dict() for c in self.columns]
+            doc["row-group-cells"] = list(self.group_cells)
+        return doc
 
     @classmethod
     def from_footer(
@@ -220,6 +241,8 @@ class StoreFileInfo:
             earliest = d["earliest-put-ts"]
             if earliest is not None and type(earliest) is not int:
                 raise TypeError("earliest-put-ts is not an integer")
+            layout, columns = _layout_of(d, version)
+            group_cells = _group_cells(d, layout, row_groups, int(d["cells"]))
             return cls(
                 path=path,
                 family=d["family"],
@@ -238,10 +261,54 @@ class StoreFileInfo:
                 bloom_filter=d["bloom-filter"] == "row",
                 writer_version=d["writer-version"],
                 format_version=version,
+                layout=layout,
+                columns=columns,
+                group_cells=group_cells,
                 footer_digest=footer_digest,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptFileError(f"{path}: store-file footer is malformed ({e!r})") from e
+
+
+def _layout_of(d: dict[str, Any], version: int) -> tuple[str, tuple[ColumnSpec, ...]]:
+    """A footer's layout and column set (format version 2 is the column layout's).
+
+    Raises:
+        ValueError: the layout is not the version's, or the column set is malformed (not
+            a non-empty list of columns in strictly increasing qualifier order, at most
+            :data:`~cellstore.core.columnar.MAX_COLUMNS`).
+    """
+    layout = d.get("layout", "cells")
+    if layout != ("columns" if version >= COLUMN_FILE_FORMAT_VERSION else "cells"):
+        raise ValueError(f"layout {layout!r} in a format-version-{version} footer")
+    if layout == "cells":
+        return layout, ()
+    raw = d.get("columns")
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_COLUMNS:
+        raise ValueError(f"columns is not a list of 1..{MAX_COLUMNS} columns")
+    columns = tuple(ColumnSpec.from_dict(c) for c in raw)
+    if any(a.qualifier >= b.qualifier for a, b in itertools.pairwise(columns)):
+        raise ValueError("columns are not in strictly increasing qualifier order")
+    return layout, columns
+
+
+def _group_cells(d: dict[str, Any], layout: str, row_groups: int, cells: int) -> tuple[int, ...]:
+    """A column file's cells per row group: one count per row group, summing to ``cells``.
+
+    Raises:
+        ValueError: the list is missing or does not fit the file.
+    """
+    if layout == "cells":
+        return ()
+    raw = d.get("row-group-cells")
+    if (
+        not isinstance(raw, list)
+        or len(raw) != row_groups
+        or not all(type(n) is int and n >= 0 for n in raw)
+        or sum(raw) != cells
+    ):
+        raise ValueError(f"row-group-cells is not {row_groups} counts summing to {cells}")
+    return tuple(raw)
 
 
 def entry_mismatch(info: StoreFileInfo, entry: FileEntry) -> str | None:

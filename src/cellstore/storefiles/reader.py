@@ -33,9 +33,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellstore.core.cells import CELL_SCHEMA
+from cellstore.core.columnar import (
+    ROW_COLUMN,
+    TS_COLUMN,
+    ColumnSpec,
+    expand_records,
+    records_schema,
+)
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
-from cellstore.errors import CellstoreError, CorruptFileError, MissingFileError
+from cellstore.errors import (
+    CellstoreError,
+    CorruptFileError,
+    InvalidArgumentError,
+    MissingFileError,
+)
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
 from cellstore.storefiles.context import FileContext
@@ -213,16 +225,17 @@ class StoreFileReader(FileContext):
             )
             if entry is not None:
                 mismatch = entry_mismatch(self.info, entry)
-                if mismatch is None and meta.num_rows != entry.cells:
-                    mismatch = f"the Parquet footer holds {meta.num_rows} cells"
+                held = sum(self.info.group_cells) if self.info.columns else meta.num_rows
+                if mismatch is None and held != entry.cells:
+                    mismatch = f"the Parquet footer holds {held} cells"
                 if mismatch is not None:
                     raise _entry_mismatch_error(where, path, mismatch)
-            _check_schema(self._pf, path, where)
+            _check_schema(self._pf, path, where, self.info.columns)
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
             groups = cached.row_groups if cached is not None else None
             if groups is None:
-                groups = _row_group_stats(meta, f"{where}{path}")
+                groups = _row_group_stats(meta, f"{where}{path}", self.info)
         except CellstoreError:
             self._handle.close()
             raise
@@ -387,7 +400,15 @@ class StoreFileReader(FileContext):
             CorruptFileError: if a page fails its checksum or cannot be decoded.
         """
         cols = list(CELL_SCHEMA.names if columns is None else columns)
-        dictionary = [c for c in ENCODED_COLUMNS if c in cols] if encoded else None
+        specs = self.info.columns
+        if specs:
+            read = [ROW_COLUMN, TS_COLUMN, *(s.value_name for s in specs)]
+            if "ts" in cols:
+                read += [s.ts_name for s in specs]
+            dictionary = None
+        else:
+            read = cols
+            dictionary = [c for c in ENCODED_COLUMNS if c in cols] if encoded else None
         source: Any = None
         try:
             source = self._open_source()
@@ -397,9 +418,48 @@ class StoreFileReader(FileContext):
                 read_dictionary=dictionary or None,
                 page_checksum_verification=self.verify_checksums,
             )
-            table = pf.read_row_groups(list(groups), columns=cols, use_threads=use_threads)
+            table = pf.read_row_groups(list(groups), columns=read, use_threads=use_threads)
+            if specs:
+                # a column file: its records' cells, in cell order (lossless, section 14)
+                table = expand_records(table, specs, columns=cols, encoded=encoded)
         except (OSError, pa.ArrowException, ValueError, IndexError) as e:
             raise CorruptFileError(f"{self.path}: cannot decode cells ({e})") from e
+        finally:
+            if source is not None:
+                source.close()
+        return table.replace_schema_metadata(None)
+
+    def read_records(
+        self,
+        groups: Sequence[int],
+        *,
+        columns: Sequence[str] | None = None,
+        use_threads: bool = True,
+    ) -> pa.Table:
+        """A column file's records of row groups ``groups`` (no expansion to cells).
+
+        Args:
+            groups: Row-group numbers.
+            columns: Record columns to read (default all: row, ts, values, timestamps).
+            use_threads: Decode columns in parallel.
+
+        Raises:
+            InvalidArgumentError: the file is a cell file.
+            CorruptFileError: if a page fails its checksum or cannot be decoded.
+        """
+        if not self.info.columns:
+            raise InvalidArgumentError(f"{self.path} is a cell-layout file, it has no records")
+        source: Any = None
+        try:
+            source = self._open_source()
+            pf = pq.ParquetFile(
+                source,
+                metadata=self._pf.metadata,
+                page_checksum_verification=self.verify_checksums,
+            )
+            table = pf.read_row_groups(list(groups), columns=columns, use_threads=use_threads)
+        except (OSError, pa.ArrowException, ValueError, IndexError) as e:
+            raise CorruptFileError(f"{self.path}: cannot decode records ({e})") from e
         finally:
             if source is not None:
                 source.close()
@@ -417,7 +477,7 @@ class StoreFileReader(FileContext):
         return self.fs.open(self.path, "rb")
 
 
-def _row_group_stats(meta: pq.FileMetaData, name: str) -> list[RowGroupStats]:
+def _row_group_stats(meta: pq.FileMetaData, name: str, info: StoreFileInfo) -> list[RowGroupStats]:
     """Row-key bounds of every row group, checking the row column chunk's physical type.
 
     Raises:
@@ -425,10 +485,16 @@ def _row_group_stats(meta: pq.FileMetaData, name: str) -> list[RowGroupStats]:
             has the wrong number of columns or a negative cell count.
     """
     out = []
+    width = 2 + 2 * len(info.columns) if info.columns else len(_PHYSICAL_TYPES)
     for i in range(meta.num_row_groups):
         rg = meta.row_group(i)
-        if rg.num_columns != len(_PHYSICAL_TYPES) or rg.num_rows < 0:
+        if rg.num_columns != width or rg.num_rows < 0:
             raise CorruptFileError(f"{name}: row group {i} is malformed")
+        cells = info.group_cells[i] if info.columns else rg.num_rows
+        if info.columns and cells > rg.num_rows * len(info.columns):
+            raise CorruptFileError(
+                f"{name}: row group {i} claims {cells} cells in {rg.num_rows} records"
+            )
         # Only the row column's chunk metadata is touched here: pyarrow's accessor cannot
         # report some footer damage and aborts the process instead (the C++ read path
         # reports it as an error, so the other columns are checked when decoded).
@@ -442,7 +508,7 @@ def _row_group_stats(meta: pq.FileMetaData, name: str) -> list[RowGroupStats]:
             lo, hi = col.statistics.min, col.statistics.max
             lo = lo.encode("latin-1") if isinstance(lo, str) else lo
             hi = hi.encode("latin-1") if isinstance(hi, str) else hi
-        out.append(RowGroupStats(i, rg.num_rows, lo, hi))
+        out.append(RowGroupStats(i, cells, lo, hi))
     return out
 
 
@@ -473,17 +539,23 @@ def _where(table: object, version: int | None) -> str:
 _PHYSICAL_TYPES: Final = ("BYTE_ARRAY", "BYTE_ARRAY", "INT64", "INT32", "BYTE_ARRAY")
 
 
-def _check_schema(pf: pq.ParquetFile, path: str, where: str) -> None:
+def _check_schema(
+    pf: pq.ParquetFile, path: str, where: str, columns: Sequence[ColumnSpec] = ()
+) -> None:
     """Refuse a Parquet file whose columns are not the cell schema (it is no store file).
 
     Both schemas are checked: the Parquet one (physical types; pyarrow aborts the process
-    when statistics disagree with it) and the Arrow one the footer records.
+    when statistics disagree with it) and the Arrow one the footer records. A column file
+    (``columns``: its footer's column set) has the schema of its column set.
     """
     try:
         physical = tuple(pf.schema.column(i).physical_type for i in range(len(pf.schema)))
         schema = pf.schema_arrow
     except (pa.ArrowException, ValueError, IndexError) as e:
         raise CorruptFileError(f"{where}{path}: unreadable Parquet schema ({e})") from e
+    if columns:
+        _check_records_schema(physical, schema, path, where, columns)
+        return
     if physical != _PHYSICAL_TYPES:
         raise CorruptFileError(
             f"{where}{path}: Parquet column types are {', '.join(physical)}; a store file's "
@@ -494,6 +566,37 @@ def _check_schema(pf: pq.ParquetFile, path: str, where: str) -> None:
         raise CorruptFileError(
             f"{where}{path}: columns are {', '.join(f'{n} {t}' for n, t in got)}; "
             "a store file has the cell schema (row, qualifier, ts, type, value)"
+        )
+
+
+#: Parquet physical type of each Arrow type a column file holds.
+_PHYSICAL_OF: Final = {
+    pa.binary(): "BYTE_ARRAY",
+    pa.string(): "BYTE_ARRAY",
+    pa.int64(): "INT64",
+    pa.int32(): "INT32",
+    pa.int16(): "INT32",
+    pa.float64(): "DOUBLE",
+    pa.float32(): "FLOAT",
+    pa.bool_(): "BOOLEAN",
+}
+
+
+def _check_records_schema(
+    physical: tuple[str, ...],
+    schema: pa.Schema,
+    path: str,
+    where: str,
+    columns: Sequence[ColumnSpec],
+) -> None:
+    """Refuse a column file whose columns are not its footer's column set's (section 14)."""
+    want = records_schema(columns)
+    if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in want] or physical != tuple(
+        _PHYSICAL_OF[f.type] for f in want
+    ):
+        raise CorruptFileError(
+            f"{where}{path}: columns are not the column set its footer names "
+            f"({len(schema)} columns, expected {len(want)}: {', '.join(want.names[:6])}...)"
         )
 
 

@@ -26,6 +26,7 @@ from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
 from cellstore.core.keys import to_string_binary
 from cellstore.fs import join, makedirs_for
+from cellstore.storefiles.columns import NO_LAYOUTS, Layouts, LayoutSink
 from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.hfile.options import HFileOptions
 from cellstore.storefiles.layout import bulkload_file_relpath, store_file_relpath
@@ -140,11 +141,13 @@ class ParquetFormat:
         seq: Sequence number for the footers.
         load_id: Id of the load or job.
         row_group_cells: Cells per Parquet row group.
+        layouts: The (region, family) pairs written in the column layout (default none).
     """
 
     seq: int
     load_id: str
     row_group_cells: int = DEFAULT_ROW_GROUP_CELLS
+    layouts: Layouts = NO_LAYOUTS
 
     def open(
         self,
@@ -156,7 +159,25 @@ class ParquetFormat:
         stem: str,
         index: int,
     ) -> FileSink[WrittenFile]:
-        """Open ``store_file_relpath(region, family, f"{stem}-{index:03d}")`` under ``root``."""
+        """Open ``store_file_relpath(region, family, f"{stem}-{index:03d}")`` under ``root``.
+
+        A (region, family) that :attr:`layouts` puts in the column layout gets a
+        :class:`~cellstore.storefiles.columns.LayoutSink` (a column file ``...-c.parquet``
+        beside that cell file), whose close returns both.
+        """
+        plan = self.layouts.plan_for(region, family.name)
+        if plan is not None:
+            return LayoutSink(  # type: ignore[return-value]
+                fs,
+                root,
+                region=region,
+                family=family,
+                stem=f"{stem}-{index:03d}",
+                plan=plan,
+                seq=self.seq,
+                load_id=self.load_id,
+                row_group_cells=self.row_group_cells,
+            )
         relpath = store_file_relpath(region, family.name, f"{stem}-{index:03d}")
         writer = StoreFileWriter(
             fs,
@@ -467,8 +488,13 @@ class RollingWriter(FileContext, Generic[ResultT]):
         """Close the current file (if any); the next write starts a new one."""
         if self._sink is not None:
             sink, self._sink = self._sink, None
-            self.written.append(sink.close())
-            self._paths.append(sink.path)
+            result = sink.close()
+            if isinstance(result, list):  # a sink of several files (LayoutSink)
+                self.written.extend(result)
+                self._paths.extend(getattr(sink, "paths", ()))
+            else:
+                self.written.append(result)
+                self._paths.append(sink.path)
 
     def close(self) -> list[ResultT]:
         """Close the last file; returns every file written, in cell order."""

@@ -10,7 +10,7 @@ import fsspec
 
 from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.core.metadata import (
-    METADATA_FORMAT_VERSION,
+    DEFAULT_FORMAT_VERSION,
     HistoryEntry,
     TableMetadata,
 )
@@ -77,11 +77,11 @@ class Table(TableReads[TableDescription], TableLoading):
 
         def update(staged: Staged) -> Mapping[str, Any]:
             meta = staged.meta
-            if meta.format_version >= METADATA_FORMAT_VERSION:
+            if meta.format_version >= DEFAULT_FORMAT_VERSION:
                 raise NothingToCommit
             files = tuple(meta.files)
             return {
-                "format_version": METADATA_FORMAT_VERSION,
+                "format_version": DEFAULT_FORMAT_VERSION,
                 "files": files,
                 "summary": {"from-format-version": meta.format_version, "files": len(files)},
             }

@@ -1,0 +1,336 @@
+"""The column layout's pure core: one record per row, typed columns, lossless expansion.
+
+A column-layout store file (docs/format.md section 14) holds, for one region and one
+family, one **record** per row key, sorted by row: the row, the row's timestamp, and for
+each qualifier of a fixed, ordered column set a typed value column (null: no cell) and a
+timestamp column that holds the cell's timestamp only where it differs from the row's.
+It holds at most one Put per (row, qualifier): the newest of its write. Everything else
+of the same write (older versions, delete markers, qualifiers outside the column set,
+values the column's codec cannot hold byte for byte) goes to a cell-layout file written
+beside it, so the cells of the write are always the expanded records plus the rest.
+
+Two functions carry that contract, both vectorized (loops run over columns, never over
+cells):
+
+- :func:`split_cells` cuts sorted cells of whole rows into records and the rest;
+- :func:`expand_records` turns records back into cells in cell order (R2.1), exactly the
+  cells :func:`split_cells` put in (row, qualifier, ts, type Put, value bytes).
+
+Everything here is pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import CELL_SCHEMA, CellType, run_starts
+from cellstore.core.codecs import Codec, arrow_type, decode_values, encode_values, valid_mask
+from cellstore.core.keys import to_string_binary
+
+__all__ = [
+    "AUTO_MAX_COLUMNS",
+    "MAX_COLUMNS",
+    "ROW_COLUMN",
+    "TS_COLUMN",
+    "ColumnSpec",
+    "column_set",
+    "expand_records",
+    "records_schema",
+    "split_cells",
+]
+
+#: The record's row key column.
+ROW_COLUMN: Final = "__row"
+#: The record's timestamp column (the largest timestamp of the row's cells in the file).
+TS_COLUMN: Final = "__ts"
+#: Most qualifiers ``layout="auto"`` makes columns of (more: the family stays cells).
+AUTO_MAX_COLUMNS: Final = 64
+#: Most qualifiers any column file holds (``layout="columns"``: the rest go to cell files).
+MAX_COLUMNS: Final = 1024
+
+_PUT: Final = int(CellType.PUT)
+
+
+@dataclass(frozen=True, order=True)
+class ColumnSpec:
+    """One qualifier of a column set and how its values are typed.
+
+    Attributes:
+        qualifier: The qualifier's bytes.
+        codec: The value codec the column is typed with (``bytes``: a binary column). A
+            value the codec cannot give back byte for byte stays a cell (in the cell file).
+    """
+
+    qualifier: bytes
+    codec: Codec = Codec.BYTES
+
+    @property
+    def value_name(self) -> str:
+        """The value column's name: the qualifier's printable form.
+
+        ``__q:`` goes before a form that is empty or starts with ``__`` (names that start
+        with ``__`` are the layout's own columns).
+        """
+        text = to_string_binary(self.qualifier)
+        return f"__q:{text}" if not text or text.startswith("__") else text
+
+    @property
+    def ts_name(self) -> str:
+        """The timestamp column's name: ``__ts:`` and the qualifier's printable form."""
+        return f"__ts:{to_string_binary(self.qualifier)}"
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        """The value column's Arrow type."""
+        return arrow_type(self.codec)
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON form in a column file's footer (docs/format.md section 14)."""
+        return {
+            "qualifier": self.qualifier.hex(),
+            "codec": self.codec.value,
+            "value": self.value_name,
+            "ts": self.ts_name,
+        }
+
+    @classmethod
+    def from_dict(cls, d: object) -> ColumnSpec:
+        """Inverse of :meth:`to_dict`; the names must be the ones the spec gives.
+
+        Raises:
+            ValueError: a field is missing, of the wrong type, or not what the spec names.
+        """
+        if not isinstance(d, dict):
+            raise ValueError("a column is not an object")
+        q, codec = d.get("qualifier"), d.get("codec")
+        if not isinstance(q, str) or not isinstance(codec, str):
+            raise ValueError("a column's qualifier or codec is not a string")
+        spec = cls(bytes.fromhex(q), Codec(codec))
+        if d.get("value") != spec.value_name or d.get("ts") != spec.ts_name:
+            raise ValueError(f"column names of qualifier {q} are not the layout's")
+        return spec
+
+
+def column_set(specs: Iterable[ColumnSpec]) -> tuple[ColumnSpec, ...]:
+    """``specs`` in qualifier order (R2.1), one per qualifier (the first spec wins).
+
+    Raises:
+        ValueError: two qualifiers give the same column name (cannot happen for distinct
+            qualifiers: the printable form is one-to-one).
+    """
+    by_q: dict[bytes, ColumnSpec] = {}
+    for s in specs:
+        by_q.setdefault(s.qualifier, s)
+    out = tuple(by_q[q] for q in sorted(by_q))
+    names = [s.value_name for s in out]
+    if len(set(names)) != len(names):  # pragma: no cover - the printable form is 1:1
+        raise ValueError("two qualifiers share a column name")
+    return out
+
+
+def records_schema(specs: Sequence[ColumnSpec]) -> pa.Schema:
+    """The Arrow schema of a column file: row, ts, the value columns, the ts columns."""
+    return pa.schema(
+        [
+            pa.field(ROW_COLUMN, pa.binary(), nullable=False),
+            pa.field(TS_COLUMN, pa.int64(), nullable=False),
+            *(pa.field(s.value_name, s.arrow_type) for s in specs),
+            *(pa.field(s.ts_name, pa.int64()) for s in specs),
+        ]
+    )
+
+
+def _flat(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _row_ids(row: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's row number (0, 0, 1, ...) and the rows' first cells."""
+    starts = run_starts(row)
+    ids = np.zeros(len(row), dtype=np.int64)
+    if len(starts) > 1:
+        ids[starts[1:]] = 1
+    return np.cumsum(ids), starts
+
+
+def split_cells(cells: pa.Table, specs: Sequence[ColumnSpec]) -> tuple[pa.Table, pa.Table]:
+    """Cut sorted cells of whole rows into records (a column file's) and the other cells.
+
+    Args:
+        cells: One family's cells in cell order (R2.1) with unique keys, every row whole
+            (a row's cells are all here).
+        specs: The column set, in qualifier order (:func:`column_set`).
+
+    Returns:
+        ``(records, rest)``: records in :func:`records_schema` (one per row that has at
+        least one Put taken), and the cells not taken, in cell order. A Put is taken when
+        its qualifier is a column, it is the first Put of its (row, qualifier) in cell
+        order (the newest: cells of one write share a sequence number), and the column's
+        codec gives its value back byte for byte.
+    """
+    schema = records_schema(specs)
+    n = cells.num_rows
+    if n == 0 or not specs:
+        return schema.empty_table(), cells
+    row = _flat(cells.column("row"))
+    quals = pa.array([s.qualifier for s in specs], pa.binary())
+    qi = pc.index_in(_flat(cells.column("qualifier")), value_set=quals)
+    qidx = qi.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    types = _flat(cells.column("type")).to_numpy(zero_copy_only=False)
+    candidates = np.flatnonzero((types == _PUT) & (qidx >= 0))
+    if not len(candidates):
+        return schema.empty_table(), cells
+    rid, _ = _row_ids(row)
+    cr, cq = rid[candidates], qidx[candidates]
+    first = np.ones(len(candidates), dtype=bool)
+    first[1:] = (cr[1:] != cr[:-1]) | (cq[1:] != cq[:-1])
+    chosen = candidates[first]
+    cq = qidx[chosen]
+    values = _flat(cells.column("value")).take(pa.array(chosen))
+    keep = np.ones(len(chosen), dtype=bool)
+    typed: list[tuple[np.ndarray, pa.Array]] = []  # per column: chosen positions, values
+    for j, spec in enumerate(specs):
+        sel = np.flatnonzero(cq == j)
+        raw = values.take(pa.array(sel))
+        if spec.codec is Codec.BYTES:
+            typed.append((sel, raw))
+            continue
+        name = spec.value_name
+        decoded = decode_values(raw, spec.codec, field=name, errors="null")
+        back = encode_values(decoded, spec.codec, field=name)
+        same = pc.fill_null(pc.equal(back, raw), False).to_numpy(zero_copy_only=False)
+        keep[sel[~same]] = False
+        typed.append((sel, decoded))
+    taken = chosen[keep]
+    if not len(taken):
+        return schema.empty_table(), cells
+    # Records: one per distinct row among the taken cells, in row order.
+    trid = rid[taken]
+    new_rec = np.ones(len(taken), dtype=bool)
+    new_rec[1:] = trid[1:] != trid[:-1]
+    rec = np.cumsum(new_rec) - 1
+    rec_first = np.flatnonzero(new_rec)
+    nrec = len(rec_first)
+    ts_all = _flat(cells.column("ts")).to_numpy(zero_copy_only=False)
+    tts = ts_all[taken]
+    row_ts = np.maximum.reduceat(tts, rec_first)
+    # Where each chosen cell went: its position among the taken ones (-1: not taken).
+    pos = np.full(len(chosen), -1, dtype=np.int64)
+    pos[keep] = np.arange(len(taken))
+    value_cols: list[pa.Array] = []
+    ts_cols: list[pa.Array] = []
+    for spec, (sel, arr) in zip(specs, typed, strict=True):
+        p = pos[sel]
+        ok = p >= 0
+        src = np.flatnonzero(ok)
+        at = rec[p[ok]]
+        index = np.full(nrec, -1, dtype=np.int64)
+        index[at] = src
+        value_cols.append(arr.take(pa.array(index, mask=index < 0)).cast(spec.arrow_type))
+        cell_ts = tts[p[ok]]
+        differs = cell_ts != row_ts[at]
+        ts_col = np.zeros(nrec, dtype=np.int64)
+        ts_valid = np.zeros(nrec, dtype=bool)
+        ts_col[at[differs]] = cell_ts[differs]
+        ts_valid[at[differs]] = True
+        ts_cols.append(pa.array(ts_col, type=pa.int64(), mask=~ts_valid))
+    records = pa.Table.from_arrays(
+        [
+            row.take(pa.array(taken[rec_first])).cast(pa.binary()),
+            pa.array(row_ts, type=pa.int64()),
+            *value_cols,
+            *ts_cols,
+        ],
+        schema=schema,
+    )
+    rest_mask = np.ones(n, dtype=bool)
+    rest_mask[taken] = False
+    rest = cells.filter(pa.array(rest_mask)) if not rest_mask.all() else cells
+    return records, rest
+
+
+def expand_records(
+    records: pa.Table,
+    specs: Sequence[ColumnSpec],
+    *,
+    columns: Sequence[str] | None = None,
+    encoded: bool = False,
+) -> pa.Table:
+    """The cells of records, in cell order (R2.1): the inverse of :func:`split_cells`.
+
+    Args:
+        records: Records in :func:`records_schema` (the value and ts columns of every
+            spec; other columns are ignored), sorted by unique row.
+        specs: The file's column set, in qualifier order.
+        columns: Cell columns wanted (default all of ``row, qualifier, ts, type, value``).
+        encoded: ``row`` and ``qualifier`` as Arrow dictionaries whose values are sorted
+            (the records' rows; the column set's qualifiers), as the cell layout's
+            dictionary-encoded reads give them.
+
+    Returns:
+        A table with the wanted cell columns, one Put per non-null value.
+    """
+    wanted = list(CELL_SCHEMA.names if columns is None else columns)
+    nrec, q = records.num_rows, len(specs)
+    valid = np.zeros((nrec, q), dtype=bool)
+    for j, spec in enumerate(specs):
+        valid[:, j] = valid_mask(_flat(records.column(spec.value_name)))
+    flat = np.flatnonzero(valid)
+    rec = flat // q if q else flat
+    col = flat % q if q else flat
+    out: dict[str, pa.Array] = {}
+    if "row" in wanted:
+        rows = _flat(records.column(ROW_COLUMN)).cast(pa.binary())
+        if encoded:
+            out["row"] = pa.DictionaryArray.from_arrays(pa.array(rec, pa.int32()), rows)
+        else:
+            out["row"] = rows.take(pa.array(rec))
+    if "qualifier" in wanted:
+        quals = pa.array([s.qualifier for s in specs], pa.binary())
+        if encoded:
+            out["qualifier"] = pa.DictionaryArray.from_arrays(pa.array(col, pa.int32()), quals)
+        else:
+            out["qualifier"] = quals.take(pa.array(col))
+    if "ts" in wanted:
+        row_ts = _flat(records.column(TS_COLUMN)).to_numpy(zero_copy_only=False)
+        ts = row_ts[rec]
+        for j, spec in enumerate(specs):
+            own = _flat(records.column(spec.ts_name))
+            if own.null_count == len(own):
+                continue
+            here = np.flatnonzero(col == j)
+            own_valid = valid_mask(own)[rec[here]]
+            own_ts = own.fill_null(0).to_numpy(zero_copy_only=False)[rec[here]]
+            ts[here[own_valid]] = own_ts[own_valid]
+        out["ts"] = pa.array(ts, type=pa.int64())
+    if "type" in wanted:
+        out["type"] = pa.array(np.full(len(flat), _PUT, dtype=np.int8), type=pa.int8())
+    if "value" in wanted:
+        parts = [_value_bytes(_flat(records.column(s.value_name)), s) for s in specs]
+        if parts:
+            every = pa.concat_arrays(parts)
+            out["value"] = every.take(pa.array(col * nrec + rec))
+        else:
+            out["value"] = pa.array([], pa.binary())
+    fields = [CELL_SCHEMA.field(name) for name in wanted]
+    arrays = [out[name] for name in wanted]
+    schema = pa.schema(
+        [
+            pa.field(f.name, a.type, nullable=False) if encoded else f
+            for f, a in zip(fields, arrays, strict=True)
+        ]
+    )
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _value_bytes(values: pa.Array, spec: ColumnSpec) -> pa.Array:
+    """A value column as HBase value bytes (null stays null), one per record."""
+    if spec.codec is Codec.BYTES:
+        return values.cast(pa.binary())
+    return encode_values(values, spec.codec, field=spec.value_name).cast(pa.binary())

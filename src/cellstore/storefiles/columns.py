@@ -1,0 +1,560 @@
+"""Writing column-layout store files (docs/format.md section 14).
+
+:class:`ColumnFileWriter` writes records (:mod:`cellstore.core.columnar`) as one Parquet
+file, group by group, in bounded memory, with the same footer, page checksums, Bloom
+filter and footer digest as a cell file. :class:`LayoutSink` is what the roll loop
+(:mod:`~cellstore.storefiles.rolling`) opens for a (region, family) that a
+:class:`ColumnPlan` puts in the column layout: it takes the region's sorted cells chunk by
+chunk, cuts them into records and the other cells (:func:`~cellstore.core.columnar.split_cells`,
+holding back each chunk's last row, which may continue in the next chunk), and writes a
+column file and a cell file beside it (either may be absent), so every cell written is in
+exactly one of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from cellstore.core.cells import CellType, run_starts
+from cellstore.core.codecs import Codec, valid_mask
+from cellstore.core.columnar import (
+    AUTO_MAX_COLUMNS,
+    MAX_COLUMNS,
+    ROW_COLUMN,
+    TS_COLUMN,
+    ColumnSpec,
+    column_set,
+    records_schema,
+    split_cells,
+)
+from cellstore.core.family import Family
+from cellstore.core.keys import from_string_binary
+from cellstore.defaults import CELLSTORE_VERSION
+from cellstore.errors import CellstoreError
+from cellstore.fs import join, makedirs_for
+from cellstore.storefiles.context import FileContext
+from cellstore.storefiles.footer import (
+    COLUMN_FILE_FORMAT_VERSION,
+    FOOTER_KEY,
+    StoreFileInfo,
+    footer_digest,
+    read_footer_bytes,
+)
+from cellstore.storefiles.layout import store_file_relpath
+from cellstore.storefiles.writer import (
+    BLOOM_FPP,
+    DEFAULT_ROW_GROUP_CELLS,
+    StoreFileWriter,
+    WrittenFile,
+)
+
+__all__ = [
+    "COLUMN_FILE_SUFFIX",
+    "MIN_GROUP_RECORDS",
+    "ColumnFileWriter",
+    "ColumnPlan",
+    "LayoutSink",
+    "Layouts",
+    "NO_LAYOUTS",
+    "group_records",
+    "plan_layouts",
+    "recorded_codecs",
+]
+
+#: Stem suffix of a column file (``<stem>-<k>-c.parquet``); its delta cells are in the
+#: cell file ``<stem>-<k>.parquet`` beside it.
+COLUMN_FILE_SUFFIX: Final = "-c"
+#: Fewest records per row group of a column file.
+MIN_GROUP_RECORDS: Final = 4096
+
+
+def group_records(row_group_cells: int, columns: int) -> int:
+    """Records per row group: about ``row_group_cells`` values, at least the minimum."""
+    return max(MIN_GROUP_RECORDS, row_group_cells // max(columns, 1))
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How one family's files of a load or job are laid out in columns.
+
+    Attributes:
+        declared: Columns known before any cell is seen (the codecs a mapping records), in
+            qualifier order.
+        discover: Most columns in all (declared plus the Put qualifiers seen in the first
+            chunk of a region's cells, binary unless declared). More than that: with
+            ``forced`` False (``layout="auto"``) the region's cells stay cells when
+            nothing is declared, and only the declared columns are used otherwise; with
+            ``forced`` the first ``discover`` qualifiers in qualifier order are columns.
+        forced: ``layout="columns"``.
+    """
+
+    declared: tuple[ColumnSpec, ...] = ()
+    discover: int = AUTO_MAX_COLUMNS
+    forced: bool = False
+
+    @classmethod
+    def for_layout(cls, layout: str, declared: dict[bytes, str] | None = None) -> ColumnPlan | None:
+        """The plan of a family's ``layout`` (None: cells), with declared codecs."""
+        if layout == "cells":
+            return None
+        specs = column_set(ColumnSpec(q, Codec.parse(c)) for q, c in (declared or {}).items())
+        if layout == "columns":
+            return cls(specs, discover=MAX_COLUMNS, forced=True)
+        return cls(specs, discover=AUTO_MAX_COLUMNS)
+
+    def columns_for(self, cells: pa.Table) -> tuple[ColumnSpec, ...]:
+        """The column set of a region whose first cells (whole rows) are ``cells``."""
+        puts = pc.equal(cells.column("type"), int(CellType.PUT))
+        seen = pc.unique(pc.filter(cells.column("qualifier"), puts)).to_pylist()
+        known = {s.qualifier for s in self.declared}
+        found = sorted(q for q in seen if q not in known)
+        if len(known) + len(found) <= self.discover:
+            return column_set([*self.declared, *(ColumnSpec(q) for q in found)])
+        if self.forced:
+            every = column_set([*self.declared, *(ColumnSpec(q) for q in found)])
+            return every[: self.discover]
+        return self.declared
+
+
+def _record_stats(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> dict[str, Any]:
+    """Footer statistics of records, over the cells they hold (vectorized)."""
+    n = records.num_rows
+    cells = 0
+    low = None
+    for s in specs:
+        cells += len(records) - records.column(s.value_name).null_count
+        own = records.column(s.ts_name)
+        if own.null_count < len(own):
+            m = pc.min(own).as_py()
+            low = m if low is None else min(low, m)
+    row_ts = records.column(TS_COLUMN)
+    mm = pc.min_max(row_ts)
+    # every record holds a cell at its own ts (the largest of its cells)
+    min_ts = mm["min"].as_py() if low is None else min(mm["min"].as_py(), low)
+    rows = records.column(ROW_COLUMN)
+    return {
+        "cells": cells,
+        "delete_markers": 0,
+        "rows": n,
+        "first_row": rows[0].as_py(),
+        "last_row": rows[n - 1].as_py(),
+        "min_ts": min_ts,
+        "max_ts": mm["max"].as_py(),
+        "earliest_put_ts": min_ts,
+    }
+
+
+def _group_cells(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> int:
+    return sum(len(records) - records.column(s.value_name).null_count for s in specs)
+
+
+class ColumnFileWriter(FileContext):
+    """Write one column file, records chunk by chunk (at least one record in all).
+
+    Contract: the chunks, concatenated, are records (:func:`records_schema` of
+    ``columns``) with strictly increasing rows, each holding at least one value.
+
+    Args:
+        fs: Filesystem to write to.
+        path: Destination path (must not exist).
+        family: The family (compression, block size, Bloom filter).
+        columns: The column set, in qualifier order.
+        seq: Sequence number for the footer.
+        load_id: Id of the load or job writing the file.
+        row_group_cells: About this many values per row group (:func:`group_records`).
+    """
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        path: str,
+        *,
+        family: Family,
+        columns: tuple[ColumnSpec, ...],
+        seq: int,
+        load_id: str,
+        row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    ) -> None:
+        self.fs = fs
+        self.path = path
+        self.family = family
+        self.columns = columns
+        self.schema = records_schema(columns)
+        self.seq = seq
+        self.load_id = load_id
+        self.group_records = group_records(row_group_cells, len(columns))
+        #: Uncompressed bytes of the records written so far (Arrow buffer sizes).
+        self.bytes = 0
+        self._pending: list[pa.Table] = []
+        self._pending_records = 0
+        self._stats: dict[str, Any] | None = None
+        self._group_cells: list[int] = []
+        self._closed = False
+        self._file: Any = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, records: pa.Table) -> None:
+        """Append records (the next rows of the file)."""
+        if self._closed:
+            raise ValueError(f"{self.path}: writer is closed")
+        if records.num_rows == 0:
+            return
+        table = records.select(self.schema.names).cast(self.schema)
+        stats = _record_stats(table, self.columns)
+        if self._stats is None:
+            self._stats = stats
+        else:
+            acc = self._stats
+            acc["cells"] += stats["cells"]
+            acc["rows"] += stats["rows"]
+            acc["last_row"] = stats["last_row"]
+            acc["min_ts"] = min(acc["min_ts"], stats["min_ts"])
+            acc["max_ts"] = max(acc["max_ts"], stats["max_ts"])
+            acc["earliest_put_ts"] = acc["min_ts"]
+        self.bytes += table.nbytes
+        self._pending.append(table)
+        self._pending_records += table.num_rows
+        if self._pending_records >= self.group_records:
+            self._flush(final=False)
+
+    def _open(self) -> pq.ParquetWriter:
+        options: dict[str, Any] = {}
+        if self.family.bloom_filter:
+            ndv = max(1, min(self.group_records, self._pending_records))
+            options["bloom_filter_options"] = {ROW_COLUMN: {"ndv": ndv, "fpp": BLOOM_FPP}}
+        makedirs_for(self.fs, self.path)
+        self._file = self.fs.open(self.path, "wb")
+        try:
+            self._writer = pq.ParquetWriter(
+                self._file,
+                self.schema,
+                compression=self.family.compression,
+                data_page_size=self.family.block_size,
+                write_page_checksum=True,
+                write_statistics=True,
+                sorting_columns=[pq.SortingColumn(0)],
+                use_dictionary=[
+                    f.name
+                    for f in self.schema
+                    if f.name != ROW_COLUMN
+                    and (pa.types.is_string(f.type) or pa.types.is_binary(f.type))
+                ],
+                store_schema=True,
+                **options,
+            )
+        except BaseException:
+            self._file.close()
+            raise
+        return self._writer
+
+    def _flush(self, *, final: bool) -> None:
+        if not self._pending:
+            return
+        table = (
+            self._pending[0]
+            if len(self._pending) == 1
+            else pa.concat_tables(self._pending).combine_chunks()
+        )
+        size = self.group_records
+        full = table.num_rows if final else table.num_rows - table.num_rows % size
+        if full:
+            writer = self._writer if self._writer is not None else self._open()
+            for start in range(0, full, size):  # one iteration per row group
+                group = table.slice(start, min(size, full - start))
+                writer.write_table(group, row_group_size=size)
+                self._group_cells.append(_group_cells(group, self.columns))
+        rest = table.slice(full)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_records = rest.num_rows
+
+    def close(self) -> StoreFileInfo:
+        """Write the last row group and the footer; returns the file's info.
+
+        Raises:
+            ValueError: if no record was written (nothing is left on the filesystem).
+        """
+        if self._stats is None:
+            self.abort()
+            raise ValueError("a column file needs at least one record")
+        self._flush(final=True)
+        info = StoreFileInfo(
+            path=self.path,
+            family=self.family.name,
+            seq=self.seq,
+            load_id=self.load_id,
+            row_groups=len(self._group_cells),
+            size=0,
+            bloom_filter=self.family.bloom_filter,
+            writer_version=CELLSTORE_VERSION,
+            format_version=COLUMN_FILE_FORMAT_VERSION,
+            layout="columns",
+            columns=self.columns,
+            group_cells=tuple(self._group_cells),
+            **self._stats,
+        )
+        assert self._writer is not None
+        self._writer.add_key_value_metadata(
+            {FOOTER_KEY: json.dumps(info.footer_dict()).encode("utf-8")}
+        )
+        self._writer.close()
+        self._file.close()
+        self._closed = True
+        size = int(self.fs.size(self.path))
+        footer = read_footer_bytes(
+            lambda start, end: self.fs.cat_file(self.path, start=start, end=end),
+            size,
+            name=self.path,
+            check_head=False,
+        )
+        return StoreFileInfo(
+            **{**info.__dict__, "size": size, "footer_digest": footer_digest(footer)}
+        )
+
+    def abort(self) -> None:
+        """Close without a footer and delete the partial file (best effort)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._file is None:
+            return
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._file.close()
+            with contextlib.suppress(OSError):
+                self.fs.rm(self.path)
+
+    def _leave(self, *, failed: bool) -> None:
+        if failed or not self._closed:
+            self.abort()
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """Which (region, family) pairs of a load or job are written in the column layout.
+
+    Attributes:
+        plans: ``(family, plan)`` pairs: the families with a column plan.
+        regions: The ``(region, family)`` pairs the plans apply to; None: every region.
+    """
+
+    plans: tuple[tuple[str, ColumnPlan], ...] = ()
+    regions: frozenset[tuple[str, str]] | None = None
+
+    def plan_for(self, region: str, family: str) -> ColumnPlan | None:
+        """The plan for a region's family, or None (cells)."""
+        if self.regions is not None and (region, family) not in self.regions:
+            return None
+        return next((p for f, p in self.plans if f == family), None)
+
+
+#: No (region, family) in the column layout.
+NO_LAYOUTS: Final = Layouts()
+
+#: The table property holding the codecs mapping-based loads recorded (docs/format.md 6.1).
+_CODECS_PROPERTY: Final = "mapping.codecs"
+
+
+def recorded_codecs(properties: Mapping[str, str]) -> dict[str, dict[bytes, str]]:
+    """Per family, the qualifier codecs a table's properties record (section 6.1).
+
+    Lenient: a property that is not the documented JSON declares nothing (the loader and
+    readers report it; a layout is only an optimization).
+    """
+    out: dict[str, dict[bytes, str]] = {}
+    try:
+        doc = json.loads(properties.get(_CODECS_PROPERTY, "{}"))
+        columns = doc.get("columns", {}) if isinstance(doc, dict) else {}
+        for name, codec in columns.items() if isinstance(columns, dict) else ():
+            family, sep, qualifier = str(name).partition(":")
+            if sep and isinstance(codec, str):
+                Codec.parse(codec)
+                out.setdefault(family, {})[from_string_binary(qualifier)] = codec
+    except (ValueError, CellstoreError):
+        return {}
+    return out
+
+
+def plan_layouts(
+    families: Sequence[Family],
+    regions: Sequence[str],
+    *,
+    codecs: Mapping[str, Mapping[bytes, str]] | None = None,
+    busy: Iterable[tuple[str, str]] | None = None,
+    major: bool = False,
+) -> Layouts:
+    """Which (region, family) pairs a load or compaction writes in the column layout.
+
+    Args:
+        families: The table's families (each has its ``layout``).
+        regions: Ids of the regions written.
+        codecs: Declared value codecs per family (:func:`recorded_codecs`, plus the
+            load's mapping).
+        busy: The (region, family) pairs that hold live files (None: none). A load into
+            an ``auto`` family writes column files only where the pair is not busy (a
+            later load writes deltas as cells).
+        major: A major compaction: every ``auto`` and ``columns`` pair is columns.
+    """
+    taken = set(busy or ())
+    plans: list[tuple[str, ColumnPlan]] = []
+    pairs: set[tuple[str, str]] = set()
+    for f in families:
+        plan = ColumnPlan.for_layout(f.layout, dict((codecs or {}).get(f.name, {})))
+        if plan is None:
+            continue
+        plans.append((f.name, plan))
+        every = plan.forced or major
+        pairs.update((r, f.name) for r in regions if every or (r, f.name) not in taken)
+    if not plans:
+        return NO_LAYOUTS
+    return Layouts(plans=tuple(plans), regions=frozenset(pairs))
+
+
+class LayoutSink:
+    """One roll step of a column-layout (region, family): a column file and a cell file.
+
+    A :class:`~cellstore.storefiles.rolling.FileSink` whose :meth:`close` returns the
+    files it wrote (the cell file first, then the column file; either may be missing).
+    The column set is fixed by the first chunk (:meth:`ColumnPlan.columns_for`).
+
+    Args:
+        fs: Filesystem to write to.
+        root: The table directory.
+        region: The region's id.
+        family: The family.
+        stem: File-name stem (``<stem>.parquet`` for cells, ``<stem>-c.parquet`` for
+            records).
+        plan: The family's column plan.
+        seq: Sequence number for the footers.
+        load_id: Id of the load or job.
+        row_group_cells: Cells per row group (values per row group for records).
+    """
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        root: str,
+        *,
+        region: str,
+        family: Family,
+        stem: str,
+        plan: ColumnPlan,
+        seq: int,
+        load_id: str,
+        row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+    ) -> None:
+        self.fs = fs
+        self.root = root
+        self.region = region
+        self.family = family
+        self.plan = plan
+        self.seq = seq
+        self.load_id = load_id
+        self.row_group_cells = row_group_cells
+        self.cells_relpath = store_file_relpath(region, family.name, stem)
+        self.records_relpath = store_file_relpath(
+            region, family.name, f"{stem}{COLUMN_FILE_SUFFIX}"
+        )
+        self.path = join(root, self.cells_relpath)
+        self.paths: list[str] = []
+        self._held: pa.Table | None = None
+        self._specs: tuple[ColumnSpec, ...] | None = None
+        self._cells: StoreFileWriter | None = None
+        self._records: ColumnFileWriter | None = None
+
+    @property
+    def bytes(self) -> int:
+        """Uncompressed bytes written so far (cells, records and the held-back row)."""
+        held = self._held.nbytes if self._held is not None else 0
+        return (
+            held
+            + (self._cells.bytes if self._cells is not None else 0)
+            + (self._records.bytes if self._records is not None else 0)
+        )
+
+    def write(self, cells: pa.Table) -> None:
+        """Append sorted cells; the last row waits for the next chunk (or :meth:`close`)."""
+        if cells.num_rows == 0:
+            return
+        table = cells if self._held is None else pa.concat_tables([self._held, cells])
+        starts = run_starts(table.column("row"))
+        last = int(starts[-1])
+        self._held = table.slice(last)
+        if last:
+            self._put(table.slice(0, last))
+
+    def _put(self, cells: pa.Table) -> None:
+        if self._specs is None:
+            self._specs = self.plan.columns_for(cells)
+        records, rest = split_cells(cells, self._specs)
+        if records.num_rows:
+            if self._records is None:
+                self._records = ColumnFileWriter(
+                    self.fs,
+                    join(self.root, self.records_relpath),
+                    family=self.family,
+                    columns=self._specs,
+                    seq=self.seq,
+                    load_id=self.load_id,
+                    row_group_cells=self.row_group_cells,
+                )
+            self._records.write(records)
+        if rest.num_rows:
+            if self._cells is None:
+                self._cells = StoreFileWriter(
+                    self.fs,
+                    self.path,
+                    family=self.family,
+                    seq=self.seq,
+                    load_id=self.load_id,
+                    row_group_cells=self.row_group_cells,
+                )
+            self._cells.write(rest)
+
+    def close(self) -> list[WrittenFile]:
+        """Write what is held, close both files; returns them (cells first)."""
+        if self._held is not None and self._held.num_rows:
+            held, self._held = self._held, None
+            self._put(held)
+        out: list[WrittenFile] = []
+        try:
+            if self._cells is not None:
+                out.append(WrittenFile(self.region, self.cells_relpath, self._cells.close()))
+                self.paths.append(self._cells.path)
+            if self._records is not None:
+                info = self._records.close()
+                out.append(WrittenFile(self.region, self.records_relpath, info))
+                self.paths.append(self._records.path)
+        except BaseException:
+            self.abort()
+            raise
+        return out
+
+    def abort(self) -> None:
+        """Delete both files (best effort)."""
+        for w in (self._cells, self._records):
+            if w is not None:
+                w.abort()
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                self.fs.rm(path)
+        self.paths = []
+
+
+def records_valid(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> np.ndarray:
+    """Per record, whether it holds at least one value (the column file's invariant)."""
+    held = np.zeros(records.num_rows, dtype=bool)
+    for s in specs:
+        held |= valid_mask(records.column(s.value_name).combine_chunks())
+    return held
