@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import cellstore
 from cellstore.commit import Commit, FileChange, commit
-from cellstore.core.metadata import FileEntry, FileTotals, TableMetadata
+from cellstore.core.metadata import METADATA_FORMAT_VERSION, FileEntry, FileTotals, TableMetadata
 from cellstore.errors import CorruptFileError, FormatVersionError, JobConflictError
 from cellstore.jobs import verify
 from cellstore.jobs.verify import manifest_file_problems
@@ -277,7 +277,7 @@ def test_reader_refuses_unknown_format_version(tmp_path: Path) -> None:
     wh = cellstore.connect(str(tmp_path / "wh"))
     t = wh.create_table("ns:t", families=["cf"])
     doc = json.loads(t.log.read_bytes(1))
-    doc["format-version"] = 3
+    doc["format-version"] = METADATA_FORMAT_VERSION + 1
     with pytest.raises(FormatVersionError):
         TableMetadata.from_json(json.dumps(doc).encode())
 

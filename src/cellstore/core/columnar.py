@@ -35,6 +35,7 @@ from cellstore.core.keys import to_string_binary
 
 __all__ = [
     "AUTO_MAX_COLUMNS",
+    "AUTO_MIN_ROWS",
     "MAX_COLUMNS",
     "ROW_COLUMN",
     "TS_COLUMN",
@@ -51,6 +52,10 @@ ROW_COLUMN: Final = "__row"
 TS_COLUMN: Final = "__ts"
 #: Most qualifiers ``layout="auto"`` makes columns of (more: the family stays cells).
 AUTO_MAX_COLUMNS: Final = 64
+#: Fewest rows ``layout="auto"`` writes a column file for (a region-family's first chunk of
+#: cells holds fewer: it stays cells; one row group of records, below which columns buy
+#: nothing over cells).
+AUTO_MIN_ROWS: Final = 4096
 #: Most qualifiers any column file holds (``layout="columns"``: the rest go to cell files).
 MAX_COLUMNS: Final = 1024
 

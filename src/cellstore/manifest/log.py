@@ -284,7 +284,8 @@ class TableLog(VersionLog):
         source = self.version_path(version)
         data = self.read_bytes(version)
         doc = json_object(data, source=source)
-        if doc.get("format-version") == 2:
+        version_field = doc.get("format-version")
+        if type(version_field) is int and version_field >= 2:
             self._resolve_parts(doc, source)
         meta = TableMetadata.from_dict(doc, source=source)
         if meta.version != version:

@@ -18,9 +18,12 @@ from cellstore.core.cells import (
     first_unsorted_index,
     run_starts,
 )
+from cellstore.core.codecs import valid_mask
+from cellstore.core.columnar import ROW_COLUMN, TS_COLUMN
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import Region
 from cellstore.errors import CellstoreError
+from cellstore.storefiles.columns import records_valid
 from cellstore.storefiles.reader import RowGroupStats, StoreFileReader
 from cellstore.storefiles.writer import _fold_stats, cell_stats
 
@@ -93,7 +96,9 @@ def check(
         return CheckReport(path, (f"cannot open: {e}",))
     with reader:
         schema = reader.parquet.schema_arrow
-        if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in CELL_SCHEMA]:
+        # a column file's schema is its column set's, checked when it opened
+        cells_schema = [(f.name, f.type) for f in CELL_SCHEMA]
+        if not reader.info.columns and [(f.name, f.type) for f in schema] != cells_schema:
             problems.append(f"schema is {schema}, expected the cell schema")
             return CheckReport(path, tuple(problems))
         info = reader.info
@@ -106,6 +111,11 @@ def check(
         except (CellstoreError, OSError, pa.ArrowException) as e:
             return CheckReport(path, (f"cannot read data (checksum or decoding error): {e}",))
         problems.extend(_combine(results, info, bloom=bool(info.bloom_filter)))
+        if info.columns:
+            try:
+                problems.extend(_record_problems(reader, groups))
+            except (CellstoreError, OSError, pa.ArrowException) as e:
+                return CheckReport(path, (f"cannot read records: {e}",))
         if region is not None:
             if info.first_row < region.start:
                 problems.append(
@@ -128,6 +138,50 @@ def check(
             if entry.size != info.size and info.size:
                 problems.append(f"manifest size {entry.size} != file size {info.size}")
     return CheckReport(path, tuple(problems))
+
+
+def _record_problems(reader: StoreFileReader, groups: list[RowGroupStats]) -> list[str]:
+    """A column file's own invariants (docs/format.md section 14), group by group.
+
+    Record rows strictly increase; every record holds a value; its ``__ts`` is the largest
+    timestamp of its cells; a cell's own timestamp is recorded only where it differs.
+    """
+    problems: list[str] = []
+    specs = reader.info.columns
+    previous: bytes | None = None
+    for g in groups:
+        records = reader.read_records([g.index], use_threads=False)
+        rows = records.column(ROW_COLUMN).combine_chunks()
+        n = len(rows)
+        if not n:
+            continue
+        if previous is not None and rows[0].as_py() <= previous:
+            problems.append(f"row group {g.index}: record rows do not increase from the last")
+        previous = rows[n - 1].as_py()
+        if n > 1 and not pc.all(pc.less(rows.slice(0, n - 1), rows.slice(1))).as_py():
+            problems.append(f"row group {g.index}: record rows are not strictly increasing")
+        if not records_valid(records, specs).all():
+            problems.append(f"row group {g.index}: a record holds no value")
+        row_ts = records.column(TS_COLUMN).to_numpy()
+        largest = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+        for s in specs:
+            held = valid_mask(records.column(s.value_name).combine_chunks())
+            own = records.column(s.ts_name).combine_chunks()
+            own_held = valid_mask(own)
+            if (own_held & ~held).any() or (
+                own_held.any() and (own.fill_null(0).to_numpy()[own_held] == row_ts[own_held]).any()
+            ):
+                problems.append(
+                    f"row group {g.index}: column {s.value_name!r} records a timestamp where "
+                    "it holds no value, or one equal to the record's"
+                )
+            ts = np.where(own_held, own.fill_null(0).to_numpy(), row_ts)
+            largest = np.where(held, np.maximum(largest, ts), largest)
+        if (largest != row_ts).any():
+            problems.append(
+                f"row group {g.index}: a record's __ts is not the largest timestamp of its cells"
+            )
+    return problems
 
 
 @dataclass

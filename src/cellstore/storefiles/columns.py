@@ -29,6 +29,7 @@ from cellstore.core.cells import CellType, run_starts
 from cellstore.core.codecs import Codec, valid_mask
 from cellstore.core.columnar import (
     AUTO_MAX_COLUMNS,
+    AUTO_MIN_ROWS,
     MAX_COLUMNS,
     ROW_COLUMN,
     TS_COLUMN,
@@ -96,11 +97,13 @@ class ColumnPlan:
             nothing is declared, and only the declared columns are used otherwise; with
             ``forced`` the first ``discover`` qualifiers in qualifier order are columns.
         forced: ``layout="columns"``.
+        min_rows: Fewest rows in the first chunk for a column file (fewer: cells).
     """
 
     declared: tuple[ColumnSpec, ...] = ()
     discover: int = AUTO_MAX_COLUMNS
     forced: bool = False
+    min_rows: int = 1
 
     @classmethod
     def for_layout(cls, layout: str, declared: dict[bytes, str] | None = None) -> ColumnPlan | None:
@@ -110,10 +113,12 @@ class ColumnPlan:
         specs = column_set(ColumnSpec(q, Codec.parse(c)) for q, c in (declared or {}).items())
         if layout == "columns":
             return cls(specs, discover=MAX_COLUMNS, forced=True)
-        return cls(specs, discover=AUTO_MAX_COLUMNS)
+        return cls(specs, discover=AUTO_MAX_COLUMNS, min_rows=AUTO_MIN_ROWS)
 
     def columns_for(self, cells: pa.Table) -> tuple[ColumnSpec, ...]:
         """The column set of a region whose first cells (whole rows) are ``cells``."""
+        if self.min_rows > 1 and len(run_starts(cells.column("row"))) < self.min_rows:
+            return ()
         puts = pc.equal(cells.column("type"), int(CellType.PUT))
         seen = pc.unique(pc.filter(cells.column("qualifier"), puts)).to_pylist()
         known = {s.qualifier for s in self.declared}
