@@ -21,6 +21,7 @@ from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, CellType
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.semantics import MERGED_SCHEMA, ReadSpec, merge_runs, resolve
 from cellstore.errors import InvalidArgumentError
+from layouts import LAYOUTS, stored
 
 try:
     import model
@@ -141,7 +142,8 @@ def test_resolve_matches_model(data: st.DataObject, runs_and_seqs, family: Famil
     runs, seqs = runs_and_seqs
     spec = data.draw(read_specs(family))
     merged_model = model.merge(runs, seqs)
-    merged = merge_runs([to_table(r) for r in runs], seqs)
+    layout = data.draw(st.sampled_from(LAYOUTS))  # the runs' store-file layout
+    merged = merge_runs([stored(to_table(r), layout) for r in runs], seqs)
     expected = model_read(merged_model, family, spec)
     got = resolve(merged, family=family, spec=spec)
     assert got.schema.equals(CELL_SCHEMA)
@@ -198,7 +200,8 @@ def test_explicit_columns_min_versions_ttl_match_model(
         max_versions=data.draw(st.integers(2, 5)),
         qualifiers=qualifiers,
     )
-    merged = merge_runs([to_table(r) for r in runs], seqs)
+    layout = data.draw(st.sampled_from(LAYOUTS))  # the runs' store-file layout
+    merged = merge_runs([stored(to_table(r), layout) for r in runs], seqs)
     got = resolve(merged, family=family, spec=spec)
     assert rows_of(got) == model_read(model.merge(runs, seqs), family, spec)
 
@@ -217,7 +220,8 @@ def test_raw_reads_match_model(data: st.DataObject, runs_and_seqs, family: Famil
         time_range=data.draw(st.one_of(st.none(), bounded)),
         raw=True,
     )
-    merged = merge_runs([to_table(r) for r in runs], seqs)
+    layout = data.draw(st.sampled_from(LAYOUTS))  # the runs' store-file layout
+    merged = merge_runs([stored(to_table(r), layout) for r in runs], seqs)
     got = resolve(merged, family=family, spec=spec)
     assert rows_of(got) == model_read(model.merge(runs, seqs), family, spec)
 
@@ -233,7 +237,8 @@ def test_time_travel_reads_match_model(data: st.DataObject, runs_and_seqs, famil
         max_versions=data.draw(st.integers(1, 5)),
         time_range=(lo, data.draw(st.integers(lo, MAX_TS + 1))),
     )
-    merged = merge_runs([to_table(r) for r in runs], seqs)
+    layout = data.draw(st.sampled_from(LAYOUTS))  # the runs' store-file layout
+    merged = merge_runs([stored(to_table(r), layout) for r in runs], seqs)
     got = resolve(merged, family=family, spec=spec)
     assert rows_of(got) == model_read(model.merge(runs, seqs), family, spec)
 
@@ -293,6 +298,8 @@ def test_table_reads_with_family_time_ranges_and_unassigned_seqs_match_model(
         dataclasses.replace(family, name="a"),
         dataclasses.replace(settings_b, name="b", ttl=family.ttl),
     ]
+    layout = data.draw(st.sampled_from(LAYOUTS))  # every load writes column files
+    fams = [dataclasses.replace(f, layout=layout) for f in fams]
     raw = data.draw(st.sampled_from([False, False, True]))
     time_range = data.draw(st.one_of(st.none(), _bounded()))
     ranges = data.draw(st.dictionaries(st.sampled_from(FAMILIES), _bounded(), max_size=2))

@@ -16,6 +16,7 @@ from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, CellType, sort_i
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.semantics import ReadSpec, merge_runs, resolve
 from cellstore.errors import InvalidArgumentError
+from layouts import LAYOUTS, stored
 
 Cell = tuple[bytes, bytes, int, str, bytes]
 
@@ -48,8 +49,22 @@ def delete_family_version(ts: int, *, row: bytes = ROW) -> Cell:
     return (row, b"", ts, "DeleteFamilyVersion", b"")
 
 
+#: The store-file layout every scenario's runs are written in (tests/layouts.py): each
+#: scenario runs once per layout (the ``layout`` fixture below).
+_LAYOUT = ["cells"]
+
+
+@pytest.fixture(autouse=True, params=LAYOUTS)
+def layout(request: pytest.FixtureRequest) -> Iterable[str]:
+    """Run the scenario with its store files in each layout (docs/format.md 14)."""
+    _LAYOUT[0] = request.param
+    yield request.param
+    _LAYOUT[0] = "cells"
+
+
 def run(cells: Iterable[Cell]) -> pa.Table:
-    """A store file: the cells in cell order (stable, so duplicates keep their order)."""
+    """A store file: the cells in cell order (stable, so duplicates keep their order),
+    written in the scenario's layout and read back."""
     table = pa.Table.from_pylist(
         [
             {"row": r, "qualifier": q, "ts": ts, "type": int(CellType.parse(kind)), "value": v}
@@ -57,7 +72,7 @@ def run(cells: Iterable[Cell]) -> pa.Table:
         ],
         schema=CELL_SCHEMA,
     )
-    return table.take(sort_indices(table))
+    return stored(table.take(sort_indices(table)), _LAYOUT[0])
 
 
 def read(

@@ -27,6 +27,7 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.rowkey.ranges import bucket_ranges
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError, InvalidRowRangeError
+from cellstore.reader.columnar import fast_wide_families, read_wide_fast
 from cellstore.reader.execute import RESULT_SCHEMA, read_task
 from cellstore.reader.options import (
     FamilyTimeRanges,
@@ -292,6 +293,15 @@ class Scan:
         for task in self.plan():
             if remaining == 0:
                 return
+            if wide is not None and self.point_row is None and fast_wide_families(task) is None:
+                # the column layout's fast path: no cells, no merge (reader/columnar.py)
+                rows = read_wide_fast(self.fs, task, wide, reverse=self.options.reversed)
+                if remaining is not None:
+                    rows = rows.slice(0, remaining)
+                    remaining -= rows.num_rows
+                if rows.num_rows:
+                    yield _with_key_columns(rows, self.key_decoder)
+                continue
             part = run_task(
                 self.fs,
                 task,
@@ -438,6 +448,11 @@ class ScanPartitionReader:
 
     def read_arrow(self, task: ScanTask) -> pa.Table:
         """One task's result as an Arrow table with :meth:`schema`'s columns."""
+        if self.wide is not None and fast_wide_families(task) is None:
+            out = read_wide_fast(self.fs, task, self.wide, reverse=self.reverse)
+            if not out.num_rows and self.wide.columns is not None:
+                out = self.wide.empty()
+            return _with_key_columns(out, self.key_decoder)
         cells = run_task(self.fs, task, reverse=self.reverse)
         if self.wide is not None:
             out = to_wide(cells, self.wide) if cells.num_rows else self.wide.empty()

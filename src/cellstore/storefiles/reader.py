@@ -601,16 +601,22 @@ def _check_records_schema(
 
 
 def slice_rows(
-    table: pa.Table, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
+    table: pa.Table,
+    stats: Sequence[RowGroupStats],
+    start: bytes,
+    stop: bytes,
+    *,
+    row: str = "row",
 ) -> pa.Table:
     """The cells of ``table`` (the row groups ``stats``, in order) whose row is in range.
 
     Row groups entirely inside ``[start, stop)`` need no look at their rows; the two cut
-    points are found by binary search over the sorted row column.
+    points are found by binary search over the sorted row column (``row``: its name; a
+    column file's records have ``__row``).
     """
     if all(g.within(start, stop) for g in stats):
         return table
-    rows = table.column("row")
+    rows = table.column(row)
     lo = bisect_rows(rows, start) if start else 0
     hi = bisect_rows(rows, stop) if stop else table.num_rows
     return table.slice(lo, max(hi - lo, 0))

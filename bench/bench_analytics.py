@@ -1,0 +1,285 @@
+"""Analytics against plain Parquet (issue 28): the column layout's goals, side by side.
+
+    .venv/bin/python bench/bench_analytics.py                     # 340k records
+    .venv/bin/python bench/bench_analytics.py --records 100000 --repeats 2
+    .venv/bin/python bench/bench_analytics.py --layouts columns   # skip the cells table
+
+Dataset: RECORDS flight-like records (a public flight-delay dataset's shape): a composite
+row key ``carrier`` (string) + ``date`` (int32, yyyymmdd) + ``flight`` (int32) + ``origin``
+(string), and 14 typed columns in two families: ``d`` (delays: 6 doubles, about 3% null,
+one int) and ``i`` (info: 4 short strings, 3 ints). The same data is written as one plain
+typed Parquet file (zstd), which is what such a user keeps today. The table has 4 regions
+(split on the carrier) and is bulk loaded from that file with a mapping (codecs recorded),
+once per layout (``cells`` and ``auto``, whose fresh load writes column files).
+
+Measured, each contender interleaved run by run (best of REPEATS after a warm-up), in
+three states of each table: ``loaded``; ``updated`` (a later load rewrote 5% of the
+records with new values and deleted 1% of the rows, not compacted); ``compacted`` (after
+a major compaction):
+
+* ``wide``: ``scan(shape="wide", column_types="table").to_arrow()`` vs
+  ``pyarrow.parquet.read_table(plain)`` (goal: <= 1.5x; updated: <= 3x);
+* ``dask``: a groupby mean of ``d:arr_delay`` by ``i:carrier`` through ``to_dask()`` vs
+  ``dd.read_parquet(plain, columns=[...])`` (goal: <= 1.5x), threaded scheduler;
+* ``bytes``: the live store files vs the plain file (goal: <= 1.5x);
+* ``select``: one carrier's month by row key (``key={"carrier": .., "date": (lo, hi)}``)
+  vs ``pq.read_table(plain, filters=...)`` (goal: 5x faster, i.e. ratio <= 0.2x).
+
+Ratios are cellstore / plain: below 1 is faster than the plain file. The machine is
+shared: the load average is printed. Never part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cellstore import Family
+from cellstore.core.cells import CellType
+from cellstore.core.rowkey import KeyField, RowKeySpec
+from cellstore.jobs import compact
+from cellstore.warehouse import Table, connect
+
+CARRIERS = ["AA", "AS", "B6", "DL", "EV", "F9", "HA", "MQ", "NK", "OO", "UA", "WN"]
+AIRPORTS = ["ATL", "BOS", "DEN", "DFW", "EWR", "JFK", "LAS", "LAX", "LGA", "MCO", "ORD", "SFO"]
+COLUMNS = {  # column -> (family, codec)
+    "dep_delay": ("d", "double"),
+    "arr_delay": ("d", "double"),
+    "air_time": ("d", "double"),
+    "distance": ("d", "double"),
+    "taxi_out": ("d", "double"),
+    "taxi_in": ("d", "double"),
+    "dep_time": ("d", "int"),
+    "carrier": ("i", "string"),
+    "tailnum": ("i", "string"),
+    "origin": ("i", "string"),
+    "dest": ("i", "string"),
+    "flight": ("i", "int"),
+    "month": ("i", "int"),
+    "day": ("i", "int"),
+}
+SPEC = RowKeySpec(
+    fields=(
+        KeyField(name="carrier"),
+        KeyField(name="date", type="int32"),
+        KeyField(name="flight", type="int32"),
+        KeyField(name="origin"),
+    )
+)
+SPLITS = ["B6", "HA", "OO"]  # 4 regions, by carrier
+SELECT = {"carrier": "UA", "date": (20240301, 20240401)}
+
+
+def make_plain(path: str, records: int, seed: int = 0) -> pa.Table:
+    """RECORDS flight-like records with unique keys, written as one zstd Parquet file."""
+    rng = np.random.default_rng(seed)
+    carrier = rng.integers(0, len(CARRIERS), records)
+    month = rng.integers(1, 13, records)
+    day = rng.integers(1, 29, records)
+    flight = np.arange(records, dtype=np.int32) % 9000 + 1  # unique with (date, carrier)
+    origin = rng.integers(0, len(AIRPORTS), records)
+    dest = (origin + rng.integers(1, len(AIRPORTS), records)) % len(AIRPORTS)
+
+    def doubles(loc: float, scale: float) -> pa.Array:
+        return pa.array(
+            np.round(rng.normal(loc, scale, records), 1), mask=rng.random(records) < 0.03
+        )
+
+    table = pa.table(
+        {
+            "carrier": pa.array(np.array(CARRIERS)[carrier]),
+            "date": pa.array((2024 * 10000 + month * 100 + day).astype(np.int32)),
+            "flight": pa.array(flight),
+            "origin": pa.array(np.array(AIRPORTS)[origin]),
+            "dep_delay": doubles(10, 30),
+            "arr_delay": doubles(5, 35),
+            "air_time": doubles(150, 60),
+            "distance": pa.array(np.round(rng.uniform(100, 3000, records), 0)),
+            "taxi_out": doubles(15, 5),
+            "taxi_in": doubles(7, 3),
+            "dep_time": pa.array(rng.integers(0, 2400, records).astype(np.int32)),
+            "tailnum": pa.array(np.char.add("N", rng.integers(100, 999, records).astype("U3"))),
+            "dest": pa.array(np.array(AIRPORTS)[dest]),
+            "month": pa.array(month.astype(np.int32)),
+            "day": pa.array(day.astype(np.int32)),
+        }
+    )
+    # unique keys: one record per (carrier, date, flight, origin)
+    keys = ["carrier", "date", "flight", "origin"]
+    table = table.group_by(keys, use_threads=False).aggregate([]).join(table, keys)
+    table = table.sort_by([(k, "ascending") for k in keys])
+    table = table.append_column("ts", pa.array(np.full(len(table), 1_700_000_000_000)))
+    pq.write_table(table.drop_columns(["ts"]), path, compression="zstd")
+    return table
+
+
+def mapping() -> dict[str, object]:
+    return {
+        "timestamp": {"column": "ts", "unit": "ms"},
+        "cells": [
+            {"family": fam, "qualifier": col, "value": col, "codec": codec}
+            for col, (fam, codec) in COLUMNS.items()
+        ],
+    }
+
+
+def best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Best wall seconds of each contender: one warm-up each, then round-robin."""
+    for fn in fns.values():
+        fn()
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            out[name].append(time.perf_counter() - t0)
+    return {k: min(v) for k, v in out.items()}
+
+
+def measure(t: Table, plain: str, repeats: int, only: set[str]) -> dict[str, float]:
+    import dask
+    import dask.dataframe as dd
+
+    ratios: dict[str, float] = {}
+    if "wide" in only:
+        r = best(
+            {
+                "plain": lambda: pq.read_table(plain),
+                "cellstore": lambda: t.scan(shape="wide", column_types="table").to_arrow(),
+            },
+            repeats,
+        )
+        ratios["wide"] = r["cellstore"] / r["plain"]
+        print(
+            f"    wide:   plain {r['plain']:.3f}s  cellstore {r['cellstore']:.3f}s  "
+            f"= {ratios['wide']:.2f}x"
+        )
+    if "dask" in only:
+
+        def cs() -> object:
+            df = t.scan(
+                shape="wide", columns=["i:carrier", "d:arr_delay"], column_types="table"
+            ).to_dask()
+            return df.groupby("i:carrier")["d:arr_delay"].mean().compute()
+
+        def plain_dd() -> object:
+            df = dd.read_parquet(plain, columns=["carrier", "arr_delay"])
+            return df.groupby("carrier")["arr_delay"].mean().compute()
+
+        with dask.config.set(scheduler="threads"):
+            r = best({"plain": plain_dd, "cellstore": cs}, repeats)
+        ratios["dask"] = r["cellstore"] / r["plain"]
+        print(
+            f"    dask:   plain {r['plain']:.3f}s  cellstore {r['cellstore']:.3f}s  "
+            f"= {ratios['dask']:.2f}x"
+        )
+    if "bytes" in only:
+        size = sum(f.size for f in t.files)
+        ratios["bytes"] = size / os.path.getsize(plain)
+        print(
+            f"    bytes:  plain {os.path.getsize(plain) / 1e6:.2f} MB  cellstore "
+            f"{size / 1e6:.2f} MB = {ratios['bytes']:.2f}x  ({len(t.files)} files: "
+            f"{sum(f.layout == 'columns' for f in t.files)} column files)"
+        )
+    if "select" in only:
+        lo, hi = SELECT["date"]
+        filters = [("carrier", "=", SELECT["carrier"]), ("date", ">=", lo), ("date", "<", hi)]
+        got = t.scan(shape="wide", column_types="table", key=SELECT).to_arrow().num_rows
+        want = pq.read_table(plain, filters=filters).num_rows
+        r = best(
+            {
+                "plain": lambda: pq.read_table(plain, filters=filters),
+                "cellstore": lambda: t.scan(
+                    shape="wide", column_types="table", key=SELECT
+                ).to_arrow(),
+            },
+            repeats,
+        )
+        ratios["select"] = r["cellstore"] / r["plain"]
+        print(
+            f"    select: plain {r['plain']:.4f}s  cellstore {r['cellstore']:.4f}s  "
+            f"= {ratios['select']:.2f}x  ({got} rows, plain {want})"
+        )
+    return ratios
+
+
+def update(t: Table, data: pa.Table, fraction: float, deleted: float, seed: int = 1) -> None:
+    """A later load: ``fraction`` of the records rewritten, ``deleted`` of the rows deleted."""
+    rng = np.random.default_rng(seed)
+    n = len(data)
+    pick = rng.choice(n, int(n * fraction), replace=False)
+    changed = data.take(pa.array(np.sort(pick)))
+    changed = changed.set_column(
+        changed.schema.get_field_index("arr_delay"),
+        "arr_delay",
+        pa.array(rng.normal(0, 40, len(changed)).round(1)),
+    )
+    changed = changed.set_column(
+        changed.schema.get_field_index("ts"),
+        "ts",
+        pa.array(np.full(len(changed), 1_700_000_100_000)),
+    )
+    t.load(changed, mapping=mapping(), key_advice="off")
+    gone = np.sort(rng.choice(n, int(n * deleted), replace=False))
+    rows = t.scan(shape="wide", column_types="table").to_arrow().column("row").take(pa.array(gone))
+    markers = pa.table(
+        {
+            "row": pa.concat_arrays([rows.combine_chunks()] * 2),
+            "family": ["d"] * len(gone) + ["i"] * len(gone),
+            "qualifier": [b""] * (2 * len(gone)),
+            "ts": pa.array(np.full(2 * len(gone), 1_700_000_200_000), pa.int64()),
+            "type": pa.array(np.full(2 * len(gone), int(CellType.DELETE_FAMILY)), pa.int8()),
+            "value": [b""] * (2 * len(gone)),
+        }
+    )
+    t.load_cells(markers)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=340_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--layouts", nargs="+", default=["cells", "auto"])
+    ap.add_argument("--only", nargs="+", default=["wide", "dask", "bytes", "select"])
+    args = ap.parse_args()
+    only = set(args.only)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as root:
+        plain = os.path.join(root, "plain.parquet")
+        data = make_plain(plain, args.records)
+        print(f"{len(data)} records, plain file {os.path.getsize(plain) / 1e6:.2f} MB")
+        wh = connect(os.path.join(root, "wh"))
+        for layout in args.layouts:
+            name = f"flights_{layout}"
+            t = wh.create_table(
+                name,
+                families=[Family(name="d", layout=layout), Family(name="i", layout=layout)],
+                row_key=SPEC,
+                splits=[c.encode() for c in SPLITS],
+            )
+            t0 = time.perf_counter()
+            t.load(data, mapping=mapping(), key_advice="off")
+            print(f"layout={layout}: load {time.perf_counter() - t0:.2f}s")
+            t = wh.table(name)
+            print("  loaded")
+            measure(t, plain, args.repeats, only)
+            update(t, data, 0.05, 0.01)
+            t = wh.table(name)
+            print("  updated (5% rewritten, 1% deleted, not compacted)")
+            measure(t, plain, args.repeats, only)
+            compact(t, major=True)
+            t = wh.table(name)
+            print("  compacted")
+            measure(t, plain, args.repeats, only)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

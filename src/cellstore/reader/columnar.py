@@ -1,0 +1,365 @@
+"""The column layout's fast path: wide reads answered from column files alone.
+
+A wide read (one row per row key, the newest visible value of each column) of a task
+whose every family is held by column files only (docs/format.md section 14) needs no
+merge and no semantics pass: a column file holds at most one Put per (row, qualifier)
+and no delete markers, so the newest visible value of a column is the file's value,
+unless the family's TTL or the read's time range hides it (its timestamp decides). The
+fast path reads only the requested qualifiers' value columns (and their timestamps only
+when TTL or a time range needs them), masks hidden values, and joins the families on the
+row. It gives exactly what ``to_wide(read_task(...))`` gives; where a task does not
+qualify (:func:`fast_wide_families` says why not), the caller takes the general path.
+
+A task qualifies when:
+
+- the read is a normal one: not raw, no filters, no per-family limits or offsets;
+- every family read is of cellstore store files, all of them column files, whose row
+  ranges do not overlap (one write's rolled files, or a major compaction's);
+- a family with a TTL has no ``min_versions`` (R8.4 would keep expired versions).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.codecs import Codec, arrow_type, decode_values, encode_values, valid_mask
+from cellstore.core.columnar import ROW_COLUMN, TS_COLUMN, ColumnSpec, expand_records
+from cellstore.core.metadata import FileEntry
+from cellstore.core.semantics import merge_resolve
+from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.reader.shapes import WideSpec, column_name, to_wide
+from cellstore.storefiles.reader import slice_rows
+
+__all__ = ["fast_wide_families", "read_wide_fast"]
+
+#: A wide column: (family, qualifier).
+Column = tuple[str, bytes]
+#: A column's values and the codec they are typed with (the file's).
+Typed = tuple[pa.Array, Codec]
+
+#: Why a task takes the general path (for tests and ``explain``).
+NOT_COLUMNS: Final = "a family has cell files"
+
+
+def fast_wide_families(task: ScanTask) -> str | None:
+    """None when :func:`read_wide_fast` can answer ``task``, else why not."""
+    if task.filters is not None:
+        return "the read has filters"
+    for fam in task.families:
+        spec = fam.spec
+        if fam.source is not None:
+            return "the family is read from another source"
+        if spec.raw or spec.compaction is not None:
+            return "the read is raw"
+        if spec.max_results_per_family is not None or spec.row_offset_per_family:
+            return "the read has per-family limits"
+        if fam.family.ttl is not None and fam.family.min_versions:
+            return "the family keeps min versions under a TTL"
+        if len(fam.entries) != len(fam.files):
+            return "the task does not carry its manifest entries"
+        if fam.entries and all(e.layout != "columns" for e in fam.entries):
+            return NOT_COLUMNS
+        ranges = sorted((e.first_row, e.last_row) for e in fam.entries if e.layout == "columns")
+        if any(a[1] >= b[0] for a, b in itertools.pairwise(ranges)):
+            return "the family's column files overlap"
+    return None
+
+
+def read_wide_fast(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, wide: WideSpec, *, reverse: bool = False
+) -> pa.Table:
+    """The wide result of ``task`` from its column files (see the module docstring).
+
+    The task must qualify (:func:`fast_wide_families` returns None).
+
+    Returns:
+        ``row`` then the wanted columns, as :func:`~cellstore.reader.shapes.to_wide` of the
+        task's cells returns them (rows ascending; descending when ``reverse``).
+    """
+    codecs = dict(wide.codecs)
+    wanted = None if wide.columns is None else set(wide.columns)
+    parts: list[tuple[pa.Array, dict[Column, Typed]]] = []
+    for fam in task.families:
+        rows, columns = _read_family(fs, task, fam, wanted)
+        if len(rows):
+            parts.append((rows, columns))
+    rows, found = _join(parts)
+    if wide.columns is None:
+        order = sorted(c for c, (a, _) in found.items() if a.null_count < len(a))
+    else:
+        order = list(wide.columns)
+    names = ["row"]
+    arrays: list[pa.Array] = [rows]
+    for col in order:
+        codec = codecs.get(col, Codec.BYTES)
+        names.append(column_name(*col))
+        typed = found.get(col)
+        if typed is None:
+            arrays.append(pa.nulls(len(rows), arrow_type(codec)))
+        else:
+            arrays.append(_as_codec(typed, codec, names[-1], wide.decode_errors))
+    out = pa.Table.from_arrays(arrays, names=names)
+    if task.strip_salt:
+        out = out.set_column(0, "row", _strip_first_byte(out.column(0).combine_chunks()))
+    if reverse and out.num_rows:
+        out = out.take(pa.array(np.arange(out.num_rows - 1, -1, -1)))
+    return out
+
+
+def _read_family(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    wanted: set[Column] | None,
+) -> tuple[pa.Array, dict[Column, Typed]]:
+    """One family's rows and their visible wanted values.
+
+    Rows no cell file (delta) touches come from the column files alone; rows a delta
+    touches are expanded to cells (only those rows), merged with the deltas and resolved
+    with the read's semantics, then pivoted; the two parts are joined in row order.
+    """
+    bases = [e for e in fam.entries if e.layout == "columns"]
+    deltas = [e for e in fam.entries if e.layout != "columns"]
+    delta_runs: list[pa.Table] = []
+    delta_seqs: list[int] = []
+    for entry in deltas:
+        with task.open_file(fs, fam, entry.path) as reader:
+            cells = reader.read(start=task.start, stop=task.stop)
+        if cells.num_rows:
+            delta_runs.append(cells)
+            delta_seqs.append(entry.seq)
+    touched = None
+    if delta_runs:
+        every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
+        touched = pc.unique(every)
+    files = [_read_base(fs, task, fam, e, wanted, whole=touched is not None) for e in bases]
+    files = [f for f in files if f is not None]
+    rows, columns = _concat_files(fam.family.name, files)
+    if touched is None:
+        return rows, columns
+    # rows a delta touches: base cells of those rows + the deltas, resolved (HBase's rules)
+    untouched = pc.invert(pc.is_in(rows, value_set=touched))
+    runs, seqs = list(delta_runs), list(delta_seqs)
+    for f in files:
+        hit = pc.is_in(f.records.column(ROW_COLUMN), value_set=touched)
+        if pc.any(hit).as_py():
+            runs.append(expand_records(f.records.filter(hit), f.specs))
+            seqs.append(f.seq)
+    order = sorted(range(len(runs)), key=lambda i: seqs[i])  # oldest first
+    cells = merge_resolve(
+        [runs[i] for i in order], [seqs[i] for i in order], family=fam.family, spec=fam.spec
+    )
+    t_rows, t_columns = _pivot(fam.family.name, cells, wanted)
+    return _union(
+        (rows.filter(untouched), {k: (a.filter(untouched), c) for k, (a, c) in columns.items()}),
+        (t_rows, t_columns),
+    )
+
+
+@dataclass(frozen=True)
+class _Base:
+    """One column file's part of a family read."""
+
+    rows: pa.Array  # the rows with a visible cell the read covers
+    values: dict[ColumnSpec, pa.Array]  # wanted columns, hidden values nulled, per row
+    records: pa.Table  # every record in range (all columns when deltas need them)
+    specs: tuple[ColumnSpec, ...]
+    seq: int
+
+
+def _read_base(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    entry: FileEntry,
+    wanted: set[Column] | None,
+    *,
+    whole: bool,
+) -> _Base | None:
+    """A column file's visible wanted values in the task's range.
+
+    ``whole``: read every column, so rows touched by deltas can be expanded to cells.
+    """
+    name = fam.family.name
+    spec = fam.spec
+    ttl = fam.family.ttl_ms
+    oldest = None if ttl is None else spec.now_ms - ttl
+    window = spec.time_range
+    if (task.stop and entry.first_row >= task.stop) or entry.last_row < task.start:
+        return None
+    with task.open_file(fs, fam, entry.path) as reader:
+        every = reader.info.columns
+        read_specs = [s for s in every if spec.qualifiers is None or s.qualifier in spec.qualifiers]
+        out_specs = [s for s in read_specs if wanted is None or (name, s.qualifier) in wanted]
+        stats = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
+        if not stats:
+            return None
+        timed = oldest is not None or window is not None
+        # A row is in the result when one of its cells the read covers is visible: with
+        # the whole family read and no time range, every record is (it holds a value)
+        # unless TTL expired its newest cell (__ts); otherwise decide per cell.
+        per_cell = spec.qualifiers is not None or window is not None
+        seen = read_specs if per_cell else out_specs
+        if whole:
+            cols = [
+                ROW_COLUMN,
+                TS_COLUMN,
+                *(s.value_name for s in every),
+                *(s.ts_name for s in every),
+            ]
+        else:
+            cols = [ROW_COLUMN, *(s.value_name for s in seen)]
+            if timed:
+                cols += [TS_COLUMN, *(s.ts_name for s in seen)]
+        records = reader.read_records([g.index for g in stats], columns=cols)
+    records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
+    n = records.num_rows
+    row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
+    present = np.zeros(n, dtype=bool) if per_cell else np.ones(n, dtype=bool)
+    if not per_cell and oldest is not None and row_ts is not None:
+        present = row_ts >= oldest
+    shown: dict[ColumnSpec, pa.Array] = {}
+    for s in seen:
+        values = records.column(s.value_name).combine_chunks()
+        visible = valid_mask(values)
+        if row_ts is not None:
+            own = records.column(s.ts_name).combine_chunks()
+            ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
+            if oldest is not None:
+                visible &= ts >= oldest
+            if window is not None:
+                visible &= (ts >= window[0]) & (ts < window[1])
+            values = pc.if_else(pa.array(visible), values, None)
+        if per_cell:
+            present |= visible
+        shown[s] = values
+    keep = None if present.all() else pa.array(present)
+    rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
+    return _Base(
+        rows=rows if keep is None else rows.filter(keep),
+        values={s: shown[s] if keep is None else shown[s].filter(keep) for s in out_specs},
+        records=records,
+        specs=tuple(every),
+        seq=entry.seq,
+    )
+
+
+def _concat_files(name: str, files: Sequence[_Base]) -> tuple[pa.Array, dict[Column, Typed]]:
+    """Column files' parts (row ranges disjoint, in row order) as one family part."""
+    files = sorted(files, key=lambda f: f.rows[0].as_py() if len(f.rows) else b"")
+    if not files:
+        return pa.array([], pa.binary()), {}
+    rows = pa.concat_arrays([f.rows for f in files]) if len(files) > 1 else files[0].rows
+    keys: dict[Column, ColumnSpec] = {}
+    for f in files:
+        for s in f.values:
+            keys.setdefault((name, s.qualifier), s)
+    out: dict[Column, Typed] = {}
+    for key, first in keys.items():
+        arrs: list[pa.Array] = []
+        codec = first.codec
+        for f in files:
+            own = next((v for s, v in f.values.items() if s.qualifier == key[1]), None)
+            arrs.append(pa.nulls(len(f.rows), first.arrow_type) if own is None else own)
+        if any(a.type != first.arrow_type for a in arrs):
+            # files typed the column differently (a mapping changed its codec): as bytes
+            arrs = [_bytes_of(a, key) for a in arrs]
+            codec = Codec.BYTES
+        out[key] = (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
+    return rows, out
+
+
+def _pivot(
+    name: str, cells: pa.Table, wanted: set[Column] | None
+) -> tuple[pa.Array, dict[Column, Typed]]:
+    """Resolved cells of one family (cell order) as rows and newest values (bytes)."""
+    if not cells.num_rows:
+        return pa.array([], pa.binary()), {}
+    quals = pc.unique(cells.column("qualifier")).to_pylist()
+    columns = tuple((name, q) for q in sorted(quals))
+    with_family = cells.add_column(1, "family", pa.array([name] * cells.num_rows, pa.string()))
+    table = to_wide(with_family, WideSpec(columns=columns))
+    rows = table.column(0).combine_chunks()
+    out: dict[Column, Typed] = {}
+    for i, key in enumerate(columns, start=1):
+        if wanted is None or key in wanted:
+            out[key] = (table.column(i).combine_chunks(), Codec.BYTES)
+    return rows, out
+
+
+def _union(
+    a: tuple[pa.Array, dict[Column, Typed]], b: tuple[pa.Array, dict[Column, Typed]]
+) -> tuple[pa.Array, dict[Column, Typed]]:
+    """Two parts of one family with disjoint rows, as one part in row order."""
+    rows = pa.concat_arrays([a[0], b[0]])
+    order = pc.sort_indices(rows)
+    out: dict[Column, Typed] = {}
+    for key in {**a[1], **b[1]}:
+        parts = []
+        codecs = {p[1][key][1] for p in (a, b) if key in p[1]}
+        as_bytes = len(codecs) > 1
+        for part in (a, b):
+            n = len(part[0])
+            typed = part[1].get(key)
+            if typed is None:
+                other = (a if part is b else b)[1][key]
+                kind = pa.binary() if as_bytes else other[0].type
+                parts.append(pa.nulls(n, kind))
+            elif as_bytes and typed[1] is not Codec.BYTES:
+                parts.append(_bytes_of(typed[0], key))
+            else:
+                parts.append(typed[0])
+        codec = Codec.BYTES if as_bytes else codecs.pop()
+        out[key] = (pa.concat_arrays(parts).take(order), codec)
+    return rows.take(order), out
+
+
+def _bytes_of(arr: pa.Array, key: Column) -> pa.Array:
+    """A typed value column back to HBase value bytes (its type names the codec)."""
+    for codec in Codec:
+        if arrow_type(codec) == arr.type and codec is not Codec.STRING:
+            return encode_values(arr, codec, field=column_name(*key)).cast(pa.binary())
+    return arr.cast(pa.binary())
+
+
+def _join(
+    parts: Sequence[tuple[pa.Array, dict[Column, Typed]]],
+) -> tuple[pa.Array, dict[Column, Typed]]:
+    """Families' (rows, columns) joined on the row: the union of rows, ascending."""
+    if not parts:
+        return pa.array([], pa.binary()), {}
+    if len(parts) == 1:
+        return parts[0]
+    every = pa.concat_arrays([rows for rows, _ in parts])
+    rows = pc.unique(every)
+    rows = rows.take(pc.sort_indices(rows))
+    out: dict[Column, Typed] = {}
+    for fam_rows, columns in parts:
+        at = pc.index_in(rows, value_set=fam_rows)
+        for key, (arr, codec) in columns.items():
+            out[key] = (arr.take(at), codec)
+    return rows, out
+
+
+def _as_codec(typed: Typed, codec: Codec, name: str, errors: str) -> pa.Array:
+    """A column's values (typed with the file's codec) as the read's codec gives them."""
+    arr, have = typed
+    if have is codec:
+        return arr
+    raw = encode_values(arr, have, field=name)
+    if codec is Codec.BYTES:
+        return raw
+    return decode_values(raw, codec, field=name, errors="raise" if errors == "raise" else "null")
+
+
+def _strip_first_byte(rows: pa.Array) -> pa.Array:
+    """Every row key without its first byte (the salt)."""
+    return pc.binary_slice(rows, 1)
