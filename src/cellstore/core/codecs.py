@@ -35,6 +35,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Final, Literal, NamedTuple, TypeAlias, overload
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -455,13 +456,24 @@ def gather(
 def take_fixed(data: np.ndarray, starts: np.ndarray, width: int, keep: np.ndarray) -> np.ndarray:
     """``(n, width)`` uint8 matrix of ``data[starts[i]:starts[i] + width]``; 0 where not kept."""
     n = len(starts)
-    idx = np.flatnonzero(keep)
-    if idx.size == n and n and np.array_equal(starts, np.arange(n, dtype=np.int64) * width):
+    if n and keep.all() and np.array_equal(starts, np.arange(n, dtype=np.int64) * width):
         return data[: n * width].reshape(n, width)
     out = np.zeros((n, width), dtype=np.uint8)
-    if idx.size:
-        out[idx] = data[starts[idx][:, None] + np.arange(width, dtype=np.int64)]
+    if n:
+        _take_fixed(data, np.asarray(starts, dtype=np.int64), width, keep, out)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _take_fixed(
+    data: np.ndarray, starts: np.ndarray, width: int, keep: np.ndarray, out: np.ndarray
+) -> None:
+    """Compiled body of :func:`take_fixed` (one pass, no index matrix)."""
+    for i in range(len(starts)):
+        if keep[i]:
+            s = starts[i]
+            for b in range(width):
+                out[i, b] = data[s + b]
 
 
 def fixed_to_binary(matrix: np.ndarray, keep: np.ndarray) -> pa.Array:

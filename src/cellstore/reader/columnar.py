@@ -140,8 +140,8 @@ def _read_family(
     if delta_runs:
         every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
         touched = pc.unique(every)
-    files = [_read_base(fs, task, fam, e, wanted, whole=touched is not None) for e in bases]
-    files = [f for f in files if f is not None]
+    read = [_read_base(fs, task, fam, e, wanted, whole=touched is not None) for e in bases]
+    files = [f for f in read if f is not None]
     rows, columns = _concat_files(fam.family.name, files)
     if touched is None:
         return rows, columns
@@ -338,6 +338,13 @@ def _join(
         return pa.array([], pa.binary()), {}
     if len(parts) == 1:
         return parts[0]
+    first = parts[0][0]
+    if all(len(rows) == len(first) and rows.equals(first) for rows, _ in parts[1:]):
+        # every family holds the same rows (a record with cells in each): no join
+        same: dict[Column, Typed] = {}
+        for _, columns in parts:
+            same.update(columns)
+        return first, same
     every = pa.concat_arrays([rows for rows, _ in parts])
     rows = pc.unique(every)
     rows = rows.take(pc.sort_indices(rows))

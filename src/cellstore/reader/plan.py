@@ -342,6 +342,11 @@ def split_tasks(
     return out
 
 
+#: Bytes of a cell besides its row key and value, for a column file's memory estimate
+#: (a qualifier of a few bytes, the 8-byte timestamp, the type, offsets).
+_CELL_OVERHEAD: Final = 24
+
+
 def _cut_points(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
@@ -356,7 +361,13 @@ def _cut_points(
             for rg in reader.row_groups():
                 if not rg.may_overlap(task.start, task.stop):
                     continue
-                size = meta.row_group(rg.index).total_byte_size
+                group = meta.row_group(rg.index)
+                size = group.total_byte_size
+                if reader.info.columns and group.num_rows:
+                    # a column file's records expand to cells that each repeat the row
+                    # key (plus qualifier, timestamp and type): count what a read holds
+                    row_bytes = group.column(0).total_uncompressed_size / group.num_rows
+                    size += int(rg.num_cells * (row_bytes + _CELL_OVERHEAD))
                 groups.append((rg.min_row or task.start, size))
     groups.sort(key=lambda g: g[0])
     cuts: list[bytes] = []

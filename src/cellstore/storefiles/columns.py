@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -53,7 +54,6 @@ from cellstore.storefiles.footer import (
 )
 from cellstore.storefiles.layout import store_file_relpath
 from cellstore.storefiles.writer import (
-    BLOOM_FPP,
     DEFAULT_ROW_GROUP_CELLS,
     StoreFileWriter,
     WrittenFile,
@@ -61,7 +61,6 @@ from cellstore.storefiles.writer import (
 
 __all__ = [
     "COLUMN_FILE_SUFFIX",
-    "MIN_GROUP_RECORDS",
     "ColumnFileWriter",
     "ColumnPlan",
     "LayoutSink",
@@ -75,13 +74,35 @@ __all__ = [
 #: Stem suffix of a column file (``<stem>-<k>-c.parquet``); its delta cells are in the
 #: cell file ``<stem>-<k>.parquet`` beside it.
 COLUMN_FILE_SUFFIX: Final = "-c"
-#: Fewest records per row group of a column file.
-MIN_GROUP_RECORDS: Final = 4096
+#: Smallest data page of a column file (Parquet's default page size).
+COLUMN_PAGE_BYTES: Final = 1 << 20
+
+
+#: zstd level of column files: written once by a load or a major compaction and read by
+#: every analytics query, so smaller beats faster to write (level 6 keeps a load's write
+#: step within ~1.5x of level 1's time; measured in docs/performance.md).
+COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"))
+
+
+def _level(compression: str) -> int | None:
+    """The compression level of a column file (zstd: :data:`COLUMN_ZSTD_LEVEL`)."""
+    return COLUMN_ZSTD_LEVEL if compression == "zstd" else None
+
+
+def _is_ts(name: str) -> bool:
+    """Whether ``name`` is a cell timestamp column (``__ts:<qualifier>``)."""
+    return name.startswith(TS_COLUMN + ":")
 
 
 def group_records(row_group_cells: int, columns: int) -> int:
-    """Records per row group: about ``row_group_cells`` values, at least the minimum."""
-    return max(MIN_GROUP_RECORDS, row_group_cells // max(columns, 1))
+    """Records per row group of a column file: ``row_group_cells`` (a load's or job's).
+
+    A record holds up to ``columns`` cells, so a row group of records expands to more cells
+    than a cell file's of the same setting; analytics reads want long row groups (Parquet's
+    own default is a million rows), and a point read decodes one group of either layout.
+    """
+    del columns
+    return max(1, row_group_cells)
 
 
 @dataclass(frozen=True)
@@ -233,10 +254,10 @@ class ColumnFileWriter(FileContext):
             self._flush(final=False)
 
     def _open(self) -> pq.ParquetWriter:
+        # No Bloom filter: a point read finds its one row group by the statistics of the
+        # sorted, unique __row, and a filter would add about a fifth to the file's bytes
+        # (9.6 bits a record at 1% false positives, against ~3 bytes a record of __row).
         options: dict[str, Any] = {}
-        if self.family.bloom_filter:
-            ndv = max(1, min(self.group_records, self._pending_records))
-            options["bloom_filter_options"] = {ROW_COLUMN: {"ndv": ndv, "fpp": BLOOM_FPP}}
         makedirs_for(self.fs, self.path)
         self._file = self.fs.open(self.path, "wb")
         try:
@@ -244,16 +265,20 @@ class ColumnFileWriter(FileContext):
                 self._file,
                 self.schema,
                 compression=self.family.compression,
-                data_page_size=self.family.block_size,
+                compression_level=_level(self.family.compression),
+                # analytics reads decode whole row groups: pages as large as Parquet's
+                # default (a point read decodes the row group either way)
+                data_page_size=max(self.family.block_size, COLUMN_PAGE_BYTES),
                 write_page_checksum=True,
-                write_statistics=True,
+                # statistics where readers prune by them: rows, row ts, values
+                write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
                 sorting_columns=[pq.SortingColumn(0)],
+                # sorted unique keys share prefixes; values repeat (dictionaries); the
+                # cells' own timestamps are mostly null (no dictionary, a few bytes)
                 use_dictionary=[
-                    f.name
-                    for f in self.schema
-                    if f.name != ROW_COLUMN
-                    and (pa.types.is_string(f.type) or pa.types.is_binary(f.type))
+                    f.name for f in self.schema if f.name != ROW_COLUMN and not _is_ts(f.name)
                 ],
+                column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"},
                 store_schema=True,
                 **options,
             )
@@ -299,7 +324,7 @@ class ColumnFileWriter(FileContext):
             load_id=self.load_id,
             row_groups=len(self._group_cells),
             size=0,
-            bloom_filter=self.family.bloom_filter,
+            bloom_filter=False,
             writer_version=CELLSTORE_VERSION,
             format_version=COLUMN_FILE_FORMAT_VERSION,
             layout="columns",

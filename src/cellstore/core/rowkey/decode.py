@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 import pyarrow as pa
 
@@ -39,8 +40,8 @@ class _Cursor:
 
     def until(self, terminator: int, field: str) -> Parts:
         """Bytes up to the next ``terminator`` byte, which is consumed."""
-        hits = np.append(np.flatnonzero(self.data == terminator), np.iinfo(np.int64).max)
-        nxt = hits[np.searchsorted(hits, self.pos, side="left")]
+        nxt = np.empty(len(self.pos), dtype=np.int64)
+        _find_byte(self.data, self.pos, self.end, terminator, nxt)
         found = nxt < self.end
         self.problems.add(~found, field, f"no 0x{terminator:02X} terminator in the row key")
         ok = ~self.problems.bad
@@ -55,6 +56,19 @@ class _Cursor:
         parts = gather(self.data, self.pos, np.where(ok, self.end - self.pos, 0))
         self.pos = self.end.copy()
         return parts
+
+
+@numba.njit(cache=True, nogil=True)
+def _find_byte(
+    data: np.ndarray, pos: np.ndarray, end: np.ndarray, byte: int, out: np.ndarray
+) -> None:
+    """``out[i]``: the first offset in ``[pos[i], end[i])`` holding ``byte`` (``end[i]``: none)."""
+    for i in range(len(pos)):
+        j = pos[i]
+        e = end[i]
+        while j < e and data[j] != byte:
+            j += 1
+        out[i] = j
 
 
 def _numbers(field: KeyField, matrix: np.ndarray) -> np.ndarray:
