@@ -111,10 +111,16 @@ def make_plain(path: str, records: int, seed: int = 0) -> pa.Table:
             "day": pa.array(day.astype(np.int32)),
         }
     )
-    # unique keys: one record per (carrier, date, flight, origin)
+    # unique keys: one record per (carrier, date, flight, origin), the first drawn
     keys = ["carrier", "date", "flight", "origin"]
-    table = table.group_by(keys, use_threads=False).aggregate([]).join(table, keys)
     table = table.sort_by([(k, "ascending") for k in keys])
+    first = np.ones(len(table), dtype=bool)
+    same = np.ones(len(table) - 1, dtype=bool)
+    for k in keys:
+        col = table.column(k).to_numpy(zero_copy_only=False)
+        same &= col[1:] == col[:-1]
+    first[1:] = ~same
+    table = table.filter(pa.array(first))
     table = table.append_column("ts", pa.array(np.full(len(table), 1_700_000_000_000)))
     pq.write_table(table.drop_columns(["ts"]), path, compression="zstd")
     return table

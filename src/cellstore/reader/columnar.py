@@ -158,10 +158,7 @@ def _read_family(
         [runs[i] for i in order], [seqs[i] for i in order], family=fam.family, spec=fam.spec
     )
     t_rows, t_columns = _pivot(fam.family.name, cells, wanted)
-    return _union(
-        (rows.filter(untouched), {k: (a.filter(untouched), c) for k, (a, c) in columns.items()}),
-        (t_rows, t_columns),
-    )
+    return _union(rows, untouched, columns, (t_rows, t_columns))
 
 
 @dataclass(frozen=True)
@@ -208,12 +205,12 @@ def _read_base(
         # unless TTL expired its newest cell (__ts); otherwise decide per cell.
         per_cell = spec.qualifiers is not None or window is not None
         seen = read_specs if per_cell else out_specs
-        if whole:
+        if whole:  # the read's columns, with timestamps: touched rows expand to cells
             cols = [
                 ROW_COLUMN,
                 TS_COLUMN,
-                *(s.value_name for s in every),
-                *(s.ts_name for s in every),
+                *(s.value_name for s in read_specs),
+                *(s.ts_name for s in read_specs),
             ]
         else:
             cols = [ROW_COLUMN, *(s.value_name for s in seen)]
@@ -247,7 +244,7 @@ def _read_base(
         rows=rows if keep is None else rows.filter(keep),
         values={s: shown[s] if keep is None else shown[s].filter(keep) for s in out_specs},
         records=records,
-        specs=tuple(every),
+        specs=tuple(read_specs),
         seq=entry.seq,
     )
 
@@ -296,27 +293,89 @@ def _pivot(
 
 
 def _union(
-    a: tuple[pa.Array, dict[Column, Typed]], b: tuple[pa.Array, dict[Column, Typed]]
+    base_rows: pa.Array,
+    untouched: pa.Array,
+    a: dict[Column, Typed],
+    touched: tuple[pa.Array, dict[Column, Typed]],
 ) -> tuple[pa.Array, dict[Column, Typed]]:
-    """Two parts of one family with disjoint rows, as one part in row order."""
-    rows = pa.concat_arrays([a[0], b[0]])
-    order = pc.sort_indices(rows)
+    """Untouched base rows and resolved touched rows, as one family part in row order.
+
+    ``untouched`` masks ``base_rows`` (whose values are ``a``); ``touched`` holds the rows
+    the deltas touch, resolved (values as bytes). When every touched row is a base row
+    (updates and deletes of loaded rows) the touched values replace the base's in place;
+    rows only the deltas hold need a sort.
+    """
+    t_rows, b = touched
+    b = {k: _typed_like(v, a.get(k), k) for k, v in b.items()}
+    at = pc.index_in(t_rows, value_set=base_rows)
+    if at.null_count:
+        return _union_sorted(base_rows, untouched, a, (t_rows, b))
+    hit = np.zeros(len(base_rows), dtype=bool)
+    hit[at.to_numpy(zero_copy_only=False)] = True
+    present = hit | untouched.to_numpy(zero_copy_only=False)
+    keep = None if present.all() else pa.array(present)
+    in_t = pa.array(hit)
     out: dict[Column, Typed] = {}
-    for key in {**a[1], **b[1]}:
-        parts = []
-        codecs = {p[1][key][1] for p in (a, b) if key in p[1]}
+    for key in {**a, **b}:
+        base, new = _aligned(a.get(key), b.get(key), key, len(base_rows), len(t_rows))
+        merged = pc.replace_with_mask(base[0], in_t, new[0]) if len(t_rows) else base[0]
+        out[key] = (merged if keep is None else merged.filter(keep), base[1])
+    return (base_rows if keep is None else base_rows.filter(keep)), out
+
+
+def _aligned(
+    base: Typed | None, new: Typed | None, key: Column, n_base: int, n_new: int
+) -> tuple[Typed, Typed]:
+    """A column's base and touched values with one type.
+
+    A missing side is nulls; when the two sides' codecs differ, both are bytes.
+    """
+    if base is not None and new is not None:
+        if base[0].type == new[0].type:
+            return base, new
+        as_bytes = (_bytes_of(base[0], key), Codec.BYTES)
+        return as_bytes, (new[0] if new[1] is Codec.BYTES else _bytes_of(new[0], key), Codec.BYTES)
+    if base is not None:
+        return base, (pa.nulls(n_new, base[0].type), base[1])
+    assert new is not None
+    return (pa.nulls(n_base, new[0].type), new[1]), new
+
+
+def _typed_like(new: Typed, base: Typed | None, key: Column) -> Typed:
+    """Touched values (bytes) typed like the base's column when every one decodes."""
+    arr, codec = new
+    if base is None or base[1] is codec or codec is not Codec.BYTES:
+        return new
+    typed = decode_values(arr, base[1], field=column_name(*key), errors="null")
+    if typed.null_count != arr.null_count:
+        return new  # a value the base's codec does not read: keep bytes (read decides)
+    return typed, base[1]
+
+
+def _union_sorted(
+    base_rows: pa.Array,
+    untouched: pa.Array,
+    a: dict[Column, Typed],
+    touched: tuple[pa.Array, dict[Column, Typed]],
+) -> tuple[pa.Array, dict[Column, Typed]]:
+    """:func:`_union` when the deltas hold rows the base does not: concatenate, sort."""
+    t_rows, b = touched
+    rows = pa.concat_arrays([base_rows.filter(untouched), t_rows])
+    order = pc.sort_indices(rows)
+    n_a, n_b = len(rows) - len(t_rows), len(t_rows)
+    out: dict[Column, Typed] = {}
+    for key in {**a, **b}:
+        codecs = {p[key][1] for p in (a, b) if key in p}
         as_bytes = len(codecs) > 1
-        for part in (a, b):
-            n = len(part[0])
-            typed = part[1].get(key)
+        parts = []
+        for part, n, filt in ((a, n_a, untouched), (b, n_b, None)):
+            typed = part.get(key)
             if typed is None:
-                other = (a if part is b else b)[1][key]
-                kind = pa.binary() if as_bytes else other[0].type
-                parts.append(pa.nulls(n, kind))
-            elif as_bytes and typed[1] is not Codec.BYTES:
-                parts.append(_bytes_of(typed[0], key))
-            else:
-                parts.append(typed[0])
+                other = (b if part is a else a)[key]
+                parts.append(pa.nulls(n, pa.binary() if as_bytes else other[0].type))
+                continue
+            arr = typed[0] if filt is None else typed[0].filter(filt)
+            parts.append(_bytes_of(arr, key) if as_bytes and typed[1] is not Codec.BYTES else arr)
         codec = Codec.BYTES if as_bytes else codecs.pop()
         out[key] = (pa.concat_arrays(parts).take(order), codec)
     return rows.take(order), out
