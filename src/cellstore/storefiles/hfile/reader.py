@@ -70,6 +70,7 @@ from cellstore.storefiles.hfile.index import (
 )
 from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
 from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES, MAX_ROW_LENGTH
+from cellstore.storefiles.hfile.readoptions import DEFAULT_BATCH_BYTES
 from cellstore.storefiles.hfile.trailer import MAX_TRAILER_SIZE, Trailer, parse_trailer
 
 __all__ = [
@@ -81,8 +82,6 @@ __all__ = [
     "OnCorrupt",
 ]
 
-#: On-disk bytes of data blocks decoded together (one Arrow batch per group).
-DEFAULT_BATCH_BYTES: Final = 16 << 20
 #: Batches decoded at once by default (the machine's cores, at most 2: one batch is
 #: consumed while the next decodes).
 DEFAULT_THREADS: Final = max(1, min(2, os.cpu_count() or 1))
