@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import tarfile
+import typing
 import zipfile
 from pathlib import Path
 
@@ -12,7 +14,8 @@ import pyarrow.compute as pc
 import pytest
 
 from cellstore import hbase
-from cellstore.errors import CorruptFileError, UnsupportedFormatError
+from cellstore.errors import CorruptFileError, InvalidArgumentError, UnsupportedFormatError
+from cellstore.hbase import HFileReadKwargs, HFileReadOptions
 from cellstore.storefiles.hfile.keys import parse_key
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-hfiles"
@@ -352,3 +355,34 @@ def test_read_hfiles_many_files_and_columns(tmp_path: Path) -> None:
     assert list(out.columns) == ["value"]
     assert len(out) == 200  # 20 files of 10 cells (each row in two files)
     assert not df.known_divisions  # the files' row ranges overlap
+
+
+def test_read_options_and_their_keyword_overrides_agree() -> None:
+    """``HFileReadOptions`` and its TypedDict of overrides: same names, same types."""
+    fields = {f.name: f.type for f in dataclasses.fields(HFileReadOptions)}
+    hints = typing.get_type_hints(HFileReadKwargs)
+    assert list(fields) == list(hints)
+    resolved = typing.get_type_hints(HFileReadOptions)
+    assert {k: resolved[k] for k in fields} == hints
+
+
+def test_read_options_object_and_keywords_read_the_same() -> None:
+    """An options object, keyword overrides, or both: one meaning for the three readers."""
+    path = HUDI / "hudi_1_0_hbase_2_4_9_16KB_GZ_20000.hfile"
+    options = HFileReadOptions(start_row="hudi-key-000000100", stop_row=b"hudi-key-000000200")
+    assert options.start_row == b"hudi-key-000000100" and options == dataclasses.replace(options)
+    by_keywords = hbase.read_hfile(path, start_row="hudi-key-000000100", stop_row=options.stop)
+    assert hbase.read_hfile(path, options).equals(by_keywords)
+    assert by_keywords.num_rows == 100
+    narrowed = hbase.read_hfile(path, options, columns=["row"])
+    assert narrowed.column_names == ["row"] and narrowed.num_rows == 100
+    batches = list(hbase.iter_hfile_batches(path, options, batch_bytes=1))
+    assert pa.concat_tables(batches).equals(by_keywords) and len(batches) >= 1
+    df = hbase.read_hfiles([path], options, columns=["value"])
+    assert df.compute()["value"].tolist() == by_keywords.column("value").to_pylist()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'start'"):
+        hbase.read_hfile(path, start=b"a")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="HFileReadOptions"):
+        hbase.read_hfile(path, {"start_row": b"a"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="on_corrupt"):
+        HFileReadOptions(on_corrupt="ignore")  # type: ignore[arg-type]

@@ -146,16 +146,15 @@ def cat_cmd(
     stop_row: str | None,
 ) -> None:
     """Print FILE's cells in the HBase shell's scan format."""
-    from cellstore.hbase import iter_hfile_batches
+    from cellstore.hbase import HFileReadOptions, iter_hfile_batches
 
     started = time.perf_counter()
-    batches = iter_hfile_batches(
-        path,
-        storage_options=_options(cli_ctx, path),
+    options = HFileReadOptions(
         start_row=from_string_binary(start_row) if start_row is not None else None,
         stop_row=from_string_binary(stop_row) if stop_row is not None else None,
         batch_bytes=1 << 20,
     )
+    batches = iter_hfile_batches(path, options, storage_options=_options(cli_ctx, path))
     cli_ctx.output.scan_cells(path, _limited(batches, limit), started=started)
 
 

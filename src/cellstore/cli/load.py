@@ -225,8 +225,8 @@ def load_cmd(
 ) -> None:
     """Bulk-load INPUT files (CSV, TSV, JSON lines, Parquet; paths, URLs or globs) into TABLE.
 
-    Records become cells through a mapping: --mapping FILE (see the README, "Loading
-    data"), or inline options for simple cases. Bad records stop the load with an error
+    Records become cells through a mapping: --mapping FILE (see docs/loading.md, "Mapping
+    file"), or inline options for simple cases. Bad records stop the load with an error
     naming the file, line and field, and nothing is committed; --skip-bad-records skips
     them into a side file instead. The whole load is one commit.
 

@@ -1,6 +1,7 @@
 """HBase interoperability: read HBase's own files without a JVM.
 
-* :func:`read_hfile`, :func:`iter_hfile_batches`: an HFile's cells as Arrow tables;
+* :func:`read_hfile`, :func:`iter_hfile_batches`: an HFile's cells as Arrow tables, with
+  the read options in one :class:`HFileReadOptions` (or as keyword overrides);
 * :func:`hfile_info`: trailer, FileInfo, index and Bloom summary (:class:`HFileInfo`);
 * :func:`hfile_might_contain`: a Bloom-filter lookup;
 * :func:`verify_hfile`: every checksum and the key order;
@@ -32,6 +33,8 @@ from cellstore.hbase.tables import HBaseTable, HBaseTableDescription, open_snaps
 from cellstore.hbase.write import HFileOptions, HFileWriter, WrittenHFile, write_hfile
 from cellstore.hbasefiles.hfiles import (
     HFileInfo,
+    HFileReadKwargs,
+    HFileReadOptions,
     HFileVerifyReport,
     hfile_info,
     hfile_might_contain,
@@ -49,6 +52,8 @@ __all__ = [
     "HBaseTableDescription",
     "HFileInfo",
     "HFileOptions",
+    "HFileReadKwargs",
+    "HFileReadOptions",
     "HFileReader",
     "HFileVerifyReport",
     "HFileWriter",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import pyarrow as pa
 
@@ -20,16 +20,20 @@ from cellstore.core.cells import first_unsorted_index
 from cellstore.errors import CorruptFileError
 from cellstore.fs import resolve_filesystem
 from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
-from cellstore.storefiles.hfile.reader import (
-    DEFAULT_BATCH_BYTES,
-    BlockProblem,
-    HFileReader,
-    OnCorrupt,
+from cellstore.storefiles.hfile.reader import BlockProblem, HFileReader
+from cellstore.storefiles.hfile.readoptions import (
+    HFileReadKwargs,
+    HFileReadOptions,
+    Row,
+    read_options,
+    row_bytes,
 )
 from cellstore.storefiles.hfile.trailer import Trailer
 
 __all__ = [
     "HFileInfo",
+    "HFileReadKwargs",
+    "HFileReadOptions",
     "HFileVerifyReport",
     "Row",
     "hfile_info",
@@ -39,15 +43,6 @@ __all__ = [
     "read_hfile",
     "verify_hfile",
 ]
-
-#: A row key: bytes, or text (encoded as UTF-8).
-Row = bytes | str
-
-
-def _row(row: Row | None) -> bytes | None:
-    if row is None:
-        return None
-    return row.encode("utf-8") if isinstance(row, str) else bytes(row)
 
 
 def open_hfile(
@@ -77,29 +72,22 @@ def open_hfile(
 
 def iter_hfile_batches(
     path_or_url: str | os.PathLike[str],
+    options: HFileReadOptions | None = None,
+    /,
     *,
     storage_options: Mapping[str, Any] | None = None,
-    columns: list[str] | None = None,
-    start_row: Row | None = None,
-    stop_row: Row | None = None,
-    with_seq_id: bool = False,
-    with_tags: bool = False,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-    on_corrupt: OnCorrupt = "raise",
+    **overrides: Unpack[HFileReadKwargs],
 ) -> Iterator[pa.Table]:
     """Yield an HFile's cells in file order, in batches of bounded memory.
 
     Args:
         path_or_url: A local path or any fsspec URL.
+        options: Which cells and how: columns, row range, ``seq_id``/``tags`` columns,
+            batch size, damaged blocks (see :class:`HFileReadOptions`; default
+            ``HFileReadOptions()``).
         storage_options: fsspec options for the URL's filesystem.
-        columns: Columns to return (default: row, family, qualifier, ts, type, value and
-            the optional columns asked for).
-        start_row: First row to return (inclusive); the index is used to skip blocks.
-        stop_row: Row to stop before (exclusive).
-        with_seq_id: Add ``seq_id``, the cells' memstore timestamps (0 when absent).
-        with_tags: Add ``tags``, the raw tag records (empty when absent).
-        batch_bytes: On-disk bytes of data blocks decoded per batch (memory bound).
-        on_corrupt: ``"raise"`` on a damaged data block, or ``"skip"`` its cells.
+        **overrides: :class:`HFileReadOptions` fields replacing those of ``options``
+            (``iter_hfile_batches(path, start_row=b"r1", with_tags=True)``).
 
     Yields:
         Non-empty Arrow tables.
@@ -107,46 +95,33 @@ def iter_hfile_batches(
     Raises:
         CorruptFileError: naming the file, block offset and expected vs actual checksum.
         UnsupportedFormatError: for files this reader cannot read (v1, encrypted...).
+        TypeError: an override that is not an :class:`HFileReadOptions` field.
     """
+    opts = read_options(options, overrides, caller="iter_hfile_batches")
     reader = open_hfile(path_or_url, storage_options=storage_options)
-    yield from reader.iter_batches(
-        start_row=_row(start_row),
-        stop_row=_row(stop_row),
-        columns=columns,
-        with_seq_id=with_seq_id,
-        with_tags=with_tags,
-        batch_bytes=batch_bytes,
-        on_corrupt=on_corrupt,
-    )
+    yield from reader.iter_batches(**opts.batch_kwargs())
 
 
 def read_hfile(
     path_or_url: str | os.PathLike[str],
+    options: HFileReadOptions | None = None,
+    /,
     *,
     storage_options: Mapping[str, Any] | None = None,
-    columns: list[str] | None = None,
-    start_row: Row | None = None,
-    stop_row: Row | None = None,
-    with_seq_id: bool = False,
-    with_tags: bool = False,
-    on_corrupt: OnCorrupt = "raise",
+    **overrides: Unpack[HFileReadKwargs],
 ) -> pa.Table:
     """Read an HFile's cells (all, or a row range) into one Arrow table, in file order.
 
-    Args and Raises: as :func:`iter_hfile_batches`.
+    Args and Raises: as :func:`iter_hfile_batches`
+    (``read_hfile(path, HFileReadOptions(columns=["row", "value"]))`` or
+    ``read_hfile(path, columns=["row", "value"])``).
 
     Returns:
         The cells; an empty table of the same schema for an empty file or range.
     """
+    opts = read_options(options, overrides)
     reader = open_hfile(path_or_url, storage_options=storage_options)
-    return reader.read(
-        start_row=_row(start_row),
-        stop_row=_row(stop_row),
-        columns=columns,
-        with_seq_id=with_seq_id,
-        with_tags=with_tags,
-        on_corrupt=on_corrupt,
-    )
+    return reader.read(**opts.batch_kwargs())
 
 
 @dataclass(frozen=True)
@@ -298,8 +273,8 @@ def hfile_might_contain(
     Bloom meta names; a ROWCOL Bloom needs the qualifier to answer.
     """
     r = open_hfile(path_or_url, storage_options=storage_options)
-    q = _row(qualifier)
-    key = _row(row)
+    q = row_bytes(qualifier)
+    key = row_bytes(row)
     assert key is not None
     return r.might_contain(key, q)
 

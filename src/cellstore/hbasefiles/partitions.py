@@ -11,14 +11,21 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 import pyarrow as pa
 
-from cellstore.hbasefiles.hfiles import Row, _row, open_hfile
+from cellstore.hbasefiles.hfiles import open_hfile
 from cellstore.storefiles.hfile.cells import cells_schema
 from cellstore.storefiles.hfile.index import key_row
 from cellstore.storefiles.hfile.keys import parse_key
+from cellstore.storefiles.hfile.readoptions import (
+    HFileReadKwargs,
+    HFileReadOptions,
+    Row,
+    read_options,
+    row_bytes,
+)
 
 __all__ = ["DEFAULT_PARTITION_BYTES", "HFilePartition", "HFilePartitionReader", "read_hfiles"]
 
@@ -43,39 +50,48 @@ class HFilePartition:
 
 @dataclass(frozen=True)
 class HFilePartitionReader:
-    """The picklable callable ``dd.from_map`` runs per :class:`HFilePartition`."""
+    """The picklable callable ``dd.from_map`` runs per :class:`HFilePartition`.
+
+    Attributes:
+        storage_options: fsspec options for the files' filesystem.
+        options: The read options (each partition's row range replaces their own).
+    """
 
     storage_options: Mapping[str, Any] = field(default_factory=dict)
-    columns: tuple[str, ...] | None = None
-    with_seq_id: bool = False
-    with_tags: bool = False
+    options: HFileReadOptions = field(default_factory=HFileReadOptions)
+
+    @property
+    def columns(self) -> tuple[str, ...] | None:
+        """The requested columns (None: all)."""
+        columns = self.options.columns
+        return tuple(columns) if columns is not None else None
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of every partition."""
         return cells_schema(
             columns=list(self.columns) if self.columns is not None else None,
-            with_seq_id=self.with_seq_id,
-            with_tags=self.with_tags,
+            with_seq_id=self.options.with_seq_id,
+            with_tags=self.options.with_tags,
         )
 
     def empty(self) -> Any:
         """An empty pandas frame of the partitions' shape (Dask's ``meta``)."""
         keep = self.columns is None or "row" in self.columns
         table = cells_schema(
-            columns=self._build_columns(), with_seq_id=self.with_seq_id, with_tags=self.with_tags
+            columns=self._build_columns(),
+            with_seq_id=self.options.with_seq_id,
+            with_tags=self.options.with_tags,
         ).empty_table()
         return _to_frame(table, keep_row=keep)
 
     def __call__(self, part: HFilePartition) -> Any:
         """Read one partition as a pandas DataFrame indexed by row."""
         reader = open_hfile(part.path, storage_options=self.storage_options)
-        table = reader.read(
-            start_row=part.start_row,
-            stop_row=part.stop_row,
-            columns=self._build_columns(),
-            with_seq_id=self.with_seq_id,
-            with_tags=self.with_tags,
+        kwargs = self.options.batch_kwargs()
+        kwargs.update(
+            start_row=part.start_row, stop_row=part.stop_row, columns=self._build_columns()
         )
+        table = reader.read(**kwargs)
         return _to_frame(table, keep_row=self.columns is None or "row" in self.columns)
 
     def _build_columns(self) -> list[str] | None:
@@ -113,7 +129,7 @@ def plan_hfile_partitions(
         The partitions in row order when divisions are known (else in the given order),
         and the divisions.
     """
-    lo, hi = _row(start_row), _row(stop_row)
+    lo, hi = row_bytes(start_row), row_bytes(stop_row)
     per_file: list[tuple[bytes, bytes, list[HFilePartition]]] = []
     for p in paths:
         r = open_hfile(p, storage_options=storage_options)
@@ -154,14 +170,12 @@ def plan_hfile_partitions(
 
 def read_hfiles(
     paths: Sequence[str | os.PathLike[str]],
+    options: HFileReadOptions | None = None,
+    /,
     *,
     storage_options: Mapping[str, Any] | None = None,
-    columns: list[str] | None = None,
-    start_row: Row | None = None,
-    stop_row: Row | None = None,
-    with_seq_id: bool = False,
-    with_tags: bool = False,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
+    **overrides: Unpack[HFileReadKwargs],
 ) -> Any:
     """Many HFiles as one lazy ``dask.dataframe``, indexed by row.
 
@@ -172,13 +186,13 @@ def read_hfiles(
 
     Args:
         paths: HFile paths or URLs.
+        options: Which cells and how, as for :func:`~cellstore.hbase.read_hfile` (see
+            :class:`~cellstore.hbase.HFileReadOptions`; default ``HFileReadOptions()``):
+            the row range applies to the whole frame, the rest to every partition.
         storage_options: fsspec options for the URLs' filesystem.
-        columns: Columns, as :func:`~cellstore.hbase.read_hfile`.
-        start_row: First row (inclusive).
-        stop_row: Row to stop before.
-        with_seq_id: Add ``seq_id``.
-        with_tags: Add ``tags``.
         partition_bytes: Target on-disk bytes per partition.
+        **overrides: :class:`~cellstore.hbase.HFileReadOptions` fields replacing those of
+            ``options`` (``read_hfiles(paths, columns=["value"], start_row=b"r1")``).
 
     Returns:
         A ``dask.dataframe.DataFrame``.
@@ -186,22 +200,20 @@ def read_hfiles(
     Raises:
         UnsupportedFormatError: for files this reader cannot read.
         CorruptFileError: if a file's structure is damaged (data blocks are read lazily).
+        TypeError: an override that is not an :class:`~cellstore.hbase.HFileReadOptions`
+            field.
     """
     import dask.dataframe as dd
 
     from cellstore.frames import from_tasks
 
-    reader = HFilePartitionReader(
-        storage_options=dict(storage_options or {}),
-        columns=tuple(columns) if columns is not None else None,
-        with_seq_id=with_seq_id,
-        with_tags=with_tags,
-    )
+    opts = read_options(options, overrides, caller="read_hfiles")
+    reader = HFilePartitionReader(storage_options=dict(storage_options or {}), options=opts)
     parts, divisions = plan_hfile_partitions(
         paths,
         storage_options=storage_options,
-        start_row=start_row,
-        stop_row=stop_row,
+        start_row=opts.start,
+        stop_row=opts.stop,
         partition_bytes=partition_bytes,
     )
     meta = reader.empty()

@@ -16,7 +16,7 @@ Nulls are no cells: tables are sparse. A record whose value column is null gets 
 for that column; a record whose qualifier column is null gets no cell for that mapping.
 
 Mappings are frozen and picklable. :meth:`LoadMapping.from_file` reads the TOML or JSON form
-the CLI's ``--mapping`` takes (see the README, "Loading data")::
+the CLI's ``--mapping`` takes (see ``docs/loading.md``, "Mapping file")::
 
     row_key = "url"                       # or {column = "id", codec = "long"}
     timestamp = {column = "fetched", unit = "s"}

@@ -23,7 +23,7 @@ HBase data is read in place the same way: ``.option("hbase.root", ROOT)`` with
 ``root``/``table`` (``docs/hbase.md``, "Spark").
 
 Needs ``pip install "cellstore[spark]"`` (pyspark >= 4.1) and Java 17. Options and
-semantics are in the README, "Running on a cluster". Spark's filters on ``row`` and
+semantics are in ``docs/cluster.md``, "Running on a cluster". Spark's filters on ``row`` and
 ``family`` are pushed into the scan only where Spark plans every query afresh (see
 :mod:`cellstore.spark.source`); the ``start_row``/``stop_row``/``row_prefix``/``key``
 options narrow the scan on every Spark.

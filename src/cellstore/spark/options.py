@@ -349,7 +349,7 @@ def _hbase_source(options: Mapping[str, str]) -> HBaseSource | None:
 
 @dataclass(frozen=True, kw_only=True)
 class ReadOptions:
-    """A Spark read's options, parsed (see :data:`READ_OPTIONS` and the README).
+    """A Spark read's options, parsed (see :data:`READ_OPTIONS` and ``docs/cluster.md``).
 
     Attributes:
         root: Warehouse root URL (the HBase root for an HBase source).
@@ -445,7 +445,7 @@ class ReadOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class WriteOptions:
-    """A Spark write's options, parsed (see :data:`WRITE_OPTIONS` and the README).
+    """A Spark write's options, parsed (see :data:`WRITE_OPTIONS` and ``docs/cluster.md``).
 
     Attributes:
         root: Warehouse root URL.

@@ -424,9 +424,9 @@ class CellstoreDataSource(DataSource):
     """``spark.read.format("cellstore")`` / ``df.write.format("cellstore")``.
 
     Register it with ``spark.dataSource.register(CellstoreDataSource)`` or
-    :func:`cellstore.spark.register`. Options are listed in the README ("Spark"); reads
-    of HBase data in place (``hbase.root`` with ``hbase.snapshot`` or ``hbase.table``) in
-    ``docs/hbase.md``.
+    :func:`cellstore.spark.register`. Options are in ``docs/cluster.md`` ("Running on a
+    cluster", its Spark part); reads of HBase data in place (``hbase.root`` with
+    ``hbase.snapshot`` or ``hbase.table``) in ``docs/hbase.md`` ("Spark").
     """
 
     @classmethod

@@ -6,7 +6,7 @@ The reading algorithm is HBase's (``HFileInfo.initMetaAndIndex``, ``HFileReaderI
 2. read the load-on-open section in one range request and walk its blocks: data-index
    root, meta-index root, FileInfo, then the optional Bloom metas;
 3. descend the data index (root, intermediate, leaf) only along the entries a row range
-   needs, giving the list of data blocks to read;
+   needs, giving the list of data blocks to read (:mod:`.descent`);
 4. read those blocks in batches of contiguous byte ranges, verify checksums, decompress,
    un-encode (:mod:`.encodings`) and decode all cells of a batch at once (:mod:`.cells`),
    a few batches at a time on threads (:mod:`.batches`).
@@ -31,7 +31,6 @@ from functools import cached_property
 from typing import Any, Final
 
 import fsspec
-import numpy as np
 import pyarrow as pa
 
 from cellstore.errors import CorruptFileError, UnsupportedFormatError
@@ -58,18 +57,18 @@ from cellstore.storefiles.hfile.cells import (
     CellFlags,
     empty_cells,
 )
+from cellstore.storefiles.hfile.descent import checked_entries, data_blocks
 from cellstore.storefiles.hfile.encodings import ENCODING_IDS
 from cellstore.storefiles.hfile.fileinfo import decode_file_info, parse_file_info
 from cellstore.storefiles.hfile.index import (
     IndexEntry,
     MidKeyMetadata,
-    block_range_for_rows,
     key_row,
-    parse_non_root_index,
     parse_root_index,
 )
 from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
 from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES, MAX_ROW_LENGTH
+from cellstore.storefiles.hfile.readoptions import DEFAULT_BATCH_BYTES
 from cellstore.storefiles.hfile.trailer import MAX_TRAILER_SIZE, Trailer, parse_trailer
 
 __all__ = [
@@ -81,8 +80,6 @@ __all__ = [
     "OnCorrupt",
 ]
 
-#: On-disk bytes of data blocks decoded together (one Arrow batch per group).
-DEFAULT_BATCH_BYTES: Final = 16 << 20
 #: Batches decoded at once by default (the machine's cores, at most 2: one batch is
 #: consumed while the next decodes).
 DEFAULT_THREADS: Final = max(1, min(2, os.cpu_count() or 1))
@@ -469,59 +466,13 @@ class HFileReader:
         *,
         what: str,
         ordered: bool,
-        before: int | None = None,
         on_corrupt: OnCorrupt = "raise",
         problems: list[BlockProblem] | None = None,
     ) -> list[IndexEntry]:
-        """The entries whose blocks can be in the file; the others raise or are skipped.
-
-        Vectorized over all entries: each must name a block of at least a header and at
-        most :attr:`max_block_bytes` more that ends inside the block section (or before
-        ``before``: an index block's children precede it); with ``ordered`` (a data
-        index level, in file order) each must start at or after the end of the one
-        before. HBase's writers lay blocks out that way; anything else is damage.
-        """
-        n = len(entries)
-        if n == 0:
-            return list(entries)
-        offs = np.fromiter((e.offset for e in entries), dtype=np.int64, count=n)
-        sizes = np.fromiter((e.size for e in entries), dtype=np.int64, count=n)
-        hs = self.trailer.header_size
-        limit = self.blocks_end if before is None else min(before, self.blocks_end)
-        fits = (
-            (offs >= 0)
-            & (sizes >= hs)
-            & (sizes <= hs + self.max_block_bytes)
-            & (offs <= limit - sizes)
+        """The entries whose blocks can be in the file (:func:`.descent.checked_entries`)."""
+        return checked_entries(
+            self, entries, what=what, ordered=ordered, on_corrupt=on_corrupt, problems=problems
         )
-        good = bool(fits.all())
-        if good and ordered and n > 1:
-            good = bool(np.all(offs[1:] >= offs[:-1] + sizes[:-1]))
-        if good:
-            return list(entries)
-        kept: list[IndexEntry] = []
-        after = 0
-        for k, e in enumerate(entries):
-            if not fits[k]:
-                fault = (
-                    f"points at {e.size} bytes at offset {e.offset}, outside the file's "
-                    f"blocks [0, {limit})"
-                )
-            elif ordered and e.offset < after:
-                fault = (
-                    f"points at offset {e.offset}, before the end ({after}) of the block "
-                    "the entry before it names (index entries go forward)"
-                )
-            else:
-                kept.append(e)
-                after = e.offset + e.size
-                continue
-            err = CorruptFileError(f"{self.where}: {what} entry {k} {fault}")
-            if on_corrupt == "raise":
-                raise err
-            if problems is not None:
-                problems.append(BlockProblem(e.offset, str(err)))
-        return kept
 
     def data_blocks(
         self,
@@ -533,80 +484,12 @@ class HFileReader:
     ) -> list[IndexEntry]:
         """Data blocks that can hold rows in ``[start_row, stop_row)``, in file order.
 
-        Descends the multi-level index along the needed entries only, reading just the
-        intermediate and leaf index blocks on the way. The descent takes exactly the
-        trailer's level count (at most 16, as HBase writes), expects an intermediate
-        index block at each inner level and a leaf index block at the last, reads no
-        index block twice, and keeps only entries inside the file, in file order, that
-        lie before the index block naming them.
-
-        Args:
-            start_row: First row needed (inclusive).
-            stop_row: Row to stop before (exclusive).
-            on_corrupt: ``"raise"`` on a damaged index block or entry, or ``"skip"`` it
-                (the data blocks under it are left out; each skip goes to ``problems``).
-            problems: Receives the skipped index blocks and entries.
-
-        Raises:
-            CorruptFileError: naming the file and block offset, with ``"raise"``.
+        Descends the multi-level index along the needed entries only (see
+        :func:`.descent.data_blocks`, whose arguments and errors these are).
         """
-        if self.trailer.is_meta_comparator:
-            start_row = stop_row = None  # meta rows do not sort as raw bytes
-        levels = self.trailer.num_data_index_levels
-        entries = self._checked_entries(
-            self.root_index,
-            what=f"data index root (block at offset {self._root_offset})",
-            ordered=True,
-            on_corrupt=on_corrupt,
-            problems=problems,
+        return data_blocks(
+            self, start_row=start_row, stop_row=stop_row, on_corrupt=on_corrupt, problems=problems
         )
-        rows = self._root_rows if len(entries) == len(self.root_index) else None
-        visited: set[int] = set()
-        for depth in range(1, levels):
-            expect = "LEAF_INDEX" if depth == levels - 1 else "INTERMEDIATE_INDEX"
-            if rows is None:
-                rows = [key_row(e.key) for e in entries]
-            lo, hi = block_range_for_rows(rows, start_row=start_row, stop_row=stop_row)
-            children: list[IndexEntry] = []
-            for e in entries[lo:hi]:
-                try:
-                    if e.offset in visited:
-                        raise CorruptFileError(
-                            f"{self.where}: index block at offset {e.offset} is named twice "
-                            "(an index cycle)"
-                        )
-                    visited.add(e.offset)
-                    block = self.read_block(e.offset, e.size, expect=expect)
-                    where = f"{self.where}: {expect} block at offset {e.offset}"
-                    kids = parse_non_root_index(block.payload, where=where)
-                    kids = self._checked_entries(
-                        kids,
-                        what=f"{expect} block at offset {e.offset}:",
-                        ordered=True,
-                        before=e.offset,
-                    )
-                    if (
-                        children
-                        and kids
-                        and kids[0].offset < (children[-1].offset + children[-1].size)
-                    ):
-                        raise CorruptFileError(
-                            f"{where}: its first entry points at offset {kids[0].offset}, "
-                            "before the blocks of the index block before it"
-                        )
-                except CorruptFileError as err:
-                    if on_corrupt == "raise":
-                        raise
-                    if problems is not None:
-                        problems.append(BlockProblem(e.offset, str(err)))
-                    continue
-                children.extend(kids)
-            entries = children
-            rows = None
-        if rows is None:
-            rows = [key_row(e.key) for e in entries]
-        lo, hi = block_range_for_rows(rows, start_row=start_row, stop_row=stop_row)
-        return entries[lo:hi]
 
     @cached_property
     def _root_rows(self) -> list[bytes]:
