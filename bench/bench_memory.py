@@ -11,7 +11,8 @@ its Arrow size. Each run is a fresh subprocess that reports its RSS after import
 and, from a thread sampling every 3 ms, the peak RSS above the base and the peak live Arrow
 bytes in each phase of the load (input tasks, run writing, spill merge, other). With
 ``--before DIR`` (a checkout's ``src``, e.g. from ``git archive``) runs alternate between
-that code and this one (A B A B).
+that code and this one (A B A B). ``--layouts`` (default ``cells columns``) runs the load
+into a family of each layout (issue 28: a load writing column files keeps its budget).
 
 Tables have the shape of bench_scan.py (ROWS rows x 5 qualifiers x 2 versions, one region,
 one family, FILES store files). Every case runs in a fresh subprocess, which reports its
@@ -94,7 +95,8 @@ def status(field):
     for line in open("/proc/self/status"):
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
-t = connect({root!r}).create_table("bench:mem", families=["cf"],
+from cellstore import Family
+t = connect({root!r}).create_table("bench:mem", families=[Family(name="cf", layout={layout!r})],
                                    splits=bench_load.split_keys({rows}))
 base = status("VmRSS")
 phases, stop, main = {{}}, False, threading.get_ident()
@@ -126,7 +128,9 @@ print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
 """
 
 
-def load_case(tmp: str, path: str, rows: int, budget: int, src: str | None) -> dict[str, Any]:
+def load_case(
+    tmp: str, path: str, rows: int, budget: int, src: str | None, layout: str = "auto"
+) -> dict[str, Any]:
     """One load in a fresh subprocess (``src``: put that code first on the path)."""
     import shutil
 
@@ -138,6 +142,7 @@ def load_case(tmp: str, path: str, rows: int, budget: int, src: str | None) -> d
         rows=rows,
         path=path,
         budget=budget,
+        layout=layout,
     )
     env = dict(os.environ)
     if src:
@@ -149,7 +154,7 @@ def load_case(tmp: str, path: str, rows: int, budget: int, src: str | None) -> d
     return result
 
 
-def main_load(rows: int, repeats: int, before: str | None) -> None:
+def main_load(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
     import statistics
 
     import bench_load
@@ -166,10 +171,11 @@ def main_load(rows: int, repeats: int, before: str | None) -> None:
             f"budget {budget / 2**20:.1f} MiB"
         )
         contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        contenders = [(f"{name}/{lay}", src) for name, src in contenders for lay in layouts]
         above: dict[str, list[float]] = {name: [] for name, _ in contenders}
         for _ in range(repeats):
             for name, src in contenders:
-                r = load_case(tmp, path, rows, budget, src)
+                r = load_case(tmp, path, rows, budget, src, layout=name.rsplit("/", 1)[1])
                 above[name].append(r["peak"] - r["base"])
                 ph = "  ".join(f"{k} {v[0]:.0f}/{v[1]:.0f}" for k, v in sorted(r["phases"].items()))
                 print(
@@ -208,6 +214,12 @@ def main() -> None:
     ap.add_argument("--load", type=int, default=0, help="measure a load of this many records")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--before", default=None, help="src directory of the code to compare")
+    ap.add_argument(
+        "--layouts",
+        nargs="+",
+        default=["cells", "columns"],
+        help="family layouts of the load case (auto: column files for a fresh load)",
+    )
     ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--files", type=int, default=1)
     ap.add_argument(
@@ -219,7 +231,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     if args.load:
-        main_load(args.load, args.repeats, args.before)
+        main_load(args.load, args.repeats, args.before, args.layouts)
         return
     budgets: list[int | None] = [None]
     if supports_budget():

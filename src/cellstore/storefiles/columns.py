@@ -95,14 +95,15 @@ def _is_ts(name: str) -> bool:
 
 
 def group_records(row_group_cells: int, columns: int) -> int:
-    """Records per row group of a column file: ``row_group_cells`` (a load's or job's).
+    """Records per row group of a column file: a quarter of ``row_group_cells``.
 
-    A record holds up to ``columns`` cells, so a row group of records expands to more cells
-    than a cell file's of the same setting; analytics reads want long row groups (Parquet's
-    own default is a million rows), and a point read decodes one group of either layout.
+    16,384 records at the default: a selective read (a key range) decodes a quarter of a
+    cell file's row group in records, and a whole-table read is as fast as with 64K-record
+    groups (bench/bench_analytics.py, docs/performance.md). A record holds up to
+    ``columns`` cells, so a group expands to more cells than a cell file's.
     """
     del columns
-    return max(1, row_group_cells)
+    return max(1, row_group_cells // 4)
 
 
 @dataclass(frozen=True)
