@@ -437,8 +437,13 @@ class _ChunkedRead:
         """The decoded row groups ``groups`` of source ``s`` for chunk ``i``, in order."""
         owned = [g for g in groups if self.owner[(s, g.index)] == i]
         pieces: dict[int, pa.Table] = {}
+        reader = self.sources[s].reader
+        if len(self.chunks) == 1 and reader.info.columns:
+            # one chunk owns every group: a column file expands only the records in range
+            lo, hi = self.chunks[0]
+            return [reader.read_row_groups([g.index for g in groups], encoded=True, rows=(lo, hi))]
         if owned:
-            table = self.sources[s].reader.read_row_groups(
+            table = reader.read_row_groups(
                 [g.index for g in owned], encoded=True, use_threads=len(self.chunks) == 1
             )
             offset = 0

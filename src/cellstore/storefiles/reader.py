@@ -383,6 +383,7 @@ class StoreFileReader(FileContext):
         columns: Sequence[str] | None = None,
         encoded: bool = False,
         use_threads: bool = True,
+        rows: tuple[bytes, bytes] | None = None,
     ) -> pa.Table:
         """Decode whole row groups (in the order given), without schema metadata.
 
@@ -395,6 +396,10 @@ class StoreFileReader(FileContext):
             encoded: Read ``row`` and ``qualifier`` as Arrow dictionaries (one dictionary
                 per row group, in the order values first appear, so sorted).
             use_threads: Decode columns in parallel.
+            rows: ``(start, stop)``: of a column file, expand only the records whose row is
+                in ``[start, stop)`` (empty: unbounded), so a point read expands one
+                record, not its row group (the result then holds only those cells). A
+                cell file's row groups are returned whole.
 
         Raises:
             CorruptFileError: if a page fails its checksum or cannot be decoded.
@@ -421,6 +426,10 @@ class StoreFileReader(FileContext):
             table = pf.read_row_groups(list(groups), columns=read, use_threads=use_threads)
             if specs:
                 # a column file: its records' cells, in cell order (lossless, section 14)
+                if rows is not None:
+                    lo = bisect_rows(table.column(ROW_COLUMN), rows[0]) if rows[0] else 0
+                    hi = bisect_rows(table.column(ROW_COLUMN), rows[1]) if rows[1] else len(table)
+                    table = table.slice(lo, max(hi - lo, 0))
                 table = expand_records(table, specs, columns=cols, encoded=encoded)
         except (OSError, pa.ArrowException, ValueError, IndexError) as e:
             raise CorruptFileError(f"{self.path}: cannot decode cells ({e})") from e
