@@ -23,7 +23,10 @@ a major compaction):
   ``dd.read_parquet(plain, columns=[...])`` (goal: <= 1.5x), threaded scheduler;
 * ``bytes``: the live store files vs the plain file (goal: <= 1.5x);
 * ``select``: one carrier's month by row key (``key={"carrier": .., "date": (lo, hi)}``)
-  vs ``pq.read_table(plain, filters=...)`` (goal: 5x faster, i.e. ratio <= 0.2x).
+  vs ``pq.read_table(plain, filters=...)`` (goal: 5x faster, i.e. ratio <= 0.2x);
+* ``spark`` (with ``--spark``): a count and a groupby mean over 2 columns through the
+  cellstore Spark source (wide shape, typed) vs ``spark.read.parquet(plain)`` (goal:
+  <= 3x), local[2].
 
 Ratios are cellstore / plain: below 1 is faster than the plain file. The machine is
 shared: the load average is printed. Never part of the test suite.
@@ -32,6 +35,7 @@ shared: the load average is printed. Never part of the test suite.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -216,6 +220,46 @@ def measure(t: Table, plain: str, repeats: int, only: set[str]) -> dict[str, flo
     return ratios
 
 
+def measure_spark(spark: object, root: str, t: Table, plain: str, repeats: int) -> None:
+    from pyspark.sql import functions as F
+
+    types = json.dumps({f"{fam}:{col}": codec for col, (fam, codec) in COLUMNS.items()})
+
+    def cellstore(columns: list[str] | None = None) -> object:
+        reader = (
+            spark.read.format("cellstore")  # type: ignore[attr-defined]
+            .option("root", root)
+            .option("table", t.name)
+            .option("shape", "wide")
+            .option("column_types", types)
+        )
+        if columns:
+            reader = reader.option("columns", ",".join(columns))
+        return reader.load()
+
+    def plain_df() -> object:
+        return spark.read.parquet(plain)  # type: ignore[attr-defined]
+
+    runs = {
+        "count": (lambda: cellstore().count(), lambda: plain_df().count()),
+        "groupby": (
+            lambda: (
+                cellstore(["i:carrier", "d:arr_delay"])
+                .groupBy("i:carrier")
+                .agg(F.avg("d:arr_delay"))
+                .collect()
+            ),
+            lambda: plain_df().groupBy("carrier").agg(F.avg("arr_delay")).collect(),
+        ),
+    }
+    for name, (cs, pl) in runs.items():
+        r = best({"plain": pl, "cellstore": cs}, repeats)
+        print(
+            f"    spark {name}: plain {r['plain']:.3f}s  cellstore {r['cellstore']:.3f}s  "
+            f"= {r['cellstore'] / r['plain']:.2f}x"
+        )
+
+
 def update(t: Table, data: pa.Table, fraction: float, deleted: float, seed: int = 1) -> None:
     """A later load: ``fraction`` of the records rewritten, ``deleted`` of the rows deleted."""
     rng = np.random.default_rng(seed)
@@ -254,7 +298,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--layouts", nargs="+", default=["cells", "auto"])
     ap.add_argument("--only", nargs="+", default=["wide", "dask", "bytes", "select"])
+    ap.add_argument("--spark", action="store_true", help="also measure the Spark source")
     args = ap.parse_args()
+    spark = None
+    if args.spark:
+        from bench_spark import session
+
+        spark = session(2)
     only = set(args.only)
     print(f"load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as root:
@@ -276,6 +326,8 @@ def main() -> None:
             t = wh.table(name)
             print("  loaded")
             measure(t, plain, args.repeats, only)
+            if spark is not None:
+                measure_spark(spark, os.path.join(root, "wh"), t, plain, args.repeats)
             update(t, data, 0.05, 0.01)
             t = wh.table(name)
             print("  updated (5% rewritten, 1% deleted, not compacted)")
@@ -284,6 +336,8 @@ def main() -> None:
             t = wh.table(name)
             print("  compacted")
             measure(t, plain, args.repeats, only)
+            if spark is not None:
+                measure_spark(spark, os.path.join(root, "wh"), t, plain, args.repeats)
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "TS_COLUMN",
     "ColumnSpec",
     "column_set",
+    "put_columns",
     "expand_records",
     "records_schema",
     "split_cells",
@@ -258,6 +259,24 @@ def split_cells(cells: pa.Table, specs: Sequence[ColumnSpec]) -> tuple[pa.Table,
     rest_mask[taken] = False
     rest = cells.filter(pa.array(rest_mask)) if not rest_mask.all() else cells
     return records, rest
+
+
+def put_columns(cells: pa.Table) -> int:
+    """How many (row, qualifier) pairs of ``cells`` (cell order) hold a Put.
+
+    :func:`split_cells` took the newest Put of every such pair exactly when it took this
+    many cells (``cells.num_rows - rest.num_rows``): the column file is then *complete*
+    (docs/format.md 14.3), and its companion cell file holds only older Puts and markers.
+    """
+    puts = cells.filter(pc.equal(cells.column("type"), _PUT))
+    n = puts.num_rows
+    if n < 2:
+        return n
+    row, qual = _flat(puts.column("row")), _flat(puts.column("qualifier"))
+    same_row = pc.equal(row.slice(0, n - 1), row.slice(1))
+    same_qual = pc.equal(qual.slice(0, n - 1), qual.slice(1))
+    repeats = pc.sum(pc.and_(same_row, same_qual)).as_py() or 0
+    return n - int(repeats)
 
 
 def expand_records(

@@ -36,6 +36,7 @@ from cellstore.core.metadata import FileEntry
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.shapes import WideSpec, column_name, to_wide
+from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
 from cellstore.storefiles.reader import slice_rows
 
 __all__ = ["fast_wide_families", "read_wide_fast"]
@@ -128,6 +129,8 @@ def _read_family(
     """
     bases = [e for e in fam.entries if e.layout == "columns"]
     deltas = [e for e in fam.entries if e.layout != "columns"]
+    older = _older_companions(fs, task, fam, bases, deltas)
+    deltas = [e for e in deltas if e.path not in older]
     delta_runs: list[pa.Table] = []
     delta_seqs: list[int] = []
     for entry in deltas:
@@ -159,6 +162,38 @@ def _read_family(
     )
     t_rows, t_columns = _pivot(fam.family.name, cells, wanted)
     return _union(rows, untouched, columns, (t_rows, t_columns))
+
+
+def _older_companions(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: Sequence[FileEntry],
+    deltas: Sequence[FileEntry],
+) -> set[str]:
+    """Cell files a wide read may skip: companions holding only older versions.
+
+    A column file whose footer says ``complete`` holds the newest Put of every (row,
+    qualifier) of its write; its companion cell file (``<stem>.parquet`` beside
+    ``<stem>-c.parquet``, same sequence number) then holds older Puts, and delete markers
+    if its entry counts any. Without markers and without a time range (which could hide a
+    newest value but not an older one), the newest visible value of every column is the
+    column file's (an older version expires before it under TTL), so the companion cannot
+    change a wide read.
+    """
+    if fam.spec.time_range is not None or not deltas:
+        return set()
+    by_path = {d.path: d for d in deltas}
+    out: set[str] = set()
+    for base in bases:
+        stem = base.path.removesuffix(f"{COLUMN_FILE_SUFFIX}.parquet")
+        companion = by_path.get(f"{stem}.parquet")
+        if companion is None or companion.delete_markers or companion.seq != base.seq:
+            continue
+        with task.open_file(fs, fam, base.path) as reader:
+            if reader.info.complete:
+                out.add(companion.path)
+    return out
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from cellstore.core.columnar import (
     TS_COLUMN,
     ColumnSpec,
     column_set,
+    put_columns,
     records_schema,
     split_cells,
 )
@@ -95,15 +96,16 @@ def _is_ts(name: str) -> bool:
 
 
 def group_records(row_group_cells: int, columns: int) -> int:
-    """Records per row group of a column file: a quarter of ``row_group_cells``.
+    """Records per row group of a column file: half of ``row_group_cells``.
 
-    16,384 records at the default: a selective read (a key range) decodes a quarter of a
-    cell file's row group in records, and a whole-table read is as fast as with 64K-record
-    groups (bench/bench_analytics.py, docs/performance.md). A record holds up to
+    32,768 records at the default, the balance measured on bench/bench_analytics.py's
+    table (docs/performance.md): 16K-record groups make a key-range read decode half as
+    much but the files 10% larger, 64K-record groups the files 3% smaller and key-range
+    reads twice as slow; whole-table reads are about the same. A record holds up to
     ``columns`` cells, so a group expands to more cells than a cell file's.
     """
     del columns
-    return max(1, row_group_cells // 4)
+    return max(1, row_group_cells // 2)
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,9 @@ class ColumnFileWriter(FileContext):
         self.group_records = group_records(row_group_cells, len(columns))
         #: Uncompressed bytes of the records written so far (Arrow buffer sizes).
         self.bytes = 0
+        #: Whether the records hold the newest Put of every (row, qualifier) their write
+        #: has (the footer's ``complete``; set by the caller that knows, before close).
+        self.complete = False
         self._pending: list[pa.Table] = []
         self._pending_records = 0
         self._stats: dict[str, Any] | None = None
@@ -331,6 +336,7 @@ class ColumnFileWriter(FileContext):
             layout="columns",
             columns=self.columns,
             group_cells=tuple(self._group_cells),
+            complete=self.complete,
             **self._stats,
         )
         assert self._writer is not None
@@ -503,6 +509,7 @@ class LayoutSink:
         self._specs: tuple[ColumnSpec, ...] | None = None
         self._cells: StoreFileWriter | None = None
         self._records: ColumnFileWriter | None = None
+        self._complete = True
 
     @property
     def bytes(self) -> int:
@@ -529,6 +536,8 @@ class LayoutSink:
         if self._specs is None:
             self._specs = self.plan.columns_for(cells)
         records, rest = split_cells(cells, self._specs)
+        if self._complete and records.num_rows:
+            self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
         if records.num_rows:
             if self._records is None:
                 self._records = ColumnFileWriter(
@@ -564,6 +573,7 @@ class LayoutSink:
                 out.append(WrittenFile(self.region, self.cells_relpath, self._cells.close()))
                 self.paths.append(self._cells.path)
             if self._records is not None:
+                self._records.complete = self._complete
                 info = self._records.close()
                 out.append(WrittenFile(self.region, self.records_relpath, info))
                 self.paths.append(self._records.path)

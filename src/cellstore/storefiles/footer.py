@@ -155,6 +155,9 @@ class StoreFileInfo:
         columns: A column file's column set, in qualifier order (empty for cells).
         group_cells: A column file's cells per row group (its records hold that many
             values; empty for cells, whose row groups hold one cell per Parquet row).
+        complete: A column file whose records hold the newest Put of every (row,
+            qualifier) of its write: its companion cell file holds only older Puts and
+            delete markers (docs/format.md 14.3).
         footer_digest: The file's footer digest (:func:`footer_digest`), not part of the
             footer JSON (which cannot hold its own digest): set by the writer and by a
             reader that opened the file; None when unknown.
@@ -180,6 +183,7 @@ class StoreFileInfo:
     layout: str = "cells"
     columns: tuple[ColumnSpec, ...] = ()
     group_cells: tuple[int, ...] = ()
+    complete: bool = False
     footer_digest: str | None = None
 
     def footer_dict(self) -> dict[str, Any]:
@@ -204,6 +208,7 @@ class StoreFileInfo:
             doc["layout"] = self.layout
             doc["columns"] = [c.to_dict() for c in self.columns]
             doc["row-group-cells"] = list(self.group_cells)
+            doc["complete"] = self.complete
         return doc
 
     @classmethod
@@ -264,6 +269,7 @@ class StoreFileInfo:
                 layout=layout,
                 columns=columns,
                 group_cells=group_cells,
+                complete=d.get("complete") is True,
                 footer_digest=footer_digest,
             )
         except (KeyError, TypeError, ValueError) as e:
