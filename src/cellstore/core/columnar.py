@@ -269,7 +269,7 @@ def put_columns(cells: pa.Table) -> int:
     (docs/format.md 14.3), and its companion cell file holds only older Puts and markers.
     """
     puts = cells.filter(pc.equal(cells.column("type"), _PUT))
-    n = puts.num_rows
+    n = int(puts.num_rows)
     if n < 2:
         return n
     row, qual = _flat(puts.column("row")), _flat(puts.column("qualifier"))
