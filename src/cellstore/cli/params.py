@@ -5,6 +5,7 @@ Family specs use the names an HBase shell user knows::
     cf
     cf:VERSIONS=5,TTL=86400,BLOOMFILTER=NONE,COMPRESSION=SNAPPY
     cf:ttl=forever,keep_deleted_cells=ttl
+    cf:VERSIONS=1,LAYOUT=columns      (cellstore's store-file layout: auto, cells, columns)
 
 Keys are case-insensitive. Row and split keys are typed in HBase's printable form
 (``Bytes.toStringBinary``): ``\xHH`` escapes for any byte, everything else as UTF-8.
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from cellstore.core.family import Family, KeepDeletedCells
+from cellstore.core.family import LAYOUTS, Family, KeepDeletedCells
 from cellstore.core.keys import from_string_binary
 from cellstore.core.names import validate_load_id
 from cellstore.errors import InvalidArgumentError
@@ -107,6 +108,15 @@ def _bloom(key: str, text: str) -> bool:
     raise SpecError(f"{key} must be ROW or NONE (cellstore keeps row Bloom filters), not {text!r}")
 
 
+def _layout(key: str, text: str) -> str:
+    value = text.strip().lower()
+    if value not in LAYOUTS:
+        raise SpecError(
+            f"{key} must be one of {', '.join(LAYOUTS)} (store-file layout), not {text!r}"
+        )
+    return value
+
+
 #: Spec key (upper case) -> (Family attribute, value parser). HBase's names first, then
 #: the Python attribute names as aliases.
 _SETTINGS: Final[dict[str, tuple[str, Callable[[str, str], Any]]]] = {
@@ -117,12 +127,13 @@ _SETTINGS: Final[dict[str, tuple[str, Callable[[str, str], Any]]]] = {
     "COMPRESSION": ("compression", _compression),
     "BLOOMFILTER": ("bloom_filter", _bloom),
     "BLOCKSIZE": ("block_size", _int),
+    "LAYOUT": ("layout", _layout),
     "MAX_VERSIONS": ("max_versions", _int),
     "BLOOM_FILTER": ("bloom_filter", _bloom),
     "BLOCK_SIZE": ("block_size", _int),
 }
 _HBASE_KEYS: Final = (
-    "VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, COMPRESSION, BLOOMFILTER, BLOCKSIZE"
+    "VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, COMPRESSION, BLOOMFILTER, BLOCKSIZE, LAYOUT"
 )
 
 

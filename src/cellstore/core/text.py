@@ -74,6 +74,8 @@ def family_text(family: Family) -> str:
         "BLOOMFILTER": "ROW" if family.bloom_filter else "NONE",
         "BLOCKSIZE": str(family.block_size),
     }
+    if family.layout != "auto":  # cellstore's store-file layout (docs/format.md 14.1)
+        items["LAYOUT"] = family.layout.upper()
     return hbase_map(items)
 
 
