@@ -52,7 +52,13 @@ from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
-from cellstore.storefiles.columns import NO_LAYOUTS, Layouts, plan_layouts, recorded_codecs
+from cellstore.storefiles.columns import (
+    COLUMN_FILE_SUFFIX,
+    NO_LAYOUTS,
+    Layouts,
+    plan_layouts,
+    recorded_codecs,
+)
 from cellstore.storefiles.layout import entry_path
 from cellstore.storefiles.rolling import ParquetFormat
 
@@ -286,10 +292,24 @@ def select_minor(
             break
         start += 1
     chosen = groups[start:]
-    while sum(len(g) for g in chosen) > max_files and len(chosen) > 1:
+    while sum(_file_count(g) for g in chosen) > max_files and len(chosen) > 1:
         chosen = chosen[1:]
     picked = [f for g in chosen for f in g]
-    return picked if len(picked) >= max(min_files, 2) else []
+    return picked if _file_count(picked) >= max(min_files, 2) else []
+
+
+def _file_count(files: Sequence[FileEntry]) -> int:
+    """Files as selection counts them: a column file and its companion count once.
+
+    The one write's ``<stem>-c.parquet`` and ``<stem>.parquet`` stand for the one file the
+    same write makes in the cell layout (docs/format.md 14.2).
+    """
+    paths = {f.path for f in files}
+    suffix = f"{COLUMN_FILE_SUFFIX}.parquet"
+    companions = sum(
+        1 for p in paths if p.endswith(suffix) and p.removesuffix(suffix) + ".parquet" in paths
+    )
+    return len(files) - companions
 
 
 def select_exploring(

@@ -377,13 +377,17 @@ def _aligned(
 
 
 def _typed_like(new: Typed, base: Typed | None, key: Column) -> Typed:
-    """Touched values (bytes) typed like the base's column when every one decodes."""
+    """Touched values (bytes) typed like the base's column when every one round-trips."""
     arr, codec = new
     if base is None or base[1] is codec or codec is not Codec.BYTES:
         return new
-    typed = decode_values(arr, base[1], field=column_name(*key), errors="null")
+    name = column_name(*key)
+    typed = decode_values(arr, base[1], field=name, errors="null")
     if typed.null_count != arr.null_count:
         return new  # a value the base's codec does not read: keep bytes (read decides)
+    back = encode_values(typed, base[1], field=name)
+    if not pc.all(pc.fill_null(pc.equal(back, arr.cast(pa.binary())), True)).as_py():
+        return new  # not given back byte for byte (a NaN payload): keep bytes
     return typed, base[1]
 
 

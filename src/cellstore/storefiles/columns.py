@@ -396,6 +396,8 @@ class Layouts:
         return next((p for f, p in self.plans if f == family), None)
 
 
+_PUT: Final = int(CellType.PUT)
+
 #: No (region, family) in the column layout.
 NO_LAYOUTS: Final = Layouts()
 
@@ -526,6 +528,10 @@ class LayoutSink:
         if cells.num_rows == 0:
             return
         table = cells if self._held is None else pa.concat_tables([self._held, cells])
+        if self._specs is None and pc.any(pc.equal(table.column("type"), _PUT)).as_py():
+            # the column set comes from the first cells that hold a Put (the held-back row
+            # included); cells before them hold none and go to the cell file
+            self._specs = self.plan.columns_for(table)
         starts = run_starts(table.column("row"))
         last = int(starts[-1])
         self._held = table.slice(last)
@@ -533,10 +539,8 @@ class LayoutSink:
             self._put(table.slice(0, last))
 
     def _put(self, cells: pa.Table) -> None:
-        if self._specs is None:
-            self._specs = self.plan.columns_for(cells)
-        records, rest = split_cells(cells, self._specs)
-        if self._complete and records.num_rows:
+        records, rest = split_cells(cells, self._specs or ())
+        if self._complete:
             self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
         if records.num_rows:
             if self._records is None:
@@ -544,7 +548,7 @@ class LayoutSink:
                     self.fs,
                     join(self.root, self.records_relpath),
                     family=self.family,
-                    columns=self._specs,
+                    columns=self._specs or (),
                     seq=self.seq,
                     load_id=self.load_id,
                     row_group_cells=self.row_group_cells,
