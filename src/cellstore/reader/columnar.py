@@ -87,12 +87,8 @@ def read_wide_fast(
     """
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
-    parts: list[tuple[pa.Array, dict[Column, Typed]]] = []
-    for fam in task.families:
-        rows, columns = _read_family(fs, task, fam, wanted)
-        if len(rows):
-            parts.append((rows, columns))
-    rows, found = _join(parts)
+    parts = [_read_family(fs, task, fam, wanted) for fam in task.families]
+    rows, found = _join([p for p in parts if len(p.rows)])
     if wide.columns is None:
         order = sorted(c for c, (a, _) in found.items() if a.null_count < len(a))
     else:
@@ -120,7 +116,7 @@ def _read_family(
     task: ScanTask,
     fam: FamilyRead,
     wanted: set[Column] | None,
-) -> tuple[pa.Array, dict[Column, Typed]]:
+) -> _Part:
     """One family's rows and their visible wanted values.
 
     Rows no cell file (delta) touches come from the column files alone; rows a delta
@@ -145,9 +141,13 @@ def _read_family(
         touched = pc.unique(every)
     read = [_read_base(fs, task, fam, e, wanted, whole=touched is not None) for e in bases]
     files = [f for f in read if f is not None]
-    rows, columns = _concat_files(fam.family.name, files)
+    rows, columns, present = _concat_files(fam.family.name, files)
     if touched is None:
-        return rows, columns
+        return _Part(rows, columns, present)
+    if not present.all():
+        keep = pa.array(present)
+        rows = rows.filter(keep)
+        columns = {k: (a.filter(keep), c) for k, (a, c) in columns.items()}
     # rows a delta touches: base cells of those rows + the deltas, resolved (HBase's rules)
     untouched = pc.invert(pc.is_in(rows, value_set=touched))
     runs, seqs = list(delta_runs), list(delta_seqs)
@@ -161,7 +161,7 @@ def _read_family(
         [runs[i] for i in order], [seqs[i] for i in order], family=fam.family, spec=fam.spec
     )
     t_rows, t_columns = _pivot(fam.family.name, cells, wanted)
-    return _union(rows, untouched, columns, (t_rows, t_columns))
+    return _Part(*_union(rows, untouched, columns, (t_rows, t_columns)))
 
 
 def _older_companions(
@@ -200,7 +200,8 @@ def _older_companions(
 class _Base:
     """One column file's part of a family read."""
 
-    rows: pa.Array  # the rows with a visible cell the read covers
+    rows: pa.Array  # every record's row in range
+    present: np.ndarray  # whether the row has a visible cell the read covers
     values: dict[ColumnSpec, pa.Array]  # wanted columns, hidden values nulled, per row
     records: pa.Table  # every record in range (all columns when deltas need them)
     specs: tuple[ColumnSpec, ...]
@@ -273,23 +274,26 @@ def _read_base(
         if per_cell:
             present |= visible
         shown[s] = values
-    keep = None if present.all() else pa.array(present)
     rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
     return _Base(
-        rows=rows if keep is None else rows.filter(keep),
-        values={s: shown[s] if keep is None else shown[s].filter(keep) for s in out_specs},
+        rows=rows,
+        present=present,
+        values={s: shown[s] for s in out_specs},
         records=records,
         specs=tuple(read_specs),
         seq=entry.seq,
     )
 
 
-def _concat_files(name: str, files: Sequence[_Base]) -> tuple[pa.Array, dict[Column, Typed]]:
-    """Column files' parts (row ranges disjoint, in row order) as one family part."""
+def _concat_files(
+    name: str, files: Sequence[_Base]
+) -> tuple[pa.Array, dict[Column, Typed], np.ndarray]:
+    """Column files' parts (row ranges disjoint) as one family part, in row order."""
     files = sorted(files, key=lambda f: f.rows[0].as_py() if len(f.rows) else b"")
     if not files:
-        return pa.array([], pa.binary()), {}
+        return pa.array([], pa.binary()), {}, np.zeros(0, dtype=bool)
     rows = pa.concat_arrays([f.rows for f in files]) if len(files) > 1 else files[0].rows
+    present = np.concatenate([f.present for f in files])
     keys: dict[Column, ColumnSpec] = {}
     for f in files:
         for s in f.values:
@@ -306,7 +310,7 @@ def _concat_files(name: str, files: Sequence[_Base]) -> tuple[pa.Array, dict[Col
             arrs = [_bytes_of(a, key) for a in arrs]
             codec = Codec.BYTES
         out[key] = (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
-    return rows, out
+    return rows, out, present
 
 
 def _pivot(
@@ -428,21 +432,60 @@ def _bytes_of(arr: pa.Array, key: Column) -> pa.Array:
     return arr.cast(pa.binary())
 
 
-def _join(
-    parts: Sequence[tuple[pa.Array, dict[Column, Typed]]],
-) -> tuple[pa.Array, dict[Column, Typed]]:
-    """Families' (rows, columns) joined on the row: the union of rows, ascending."""
+@dataclass(frozen=True)
+class _Part:
+    """One family's part of a task: rows, wanted values, rows in the result.
+
+    ``present`` says which rows are in the result (None: all of them).
+    """
+
+    rows: pa.Array
+    columns: dict[Column, Typed]
+    present: np.ndarray | None = None
+
+    def kept(self) -> tuple[pa.Array, dict[Column, Typed]]:
+        """The rows in the result and their values."""
+        if self.present is None or self.present.all():
+            return self.rows, self.columns
+        keep = pa.array(self.present)
+        return self.rows.filter(keep), {
+            k: (a.filter(keep), c) for k, (a, c) in self.columns.items()
+        }
+
+
+def _join(fams: Sequence[_Part]) -> tuple[pa.Array, dict[Column, Typed]]:
+    """Families' parts joined on the row: the union of their result rows, ascending."""
+    if not fams:
+        return pa.array([], pa.binary()), {}
+    first = fams[0].rows
+    if all(len(f.rows) == len(first) and f.rows.equals(first) for f in fams[1:]):
+        # every family holds the same records (one per row, each family's file): a row
+        # is in the result when it is in any family's; no join
+        present = np.zeros(len(first), dtype=bool)
+        same: dict[Column, Typed] = {}
+        for f in fams:
+            present |= True if f.present is None else f.present
+            same.update(f.columns)
+        return _Part(first, same, present).kept()
+    parts = [f.kept() for f in fams]
+    parts = [p for p in parts if len(p[0])]
     if not parts:
         return pa.array([], pa.binary()), {}
     if len(parts) == 1:
         return parts[0]
-    first = parts[0][0]
-    if all(len(rows) == len(first) and rows.equals(first) for rows, _ in parts[1:]):
-        # every family holds the same rows (a record with cells in each): no join
-        same: dict[Column, Typed] = {}
-        for _, columns in parts:
-            same.update(columns)
-        return first, same
+    widest = max(parts, key=lambda p: len(p[0]))[0]
+    within = [pc.index_in(rows, value_set=widest) for rows, _ in parts]
+    if all(at.null_count == 0 for at in within):
+        # every family's rows are among the widest family's (a column null in some
+        # records): place each family's values at its rows' positions, no sort
+        out_w: dict[Column, Typed] = {}
+        for (fam_rows, columns), at in zip(parts, within, strict=True):
+            where = np.full(len(widest), -1, dtype=np.int64)
+            where[at.to_numpy(zero_copy_only=False)] = np.arange(len(fam_rows))
+            index = pa.array(where, mask=where < 0)
+            for key, (arr, codec) in columns.items():
+                out_w[key] = (arr.take(index), codec)
+        return widest, out_w
     every = pa.concat_arrays([rows for rows, _ in parts])
     rows = pc.unique(every)
     rows = rows.take(pc.sort_indices(rows))
