@@ -349,17 +349,20 @@ def _union(
     at = pc.index_in(t_rows, value_set=base_rows)
     if at.null_count:
         return _union_sorted(base_rows, untouched, a, (t_rows, b))
-    hit = np.zeros(len(base_rows), dtype=bool)
-    hit[at.to_numpy(zero_copy_only=False)] = True
-    present = hit | untouched.to_numpy(zero_copy_only=False)
-    keep = None if present.all() else pa.array(present)
-    in_t = pa.array(hit)
+    # one gather per column from [base values, touched values]: an untouched row takes
+    # its base value, a touched one its resolved value; rows the deltas deleted drop out
+    source = np.full(len(base_rows), -1, dtype=np.int64)
+    source[untouched.to_numpy(zero_copy_only=False)] = np.flatnonzero(
+        untouched.to_numpy(zero_copy_only=False)
+    )
+    source[at.to_numpy(zero_copy_only=False)] = len(base_rows) + np.arange(len(t_rows))
+    order = pa.array(source[source >= 0])
     out: dict[Column, Typed] = {}
     for key in {**a, **b}:
         base, new = _aligned(a.get(key), b.get(key), key, len(base_rows), len(t_rows))
-        merged = pc.replace_with_mask(base[0], in_t, new[0]) if len(t_rows) else base[0]
-        out[key] = (merged if keep is None else merged.filter(keep), base[1])
-    return (base_rows if keep is None else base_rows.filter(keep)), out
+        both = pa.concat_arrays([base[0], new[0]]) if len(t_rows) else base[0]
+        out[key] = (both.take(order), base[1])
+    return pa.concat_arrays([base_rows, t_rows]).take(order), out
 
 
 def _aligned(
