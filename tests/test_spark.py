@@ -1030,3 +1030,58 @@ def test_spark_read_options_are_the_text_forms():
     assert o.scan == {"row_offset_per_family": 2, "decode_errors": "null"}
     assert o.scan_options() == ScanOptions(row_offset_per_family=2, decode_errors="null")
     assert ReadOptions.parse({"root": "/wh", "table": "t", "version": "3"}).version == 3
+
+
+# ------------------------------------------------------------- read-optimized (issue 28)
+def test_read_optimized_equals_the_source(spark, tmp_path: Path) -> None:
+    """Column files through Spark's Parquet reader, the rest through the source: the same
+    rows and typed values as the ``cellstore`` source's wide shape (docs/format.md 14).
+
+    Region 1 is held by column files only (read by ``spark.read.parquet``); region 2 has a
+    later load (overlapping column files) and a delete (a cell file), so it goes through
+    the source; a second family adds a join on the row.
+    """
+    from cellstore import Family
+    from cellstore.loader import LoadMapping
+    from cellstore.spark.optimized import plan_optimized, read_optimized
+
+    root = str(tmp_path / "wh")
+    t = connect(root).create_table(
+        "ns:flights",
+        families=[
+            Family(name="d", max_versions=1, layout="columns"),
+            Family(name="i", max_versions=1, layout="columns"),
+        ],
+        splits=[b"k05000"],
+    )
+    n = 10_000
+    frame = pd.DataFrame(
+        {
+            "id": [f"k{i:05d}" for i in range(n)],
+            "delay": [None if i % 31 == 0 else i / 4 for i in range(n)],
+            "dist": list(range(n)),
+            "carrier": ["UA" if i % 3 else "DL" for i in range(n)],
+        }
+    )
+    mapping = LoadMapping.simple(
+        row_key="id",
+        columns=["d:delay=delay:double", "d:dist=dist:long", "i:carrier=carrier:string"],
+    )
+    t.load(frame, mapping=mapping, key_advice="off")
+    later = frame.iloc[6000:6100].assign(delay=-1.0)
+    t.load(later, mapping=mapping, key_advice="off")
+    t.load_cells(
+        cells_table([(b"k07000", "d", b"", 2**62, 14, b"")])  # a DeleteFamily
+    )
+    t = connect(root).table("ns:flights")
+    plan = plan_optimized(t, columns=["d:delay", "i:carrier"])
+    assert plan.files and plan.ranges == [(b"k05000", b"")]  # region 1 direct, 2 through
+    for columns in (["d:delay", "i:carrier"], ["d:dist"], None):
+        got = read_optimized(spark, root=root, table="ns:flights", columns=columns)
+        want = t.scan(
+            shape="wide", columns=columns, column_types="table", key_columns=False
+        ).to_arrow()
+        got_rows = sorted(tuple(r) for r in got.collect())
+        want_rows = sorted(tuple(r.values()) for r in want.to_pylist())
+        assert got.columns == want.column_names
+        assert got_rows == want_rows

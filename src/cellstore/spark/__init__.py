@@ -42,6 +42,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         'cellstore.spark needs PySpark 4.1 or later: pip install "cellstore[spark]"'
     ) from e
 
+from cellstore.spark.optimized import OptimizedPlan, plan_optimized, read_optimized
 from cellstore.spark.options import ReadOptions, RowBounds, WriteOptions
 from cellstore.spark.source import (
     CellstoreCommitMessage,
@@ -60,6 +61,7 @@ __all__ = [
     "CellstoreDataSource",
     "CellstoreReader",
     "CellstoreWriter",
+    "OptimizedPlan",
     "PartitionResult",
     "ReadOptions",
     "RowBounds",
@@ -67,6 +69,8 @@ __all__ = [
     "SparkLoad",
     "WriteOptions",
     "arrow_schema",
+    "plan_optimized",
+    "read_optimized",
     "register",
     "spark_plans_each_query",
     "spark_schema",
