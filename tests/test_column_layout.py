@@ -26,15 +26,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cellstore
+from cellstore.commit import Commit, FileChange, commit, file_entry
 from cellstore.core.cells import CellType
-from cellstore.core.columnar import AUTO_MAX_COLUMNS, AUTO_MIN_ROWS
+from cellstore.core.columnar import AUTO_MAX_COLUMNS, AUTO_MIN_ROWS, ColumnSpec, records_schema
 from cellstore.core.family import Family, KeepDeletedCells
-from cellstore.errors import FormatVersionError
+from cellstore.core.metadata import FileEntry
+from cellstore.errors import CorruptFileError, FormatVersionError
 from cellstore.filters import ColumnPrefixFilter, TimestampsFilter, ValueFilter
+from cellstore.jobs import verify
 from cellstore.jobs.compact import compact
 from cellstore.reader import scan as scan_module
 from cellstore.storefiles import StoreFileReader
+from cellstore.storefiles.columns import ColumnFileWriter
 from cellstore.storefiles.footer import FOOTER_KEY
+from cellstore.storefiles.reader import clear_footer_cache
+from cellstore.storefiles.writer import WrittenFile
 
 PUT = int(CellType.PUT)
 FAMILIES = ("a", "b")
@@ -521,3 +527,163 @@ def test_columns_load_whose_first_rows_hold_no_put_still_writes_columns(tmp_path
         )
     )
     assert layouts_of(t) == ["cells", "columns"]
+
+
+# ---------------------------------------------------------------------- 3. damaged files
+@pytest.fixture
+def damaged(tmp_path: Path) -> Any:
+    """A ``columns`` table, regions [-, k00500) and [k00500, -), 1,000 rows x 2 columns
+    uncompressed, plus a second load of 3 rows (another, smaller column file)."""
+    clear_footer_cache()
+    t = create(
+        str(tmp_path / "wh"),
+        "t",
+        [Family(name="f", layout="columns", compression="none")],
+        splits=["k00500"],
+    )
+    t.load_cells(grid(1000))
+    t.load_cells(grid(3, prefix="z", ts=9))
+    assert layouts_of(t) == ["columns"] * 3
+    return t
+
+
+def column_entries(t: Any) -> list[FileEntry]:
+    return sorted(t.refresh().files, key=lambda e: e.first_row)
+
+
+def assert_every_read_fails(t: Any, entry: FileEntry, *, row: str = "k00001") -> None:
+    """scan (cells and wide), get and verify refuse the damaged file, naming it."""
+    clear_footer_cache()
+    reads = [
+        lambda: t.scan(raw=True).to_arrow(),
+        lambda: t.scan(shape="wide").to_arrow(),
+        lambda: t.get(row),
+    ]
+    for read in reads:
+        with pytest.raises(CorruptFileError) as info:
+            read()
+        assert entry.path in str(info.value)
+    report = verify(t)
+    assert not report.ok
+    assert any(p.path == entry.path for p in report.problems), report.to_dict()
+
+
+def test_truncated_column_file(damaged: Any) -> None:
+    entry = column_entries(damaged)[0]
+    path = Path(damaged.file_path(entry))
+    path.write_bytes(path.read_bytes()[: entry.size // 2])
+    assert_every_read_fails(damaged, entry)
+
+
+def test_flipped_byte_in_a_column_files_data_page(damaged: Any) -> None:
+    """A value page's byte flipped: the page checksum catches it (same size, same footer)."""
+    entry = column_entries(damaged)[0]
+    path = Path(damaged.file_path(entry))
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    chunk = meta.row_group(0).column(names.index("q0"))
+    at = chunk.data_page_offset + chunk.total_compressed_size - 8  # inside the values
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert_every_read_fails(damaged, entry)
+
+
+def test_column_file_swapped_for_another_column_file(damaged: Any) -> None:
+    first, _, small = column_entries(damaged)
+    a, b = Path(damaged.file_path(first)), Path(damaged.file_path(small))
+    da, db = a.read_bytes(), b.read_bytes()
+    a.write_bytes(db)
+    b.write_bytes(da)
+    assert_every_read_fails(damaged, first)
+    with pytest.raises(CorruptFileError, match=small.path):
+        damaged.get("z00001")
+
+
+def padded_to(source: Path, size: int, out: Path) -> None:
+    """``source`` rewritten (same cells, same cellstore footer) to exactly ``size`` bytes."""
+    pf = pq.ParquetFile(source)
+    table, meta = pf.read(), dict(pf.metadata.metadata)
+    pad = 0
+    for _ in range(20):
+        with pq.ParquetWriter(out, table.schema, compression="none", store_schema=False) as w:
+            w.write_table(table)
+            w.add_key_value_metadata({**meta, b"pad": b"x" * pad})
+        missing = size - out.stat().st_size
+        if not missing:
+            return
+        pad += missing
+        assert pad >= 0, "the source is larger than the target"
+    raise AssertionError("could not pad to the size")
+
+
+def test_column_file_swapped_for_a_cell_file_of_the_same_size(damaged: Any, tmp_path: Path) -> None:
+    """A cell file with the column file's size in its place: the footer digest tells."""
+    entry = column_entries(damaged)[0]
+    other = create(str(tmp_path / "wh"), "other", [Family(name="f", layout="cells")])
+    other.load_cells(grid(50))
+    (cell_entry,) = other.files
+    target = Path(damaged.file_path(entry))
+    padded_to(Path(other.file_path(cell_entry)), entry.size, tmp_path / "same-size.parquet")
+    with StoreFileReader(fsspec.filesystem("file"), str(tmp_path / "same-size.parquet")) as r:
+        assert (r.info.layout, r.info.cells) == ("cells", 100)  # a sound cell file
+    target.write_bytes((tmp_path / "same-size.parquet").read_bytes())
+    assert target.stat().st_size == entry.size
+    assert_every_read_fails(damaged, entry)
+
+
+SPEC = ColumnSpec(b"q")
+
+
+def bad_records(kind: str) -> pa.Table:
+    """Records breaking one invariant of docs/format.md 14 (``ok``: none)."""
+    rows, row_ts, values, own = [b"a", b"b"], [5, 5], [b"x", b"y"], [None, None]
+    if kind == "duplicate rows":
+        rows = [b"a", b"a"]
+    elif kind == "a record with no value":
+        values = [b"x", None]
+    elif kind == "a wrong __ts":
+        own = [None, 3]  # the record's only cell is at 3, its __ts says 5
+    return pa.Table.from_arrays(
+        [
+            pa.array(rows, pa.binary()),
+            pa.array(row_ts, pa.int64()),
+            pa.array(values, pa.binary()),
+            pa.array(own, pa.int64()),
+        ],
+        schema=records_schema([SPEC]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("ok", None),
+        ("duplicate rows", "record rows are not strictly increasing"),
+        ("a record with no value", "a record holds no value"),
+        ("a wrong __ts", "__ts is not the largest timestamp"),
+    ],
+)
+def test_verify_reports_a_column_file_breaking_its_invariants(
+    tmp_path: Path, kind: str, message: str | None
+) -> None:
+    """A column file written by hand (valid footer and manifest entry) whose records break
+    the layout's invariants is reported by verify, naming the file."""
+    t = create(str(tmp_path), "t", [Family(name="f", layout="columns")])
+    t.load_cells(grid(3))
+    fam = t.metadata.family("f")
+    relpath = "data/r000001/f/by-hand-c.parquet"
+    writer = ColumnFileWriter(
+        t.fs, f"{t.path}/{relpath}", family=fam, columns=(SPEC,), seq=1, load_id="by-hand"
+    )
+    writer.write(bad_records(kind))
+    written = WrittenFile("r000001", relpath, writer.close())
+    entry = file_entry(written, seq=2, load_id="by-hand")
+    commit(t.log, Commit("test", changes=[FileChange(add=[entry])], new_seq=True))
+    report = verify(t.refresh())
+    if message is None:
+        assert report.ok, report.to_dict()
+        return
+    problems = [p for p in report.problems if p.path == relpath]
+    assert any(message in p.message for p in problems), report.to_dict()
+    assert all(p.path == relpath for p in report.problems)
