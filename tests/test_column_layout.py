@@ -20,6 +20,7 @@ from typing import Any
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -33,7 +34,21 @@ from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.metadata import FileEntry
 from cellstore.errors import CorruptFileError, FormatVersionError
 from cellstore.filters import ColumnPrefixFilter, TimestampsFilter, ValueFilter
-from cellstore.jobs import verify
+from cellstore.hbase import read_hfile
+from cellstore.jobs import (
+    build_index,
+    clone,
+    export,
+    export_hfiles,
+    merge,
+    open_index,
+    purge_ttl,
+    restore,
+    snapshot,
+    split,
+    vacuum,
+    verify,
+)
 from cellstore.jobs.compact import compact
 from cellstore.reader import scan as scan_module
 from cellstore.storefiles import StoreFileReader
@@ -687,3 +702,179 @@ def test_verify_reports_a_column_file_breaking_its_invariants(
     problems = [p for p in report.problems if p.path == relpath]
     assert any(message in p.message for p in problems), report.to_dict()
     assert all(p.path == relpath for p in report.problems)
+
+
+# ------------------------------------------------------------------------ 4. round trips
+NOW = 60_000  # "now" of every read and job below (ms)
+ALL = 2**31 - 1
+
+
+def delta_cells() -> pa.Table:
+    """A second load: newer versions, a DeleteColumn, a DeleteFamily, a new row, TTL cells."""
+    return cell_table(
+        [
+            *[
+                (f"k{i:05d}".encode(), "f", b"q0", 2_000, PUT, b"new%d" % i)
+                for i in range(0, 200, 7)
+            ],
+            (b"k00010", "f", b"q1", 3_000, int(CellType.DELETE_COLUMN), b""),
+            (b"k00120", "f", b"", 3_000, int(CellType.DELETE_FAMILY), b""),
+            (b"k99999", "f", b"q5", 2_000, PUT, b"late"),
+            *[(f"k{i:05d}".encode(), "g", b"t", 55_000, PUT, b"fresh") for i in range(0, 200, 5)],
+        ]
+    )
+
+
+def base_cells() -> pa.Table:
+    f = grid(200, ts=1_000)
+    g = cell_table([(f"k{i:05d}".encode(), "g", b"t", 1_000, PUT, b"old") for i in range(200)])
+    return pa.concat_tables([f, g])
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Any, Any]:
+    """Twins (cells, columns) with families f (2 versions) and g (TTL 10 s), two regions,
+    a base load and a load of deltas."""
+    a, b = twins(
+        str(tmp_path / "wh"),
+        [Family(name="f", max_versions=2), Family(name="g", ttl=10)],
+        splits=["k00100"],
+    )
+    for t in (a, b):
+        t.load_cells(base_cells(), load_id="base")
+        t.load_cells(delta_cells(), load_id="deltas")
+    assert "columns" in layouts_of(b) and "columns" not in layouts_of(a)
+    return a, b
+
+
+def assert_twins(a: Any, b: Any) -> None:
+    """Every kind of read of the two tables agrees (raw, normal, wide, get)."""
+    a, b = a.refresh(), b.refresh()
+    for opts in (
+        {"raw": True, "max_versions": ALL},
+        {"max_versions": ALL},
+        {},
+        {"shape": "wide"},
+        {"shape": "wide", "columns": ["f:q0", "g:t"], "reversed": True},
+    ):
+        same(a.scan(now_ms=NOW, **opts).to_arrow(), b.scan(now_ms=NOW, **opts).to_arrow())
+    for row in ("k00000", "k00010", "k00120", "k99999"):
+        same(a.get(row, now_ms=NOW, max_versions=ALL), b.get(row, now_ms=NOW, max_versions=ALL))
+    assert verify(b).ok, verify(b).to_dict()
+
+
+def test_twins_agree_after_loads(pair: tuple[Any, Any]) -> None:
+    a, b = pair
+    assert_twins(a, b)
+    got = b.scan(now_ms=NOW, shape="wide", start_row="k00007", stop_row="k00011").to_arrow()
+    assert got.column("f:q0").to_pylist() == [b"new7", b"v8-0", b"v9-0", b"v10-0"]
+    assert got.column("f:q1").to_pylist() == [b"v7-1", b"v8-1", b"v9-1", None]
+
+
+def test_split_and_merge_regions(pair: tuple[Any, Any]) -> None:
+    """Region split and merge of a column table (files cut or moved) keep every cell."""
+    for t in pair:
+        split(t, at=["k00050", "k00150"])
+    assert_twins(*pair)
+    for t in pair:
+        t.refresh()
+        merge(t, regions=[r.id for r in t.regions])
+        assert len(t.refresh().regions) == 1
+    assert_twins(*pair)
+
+
+def test_snapshot_clone_restore(pair: tuple[Any, Any]) -> None:
+    a, b = pair
+    want = b.scan(raw=True, max_versions=ALL).to_arrow()
+    for t in pair:
+        snapshot(t, "s1")
+        compact(t, major=True, now_ms=NOW)
+        t.load_cells(grid(3, prefix="n", ts=7_000))
+    assert "columns" in layouts_of(b)
+    assert_twins(a, b)
+    clones = [clone(t, "s1", f"{t.name}-copy") for t in pair]
+    wh = b.warehouse
+    ca, cb = (wh.table(c.table) for c in clones)
+    assert_twins(ca, cb)
+    same(cb.scan(raw=True, max_versions=ALL).to_arrow(), want)
+    for t in pair:
+        restore(t, "s1")
+    assert_twins(a, b)
+    same(b.refresh().scan(raw=True, max_versions=ALL).to_arrow(), want)
+
+
+def test_export_and_export_hfiles(pair: tuple[Any, Any], tmp_path: Path) -> None:
+    """jobs.export (cells and wide) and export_hfiles write the same cells for both."""
+    got = []
+    for t in pair:
+        out = tmp_path / f"export-{t.name}"
+        export(t, str(out), raw=True, max_versions=ALL, now_ms=NOW)
+        cells = pq.read_table(sorted(out.rglob("*.parquet")))
+        got.append(cells.take(pc.sort_indices(cells, [("row", "ascending")])).to_pylist())
+        wide = tmp_path / f"wide-{t.name}"
+        export(t, str(wide), shape="wide", now_ms=NOW)
+        got.append(pq.read_table(sorted(wide.rglob("*.parquet"))).to_pylist())
+        hf = tmp_path / f"hfiles-{t.name}"
+        report = export_hfiles(t, str(hf), raw=True, max_versions=ALL)
+        assert report.cells > 0
+        hcells = pa.concat_tables(
+            [read_hfile(str(p)) for p in sorted(hf.rglob("*")) if p.is_file() and "_" not in p.name]
+        )
+        got.append(sorted(tuple(r.values()) for r in hcells.to_pylist()))
+    assert got[:3] == got[3:]
+
+
+def test_index_build_and_lookup(pair: tuple[Any, Any]) -> None:
+    found = []
+    for t in pair:
+        report = build_index(t, name="by_q0", column="f:q0")
+        assert report.index_rows > 0
+        index = open_index(t, "by_q0")
+        found.append([rows_of(index.lookup(v)) for v in (b"new7", b"v8-0", b"v3-0", b"nope")])
+    assert found[0] == found[1]
+    assert [len(x) for x in found[1]] == [2, 2, 2, 0]  # the row's f:q0 and f:q1 cells
+
+
+def test_report(pair: tuple[Any, Any]) -> None:
+    ra, rb = (t.report(now_ms=NOW, sample_rows=None) for t in pair)
+    assert (ra.total_cells, ra.scanned_cells, ra.rows) == (
+        rb.total_cells,
+        rb.scanned_cells,
+        rb.rows,
+    )
+    assert ra.columns == rb.columns
+    assert [r.cells for r in ra.regions] == [r.cells for r in rb.regions]
+
+
+def test_vacuum_after_compaction(pair: tuple[Any, Any]) -> None:
+    for t in pair:
+        compact(t, major=True, now_ms=NOW)
+        vacuum(t, retention_ms=0, dry_run=False, enforce_retention=False)
+        on_disk = {str(p.relative_to(t.path)) for p in (Path(t.path) / "data").rglob("*.parquet")}
+        assert on_disk == {e.path for e in t.refresh().files}
+    assert "columns" in layouts_of(pair[1])
+    assert_twins(*pair)
+
+
+def test_purge_ttl(pair: tuple[Any, Any]) -> None:
+    """R8: purge removes g's expired cells (ts 1,000 at now 60,000, TTL 10 s)."""
+    for t in pair:
+        report = purge_ttl(t, now_ms=NOW)
+        assert report.version is not None and report.stores
+    assert_twins(*pair)
+    raw = pair[1].scan(raw=True, families=["g"], max_versions=ALL, now_ms=0).to_arrow()
+    assert set(raw.column("value").to_pylist()) == {b"fresh"}
+
+
+def test_to_dask(pair: tuple[Any, Any]) -> None:
+    """Partitions (ScanPartitionReader, the wide fast path too) read like the twin."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        for opts in (
+            {"max_versions": ALL},
+            {"shape": "wide", "column_types": {"f:q0": "bytes", "f:q1": "bytes", "g:t": "bytes"}},
+        ):
+            got = [t.scan(now_ms=NOW, **opts).to_dask().compute() for t in pair]
+            assert got[0].reset_index(drop=True).equals(got[1].reset_index(drop=True))
+            assert len(got[0]) > 0
