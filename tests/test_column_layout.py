@@ -12,9 +12,18 @@ named cases, damaged files, jobs and concurrent/crashed loads).
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
 import struct
+import subprocess
+import sys
 import tempfile
+import textwrap
+import threading
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -278,8 +287,15 @@ def test_columns_table_reads_like_its_cells_twin(data: st.DataObject, plan) -> N
                 assert "columns" not in layouts_of(a)
             for t in (a, b):
                 _compact(t, then, now_ms)
+        # A minor compaction selects by file count, and a column-layout load writes two
+        # files: the selections (and so what raw reads still see) may differ; see
+        # test_minor_compaction_selects_like_the_cells_twin. Normal reads never differ.
+        minor = any(then == "minor" for _, then in plan)
         for _ in range(3):
             opts = data.draw(cell_reads(now_ms))
+            if minor and opts["raw"]:
+                opts["raw"] = False
+                opts.pop("families", None)
             same(a.scan(**opts).to_arrow(), b.scan(**opts).to_arrow())
             row = data.draw(st.sampled_from(ROWS))
             get_opts = {k: v for k, v in opts.items() if k not in ("reversed", "limit")}
@@ -522,6 +538,34 @@ def test_wide_fast_path_is_taken_and_agrees_with_the_general_path(
         {"row": b"k00003", "f:q0": b"new", "f:q1": b"v3-1"},
         {"row": b"k00004", "f:q0": b"v4-0", "f:q1": None},
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="jobs/compact.py (minor selection): a column-layout load writes a column file "
+    "and a cell file, so min_files/ratio count two files where the cells twin has one; "
+    "the twin's minor compaction takes every file (and drops deletes, R13) while the "
+    "columns table's selects nothing, so raw reads of the twins then differ",
+)
+def test_minor_compaction_selects_like_the_cells_twin(tmp_path: Path) -> None:
+    """Same loads, same minor compaction: the same stores are compacted in both layouts."""
+    v = struct.pack(">q", 5)
+    a, b = twins(str(tmp_path), [Family(name="f", max_versions=1)])
+    for t in (a, b):
+        t.load_cells(
+            cell_table(
+                [
+                    (b"r1", "f", b"", 0, PUT, v),
+                    (b"r1", "f", b"", 1, PUT, v),
+                    (b"r1", "f", b"", 0, int(CellType.DELETE), b""),
+                ]
+            )
+        )
+        t.load_cells(cell_table([(b"r1", "f", b"", 0, PUT, v)]))
+    reports = [compact(t, min_files=2, now_ms=0) for t in (a, b)]
+    assert len(reports[0].stores) == 1
+    assert len(reports[1].stores) == 1
+    same(a.scan(raw=True, now_ms=0).to_arrow(), b.scan(raw=True, now_ms=0).to_arrow())
 
 
 @pytest.mark.xfail(
@@ -878,3 +922,99 @@ def test_to_dask(pair: tuple[Any, Any]) -> None:
             got = [t.scan(now_ms=NOW, **opts).to_dask().compute() for t in pair]
             assert got[0].reset_index(drop=True).equals(got[1].reset_index(drop=True))
             assert len(got[0]) > 0
+
+
+# ------------------------------------------------------------- 5. crashes and concurrency
+CRASH_CHILD = textwrap.dedent(
+    """
+    import sys
+    import pyarrow as pa
+    import cellstore
+
+    t = cellstore.connect(sys.argv[1]).table("t")
+    print("ready", flush=True)
+    for i in range(int(sys.argv[2]), 1000):
+        rows = [b"b%04d-%05d" % (i, k) for k in range(5000)]
+        t.load_cells(pa.table({
+            "row": rows * 2, "family": ["f"] * 10000,
+            "qualifier": [b"q"] * 5000 + [b"r"] * 5000,
+            "ts": [1] * 5000 + [2] * 5000, "value": [b"%d" % i] * 10000,
+        }), load_id="batch-%d" % i)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_load_of_column_files_killed_midway(tmp_path: Path) -> None:
+    """SIGKILL during column-file loads: the table reads a committed state (whole
+    batches, in order), verify finds nothing, vacuum removes only unreferenced files."""
+    t = create(str(tmp_path), "t", [Family(name="f", layout="columns")], splits=["b0002"])
+    script = tmp_path / "child.py"
+    script.write_text(CRASH_CHILD)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    rng = random.Random(28)
+    kills = 0
+    for _ in range(3):
+        start = len(committed_batches(t.refresh()))
+        child = subprocess.Popen(
+            [sys.executable, str(script), t.warehouse.root, str(start)],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"ready"
+        time.sleep(rng.uniform(0.3, 1.5))
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            kills += 1
+        child.wait()
+        child.stdout.close()
+        before = committed_batches(t.refresh())
+        assert verify(t).ok
+        vacuum(t, retention_ms=0, dry_run=False, enforce_retention=False)
+        data = {str(p.relative_to(t.path)) for p in (Path(t.path) / "data").rglob("*.parquet")}
+        assert data == {e.path for e in t.refresh().files}
+        assert committed_batches(t) == before
+    assert kills >= 2
+    assert before and set(layouts_of(t)) == {"columns"}
+
+
+def committed_batches(t: Any) -> list[int]:
+    """The batches the table holds, each whole (5,000 rows, both columns) and in order."""
+    got = t.scan(shape="wide").to_arrow()
+    if not got.num_rows:
+        return []
+    counts: dict[int, int] = {}
+    for row, q, r in zip(*(got.column(c).to_pylist() for c in ("row", "f:q", "f:r")), strict=True):
+        batch = int(row[1:5])
+        assert int(q) == int(r) == batch
+        counts[batch] = counts.get(batch, 0) + 1
+    assert all(n == 5000 for n in counts.values()), counts
+    batches = sorted(counts)
+    assert batches == list(range(len(batches)))
+    return batches
+
+
+def test_concurrent_loads_into_a_column_table_lose_nothing(tmp_path: Path) -> None:
+    """Two loads committing at once (retry on conflict, design decision 3): both land."""
+    root = str(tmp_path)
+    create(root, "t", [Family(name="f", layout="columns")], splits=["m"])
+    barrier = threading.Barrier(2)
+
+    def load(prefix: str) -> None:
+        t = cellstore.connect(root).table("t")
+        barrier.wait()
+        for i in range(3):
+            t.load_cells(grid(50, prefix=f"{prefix}{i}", ts=i + 1))
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(load, ["a", "n"]))
+    t = cellstore.connect(root).table("t")
+    assert t.metadata.format_version == 3
+    assert set(layouts_of(t)) == {"columns"} and len(t.files) == 6
+    got = t.scan().to_arrow()
+    assert got.num_rows == 2 * 3 * 50 * 2
+    rows = set(got.column("row").to_pylist())
+    assert rows == {f"{p}{i}{k:05d}".encode() for p in "an" for i in range(3) for k in range(50)}
+    assert verify(t).ok
