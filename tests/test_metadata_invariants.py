@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 
 import cellstore
+from cellstore.core.metadata import METADATA_FORMAT_VERSION
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError
 from cellstore.jobs import verify
@@ -191,7 +192,7 @@ def test_a_broken_invariant_does_not_open(
     assert path.name in str(info.value)  # names the document
 
 
-@pytest.mark.parametrize("version", [0, 3])
+@pytest.mark.parametrize("version", [0, METADATA_FORMAT_VERSION + 1])
 def test_an_unknown_format_version_does_not_open(tmp_path: Path, version: int) -> None:
     t = make_table(tmp_path)
     rewrite(t, setter("format-version", value=version))
