@@ -27,7 +27,6 @@ equal-key ties with files outside the compaction resolve exactly as before (R3.2
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,14 +45,22 @@ from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id, with_overrides
-from cellstore.jobs.selection import SelectionPolicy, select_files
+from cellstore.jobs.selection import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MIN_FILES,
+    DEFAULT_RATIO,
+    SelectionPolicy,
+    check_order,
+    select_exploring,
+    select_minor,
+    selected_stores,
+)
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
 from cellstore.storefiles.columns import (
-    COLUMN_FILE_SUFFIX,
     NO_LAYOUTS,
     Layouts,
     plan_layouts,
@@ -73,12 +80,6 @@ __all__ = [
     "run_compaction_task",
 ]
 
-#: HBase's ``hbase.hstore.compaction.min``: fewest files a minor compaction takes.
-DEFAULT_MIN_FILES: Final = 3
-#: HBase's ``hbase.hstore.compaction.max``: most files a minor compaction takes.
-DEFAULT_MAX_FILES: Final = 10
-#: HBase's ``hbase.hstore.compaction.ratio``.
-DEFAULT_RATIO: Final = 1.2
 #: Table property recording the time of the last major compaction of the whole table.
 LAST_MAJOR_PROPERTY: Final = "compaction.last-major-ms"
 
@@ -255,155 +256,6 @@ class CompactionReport:
         }
 
 
-# ----------------------------------------------------------------------------- selection
-def _seq_groups(files: Sequence[FileEntry]) -> list[list[FileEntry]]:
-    """Files grouped by sequence number, oldest first (one load's files stay together)."""
-    groups: list[list[FileEntry]] = []
-    for f in files:
-        if groups and groups[-1][0].seq == f.seq:
-            groups[-1].append(f)
-        else:
-            groups.append([f])
-    return groups
-
-
-def select_minor(
-    files: Sequence[FileEntry],
-    *,
-    min_files: int = DEFAULT_MIN_FILES,
-    max_files: int = DEFAULT_MAX_FILES,
-    ratio: float = DEFAULT_RATIO,
-) -> list[FileEntry]:
-    """HBase's ratio-based minor selection over a store's files (oldest first).
-
-    Walking from the oldest file, a file is skipped while it is larger than ``ratio`` times
-    the total size of the newer files (big, old files are left for major compactions);
-    the rest, newest files, are taken, at most ``max_files`` of them (the oldest of those
-    are dropped when there are more). Files of one load (same sequence number) are taken
-    or left together, so the selection is a contiguous run in sequence order. Returns an
-    empty list when fewer than ``min_files`` would be taken.
-    """
-    groups = _seq_groups(files)
-    sizes = [sum(f.size for f in g) for g in groups]
-    start = 0
-    while start < len(groups):
-        newer = sum(sizes[start + 1 :])
-        if sizes[start] <= ratio * newer:
-            break
-        start += 1
-    chosen = groups[start:]
-    while sum(_file_count(g) for g in chosen) > max_files and len(chosen) > 1:
-        chosen = chosen[1:]
-    picked = [f for g in chosen for f in g]
-    return picked if _file_count(picked) >= max(min_files, 2) else []
-
-
-def _file_count(files: Sequence[FileEntry]) -> int:
-    """Files as selection counts them: a column file and its companion count once.
-
-    The one write's ``<stem>-c.parquet`` and ``<stem>.parquet`` stand for the one file the
-    same write makes in the cell layout (docs/format.md 14.2).
-    """
-    paths = {f.path for f in files}
-    suffix = f"{COLUMN_FILE_SUFFIX}.parquet"
-    companions = sum(
-        1 for p in paths if p.endswith(suffix) and p.removesuffix(suffix) + ".parquet" in paths
-    )
-    return len(files) - companions
-
-
-def select_exploring(
-    files: Sequence[FileEntry], *, policy: SelectionPolicy, off_peak: bool = False
-) -> tuple[list[FileEntry], dict[str, Any]]:
-    """HBase's exploring minor selection (:mod:`cellstore.jobs.selection`) over a store's files.
-
-    The candidates are the store's loads, oldest first: the files of one load (one
-    sequence number) count as one candidate of their total size and are taken or left
-    together, as HBase sees one flushed or bulk-loaded file per store. The selection is a
-    contiguous run in sequence order, so equal-key ties keep resolving as before (R3.2).
-
-    Args:
-        files: The store's files, oldest first (``TableMetadata.files_of``).
-        policy: The selection settings.
-        off_peak: Use the off-peak ratio and size limit.
-
-    Returns:
-        The chosen files (empty when nothing qualifies) and a JSON-able description
-        (``policy``, ``files``, ``stuck``, ``off-peak``, ``skipped-large``).
-    """
-    groups = _seq_groups(files)
-    sel = select_files([sum(f.size for f in g) for g in groups], policy=policy, off_peak=off_peak)
-    picked = [f for g in groups[sel.start : sel.stop] for f in g]
-    info = {
-        "policy": "exploring",
-        "files": [f.path for f in picked],
-        "stuck": sel.stuck,
-        "off-peak": sel.off_peak,
-        "skipped-large": sel.skipped_large,
-    }
-    return picked, info
-
-
-def _selected_stores(
-    meta: TableMetadata, paths: Iterable[str]
-) -> dict[tuple[str, str], list[FileEntry]]:
-    """The live files named by ``paths``, grouped by store, each group oldest first.
-
-    Raises:
-        InvalidArgumentError: no path given, or a path that is not a live file (with the
-            closest live path as a suggestion).
-    """
-    wanted = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
-    if not wanted:
-        raise InvalidArgumentError("files: name at least one store file (a path of Table.files)")
-    live = {f.path: f for f in meta.files}
-    for path in wanted:
-        if path not in live:
-            close = difflib.get_close_matches(path, list(live), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InvalidArgumentError(
-                f"{path!r} is not a live store file of table {meta.name} at version "
-                f"{meta.version} (paths as Table.files lists them){hint}"
-            )
-    stores: dict[tuple[str, str], list[FileEntry]] = {}
-    for path in wanted:
-        f = live[path]
-        stores.setdefault((f.region, f.family), []).append(f)
-    for group in stores.values():
-        group.sort(key=lambda f: (f.seq, f.path))
-    return stores
-
-
-def _check_order(store_files: Sequence[FileEntry], chosen: Sequence[FileEntry]) -> None:
-    """Refuse a selection whose output would reorder equal keys against a file left out.
-
-    The output takes the newest input's sequence number (``S``). A file ``F`` left out
-    keeps its rank against the output's cells only if it is newer than ``S``, or older
-    than every chosen file it shares rows with (R3.2). Files whose row ranges do not meet
-    cannot hold equal keys and never conflict.
-
-    Raises:
-        InvalidArgumentError: naming the file left out and the chosen file it would swap
-            places with.
-    """
-    top = max(f.seq for f in chosen)
-    keys = {entry_key(f) for f in chosen}
-    for other in store_files:
-        if entry_key(other) in keys or other.seq > top:
-            continue
-        for f in chosen:
-            if other.last_row < f.first_row or f.last_row < other.first_row:
-                continue
-            if other.seq < top and (other.seq, other.path) < (f.seq, f.path):
-                continue
-            raise InvalidArgumentError(
-                f"cannot compact {f.path!r} without {other.path!r}: they share rows, and "
-                f"the output takes sequence number {top}, which would rank {f.path!r}'s "
-                f"cells above {other.path!r}'s at equal keys (R3.2); add {other.path!r} "
-                "to the selection or leave out the files older than it"
-            )
-
-
 def _expired_files(files: Sequence[FileEntry], family: Family, now: int) -> list[FileEntry]:
     """Files made only of expired cells, droppable unread when MIN_VERSIONS = 0 (R8.7)."""
     ttl = family.ttl_ms
@@ -476,7 +328,7 @@ def plan_compaction(
             raise InvalidArgumentError(
                 "files and regions/families exclude each other: the files name their stores"
             )
-        selected = _selected_stores(meta, o.files)
+        selected = selected_stores(meta, o.files)
     plans: list[StoreCompaction] = []
     for region in meta.regions:
         if want_regions is not None and region.id not in want_regions:
@@ -502,7 +354,7 @@ def _store_inputs(
     ``chosen`` is the store's files named by ``files=`` (None: select by policy).
     """
     if chosen is not None:
-        _check_order(store_files, chosen)
+        check_order(store_files, chosen)
         return chosen, [], store_files, {"policy": "files", "files": [f.path for f in chosen]}
     expired = _expired_files(store_files, fam, now)
     gone = {entry_key(e) for e in expired}

@@ -1,4 +1,4 @@
-"""HBase's minor-compaction file selection (``ExploringCompactionPolicy``), as a pure function.
+"""Which files of a store a compaction takes: HBase's minor selections, and ``files=``.
 
 HBase's default store engine picks the files of a periodic minor compaction with
 ``ExploringCompactionPolicy`` (on top of ``RatioBasedCompactionPolicy`` /
@@ -22,18 +22,45 @@ HBase's default store engine picks the files of a periodic minor compaction with
 them back to files. Settings read from table properties with HBase's names
 (:meth:`SelectionPolicy.from_properties`). Cases from HBase's ``TestDefaultCompactSelection``
 are replayed in ``tests/test_compaction_selection.py``.
+
+Over a store's :class:`~cellstore.core.metadata.FileEntry` list, oldest first,
+:func:`select_exploring` applies :func:`select_files` to the store's loads and
+:func:`select_minor` is the ratio walk of ``compact(ratio=...)``; both take or leave the
+files of one load (one sequence number) together. :func:`selected_stores` groups the files
+a ``files=[...]`` compaction names by store, and :func:`check_order` refuses a choice whose
+output would reorder equal keys (R3.2). :mod:`cellstore.jobs.compact` plans with them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from cellstore.commit import entry_key
+from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.errors import InvalidArgumentError
+from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
 
-__all__ = ["PROPERTY_NAMES", "Selection", "SelectionPolicy", "explore", "select_files"]
+__all__ = [
+    "PROPERTY_NAMES",
+    "Selection",
+    "SelectionPolicy",
+    "check_order",
+    "explore",
+    "select_exploring",
+    "select_files",
+    "select_minor",
+    "selected_stores",
+]
 
+#: HBase's ``hbase.hstore.compaction.min``: fewest files a minor compaction takes.
+DEFAULT_MIN_FILES: Final = 3
+#: HBase's ``hbase.hstore.compaction.max``: most files a minor compaction takes.
+DEFAULT_MAX_FILES: Final = 10
+#: HBase's ``hbase.hstore.compaction.ratio``.
+DEFAULT_RATIO: Final = 1.2
 #: HBase's ``hbase.hstore.compaction.min.size`` default (the memstore flush size).
 DEFAULT_MIN_SIZE: Final = 128 << 20
 
@@ -261,3 +288,152 @@ def select_files(
         off_peak=off_peak,
         skipped_large=skip,
     )
+
+
+# --------------------------------------------------------------------- a store's files
+def _seq_groups(files: Sequence[FileEntry]) -> list[list[FileEntry]]:
+    """Files grouped by sequence number, oldest first (one load's files stay together)."""
+    groups: list[list[FileEntry]] = []
+    for f in files:
+        if groups and groups[-1][0].seq == f.seq:
+            groups[-1].append(f)
+        else:
+            groups.append([f])
+    return groups
+
+
+def select_minor(
+    files: Sequence[FileEntry],
+    *,
+    min_files: int = DEFAULT_MIN_FILES,
+    max_files: int = DEFAULT_MAX_FILES,
+    ratio: float = DEFAULT_RATIO,
+) -> list[FileEntry]:
+    """HBase's ratio-based minor selection over a store's files (oldest first).
+
+    Walking from the oldest file, a file is skipped while it is larger than ``ratio`` times
+    the total size of the newer files (big, old files are left for major compactions);
+    the rest, newest files, are taken, at most ``max_files`` of them (the oldest of those
+    are dropped when there are more). Files of one load (same sequence number) are taken
+    or left together, so the selection is a contiguous run in sequence order. Returns an
+    empty list when fewer than ``min_files`` would be taken.
+    """
+    groups = _seq_groups(files)
+    sizes = [sum(f.size for f in g) for g in groups]
+    start = 0
+    while start < len(groups):
+        newer = sum(sizes[start + 1 :])
+        if sizes[start] <= ratio * newer:
+            break
+        start += 1
+    chosen = groups[start:]
+    while sum(_file_count(g) for g in chosen) > max_files and len(chosen) > 1:
+        chosen = chosen[1:]
+    picked = [f for g in chosen for f in g]
+    return picked if _file_count(picked) >= max(min_files, 2) else []
+
+
+def _file_count(files: Sequence[FileEntry]) -> int:
+    """Files as selection counts them: a column file and its companion count once.
+
+    The one write's ``<stem>-c.parquet`` and ``<stem>.parquet`` stand for the one file the
+    same write makes in the cell layout (docs/format.md 14.2).
+    """
+    paths = {f.path for f in files}
+    suffix = f"{COLUMN_FILE_SUFFIX}.parquet"
+    companions = sum(
+        1 for p in paths if p.endswith(suffix) and p.removesuffix(suffix) + ".parquet" in paths
+    )
+    return len(files) - companions
+
+
+def select_exploring(
+    files: Sequence[FileEntry], *, policy: SelectionPolicy, off_peak: bool = False
+) -> tuple[list[FileEntry], dict[str, Any]]:
+    """HBase's exploring minor selection (:func:`select_files`) over a store's files.
+
+    The candidates are the store's loads, oldest first: the files of one load (one
+    sequence number) count as one candidate of their total size and are taken or left
+    together, as HBase sees one flushed or bulk-loaded file per store. The selection is a
+    contiguous run in sequence order, so equal-key ties keep resolving as before (R3.2).
+
+    Args:
+        files: The store's files, oldest first (``TableMetadata.files_of``).
+        policy: The selection settings.
+        off_peak: Use the off-peak ratio and size limit.
+
+    Returns:
+        The chosen files (empty when nothing qualifies) and a JSON-able description
+        (``policy``, ``files``, ``stuck``, ``off-peak``, ``skipped-large``).
+    """
+    groups = _seq_groups(files)
+    sel = select_files([sum(f.size for f in g) for g in groups], policy=policy, off_peak=off_peak)
+    picked = [f for g in groups[sel.start : sel.stop] for f in g]
+    info = {
+        "policy": "exploring",
+        "files": [f.path for f in picked],
+        "stuck": sel.stuck,
+        "off-peak": sel.off_peak,
+        "skipped-large": sel.skipped_large,
+    }
+    return picked, info
+
+
+def selected_stores(
+    meta: TableMetadata, paths: Iterable[str]
+) -> dict[tuple[str, str], list[FileEntry]]:
+    """The live files named by ``paths``, grouped by store, each group oldest first.
+
+    Raises:
+        InvalidArgumentError: no path given, or a path that is not a live file (with the
+            closest live path as a suggestion).
+    """
+    wanted = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
+    if not wanted:
+        raise InvalidArgumentError("files: name at least one store file (a path of Table.files)")
+    live = {f.path: f for f in meta.files}
+    for path in wanted:
+        if path not in live:
+            close = difflib.get_close_matches(path, list(live), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidArgumentError(
+                f"{path!r} is not a live store file of table {meta.name} at version "
+                f"{meta.version} (paths as Table.files lists them){hint}"
+            )
+    stores: dict[tuple[str, str], list[FileEntry]] = {}
+    for path in wanted:
+        f = live[path]
+        stores.setdefault((f.region, f.family), []).append(f)
+    for group in stores.values():
+        group.sort(key=lambda f: (f.seq, f.path))
+    return stores
+
+
+def check_order(store_files: Sequence[FileEntry], chosen: Sequence[FileEntry]) -> None:
+    """Refuse a selection whose output would reorder equal keys against a file left out.
+
+    The output takes the newest input's sequence number (``S``). A file ``F`` left out
+    keeps its rank against the output's cells only if it is newer than ``S``, or older
+    than every chosen file it shares rows with (R3.2). Files whose row ranges do not meet
+    cannot hold equal keys and never conflict.
+
+    Raises:
+        InvalidArgumentError: naming the file left out and the chosen file it would swap
+            places with.
+    """
+    top = max(f.seq for f in chosen)
+    keys = {entry_key(f) for f in chosen}
+    for other in store_files:
+        if entry_key(other) in keys or other.seq > top:
+            continue
+        for f in chosen:
+            if other.last_row < f.first_row or f.last_row < other.first_row:
+                continue
+            if other.seq < top and (other.seq, other.path) < (f.seq, f.path):
+                continue
+            raise InvalidArgumentError(
+                f"cannot compact {f.path!r} without {other.path!r}: they share rows, and "
+                f"the output takes sequence number {top}, which would rank {f.path!r}'s "
+                f"cells above {other.path!r}'s at equal keys (R3.2); add {other.path!r} "
+                "to the selection or leave out the files older than it"
+            )

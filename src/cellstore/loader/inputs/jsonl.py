@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cellstore.loader.inputs.csv import (
+from cellstore.loader.inputs.discover import _MALFORMED_WHY, Batch, InputPart, TextOptions
+from cellstore.loader.inputs.textfile import (
     _is_utf8,
     _line_chunks,
     _open_part,
     _piece_maps,
     _RangeFile,
 )
-from cellstore.loader.inputs.discover import _MALFORMED_WHY, Batch, InputPart, TextOptions
 
 
 def _read_jsonl(part: InputPart) -> Iterator[Batch]:
