@@ -542,7 +542,7 @@ def test_minor_compaction_counts_a_column_file_and_its_companion_once(tmp_path: 
     Size-based choices may still differ between the layouts (their files' bytes differ),
     so raw reads, which show what a compaction dropped, are not compared here.
     """
-    from cellstore.jobs.compact import _file_count
+    from cellstore.jobs.selection import _file_count
 
     v = struct.pack(">q", 5)
     a, b = twins(str(tmp_path), [Family(name="f", max_versions=1)])
