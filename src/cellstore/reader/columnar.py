@@ -39,7 +39,7 @@ from cellstore.reader.shapes import WideSpec, column_name, to_wide
 from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
 from cellstore.storefiles.reader import slice_rows
 
-__all__ = ["fast_wide_families", "read_wide_fast"]
+__all__ = ["fast_wide_families", "older_companions", "read_wide_fast"]
 
 #: A wide column: (family, qualifier).
 Column = tuple[str, bytes]
@@ -125,7 +125,7 @@ def _read_family(
     """
     bases = [e for e in fam.entries if e.layout == "columns"]
     deltas = [e for e in fam.entries if e.layout != "columns"]
-    older = _older_companions(fs, task, fam, bases, deltas)
+    older = older_companions(fs, task, fam, bases, deltas)
     deltas = [e for e in deltas if e.path not in older]
     delta_runs: list[pa.Table] = []
     delta_seqs: list[int] = []
@@ -164,7 +164,7 @@ def _read_family(
     return _Part(*_union(rows, untouched, columns, (t_rows, t_columns)))
 
 
-def _older_companions(
+def older_companions(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
     fam: FamilyRead,

@@ -9,7 +9,8 @@ other regions with the ``cellstore`` source, and unions the two. The result has 
 columns and values of the source's wide shape with ``key_columns`` off (tested).
 
 A region is read from its column files when, for every family read, its files are column
-files only, with one column set per family, typed with the codecs the read asks for, and
+files (and companions of older versions only: docs/format.md 14.3), with one column set per
+family, typed with the codecs the read asks for, and
 neither the family's TTL nor a time range could hide a value, on an unsalted table:
 then the newest visible value of each column is the file's (section 14.3) and a row is
 in the result when one of its requested cells is. Everything else (deltas, TTL, salted
@@ -31,7 +32,7 @@ from cellstore.core.codecs import Codec
 from cellstore.core.columnar import ColumnSpec
 from cellstore.core.keys import to_string_binary
 from cellstore.reader import ScanTask
-from cellstore.reader.columnar import fast_wide_families
+from cellstore.reader.columnar import fast_wide_families, older_companions
 from cellstore.reader.shapes import WideSpec, column_name
 from cellstore.storefiles.layout import entry_path
 from cellstore.storefiles.reader import StoreFileReader
@@ -104,9 +105,11 @@ def _region_files(
         for fam in task.families:
             if fam.family.ttl is not None or fam.spec.time_range is not None:
                 return None
-            if any(e.layout != "columns" for e in fam.entries):
-                return None
-            for entry in fam.entries:
+            bases = [e for e in fam.entries if e.layout == "columns"]
+            deltas = [e for e in fam.entries if e.layout != "columns"]
+            if deltas and len(older_companions(t.fs, task, fam, bases, deltas)) < len(deltas):
+                return None  # a delta that can change a value: the source merges it
+            for entry in bases:
                 path = entry_path(task.table_path, entry.path)
                 with StoreFileReader(t.fs, path, entry=entry) as reader:
                     specs = reader.info.columns
