@@ -209,8 +209,7 @@ def split_cells(cells: pa.Table, specs: Sequence[ColumnSpec]) -> tuple[pa.Table,
             continue
         name = spec.value_name
         decoded = decode_values(raw, spec.codec, field=name, errors="null")
-        back = encode_values(decoded, spec.codec, field=name)
-        same = pc.fill_null(pc.equal(back, raw), False).to_numpy(zero_copy_only=False)
+        same = _gives_back(raw, decoded, spec)
         keep[sel[~same]] = False
         typed.append((sel, decoded))
     taken = chosen[keep]
@@ -277,6 +276,35 @@ def put_columns(cells: pa.Table) -> int:
     same_qual = pc.equal(qual.slice(0, n - 1), qual.slice(1))
     repeats = pc.sum(pc.and_(same_row, same_qual)).as_py() or 0
     return n - int(repeats)
+
+
+#: Codecs whose every value of the right length decodes and encodes back unchanged (any
+#: bit pattern is a two's-complement integer); a wrong length decodes as null.
+_EVERY_PATTERN: Final = frozenset({Codec.LONG, Codec.INT, Codec.SHORT})
+
+
+def _gives_back(raw: pa.Array, decoded: pa.Array, spec: ColumnSpec) -> np.ndarray:
+    """Per value, whether ``spec``'s codec gives ``raw`` back byte for byte from ``decoded``.
+
+    Integers: whenever they decode (right length). Strings: whenever they decode (valid
+    UTF-8). Floats: unless a NaN whose bits are not the canonical NaN. Booleans: only the
+    bytes ``00`` and ``FF``. Checked without re-encoding every value.
+    """
+    held = valid_mask(decoded)
+    if spec.codec in _EVERY_PATTERN or spec.codec is Codec.STRING:
+        return held
+    if spec.codec is Codec.BOOLEAN:
+        canonical = pc.is_in(raw, value_set=pa.array([b"\x00", b"\xff"], pa.binary()))
+        ok: np.ndarray = held & canonical.to_numpy(zero_copy_only=False)
+        return ok
+    nan = held & pc.fill_null(pc.is_nan(decoded), False).to_numpy(zero_copy_only=False)
+    if not nan.any():
+        return held
+    at = np.flatnonzero(nan)
+    back = encode_values(decoded.take(pa.array(at)), spec.codec, field=spec.value_name)
+    same = pc.equal(back, raw.take(pa.array(at))).to_numpy(zero_copy_only=False)
+    held[at[~same]] = False
+    return held
 
 
 def expand_records(

@@ -259,6 +259,22 @@ class ColumnFileWriter(FileContext):
         if self._pending_records >= self.group_records:
             self._flush(final=False)
 
+    def _dictionary_columns(self) -> list[str]:
+        """The columns written with dictionaries: ``__ts`` and repeating value columns.
+
+        A value column takes a dictionary when its first records repeat values (distinct
+        values at most half the values held); one of mostly distinct values (random ids,
+        raw measurements) is smaller plain.
+        """
+        first = self._pending[0] if self._pending else self.schema.empty_table()
+        out = [TS_COLUMN]
+        for spec in self.columns:
+            col = first.column(spec.value_name)
+            held = len(col) - col.null_count
+            if held and 2 * pc.count_distinct(col).as_py() <= held:
+                out.append(spec.value_name)
+        return out
+
     def _open(self) -> pq.ParquetWriter:
         # No Bloom filter: a point read finds its one row group by the statistics of the
         # sorted, unique __row, and a filter would add about a fifth to the file's bytes
@@ -279,11 +295,9 @@ class ColumnFileWriter(FileContext):
                 # statistics where readers prune by them: rows, row ts, values
                 write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
                 sorting_columns=[pq.SortingColumn(0)],
-                # sorted unique keys share prefixes; values repeat (dictionaries); the
-                # cells' own timestamps are mostly null (no dictionary, a few bytes)
-                use_dictionary=[
-                    f.name for f in self.schema if f.name != ROW_COLUMN and not _is_ts(f.name)
-                ],
+                # sorted unique keys share prefixes; values that repeat take dictionaries
+                # (decided on the first records); the cells' own timestamps are mostly null
+                use_dictionary=self._dictionary_columns(),
                 column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"},
                 store_schema=True,
                 **options,
