@@ -45,17 +45,14 @@ from cellstore.core.keys import from_string_binary
 from cellstore.defaults import CELLSTORE_VERSION
 from cellstore.errors import CellstoreError
 from cellstore.fs import join, makedirs_for
-from cellstore.storefiles.context import FileContext
 from cellstore.storefiles.footer import (
     COLUMN_FILE_FORMAT_VERSION,
-    FOOTER_KEY,
     StoreFileInfo,
-    footer_digest,
-    read_footer_bytes,
 )
 from cellstore.storefiles.layout import store_file_relpath
 from cellstore.storefiles.writer import (
     DEFAULT_ROW_GROUP_CELLS,
+    ParquetFileSink,
     StoreFileWriter,
     WrittenFile,
 )
@@ -187,7 +184,7 @@ def _group_cells(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> int:
     return sum(len(records) - records.column(s.value_name).null_count for s in specs)
 
 
-class ColumnFileWriter(FileContext):
+class ColumnFileWriter(ParquetFileSink):
     """Write one column file, records chunk by chunk (at least one record in all).
 
     Contract: the chunks, concatenated, are records (:func:`records_schema` of
@@ -353,42 +350,7 @@ class ColumnFileWriter(FileContext):
             complete=self.complete,
             **self._stats,
         )
-        assert self._writer is not None
-        self._writer.add_key_value_metadata(
-            {FOOTER_KEY: json.dumps(info.footer_dict()).encode("utf-8")}
-        )
-        self._writer.close()
-        self._file.close()
-        self._closed = True
-        size = int(self.fs.size(self.path))
-        footer = read_footer_bytes(
-            lambda start, end: self.fs.cat_file(self.path, start=start, end=end),
-            size,
-            name=self.path,
-            check_head=False,
-        )
-        return StoreFileInfo(
-            **{**info.__dict__, "size": size, "footer_digest": footer_digest(footer)}
-        )
-
-    def abort(self) -> None:
-        """Close without a footer and delete the partial file (best effort)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._file is None:
-            return
-        try:
-            if self._writer is not None:
-                self._writer.close()
-        finally:
-            self._file.close()
-            with contextlib.suppress(OSError):
-                self.fs.rm(self.path)
-
-    def _leave(self, *, failed: bool) -> None:
-        if failed or not self._closed:
-            self.abort()
+        return self._finish(info)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ __all__ = [
     "BLOOM_FPP",
     "DEFAULT_ROW_GROUP_CELLS",
     "NO_ROLL",
+    "ParquetFileSink",
     "StoreFileWriter",
     "WrittenFile",
     "cell_stats",
@@ -144,7 +145,64 @@ def bloom_ndv(cells: pa.Table, *, row_group_cells: int) -> int:
     return max(1, len(run_starts(head)))
 
 
-class StoreFileWriter(FileContext):
+class ParquetFileSink(FileContext):
+    """What every store-file writer shares: its Parquet writer, footer, and cleanup.
+
+    The open Parquet writer and its file, the footer and footer digest written at close,
+    and the deletion of a partial file. Subclasses set ``fs``, ``path``, ``_file``,
+    ``_writer`` and ``_closed``.
+    """
+
+    fs: fsspec.AbstractFileSystem
+    path: str
+    _file: Any
+    _writer: pq.ParquetWriter | None
+    _closed: bool
+
+    def _finish(self, info: StoreFileInfo) -> StoreFileInfo:
+        """Write ``info`` as the footer, close the file; its info with size and digest.
+
+        The footer digest is the one the manifest entry records (one read of the tail).
+        """
+        assert self._writer is not None  # something was written
+        self._writer.add_key_value_metadata(
+            {FOOTER_KEY: json.dumps(info.footer_dict()).encode("utf-8")}
+        )
+        self._writer.close()
+        self._file.close()
+        self._closed = True
+        size = int(self.fs.size(self.path))
+        footer = read_footer_bytes(
+            lambda start, end: self.fs.cat_file(self.path, start=start, end=end),
+            size,
+            name=self.path,
+            check_head=False,
+        )
+        return StoreFileInfo(
+            **{**info.__dict__, "size": size, "footer_digest": footer_digest(footer)}
+        )
+
+    def abort(self) -> None:
+        """Close without a footer and delete the partial file (best effort)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._file is None:
+            return
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._file.close()
+            with contextlib.suppress(OSError):
+                self.fs.rm(self.path)
+
+    def _leave(self, *, failed: bool) -> None:
+        if failed or not self._closed:
+            self.abort()
+
+
+class StoreFileWriter(ParquetFileSink):
     """Write one store file chunk by chunk (the only Parquet store-file writer).
 
     Use it as a context manager and call :meth:`close` inside: leaving the block without
@@ -277,43 +335,7 @@ class StoreFileWriter(FileContext):
             writer_version=CELLSTORE_VERSION,
             **self._stats,
         )
-        assert self._writer is not None  # at least one cell was flushed
-        self._writer.add_key_value_metadata(
-            {FOOTER_KEY: json.dumps(info.footer_dict()).encode("utf-8")}
-        )
-        self._writer.close()
-        self._file.close()
-        self._closed = True
-        size = int(self.fs.size(self.path))
-        # The footer digest the manifest entry records (one read of the file's tail).
-        footer = read_footer_bytes(
-            lambda start, end: self.fs.cat_file(self.path, start=start, end=end),
-            size,
-            name=self.path,
-            check_head=False,
-        )
-        return StoreFileInfo(
-            **{**info.__dict__, "size": size, "footer_digest": footer_digest(footer)}
-        )
-
-    def abort(self) -> None:
-        """Close without a footer and delete the partial file (best effort)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._file is None:
-            return
-        try:
-            if self._writer is not None:
-                self._writer.close()
-        finally:
-            self._file.close()
-            with contextlib.suppress(OSError):
-                self.fs.rm(self.path)
-
-    def _leave(self, *, failed: bool) -> None:
-        if failed or not self._closed:
-            self.abort()
+        return self._finish(info)
 
 
 def write_store_file(
