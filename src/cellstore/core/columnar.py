@@ -198,12 +198,12 @@ def split_cells(cells: pa.Table, specs: Sequence[ColumnSpec]) -> tuple[pa.Table,
     first[1:] = (cr[1:] != cr[:-1]) | (cq[1:] != cq[:-1])
     chosen = candidates[first]
     cq = qidx[chosen]
-    values = _flat(cells.column("value")).take(pa.array(chosen))
+    value_col = _flat(cells.column("value"))
     keep = np.ones(len(chosen), dtype=bool)
     typed: list[tuple[np.ndarray, pa.Array]] = []  # per column: chosen positions, values
     for j, spec in enumerate(specs):
         sel = np.flatnonzero(cq == j)
-        raw = values.take(pa.array(sel))
+        raw = value_col.take(pa.array(chosen[sel]))  # one copy of each column's values
         if spec.codec is Codec.BYTES:
             typed.append((sel, raw))
             continue

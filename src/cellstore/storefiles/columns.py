@@ -503,16 +503,32 @@ class LayoutSink:
         """Append sorted cells; the last row waits for the next chunk (or :meth:`close`)."""
         if cells.num_rows == 0:
             return
-        table = cells if self._held is None else pa.concat_tables([self._held, cells])
-        if self._specs is None and pc.any(pc.equal(table.column("type"), _PUT)).as_py():
-            # the column set comes from the first cells that hold a Put (the held-back row
-            # included); cells before them hold none and go to the cell file
-            self._specs = self.plan.columns_for(table)
-        starts = run_starts(table.column("row"))
+        held, self._held = self._held, None
+        if self._specs is None:
+            table = cells if held is None else pa.concat_tables([held, cells])
+            if pc.any(pc.equal(table.column("type"), _PUT)).as_py():
+                # the column set comes from the first cells that hold a Put (the held-back
+                # row included); cells before them hold none and go to the cell file
+                self._specs = self.plan.columns_for(table)
+        starts = run_starts(cells.column("row"))
+        if held is not None:
+            # the held-back row, joined with its continuation when the chunk starts with
+            # it (a small copy: the chunk itself is never concatenated or combined)
+            first = int(starts[1]) if len(starts) > 1 else cells.num_rows
+            if held.column("row")[0].equals(cells.column("row")[0]):
+                joined = pa.concat_tables([held, cells.slice(0, first)]).combine_chunks()
+                if first == cells.num_rows:
+                    self._held = joined
+                    return
+                self._put(joined)
+                cells, starts = cells.slice(first), starts[1:] - first
+            else:
+                self._put(held)
         last = int(starts[-1])
-        self._held = table.slice(last)
+        # the last row waits for the next chunk; a copy, so the chunk can be freed
+        self._held = cells.take(pa.array(np.arange(last, cells.num_rows)))
         if last:
-            self._put(table.slice(0, last))
+            self._put(cells.slice(0, last))
 
     def _put(self, cells: pa.Table) -> None:
         records, rest = split_cells(cells, self._specs or ())
