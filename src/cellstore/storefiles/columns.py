@@ -42,9 +42,8 @@ from cellstore.core.columnar import (
 )
 from cellstore.core.family import Family
 from cellstore.core.keys import from_string_binary
-from cellstore.defaults import CELLSTORE_VERSION
 from cellstore.errors import CellstoreError
-from cellstore.fs import join, makedirs_for
+from cellstore.fs import join
 from cellstore.storefiles.footer import (
     COLUMN_FILE_FORMAT_VERSION,
     StoreFileInfo,
@@ -219,18 +218,11 @@ class ColumnFileWriter(ParquetFileSink):
         self.seq = seq
         self.load_id = load_id
         self.group_records = group_records(row_group_cells, len(columns))
-        #: Uncompressed bytes of the records written so far (Arrow buffer sizes).
-        self.bytes = 0
         #: Whether the records hold the newest Put of every (row, qualifier) their write
         #: has (the footer's ``complete``; set by the caller that knows, before close).
         self.complete = False
-        self._pending: list[pa.Table] = []
-        self._pending_records = 0
-        self._stats: dict[str, Any] | None = None
         self._group_cells: list[int] = []
-        self._closed = False
-        self._file: Any = None
-        self._writer: pq.ParquetWriter | None = None
+        self._start(self.group_records)
 
     def write(self, records: pa.Table) -> None:
         """Append records (the next rows of the file)."""
@@ -251,10 +243,7 @@ class ColumnFileWriter(ParquetFileSink):
             acc["max_ts"] = max(acc["max_ts"], stats["max_ts"])
             acc["earliest_put_ts"] = acc["min_ts"]
         self.bytes += table.nbytes
-        self._pending.append(table)
-        self._pending_records += table.num_rows
-        if self._pending_records >= self.group_records:
-            self._flush(final=False)
+        self._queue(table)
 
     def _dictionary_columns(self) -> list[str]:
         """The columns written with dictionaries: ``__ts`` and repeating value columns.
@@ -276,53 +265,30 @@ class ColumnFileWriter(ParquetFileSink):
         # No Bloom filter: a point read finds its one row group by the statistics of the
         # sorted, unique __row, and a filter would add about a fifth to the file's bytes
         # (9.6 bits a record at 1% false positives, against ~3 bytes a record of __row).
-        options: dict[str, Any] = {}
-        makedirs_for(self.fs, self.path)
-        self._file = self.fs.open(self.path, "wb")
-        try:
-            self._writer = pq.ParquetWriter(
-                self._file,
-                self.schema,
-                compression=self.family.compression,
-                compression_level=_level(self.family.compression),
-                # analytics reads decode whole row groups: pages as large as Parquet's
-                # default (a point read decodes the row group either way)
-                data_page_size=max(self.family.block_size, COLUMN_PAGE_BYTES),
-                write_page_checksum=True,
-                # statistics where readers prune by them: rows, row ts, values
-                write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
-                sorting_columns=[pq.SortingColumn(0)],
-                # sorted unique keys share prefixes; values that repeat take dictionaries
-                # (decided on the first records); the cells' own timestamps are mostly null
-                use_dictionary=self._dictionary_columns(),
-                column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"},
-                store_schema=True,
-                **options,
-            )
-        except BaseException:
-            self._file.close()
-            raise
-        return self._writer
-
-    def _flush(self, *, final: bool) -> None:
-        if not self._pending:
-            return
-        table = (
-            self._pending[0]
-            if len(self._pending) == 1
-            else pa.concat_tables(self._pending).combine_chunks()
+        return self._open_parquet(
+            self.schema,
+            compression=self.family.compression,
+            compression_level=_level(self.family.compression),
+            # analytics reads decode whole row groups: pages as large as Parquet's
+            # default (a point read decodes the row group either way)
+            data_page_size=max(self.family.block_size, COLUMN_PAGE_BYTES),
+            # statistics where readers prune by them: rows, row ts, values
+            write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
+            sorting_columns=[pq.SortingColumn(0)],
+            # sorted unique keys share prefixes; values that repeat take dictionaries
+            # (decided on the first records); the cells' own timestamps are mostly null
+            use_dictionary=self._dictionary_columns(),
+            column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"},
         )
+
+    def _write_groups(self, table: pa.Table, full: int) -> None:
         size = self.group_records
-        full = table.num_rows if final else table.num_rows - table.num_rows % size
-        if full:
-            writer = self._writer if self._writer is not None else self._open()
-            for start in range(0, full, size):  # one iteration per row group
-                group = table.slice(start, min(size, full - start))
-                writer.write_table(group, row_group_size=size)
-                self._group_cells.append(_group_cells(group, self.columns))
-        rest = table.slice(full)
-        self._pending = [rest] if rest.num_rows else []
-        self._pending_records = rest.num_rows
+        writer = self._writer if self._writer is not None else self._open()
+        for start in range(0, full, size):  # one iteration per row group
+            group = table.slice(start, min(size, full - start))
+            writer.write_table(group, row_group_size=size)
+            self._group_cells.append(_group_cells(group, self.columns))
+            self._row_groups += 1
 
     def close(self) -> StoreFileInfo:
         """Write the last row group and the footer; returns the file's info.
@@ -330,27 +296,17 @@ class ColumnFileWriter(ParquetFileSink):
         Raises:
             ValueError: if no record was written (nothing is left on the filesystem).
         """
-        if self._stats is None:
-            self.abort()
-            raise ValueError("a column file needs at least one record")
-        self._flush(final=True)
-        info = StoreFileInfo(
-            path=self.path,
-            family=self.family.name,
-            seq=self.seq,
-            load_id=self.load_id,
-            row_groups=len(self._group_cells),
-            size=0,
-            bloom_filter=False,
-            writer_version=CELLSTORE_VERSION,
-            format_version=COLUMN_FILE_FORMAT_VERSION,
-            layout="columns",
-            columns=self.columns,
-            group_cells=tuple(self._group_cells),
-            complete=self.complete,
-            **self._stats,
-        )
-        return self._finish(info)
+        return self._close("a column file needs at least one record")
+
+    def _footer_fields(self) -> dict[str, Any]:
+        return {
+            "bloom_filter": False,
+            "format_version": COLUMN_FILE_FORMAT_VERSION,
+            "layout": "columns",
+            "columns": self.columns,
+            "group_cells": tuple(self._group_cells),
+            "complete": self.complete,
+        }
 
 
 @dataclass(frozen=True)

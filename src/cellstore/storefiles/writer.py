@@ -155,6 +155,9 @@ class ParquetFileSink(FileContext):
 
     fs: fsspec.AbstractFileSystem
     path: str
+    family: Family
+    seq: int
+    load_id: str
     _file: Any
     _writer: pq.ParquetWriter | None
     _closed: bool
@@ -181,6 +184,93 @@ class ParquetFileSink(FileContext):
         return StoreFileInfo(
             **{**info.__dict__, "size": size, "footer_digest": footer_digest(footer)}
         )
+
+    def _start(self, group_rows: int) -> None:
+        """Set the writer's state before the first write: nothing pending, not open."""
+        #: Uncompressed bytes written so far (Arrow buffer sizes).
+        self.bytes = 0
+        self._group_rows = group_rows
+        self._row_groups = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._stats: dict[str, Any] | None = None
+        self._closed = False
+        self._file = None
+        self._writer = None
+
+    def _open_parquet(self, schema: pa.Schema, **options: Any) -> pq.ParquetWriter:
+        """Create the file and its Parquet writer (page checksums, schema stored).
+
+        ``options`` are the writer's other Parquet options; the file is closed if the
+        writer cannot be made.
+        """
+        makedirs_for(self.fs, self.path)
+        self._file = self.fs.open(self.path, "wb")
+        try:
+            self._writer = pq.ParquetWriter(
+                self._file, schema, write_page_checksum=True, store_schema=True, **options
+            )
+        except BaseException:
+            self._file.close()
+            raise
+        return self._writer
+
+    def _queue(self, table: pa.Table) -> None:
+        """Hold ``table``'s rows; write the whole row groups once one is full."""
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= self._group_rows:
+            self._flush(final=False)
+
+    def _flush(self, *, final: bool) -> None:
+        """Write the pending rows' whole row groups (all rows when ``final``).
+
+        The rows past the last whole row group stay pending for the next write.
+        """
+        if not self._pending:
+            return
+        if len(self._pending) == 1:
+            table = self._pending[0]
+        else:
+            table = pa.concat_tables(self._pending).combine_chunks()
+        size = self._group_rows
+        full = table.num_rows if final else table.num_rows - table.num_rows % size
+        if full:
+            self._write_groups(table, full)
+        rest = table.slice(full)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
+    def _write_groups(self, table: pa.Table, full: int) -> None:
+        """Write ``table``'s first ``full`` rows as row groups (opening the file first)."""
+        raise NotImplementedError
+
+    def _footer_fields(self) -> dict[str, Any]:
+        """The footer's fields particular to the writer's format (after the last write)."""
+        raise NotImplementedError
+
+    def _close(self, empty: str) -> StoreFileInfo:
+        """Write the last row group and the footer; ``empty`` is the error when none.
+
+        Raises:
+            ValueError: ``empty``, if nothing was written (nothing is left behind).
+        """
+        if self._stats is None:
+            self.abort()
+            raise ValueError(empty)
+        self._flush(final=True)
+        info = StoreFileInfo(
+            path=self.path,
+            family=self.family.name,
+            seq=self.seq,
+            load_id=self.load_id,
+            row_groups=self._row_groups,
+            size=0,
+            writer_version=CELLSTORE_VERSION,
+            **self._footer_fields(),
+            **self._stats,
+        )
+        return self._finish(info)
 
     def abort(self) -> None:
         """Close without a footer and delete the partial file (best effort)."""
@@ -239,15 +329,7 @@ class StoreFileWriter(ParquetFileSink):
         self.seq = seq
         self.load_id = load_id
         self.row_group_cells = row_group_cells
-        #: Uncompressed bytes of the cells written so far (Arrow buffer sizes).
-        self.bytes = 0
-        self._pending: list[pa.Table] = []
-        self._pending_cells = 0
-        self._stats: dict[str, Any] | None = None
-        self._row_groups = 0
-        self._closed = False
-        self._file: Any = None
-        self._writer: pq.ParquetWriter | None = None
+        self._start(row_group_cells)
 
     @property
     def cells(self) -> int:
@@ -264,52 +346,28 @@ class StoreFileWriter(ParquetFileSink):
         stats = cell_stats(table)
         self._stats = stats if self._stats is None else _fold_stats(self._stats, stats)
         self.bytes += table.nbytes
-        self._pending.append(table)
-        self._pending_cells += table.num_rows
-        if self._pending_cells >= self.row_group_cells:
-            self._flush(final=False)
+        self._queue(table)
 
     def _open(self, first: pa.Table) -> pq.ParquetWriter:
         options: dict[str, Any] = {}
         if self.family.bloom_filter:
             ndv = bloom_ndv(first, row_group_cells=self.row_group_cells)
             options["bloom_filter_options"] = {"row": {"ndv": ndv, "fpp": BLOOM_FPP}}
-        makedirs_for(self.fs, self.path)
-        self._file = self.fs.open(self.path, "wb")
-        try:
-            self._writer = pq.ParquetWriter(
-                self._file,
-                CELL_SCHEMA,
-                compression=self.family.compression,
-                data_page_size=self.family.block_size,
-                write_page_checksum=True,
-                write_statistics=True,
-                sorting_columns=_SORTING,
-                use_dictionary=["row", "qualifier"],
-                store_schema=True,
-                **options,
-            )
-        except BaseException:
-            self._file.close()
-            raise
-        return self._writer
+        return self._open_parquet(
+            CELL_SCHEMA,
+            compression=self.family.compression,
+            data_page_size=self.family.block_size,
+            write_statistics=True,
+            sorting_columns=_SORTING,
+            use_dictionary=["row", "qualifier"],
+            **options,
+        )
 
-    def _flush(self, *, final: bool) -> None:
-        if not self._pending:
-            return
-        if len(self._pending) == 1:
-            table = self._pending[0]
-        else:
-            table = pa.concat_tables(self._pending).combine_chunks()
+    def _write_groups(self, table: pa.Table, full: int) -> None:
         rgc = self.row_group_cells
-        full = table.num_rows if final else table.num_rows - table.num_rows % rgc
-        if full:
-            writer = self._writer if self._writer is not None else self._open(table)
-            writer.write_table(table.slice(0, full), row_group_size=rgc)
-            self._row_groups += -(-full // rgc)
-        rest = table.slice(full)
-        self._pending = [rest] if rest.num_rows else []
-        self._pending_cells = rest.num_rows
+        writer = self._writer if self._writer is not None else self._open(table)
+        writer.write_table(table.slice(0, full), row_group_size=rgc)
+        self._row_groups += -(-full // rgc)
 
     def close(self) -> StoreFileInfo:
         """Write the last row group and the footer; returns the file's info.
@@ -320,22 +378,10 @@ class StoreFileWriter(ParquetFileSink):
         Raises:
             ValueError: if no cell was written (nothing is left on the filesystem).
         """
-        if self._stats is None:
-            self.abort()
-            raise ValueError("a store file needs at least one cell")
-        self._flush(final=True)
-        info = StoreFileInfo(
-            path=self.path,
-            family=self.family.name,
-            seq=self.seq,
-            load_id=self.load_id,
-            row_groups=self._row_groups,
-            size=0,
-            bloom_filter=self.family.bloom_filter,
-            writer_version=CELLSTORE_VERSION,
-            **self._stats,
-        )
-        return self._finish(info)
+        return self._close("a store file needs at least one cell")
+
+    def _footer_fields(self) -> dict[str, Any]:
+        return {"bloom_filter": self.family.bloom_filter}
 
 
 def write_store_file(
