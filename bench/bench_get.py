@@ -44,12 +44,15 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=1)
     ap.add_argument("--gets", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument(
+        "--layout", default="cells", help="the family's layout: cells (default), auto, columns"
+    )
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as root:
         tables: dict[int, Table] = {}
         for rows in args.rows:
-            tables[rows] = make_table(root, f"get{rows}", rows, args.files)
+            tables[rows] = make_table(root, f"get{rows}", rows, args.files, args.layout)
         keys = {rows: keys_for(rows, args.gets, seed=rows) for rows in args.rows}
         for rows, t in tables.items():
             for key in keys_for(rows, args.warmup, seed=1):

@@ -52,9 +52,13 @@ def make_cells(rows: int, seed: int = 0) -> pa.Table:
     )
 
 
-def make_table(root: str, name: str, rows: int, files: int) -> Table:
-    """A table holding ``make_cells(rows)`` in ``files`` store files of one region."""
-    t = connect(root).create_table(name, families=[Family(name="f", max_versions=3)])
+def make_table(root: str, name: str, rows: int, files: int, layout: str = "cells") -> Table:
+    """A table holding ``make_cells(rows)`` in ``files`` store files of one region.
+
+    ``layout`` is the family's (issue 28): ``cells`` by default, the layout these figures
+    have always measured (``auto`` would write column files for the fresh load).
+    """
+    t = connect(root).create_table(name, families=[Family(name="f", max_versions=3, layout=layout)])
     cells = make_cells(rows)
     n = cells.num_rows
     for i in range(files):
