@@ -44,6 +44,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_real_shape import interleaved
 
 from cellstore import Family
 from cellstore.core.cells import CellType
@@ -141,16 +142,8 @@ def mapping() -> dict[str, object]:
 
 
 def best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Best wall seconds of each contender: one warm-up each, then round-robin."""
-    for fn in fns.values():
-        fn()
-    out: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            out[name].append(time.perf_counter() - t0)
-    return {k: min(v) for k, v in out.items()}
+    """Best wall seconds of each contender (bench_real_shape's interleaved runs)."""
+    return {k: min(v) for k, v in interleaved(fns, repeats).items()}
 
 
 def measure(t: Table, plain: str, repeats: int, only: set[str]) -> dict[str, float]:
