@@ -51,6 +51,7 @@ import fsspec
 
 from cellstore.commit import Commit, CommitResult, FileChange, commit
 from cellstore.core.family import Family
+from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import validate_load_id
 from cellstore.errors import (
@@ -214,7 +215,7 @@ def plan_import(
 
 # --------------------------------------------------------------------------- the job
 @dataclass(frozen=True)
-class ImportReport:
+class ImportReport(JsonForm):
     """What an import did.
 
     Attributes:
@@ -256,29 +257,6 @@ class ImportReport:
     files: int
     bytes: int
     seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "source": self.source,
-            "snapshot": self.snapshot,
-            "hbase-table": self.hbase_table,
-            "table": self.table,
-            "import-id": self.import_id,
-            "created": self.created,
-            "applied-before": self.applied_before,
-            "version": self.version,
-            "regions": self.regions,
-            "families": list(self.families),
-            "tasks": self.tasks,
-            "hfiles": self.hfiles,
-            "cells-read": self.cells_read,
-            "cells": self.cells,
-            "duplicates-dropped": self.duplicates_dropped,
-            "files": self.files,
-            "bytes": self.bytes,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def derive_import_id(

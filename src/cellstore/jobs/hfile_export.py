@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.family import Family
+from cellstore.core.jsonform import JsonForm
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id
@@ -97,7 +98,7 @@ class HFileExportTask:
 
 
 @dataclass(frozen=True)
-class HFileExportReport:
+class HFileExportReport(JsonForm):
     """What :func:`export_hfiles` wrote.
 
     Attributes:
@@ -121,20 +122,6 @@ class HFileExportReport:
     files: tuple[ExportedHFile, ...]
     cells: int
     bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "url": self.url,
-            "families": list(self.families),
-            "regions": self.regions,
-            "tasks": self.tasks,
-            "files": [f.to_dict() for f in self.files],
-            "cells": self.cells,
-            "bytes": self.bytes,
-        }
 
 
 # ------------------------------------------------------------------------------ execution

@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 
 import fsspec
 
+from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import (
     UNASSIGNED_SEQ,
     FileEntry,
@@ -67,7 +68,7 @@ _MESSAGE_PROBLEMS: Final = 5
 
 
 @dataclass(frozen=True)
-class VerifyProblem:
+class VerifyProblem(JsonForm):
     """One broken invariant.
 
     Attributes:
@@ -77,6 +78,8 @@ class VerifyProblem:
         region: The entry's region id, if the problem concerns one.
         family: The entry's family, if the problem concerns one.
     """
+
+    json_keys = "kind path region family message"
 
     kind: Literal["manifest", "file"]
     message: str
@@ -88,19 +91,9 @@ class VerifyProblem:
         where = f"{self.path} ({self.region}/{self.family}): " if self.path is not None else ""
         return f"{self.kind}: {where}{self.message}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "region": self.region,
-            "family": self.family,
-            "message": self.message,
-        }
-
 
 @dataclass(frozen=True)
-class VerifyReport:
+class VerifyReport(JsonForm):
     """Outcome of :func:`verify`.
 
     Attributes:
@@ -111,6 +104,8 @@ class VerifyReport:
         bytes: Their total size (per the manifest).
         problems: Every problem found, manifest problems first.
     """
+
+    json_keys = "table version ok files cells bytes problems"
 
     table: str
     version: int
@@ -135,18 +130,6 @@ class VerifyReport:
             f"table {self.table} version {self.version}: {len(self.problems)} problem(s): "
             f"{shown}{tail}"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "ok": self.ok,
-            "files": self.files,
-            "cells": self.cells,
-            "bytes": self.bytes,
-            "problems": [p.to_dict() for p in self.problems],
-        }
 
 
 # -------------------------------------------------------------------------------- manifest

@@ -1,0 +1,74 @@
+"""One JSON form for frozen result dataclasses: kebab-case keys taken from the fields.
+
+Job reports, load and import reports, table reports and key advice all print as JSON
+(``--output json``, report files) through ``to_dict()``. :class:`JsonForm` writes that
+method once: a class says only what differs from the rule (key order when it shows
+properties, digits of a float, one value of its own form).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, ClassVar
+
+from cellstore.core.keys import to_string_binary
+
+__all__ = ["JsonForm", "json_value"]
+
+
+def json_value(value: Any) -> Any:
+    """The JSON-ready form of one value.
+
+    Args:
+        value: A field's value.
+
+    Returns:
+        ``bytes`` as HBase's ``Bytes.toStringBinary``; a tuple or list as a list of the
+        JSON-ready forms of its items; a mapping as a plain ``dict`` (the same entries);
+        an object with ``to_dict()`` as that dict; anything else as it is.
+    """
+    if isinstance(value, bytes):
+        return to_string_binary(value)
+    if isinstance(value, tuple | list):
+        return [json_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return dict(value)
+    to_dict = getattr(value, "to_dict", None)
+    return value if to_dict is None else to_dict()
+
+
+class JsonForm:
+    """Mixin for a frozen dataclass: ``to_dict()`` from its fields, kebab-case keys.
+
+    The keys are the names of ``json_keys`` (default: the dataclass fields, in their
+    order), ``_`` written ``-`` (``key=name`` gives a key of its own to attribute
+    ``name``); the values are :func:`json_value` of each attribute,
+    except that a float named in ``json_digits`` is rounded to that many digits (by
+    default ``seconds`` to milliseconds). A class whose form differs in one value
+    overrides ``_json_value(name)`` for that name and defers to this one for the rest.
+
+    Attributes:
+        json_keys: Space-separated attribute names (fields or properties), in key order,
+            each ``name`` or ``key=name``; empty: the fields.
+        json_digits: Digits to round a float attribute to, by name.
+    """
+
+    json_keys: ClassVar[str] = ""
+    json_digits: ClassVar[Mapping[str, int]] = {"seconds": 3}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (kebab-case keys, in the order the class gives)."""
+        names = self.json_keys.split() or [f.name for f in fields(self)]  # type: ignore[arg-type]
+        out: dict[str, Any] = {}
+        for entry in names:
+            key, _, name = entry.rpartition("=")
+            out[key or name.replace("_", "-")] = self._json_value(name)
+        return out
+
+    def _json_value(self, name: str) -> Any:
+        value = getattr(self, name)
+        digits = self.json_digits.get(name)
+        if digits is not None and isinstance(value, float):
+            return round(value, digits)
+        return json_value(value)
