@@ -59,6 +59,7 @@ from cellstore.errors import (
     TableExistsError,
     UnsupportedFormatError,
 )
+from cellstore.frames import run_tasks
 from cellstore.fs import ensure_exclusive_create
 from cellstore.hbase.import_tasks import (
     DEFAULT_IMPORT_MAX_FILE_BYTES,
@@ -67,7 +68,6 @@ from cellstore.hbase.import_tasks import (
     ProgressFn,
     delete_written,
     run_import_task,
-    run_tasks,
 )
 from cellstore.hbase.tables import HBaseTable, open_snapshot, open_table
 from cellstore.hbasefiles.store import HFileStore
@@ -517,6 +517,7 @@ def import_hbase_table(
             row_group_cells=opts.row_group_cells,
         )
         results, error = run_tasks(
+            run_import_task,
             tasks,
             source.fs,
             target.fs,
