@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 
 __all__ = [
     "FileEntry",

@@ -40,9 +40,9 @@ import pyarrow.compute as pc
 
 from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.codecs import binary_parts
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import to_string_binary
 from cellstore.core.regions import Region, region_index, regions_from_splits
+from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError
 
 __all__ = [

@@ -1,20 +1,21 @@
-"""One JSON form for frozen result dataclasses: kebab-case keys taken from the fields.
+"""What frozen result dataclasses share: their JSON form, and ``ok`` of a problem list.
 
 Job reports, load and import reports, table reports and key advice all print as JSON
 (``--output json``, report files) through ``to_dict()``. :class:`JsonForm` writes that
 method once: a class says only what differs from the rule (key order when it shows
-properties, digits of a float, one value of its own form).
+properties, digits of a float, one value of its own form). :class:`Checked` is a check's
+result that is ``ok`` when its ``problems`` are empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any, ClassVar
 
 from cellstore.core.keys import to_string_binary
 
-__all__ = ["JsonForm", "json_value"]
+__all__ = ["Checked", "JsonForm", "json_value"]
 
 
 def json_value(value: Any) -> Any:
@@ -72,3 +73,18 @@ class JsonForm:
         if digits is not None and isinstance(value, float):
             return round(value, digits)
         return json_value(value)
+
+
+class Checked:
+    """Mixin for the result of a check: ``ok`` when its ``problems`` field is empty.
+
+    Attributes:
+        problems: What the check found wrong (a field of the dataclass), in any form.
+    """
+
+    problems: Sequence[object]
+
+    @property
+    def ok(self) -> bool:
+        """Whether no problem was found."""
+        return not self.problems

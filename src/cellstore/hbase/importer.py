@@ -51,9 +51,9 @@ import fsspec
 
 from cellstore.commit import Commit, CommitResult, FileChange, commit
 from cellstore.core.family import Family
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import validate_load_id
+from cellstore.core.results import JsonForm
 from cellstore.errors import (
     InvalidArgumentError,
     TableExistsError,

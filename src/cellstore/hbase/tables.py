@@ -25,10 +25,10 @@ from typing import Any
 import fsspec
 
 from cellstore.core.family import Family
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
+from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
 from cellstore.hbasefiles.descriptors import FamilyDescriptor
 from cellstore.hbasefiles.layout import HBaseLayout, HFileRef

@@ -39,9 +39,9 @@ from cellstore.commit import Commit, FileChange, Staged, commit, entry_key, file
 from cellstore.commit import now_ms as clock
 from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from cellstore.core.family import Family
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
+from cellstore.core.results import JsonForm
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.handle import TableHandle

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.commit import now_ms as clock
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 from cellstore.fs import join
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import DEFAULT_RETENTION_MS, check_retention

@@ -34,10 +34,10 @@ import pyarrow.compute as pc
 
 from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.cells import CellType, run_starts
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
+from cellstore.core.results import JsonForm
 from cellstore.errors import (
     InvalidArgumentError,
     InvalidFamilyError,

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.family import Family
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
 from cellstore.frames import run_tasks
 from cellstore.handle import TableHandle

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, TypedDict, Unpack
 
 from cellstore.commit import now_ms as clock
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 from cellstore.errors import CommitConflictError, InvalidArgumentError
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import with_overrides

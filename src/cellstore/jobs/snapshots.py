@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cellstore.commit import Commit, Staged, commit, now_ms
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import FileEntry, SnapshotRef, TableMetadata
 from cellstore.core.names import validate_snapshot_name
+from cellstore.core.results import JsonForm
 from cellstore.errors import (
     InvalidArgumentError,
     SnapshotExistsError,

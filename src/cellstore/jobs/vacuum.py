@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import ManifestRef, TableMetadata
+from cellstore.core.results import JsonForm
 from cellstore.errors import TableNotFoundError
 from cellstore.fs import is_local, join
 from cellstore.handle import TableHandle

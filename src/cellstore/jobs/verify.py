@@ -36,7 +36,6 @@ from typing import Any, Final, Literal
 
 import fsspec
 
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.metadata import (
     UNASSIGNED_SEQ,
     FileEntry,
@@ -45,6 +44,7 @@ from cellstore.core.metadata import (
     regions_to_list,
 )
 from cellstore.core.regions import Region, check_regions
+from cellstore.core.results import Checked, JsonForm
 from cellstore.errors import CellstoreError, VerifyError
 from cellstore.fs import join
 from cellstore.handle import TableHandle
@@ -93,7 +93,7 @@ class VerifyProblem(JsonForm):
 
 
 @dataclass(frozen=True)
-class VerifyReport(JsonForm):
+class VerifyReport(Checked, JsonForm):
     """Outcome of :func:`verify`.
 
     Attributes:
@@ -113,11 +113,6 @@ class VerifyReport(JsonForm):
     cells: int
     bytes: int
     problems: tuple[VerifyProblem, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no problem was found."""
-        return not self.problems
 
     def raise_for_problems(self) -> None:
         """Raise :class:`~cellstore.errors.VerifyError` (CLI exit code 9) if not :attr:`ok`."""

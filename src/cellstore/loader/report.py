@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import fsspec
 
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 from cellstore.fs import join, makedirs_for
 from cellstore.loader.keycheck import KeyFinding
 from cellstore.storefiles.layout import bad_records_file_name, report_file_name

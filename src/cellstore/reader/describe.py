@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from cellstore.core.family import Family
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import (
     HistoryEntry,
 )
+from cellstore.core.results import JsonForm
 from cellstore.core.text import family_text, format_ts, grid, plural
 
 if TYPE_CHECKING:

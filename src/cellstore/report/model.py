@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cellstore.core.cells import CellType
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import to_string_binary
+from cellstore.core.results import JsonForm
 
 if TYPE_CHECKING:
     from cellstore.core.keycheck import KeyAdvice

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 from cellstore.fs import join, makedirs_for
 from cellstore.storefiles.columns import NO_LAYOUTS, Layouts, LayoutSink
 from cellstore.storefiles.context import FileContext

@@ -40,9 +40,9 @@ import pyarrow.compute as pc
 
 from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.cells import CellType
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import split_column
 from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.results import JsonForm
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import (
     InvalidArgumentError,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from cellstore.core.codecs import Codec
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import split_column
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import TableName, validate_family_name, validate_index_name
+from cellstore.core.results import JsonForm
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError, InvalidArgumentError
 from cellstore.jobs.index.expr import (

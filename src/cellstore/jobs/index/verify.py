@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.jsonform import JsonForm
+from cellstore.core.results import JsonForm
 from cellstore.jobs.index.build import data_scan
 from cellstore.jobs.index.catalog import definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition

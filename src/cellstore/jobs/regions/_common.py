@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from cellstore.core.cells import MAX_ROW_LENGTH
-from cellstore.core.jsonform import JsonForm
 from cellstore.core.keys import as_bytes, to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region, region_id, region_of
+from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
 from cellstore.handle import TableHandle
 
