@@ -50,7 +50,13 @@ from cellstore.loader.direct import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
 from cellstore.storefiles.columns import NO_LAYOUTS, Layouts
-from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, ParquetFormat
+from cellstore.storefiles.rolling import (
+    BulkLoadFile,
+    FileFormat,
+    HFileFormat,
+    ParquetFormat,
+    ResultT,
+)
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
@@ -542,22 +548,10 @@ def write_region(
     Returns:
         The written files and the number of duplicate-key cells dropped.
     """
-    written: list[WrittenFile] = []
-    dropped = 0
     fmt = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells, layouts=layouts)
-    for fam, cells, d in region_cells(records, bound=bound, families=families):
-        dropped += d
-        written += write_rolled(
-            fs,
-            table_path,
-            cells,
-            region=region_id,
-            family=fam,
-            stem=name,
-            max_file_bytes=max_file_bytes,
-            format=fmt,
-        )
-    return written, dropped
+    return _write_families(
+        fs, table_path, records, bound, families, region_id, name, fmt, max_file_bytes
+    )
 
 
 def region_cells(
@@ -598,7 +592,29 @@ def write_region_hfiles(
     Returns:
         The written HFiles and the number of duplicate-key cells dropped.
     """
-    written: list[BulkLoadFile] = []
+    return _write_families(
+        fs, root, records, bound, families, region_id, region_id, format, max_file_bytes, max_files
+    )
+
+
+def _write_families(
+    fs: fsspec.AbstractFileSystem,
+    root: str,
+    records: pa.Table,
+    bound: BoundMapping,
+    families: Sequence[Family],
+    region_id: str,
+    stem: str,
+    fmt: FileFormat[ResultT],
+    max_file_bytes: int,
+    max_files: int | None = None,
+) -> tuple[list[ResultT], int]:
+    """Each family's cells of one region (:func:`region_cells`) rolled into ``fmt`` files.
+
+    Returns:
+        The files written and the number of duplicate-key cells dropped.
+    """
+    written: list[ResultT] = []
     dropped = 0
     for fam, cells, d in region_cells(records, bound=bound, families=families):
         dropped += d
@@ -608,9 +624,9 @@ def write_region_hfiles(
             cells,
             region=region_id,
             family=fam,
-            stem=region_id,
+            stem=stem,
             max_file_bytes=max_file_bytes,
-            format=format,
+            format=fmt,
             max_files=max_files,
         )
     return written, dropped
