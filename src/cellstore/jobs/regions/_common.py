@@ -1,4 +1,4 @@
-"""Reports and helpers shared by region split and merge."""
+"""Reports and helpers shared by region split and merge (public through ``jobs.regions``)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,6 @@ from cellstore.core.regions import Region, region_id, region_of
 from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
 from cellstore.handle import TableHandle
-
-__all__ = [
-    "DEFAULT_MAX_WORKERS",
-    "MergeReport",
-    "RegionMerge",
-    "RegionSplit",
-    "SplitReport",
-    "region_sizes",
-]
 
 #: Store files a split rewrites concurrently (pyarrow releases the GIL).
 DEFAULT_MAX_WORKERS: Final = 4
