@@ -18,7 +18,7 @@ Nothing here loops over records or cells in Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -549,9 +549,8 @@ def write_region(
         The written files and the number of duplicate-key cells dropped.
     """
     fmt = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells, layouts=layouts)
-    return _write_families(
-        fs, table_path, records, bound, families, region_id, name, fmt, max_file_bytes
-    )
+    cells = region_cells(records, bound=bound, families=families)
+    return _roll_families(fs, table_path, cells, region_id, name, fmt, max_file_bytes)
 
 
 def region_cells(
@@ -592,31 +591,28 @@ def write_region_hfiles(
     Returns:
         The written HFiles and the number of duplicate-key cells dropped.
     """
-    return _write_families(
-        fs, root, records, bound, families, region_id, region_id, format, max_file_bytes, max_files
-    )
+    cells = region_cells(records, bound=bound, families=families)
+    return _roll_families(fs, root, cells, region_id, region_id, format, max_file_bytes, max_files)
 
 
-def _write_families(
+def _roll_families(
     fs: fsspec.AbstractFileSystem,
     root: str,
-    records: pa.Table,
-    bound: BoundMapping,
-    families: Sequence[Family],
+    families_cells: Iterable[tuple[Family, pa.Table, int]],
     region_id: str,
     stem: str,
     fmt: FileFormat[ResultT],
     max_file_bytes: int,
     max_files: int | None = None,
 ) -> tuple[list[ResultT], int]:
-    """Each family's cells of one region (:func:`region_cells`) rolled into ``fmt`` files.
+    """Each family's cells (as :func:`region_cells` yields them) rolled into ``fmt`` files.
 
     Returns:
         The files written and the number of duplicate-key cells dropped.
     """
     written: list[ResultT] = []
     dropped = 0
-    for fam, cells, d in region_cells(records, bound=bound, families=families):
+    for fam, cells, d in families_cells:
         dropped += d
         written += write_rolled(
             fs,
