@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from cellstore.core.keys import to_string_binary
 
-__all__ = ["Checked", "JsonForm", "json_value"]
+__all__ = ["Checked", "JsonForm", "Total", "json_value"]
 
 
 def json_value(value: Any) -> Any:
@@ -88,3 +88,28 @@ class Checked:
     def ok(self) -> bool:
         """Whether no problem was found."""
         return not self.problems
+
+
+class Total:
+    """A read-only attribute: the sum of one attribute over the items of a sequence field.
+
+    ``files = Total("regions", "files", "Store files over all regions.")`` in a class body
+    is the property ``sum(r.files for r in self.regions)`` with that docstring.
+    """
+
+    def __init__(self, items: str, attribute: str, doc: str) -> None:
+        self.items = items
+        self.attribute = attribute
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> Total: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type[Any] | None = None) -> int: ...
+
+    def __get__(self, obj: object, owner: type[Any] | None = None) -> int | Total:
+        if obj is None:
+            return self
+        total: int = sum(getattr(item, self.attribute) for item in getattr(obj, self.items))
+        return total

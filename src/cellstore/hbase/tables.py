@@ -28,7 +28,7 @@ from cellstore.core.family import Family
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
-from cellstore.core.results import JsonForm
+from cellstore.core.results import JsonForm, Total
 from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
 from cellstore.hbasefiles.descriptors import FamilyDescriptor
 from cellstore.hbasefiles.layout import HBaseLayout, HFileRef
@@ -256,15 +256,8 @@ class HBaseTableDescription(JsonForm):
     regions: tuple[HBaseRegionDescription, ...]
     regions_from: str = "directories"
 
-    @property
-    def files(self) -> int:
-        """Store files over all regions."""
-        return sum(r.files for r in self.regions)
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of store files over all regions."""
-        return sum(r.bytes for r in self.regions)
+    files = Total("regions", "files", "Store files over all regions.")
+    bytes = Total("regions", "bytes", "Bytes of store files over all regions.")
 
     def __str__(self) -> str:
         """Families as the HBase shell prints them, then regions (``cellstore hbase describe``)."""

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import fsspec
 
-from cellstore.core.results import JsonForm
+from cellstore.core.results import JsonForm, Total
 from cellstore.fs import join, makedirs_for
 from cellstore.loader.keycheck import KeyFinding
 from cellstore.storefiles.layout import bad_records_file_name, report_file_name
@@ -101,15 +101,8 @@ class HFileOutputReport(JsonForm):
     files: tuple[BulkLoadFile, ...]
     stores: tuple[HFileStoreSummary, ...]
 
-    @property
-    def cells(self) -> int:
-        """Cells written."""
-        return sum(f.cells for f in self.files)
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of HFiles written."""
-        return sum(f.size for f in self.files)
+    cells = Total("files", "cells", "Cells written.")
+    bytes = Total("files", "size", "Bytes of HFiles written.")
 
 
 @dataclass(frozen=True, kw_only=True)

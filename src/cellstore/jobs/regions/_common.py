@@ -10,7 +10,7 @@ from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.keys import as_bytes, to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region, region_id, region_of
-from cellstore.core.results import JsonForm
+from cellstore.core.results import JsonForm, Total
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
 from cellstore.handle import TableHandle
 
@@ -77,20 +77,13 @@ class SplitReport(JsonForm):
     dry_run: bool
     seconds: float
 
-    @property
-    def files_reassigned(self) -> int:
-        """Files re-assigned without rewriting, over all splits."""
-        return sum(s.files_reassigned for s in self.splits)
-
-    @property
-    def files_cut(self) -> int:
-        """Files rewritten because they spanned a key, over all splits."""
-        return sum(s.files_cut for s in self.splits)
-
-    @property
-    def bytes_written(self) -> int:
-        """Bytes written, over all splits."""
-        return sum(s.bytes_written for s in self.splits)
+    files_reassigned = Total(
+        "splits", "files_reassigned", "Files re-assigned without rewriting, over all splits."
+    )
+    files_cut = Total(
+        "splits", "files_cut", "Files rewritten because they spanned a key, over all splits."
+    )
+    bytes_written = Total("splits", "bytes_written", "Bytes written, over all splits.")
 
 
 @dataclass(frozen=True)
