@@ -116,6 +116,27 @@ class EncodedRecords:
     reasons: pa.Array
 
 
+def _cells_at(records: pa.Table, idx: pa.Array, qualifier: pa.Array, value: pa.Array) -> pa.Table:
+    """Cells of the records at ``idx``: their row, ts and type, with these qualifiers, values."""
+    return pa.table(
+        {
+            "row": records.column("row").take(idx),
+            "qualifier": qualifier,
+            "ts": records.column("ts").take(idx),
+            "type": records.column("type").take(idx),
+            "value": value,
+        }
+    )
+
+
+def _mapped(records: pa.Table, name: str, mapped: bool) -> tuple[pa.Array | None, np.ndarray]:
+    """Column ``name`` when the mapping fills it (else None) and where it holds a value."""
+    if not mapped:
+        return None, np.ones(records.num_rows, dtype=bool)
+    col = records.column(name).combine_chunks()
+    return col, _np_bool(col.is_valid())
+
+
 def _np_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -448,14 +469,8 @@ def explode_family(
         quals = pa.array([cells_map[j].qualifier for j in order], pa.binary())
         stacked = pa.concat_arrays([v.cast(pa.binary()) for v in values]) if m > 1 else values[0]
         rec_idx = pa.array(rec)
-        cells = pa.table(
-            {
-                "row": records.column("row").take(rec_idx),
-                "qualifier": quals.take(pa.array(which)),
-                "ts": records.column("ts").take(rec_idx),
-                "type": records.column("type").take(rec_idx),
-                "value": stacked.take(pa.array(which * n + rec)),
-            }
+        cells = _cells_at(
+            records, rec_idx, quals.take(pa.array(which)), stacked.take(pa.array(which * n + rec))
         )
         return cells.cast(CELL_SCHEMA), 0
     types = records.column("type").combine_chunks().to_numpy(zero_copy_only=False)
@@ -468,31 +483,11 @@ def explode_family(
     if fam_marker.any():
         idx = pa.array(np.flatnonzero(fam_marker))
         k = len(idx)
-        pieces.append(
-            pa.table(
-                {
-                    "row": records.column("row").take(idx),
-                    "qualifier": _repeat(b"", k),
-                    "ts": records.column("ts").take(idx),
-                    "type": records.column("type").take(idx),
-                    "value": _repeat(b"", k),
-                }
-            )
-        )
+        pieces.append(_cells_at(records, idx, _repeat(b"", k), _repeat(b"", k)))
     for j in js:
         cm = cells_map[j]
-        if cm.qualifier_column is not None:
-            qual = records.column(f"q{j}").combine_chunks()
-            has_q = _np_bool(qual.is_valid())
-        else:
-            qual = None
-            has_q = np.ones(n, dtype=bool)
-        if cm.value is not None:
-            val = records.column(f"v{j}").combine_chunks()
-            has_v = _np_bool(val.is_valid())
-        else:
-            val = None
-            has_v = np.ones(n, dtype=bool)
+        qual, has_q = _mapped(records, f"q{j}", cm.qualifier_column is not None)
+        val, has_v = _mapped(records, f"v{j}", cm.value is not None)
         take = (is_put & has_v & has_q) | (col_marker & has_q)
         if not take.any():
             continue
@@ -503,17 +498,7 @@ def explode_family(
             value = pc.if_else(pa.array(is_put[take]), val.take(idx).cast(pa.binary()), b"")
         else:
             value = _repeat(b"", k)
-        pieces.append(
-            pa.table(
-                {
-                    "row": records.column("row").take(idx),
-                    "qualifier": q.cast(pa.binary()),
-                    "ts": records.column("ts").take(idx),
-                    "type": records.column("type").take(idx),
-                    "value": value,
-                }
-            )
-        )
+        pieces.append(_cells_at(records, idx, q.cast(pa.binary()), value))
     if not pieces:
         return CELL_SCHEMA.empty_table(), 0
     cells = pa.concat_tables([p.cast(CELL_SCHEMA) for p in pieces])
