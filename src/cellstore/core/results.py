@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, Final, overload
 
 from cellstore.core.keys import to_string_binary
 
 __all__ = ["Checked", "JsonForm", "Total", "json_value"]
+
+#: Types whose values are their own JSON form (a fast path: most fields are these).
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def json_value(value: Any) -> Any:
@@ -29,6 +32,13 @@ def json_value(value: Any) -> Any:
         JSON-ready forms of its items; a mapping as a plain ``dict`` (the same entries);
         an object with ``to_dict()`` as that dict; anything else as it is.
     """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple or kind is list:
+        return [json_value(v) for v in value]
+    if kind is dict:
+        return dict(value)
     if isinstance(value, bytes):
         return to_string_binary(value)
     if isinstance(value, tuple | list):
@@ -60,12 +70,7 @@ class JsonForm:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (kebab-case keys, in the order the class gives)."""
-        names = self.json_keys.split() or [f.name for f in fields(self)]  # type: ignore[arg-type]
-        out: dict[str, Any] = {}
-        for entry in names:
-            key, _, name = entry.rpartition("=")
-            out[key or name.replace("_", "-")] = self._json_value(name)
-        return out
+        return {key: self._json_value(name) for key, name in _entries(type(self))}
 
     def _json_value(self, name: str) -> Any:
         value = getattr(self, name)
@@ -73,6 +78,20 @@ class JsonForm:
         if digits is not None and isinstance(value, float):
             return round(value, digits)
         return json_value(value)
+
+
+_ENTRIES: dict[type[JsonForm], tuple[tuple[str, str], ...]] = {}
+
+
+def _entries(cls: type[JsonForm]) -> tuple[tuple[str, str], ...]:
+    """``(key, attribute)`` pairs of a :class:`JsonForm` class, in key order (cached)."""
+    found = _ENTRIES.get(cls)
+    if found is None:
+        names = cls.json_keys.split() or [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        pairs = (entry.rpartition("=") for entry in names)
+        found = tuple((key or name.replace("_", "-"), name) for key, _, name in pairs)
+        _ENTRIES[cls] = found
+    return found
 
 
 class Checked:
