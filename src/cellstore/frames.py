@@ -1,4 +1,4 @@
-"""Planned tasks run by Dask: as a collection, or to completion on threads or a cluster.
+"""Planned tasks, run as a Dask collection or to completion (on threads or a cluster).
 
 :func:`from_tasks` (one partition per task) is shared by :meth:`cellstore.reader.Scan.to_dask`
 and :func:`cellstore.hbase.read_hfiles_dask` (anything that hands picklable tasks and a
