@@ -21,7 +21,7 @@ Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_sn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from cellstore.commit import Commit, Staged, commit, now_ms
@@ -158,15 +158,13 @@ def _read_version(table: TableHandle, version: int) -> TableMetadata:
 
 
 def _info(table: TableHandle, name: str, ref: SnapshotRef) -> SnapshotInfo:
-    meta = _read_version(table, ref.version)
+    totals = _read_version(table, ref.version).file_totals()  # no manifest read (format 2)
     return SnapshotInfo(
         table=str(table.name),
         name=name,
         version=ref.version,
         created_ms=ref.created_ms,
-        files=len(meta.files),
-        cells=sum(f.cells for f in meta.files),
-        bytes=sum(f.size for f in meta.files),
+        **asdict(totals),  # files, cells, bytes
     )
 
 
