@@ -19,6 +19,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.optionkit import (
+    HFILE_BLOOMS,
+    HFILE_COMPRESSIONS,
+    HFILE_ENCODINGS,
+    choice_option,
+    count_option,
+    value_option,
+)
 from cellstore.cli.params import other_storage_options
 from cellstore.cli.scanflags import (
     FLAGS,
@@ -35,10 +43,12 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMANDS",
     "HBaseSource",
+    "PlannedScan",
     "count_cmd",
     "describe_cmd",
     "export_hfiles_cmd",
     "hbase_group",
+    "hbase_scan",
     "hbase_source",
     "import_cmd",
     "scan_cmd",
@@ -59,10 +69,8 @@ def hbase_group() -> None:
     """  # noqa: D301 (click's \b marker)
 
 
-_SNAPSHOT = click.option("--snapshot", default=None, metavar="NAME", help="Snapshot to read.")
-_TABLE = click.option(
-    "--table", default=None, metavar="NS:TABLE", help="Table of the root directory to read."
-)
+_SNAPSHOT = value_option("--snapshot", metavar="NAME", help="Snapshot to read.")
+_TABLE = value_option("--table", metavar="NS:TABLE", help="Table of the root directory to read.")
 _FOLLOW_SYMLINKS = click.option(
     "--follow-symlinks",
     is_flag=True,
@@ -136,31 +144,56 @@ def describe_cmd(cli_ctx: CliContext, *, source: HBaseSource) -> None:
     cli_ctx.output.describe_table(source.open(cli_ctx).describe())
 
 
-def _planned(cli_ctx: CliContext, source: HBaseSource, scan: ScanFlags) -> tuple[str, Scan, float]:
-    """Open ``source`` and plan its scan: the table's name, the scan, and when it started."""
-    handle = source.open(cli_ctx)
-    started = time.perf_counter()
-    return handle.name, handle.scan(scan.options(handle)), started
+@dataclass(frozen=True)
+class PlannedScan:
+    """A read command's scan of an HBase table or snapshot, planned.
+
+    Attributes:
+        name: The table's name.
+        scan: The planned scan.
+        started: When the command started (``time.perf_counter()``), for the timing line.
+    """
+
+    name: str
+    scan: Scan
+    started: float
+
+
+def hbase_scan(
+    *flags: str,
+) -> Callable[[Callable[[CliContext, PlannedScan], None]], Callable[..., None]]:
+    """Decorator of a read command: ``ROOT`` and its source options, the scan ``flags``.
+
+    The command is called with the CLI context and the :class:`PlannedScan`.
+    """
+
+    def decorate(command: Callable[[CliContext, PlannedScan], None]) -> Callable[..., None]:
+        @hbase_source
+        @scan_flags(*flags)
+        @pass_cli_context
+        @functools.wraps(command)
+        def wrapper(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
+            handle = source.open(cli_ctx)
+            started = time.perf_counter()
+            command(cli_ctx, PlannedScan(handle.name, handle.scan(scan.options(handle)), started))
+
+        return wrapper
+
+    return decorate
 
 
 @click.command("scan")
-@hbase_source
-@scan_flags(*HBASE_SCAN_FLAGS)
-@pass_cli_context
-def scan_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
+@hbase_scan(*HBASE_SCAN_FLAGS)
+def scan_cmd(cli_ctx: CliContext, read: PlannedScan) -> None:
     """Scan an HBase table or snapshot under ROOT, printed as ``cellstore scan`` does."""
-    name, planned, started = _planned(cli_ctx, source, scan)
-    cli_ctx.output.scan_cells(name, planned.to_batches(), started=started)
+    cli_ctx.output.scan_cells(read.name, read.scan.to_batches(), started=read.started)
 
 
 @click.command("count")
-@hbase_source
-@scan_flags(*HBASE_COUNT_FLAGS)
-@pass_cli_context
-def count_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> None:
+@hbase_scan(*HBASE_COUNT_FLAGS)
+def count_cmd(cli_ctx: CliContext, read: PlannedScan) -> None:
     """Count the rows of an HBase table or snapshot that have a visible cell."""
-    name, planned, started = _planned(cli_ctx, source, scan)
-    cli_ctx.output.row_count(name, planned.count_rows(), started=started)
+    cli_ctx.output.row_count(read.name, read.scan.count_rows(), started=read.started)
 
 
 @click.command("export-hfiles")
@@ -178,31 +211,11 @@ def count_cmd(cli_ctx: CliContext, *, source: HBaseSource, scan: ScanFlags) -> N
     help="Every version and delete marker as stored (not with --all-versions).",
 )
 @FLAGS["time_range"]
-@click.option(
-    "--compression",
-    type=click.Choice(["none", "gz", "snappy", "lz4", "zstd"]),
-    default="none",
-    show_default=True,
-    help="HFile compression.",
-)
-@click.option(
-    "--encoding",
-    type=click.Choice(["none", "prefix", "diff", "fast_diff", "row_index_v1"]),
-    default="none",
-    show_default=True,
-    help="Data block encoding.",
-)
-@click.option(
-    "--bloom",
-    type=click.Choice(["row", "rowcol", "none"]),
-    default="row",
-    show_default=True,
-    help="Bloom filter type.",
-)
-@click.option(
+@choice_option("--compression", HFILE_COMPRESSIONS, default="none", help="HFile compression.")
+@choice_option("--encoding", HFILE_ENCODINGS, default="none", help="Data block encoding.")
+@choice_option("--bloom", HFILE_BLOOMS, default="row", help="Bloom filter type.")
+@count_option(
     "--max-file-bytes",
-    type=click.IntRange(min=1),
-    default=None,
     metavar="BYTES",
     help="Roll files at about this many uncompressed bytes, between rows (default 10 GiB).",
 )
@@ -274,30 +287,20 @@ def export_hfiles_cmd(
 @hbase_source
 @click.argument("warehouse")
 @click.argument("dest")
-@click.option(
+@value_option(
     "--import-id",
-    default=None,
     metavar="ID",
     help="Idempotency key (default: derived from ROOT and the snapshot or table); a retry "
     "with an id the table has committed does nothing.",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Local threads (default: the CPU count).",
-)
-@click.option(
+@count_option("--workers", metavar="N", help="Local threads (default: the CPU count).")
+@value_option(
     "--scheduler",
     metavar="ADDRESS",
-    default=None,
     help="Run the tasks on a dask.distributed scheduler (tcp://host:8786).",
 )
-@click.option(
+@count_option(
     "--max-file-bytes",
-    type=click.IntRange(min=1),
-    default=None,
     metavar="BYTES",
     help="Roll store files at about this many uncompressed bytes, between rows (default 1 GiB).",
 )

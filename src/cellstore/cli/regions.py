@@ -7,14 +7,16 @@ with them pyarrow and fsspec) are imported on first use.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
 
+from cellstore.cli.admin import _emit
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.load import SIZE
-from cellstore.cli.output import JsonOutput, Output, human_bytes
+from cellstore.cli.optionkit import value_option
+from cellstore.cli.output import Output, human_bytes
 from cellstore.cli.params import PRINTABLE_KEY
 from cellstore.core.keys import to_string_binary
 from cellstore.errors import InvalidArgumentError
@@ -35,9 +37,15 @@ def _keys(keys: tuple[bytes, ...]) -> str:
 
 def render_split_report(output: Output, report: SplitReport) -> None:
     """Print a split report with the chosen renderer."""
-    if isinstance(output, JsonOutput):
-        click.echo(json.dumps(report.to_dict(), indent=2))
-        return
+    _emit(output, report.to_dict(), lambda: _split_lines(report))
+
+
+def render_merge_report(output: Output, report: MergeReport) -> None:
+    """Print a merge report with the chosen renderer."""
+    _emit(output, report.to_dict(), lambda: _merge_lines(report))
+
+
+def _split_lines(report: SplitReport) -> list[str]:
     lines: list[str] = []
     verb = "Would split" if report.dry_run else "Split"
     for s in report.splits:
@@ -54,37 +62,30 @@ def render_split_report(output: Output, report: SplitReport) -> None:
         lines.append(moved)
     if report.skipped_keys:
         lines.append(f"Already region boundaries (skipped): {_keys(report.skipped_keys)}")
-    if report.version is not None:
-        lines.append(f"table {report.table} is at version {report.version}")
-    elif not report.splits:
-        lines.append(f"Nothing to split in table {report.table}")
-    click.echo("\n".join(lines))
+    return [*lines, *_outcome(report, report.splits, "split")]
 
 
-def render_merge_report(output: Output, report: MergeReport) -> None:
-    """Print a merge report with the chosen renderer."""
-    if isinstance(output, JsonOutput):
-        click.echo(json.dumps(report.to_dict(), indent=2))
-        return
-    lines: list[str] = []
+def _merge_lines(report: MergeReport) -> list[str]:
     verb = "Would merge" if report.dry_run else "Merged"
-    for m in report.merges:
-        lines.append(
-            f"{verb} regions {', '.join(m.merged)} into {m.region} {_bounds(m.start, m.end)}: "
-            f"{m.files_reassigned} files re-assigned ({human_bytes(m.bytes)}), none rewritten"
-        )
+    merges = [
+        f"{verb} regions {', '.join(m.merged)} into {m.region} {_bounds(m.start, m.end)}: "
+        f"{m.files_reassigned} files re-assigned ({human_bytes(m.bytes)}), none rewritten"
+        for m in report.merges
+    ]
+    return [*merges, *_outcome(report, report.merges, "merge")]
+
+
+def _outcome(report: SplitReport | MergeReport, planned: Sequence[object], job: str) -> list[str]:
+    """The last line: the version committed, or that there was nothing to do."""
     if report.version is not None:
-        lines.append(f"table {report.table} is at version {report.version}")
-    elif not report.merges:
-        lines.append(f"Nothing to merge in table {report.table}")
-    click.echo("\n".join(lines))
+        return [f"table {report.table} is at version {report.version}"]
+    return [] if planned else [f"Nothing to {job} in table {report.table}"]
 
 
 @click.command("split")
 @click.argument("table")
-@click.option(
+@value_option(
     "--region",
-    default=None,
     metavar="ID",
     help="Region to split (e.g. r000002). Default: the region holding the --at keys, "
     "or without --at the largest region.",
@@ -129,10 +130,9 @@ def split_cmd(
 @click.command("merge")
 @click.argument("table")
 @click.argument("regions", nargs=-1, metavar="[REGION]...")
-@click.option(
+@value_option(
     "--max-size",
     type=SIZE,
-    default=None,
     help="Instead of REGION ids: merge every run of adjacent regions whose files "
     "together hold at most this much (e.g. 256M, 1G).",
 )

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from cellstore.core.results import JsonForm
+
 __all__ = [
     "FileEntry",
     "FileTotals",
@@ -139,7 +141,7 @@ class FileEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
-class HistoryEntry:
+class HistoryEntry(JsonForm):
     """What one commit did.
 
     Attributes:
@@ -153,15 +155,6 @@ class HistoryEntry:
     operation: str
     timestamp_ms: int
     summary: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "version": self.version,
-            "operation": self.operation,
-            "timestamp-ms": self.timestamp_ms,
-            "summary": dict(self.summary),
-        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HistoryEntry:
@@ -197,7 +190,7 @@ class SnapshotRef:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ManifestRef:
+class ManifestRef(JsonForm):
     """A format-version-2 root's reference to one immutable manifest file (docs/format.md 13).
 
     Attributes:
@@ -234,20 +227,9 @@ class ManifestRef:
         """Whether rows of a region starting at ``region_start`` can be in it."""
         return self.entries > 0 and self.min_region_start <= region_start <= self.max_region_start
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (see docs/format.md)."""
-        return {
-            "path": self.path,
-            "level": self.level,
-            "adds": self.adds,
-            "removes": self.removes,
-            "min-region-start": _hex(self.min_region_start),
-            "max-region-start": _hex(self.max_region_start),
-            "min-seq": self.min_seq,
-            "max-seq": self.max_seq,
-            "added-version": self.added_version,
-            "size": self.size,
-        }
+    def _json_value(self, name: str) -> Any:
+        value = getattr(self, name)
+        return _hex(value) if isinstance(value, bytes) else super()._json_value(name)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ManifestRef:

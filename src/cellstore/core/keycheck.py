@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping as MappingABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,7 @@ from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.codecs import binary_parts
 from cellstore.core.keys import to_string_binary
 from cellstore.core.regions import Region, region_index, regions_from_splits
+from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError
 
 __all__ = [
@@ -124,7 +125,7 @@ class AdviceThresholds:
 
 
 @dataclass(frozen=True, kw_only=True)
-class KeyFinding:
+class KeyFinding(JsonForm):
     """One problem found in the sampled keys, with the fix.
 
     Attributes:
@@ -144,19 +145,9 @@ class KeyFinding:
     fix: str
     details: MappingABC[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "message": self.message,
-            "fix": self.fix,
-            "details": dict(self.details),
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
-class RegionShare:
+class RegionShare(JsonForm):
     """How much of the sample (or of the table's cells) one region gets.
 
     Attributes:
@@ -168,6 +159,8 @@ class RegionShare:
         share: Share of the sampled keys, or of the cells when ``cells`` is known.
     """
 
+    json_digits: ClassVar[MappingABC[str, int]] = {"share": 4}
+
     region: str
     start: bytes
     end: bytes
@@ -175,20 +168,9 @@ class RegionShare:
     cells: int | None
     share: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys in HBase's printable form)."""
-        return {
-            "region": self.region,
-            "start": to_string_binary(self.start),
-            "end": to_string_binary(self.end),
-            "keys": self.keys,
-            "cells": self.cells,
-            "share": round(self.share, 4),
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
-class KeySummary:
+class KeySummary(JsonForm):
     """What was sampled.
 
     Attributes:
@@ -207,6 +189,12 @@ class KeySummary:
         complete: Whether the sample covers the whole input (input advice).
     """
 
+    json_keys = (
+        "sampled_keys distinct_keys key_length ordered_pairs increasing_share regions "
+        "salt_buckets records_read complete"
+    )
+    json_digits: ClassVar[MappingABC[str, int]] = {"increasing_share": 4}
+
     sampled_keys: int
     distinct_keys: int
     min_length: int
@@ -219,29 +207,17 @@ class KeySummary:
     records_read: int | None = None
     complete: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "sampled-keys": self.sampled_keys,
-            "distinct-keys": self.distinct_keys,
-            "key-length": {
-                "min": self.min_length,
-                "mean": round(self.mean_length, 2),
-                "max": self.max_length,
-            },
-            "ordered-pairs": self.ordered_pairs,
-            "increasing-share": (
-                None if self.increasing_share is None else round(self.increasing_share, 4)
-            ),
-            "regions": [r.to_dict() for r in self.regions],
-            "salt-buckets": [round(s, 4) for s in self.salt_buckets],
-            "records-read": self.records_read,
-            "complete": self.complete,
-        }
+    def _json_value(self, name: str) -> Any:
+        if name == "key_length":
+            mean = round(self.mean_length, 2)
+            return {"min": self.min_length, "mean": mean, "max": self.max_length}
+        if name == "salt_buckets":
+            return [round(s, 4) for s in self.salt_buckets]
+        return super()._json_value(name)
 
 
 @dataclass(frozen=True, kw_only=True)
-class KeyAdvice:
+class KeyAdvice(JsonForm):
     """The result of a key-design check.
 
     Attributes:
@@ -251,6 +227,8 @@ class KeyAdvice:
         summary: What was sampled.
         findings: Problems, warnings first.
     """
+
+    json_keys = "table source summary findings warnings"
 
     table: str | None
     source: AdviceSource
@@ -262,15 +240,8 @@ class KeyAdvice:
         """The findings of severity ``warning``."""
         return tuple(f for f in self.findings if f.severity == "warning")
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``cellstore advise --output json``)."""
-        return {
-            "table": self.table,
-            "source": self.source,
-            "summary": self.summary.to_dict(),
-            "findings": [f.to_dict() for f in self.findings],
-            "warnings": len(self.warnings),
-        }
+    def _json_value(self, name: str) -> Any:
+        return len(self.warnings) if name == "warnings" else super()._json_value(name)
 
 
 # ------------------------------------------------------------------------------ sampling

@@ -3,17 +3,16 @@
 One frozen, picklable :class:`ImportTask` per (region, family) store (a large store is cut
 into row ranges at HFile block boundaries, as scans cut it); :func:`run_import_task`
 converts one into Parquet store files (nothing is committed); the tasks run on local
-threads or a ``distributed`` client, and a failed run deletes what its tasks wrote.
+threads or a ``distributed`` client (:func:`cellstore.frames.run_tasks`), and a failed run
+deletes what its tasks wrote.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import fsspec
 import pyarrow as pa
@@ -32,7 +31,6 @@ __all__ = [
     "ProgressFn",
     "delete_written",
     "run_import_task",
-    "run_tasks",
 ]
 
 #: Called with ``(done, total)`` tasks.
@@ -148,68 +146,6 @@ def run_import_task(
 
 
 # --------------------------------------------------------------------------- running
-_Outcome = tuple[list[ImportTaskResult], BaseException | None]
-
-
-def _run_local(
-    src_fs: fsspec.AbstractFileSystem,
-    dest_fs: fsspec.AbstractFileSystem,
-    tasks: Sequence[ImportTask],
-    workers: int,
-    progress: ProgressFn | None,
-) -> _Outcome:
-    """Run tasks on threads; the first failure cancels those not started.
-
-    Returns the results of every task that succeeded (so their files can be removed)
-    and the first error, once every started task has stopped.
-    """
-    results: list[ImportTaskResult] = []
-    if not tasks:
-        return results, None
-    with ThreadPoolExecutor(max_workers=max(1, min(len(tasks), workers))) as pool:
-        futures = [pool.submit(run_import_task, src_fs, dest_fs, t) for t in tasks]
-        pending = set(futures)
-        error: BaseException | None = None
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for f in done:
-                exc = None if f.cancelled() else f.exception()
-                if exc is not None:
-                    error = error or exc
-                elif not f.cancelled():
-                    results.append(f.result())
-            if error is not None:
-                for f in pending:
-                    f.cancel()
-            elif progress is not None:
-                progress(len(tasks) - len(pending), len(tasks))
-    return results, error
-
-
-def _run_distributed(
-    client: Any,
-    src_fs: fsspec.AbstractFileSystem,
-    dest_fs: fsspec.AbstractFileSystem,
-    tasks: Sequence[ImportTask],
-    progress: ProgressFn | None,
-) -> _Outcome:
-    """Run tasks on a ``distributed`` client; waits for every task."""
-    results: list[ImportTaskResult] = []
-    if not tasks:
-        return results, None
-    n = len(tasks)
-    futures = client.map(run_import_task, [src_fs] * n, [dest_fs] * n, list(tasks), pure=False)
-    error: BaseException | None = None
-    for i, fut in enumerate(futures):
-        try:
-            results.append(fut.result())
-        except Exception as exc:  # raised by the caller once every task has stopped
-            error = error or exc
-        if progress is not None and error is None:
-            progress(i + 1, n)
-    return results, error
-
-
 def delete_written(
     fs: fsspec.AbstractFileSystem, table_path: str, files: Sequence[WrittenFile]
 ) -> None:
@@ -217,23 +153,3 @@ def delete_written(
     for w in files:
         with contextlib.suppress(OSError):
             fs.rm(join(table_path, w.relpath))
-
-
-def run_tasks(
-    tasks: Sequence[ImportTask],
-    src_fs: fsspec.AbstractFileSystem,
-    dest_fs: fsspec.AbstractFileSystem,
-    *,
-    client: Any = None,
-    workers: int | None = None,
-    progress: ProgressFn | None = None,
-) -> tuple[list[ImportTaskResult], BaseException | None]:
-    """Run the tasks on ``client`` (a ``distributed.Client``) or on ``workers`` threads.
-
-    Returns the results of every task that succeeded (so their files can be removed)
-    and the first error, once every started task has stopped.
-    """
-    if client is not None:
-        return _run_distributed(client, src_fs, dest_fs, tasks, progress)
-    n = workers if workers is not None else (os.cpu_count() or 4)
-    return _run_local(src_fs, dest_fs, tasks, n, progress)

@@ -32,8 +32,9 @@ deletes the files its tasks wrote and drops the (still empty) table it created.
 How an import runs (id, client or threads, memory, file sizes, progress) is one frozen
 :class:`ImportOptions`; each of its fields can also be given by name (:class:`ImportKwargs`).
 
-This module sits below the warehouse layer, so the warehouse and its tables are typed by
-the :class:`ImportWarehouse` protocol that :class:`cellstore.Warehouse` satisfies.
+This module sits below the warehouse layer, so it takes the warehouse as the
+:class:`~cellstore.handle.Catalog` it is (:data:`ImportWarehouse`) and its tables as
+handles (:data:`ImportedTable`).
 """
 
 from __future__ import annotations
@@ -45,20 +46,22 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypedDict, Unpack
+from typing import Any, Final, TypedDict, Unpack
 
 import fsspec
 
 from cellstore.commit import Commit, CommitResult, FileChange, commit
-from cellstore.core.family import Family
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import validate_load_id
+from cellstore.core.results import JsonForm
 from cellstore.errors import (
     InvalidArgumentError,
     TableExistsError,
     UnsupportedFormatError,
 )
+from cellstore.frames import run_tasks
 from cellstore.fs import ensure_exclusive_create
+from cellstore.handle import Catalog, TableHandle
 from cellstore.hbase.import_tasks import (
     DEFAULT_IMPORT_MAX_FILE_BYTES,
     ImportTask,
@@ -66,11 +69,9 @@ from cellstore.hbase.import_tasks import (
     ProgressFn,
     delete_written,
     run_import_task,
-    run_tasks,
 )
 from cellstore.hbase.tables import HBaseTable, open_snapshot, open_table
 from cellstore.hbasefiles.store import HFileStore
-from cellstore.manifest import TableLog
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
 from cellstore.storefiles.writer import DEFAULT_ROW_GROUP_CELLS, WrittenFile
 
@@ -102,60 +103,12 @@ PROP_TABLE: Final = "hbase.import.table"
 _ATTR_PREFIX: Final = "hbase.attr."
 
 
-# --------------------------------------------------------------------------- protocols
-class ImportedTable(Protocol):
-    """What the import needs of a cellstore table (``cellstore.warehouse.Table``)."""
-
-    @property
-    def path(self) -> str:
-        """The table directory."""
-
-    @property
-    def log(self) -> TableLog:
-        """The table's metadata log."""
-
-    @property
-    def fs(self) -> fsspec.AbstractFileSystem:
-        """The warehouse filesystem."""
-
-    @property
-    def metadata(self) -> TableMetadata:
-        """The table version the handle points at."""
-
-
-class ImportWarehouse(Protocol):
-    """What the import needs of a warehouse (``cellstore.Warehouse``)."""
-
-    @property
-    def root(self) -> str:
-        """The root path on :attr:`fs`."""
-
-    @property
-    def url(self) -> str:
-        """The root URL as given."""
-
-    @property
-    def fs(self) -> fsspec.AbstractFileSystem:
-        """The warehouse filesystem."""
-
-    def exists(self, name: str) -> bool:
-        """Whether a table ``name`` exists."""
-
-    def table(self, name: str, *, version: int | None = None) -> ImportedTable:
-        """Open table ``name``."""
-
-    def create_table(
-        self,
-        name: str,
-        *,
-        families: Sequence[Family | str | Mapping[str, Any]],
-        splits: Sequence[bytes | str] | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> ImportedTable:
-        """Create table ``name``."""
-
-    def drop_table(self, name: str, *, purge: bool = False) -> None:
-        """Drop table ``name``."""
+# --------------------------------------------------------------------------- targets
+#: What the import needs of a cellstore table: its handle (``cellstore.warehouse.Table`` is
+#: one).
+ImportedTable = TableHandle
+#: What the import needs of a warehouse: a catalog (``cellstore.Warehouse`` is one).
+ImportWarehouse = Catalog[TableHandle]
 
 
 # --------------------------------------------------------------------------- plan
@@ -214,7 +167,7 @@ def plan_import(
 
 # --------------------------------------------------------------------------- the job
 @dataclass(frozen=True)
-class ImportReport:
+class ImportReport(JsonForm):
     """What an import did.
 
     Attributes:
@@ -256,29 +209,6 @@ class ImportReport:
     files: int
     bytes: int
     seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "source": self.source,
-            "snapshot": self.snapshot,
-            "hbase-table": self.hbase_table,
-            "table": self.table,
-            "import-id": self.import_id,
-            "created": self.created,
-            "applied-before": self.applied_before,
-            "version": self.version,
-            "regions": self.regions,
-            "families": list(self.families),
-            "tasks": self.tasks,
-            "hfiles": self.hfiles,
-            "cells-read": self.cells_read,
-            "cells": self.cells,
-            "duplicates-dropped": self.duplicates_dropped,
-            "files": self.files,
-            "bytes": self.bytes,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def derive_import_id(
@@ -539,6 +469,7 @@ def import_hbase_table(
             row_group_cells=opts.row_group_cells,
         )
         results, error = run_tasks(
+            run_import_task,
             tasks,
             source.fs,
             target.fs,

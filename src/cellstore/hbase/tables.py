@@ -28,6 +28,7 @@ from cellstore.core.family import Family
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
+from cellstore.core.results import JsonForm, Total
 from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
 from cellstore.hbasefiles.descriptors import FamilyDescriptor
 from cellstore.hbasefiles.layout import HBaseLayout, HFileRef
@@ -225,7 +226,7 @@ class HBaseFamilyDescription:
 
 
 @dataclass(frozen=True)
-class HBaseRegionDescription:
+class HBaseRegionDescription(JsonForm):
     """A region: its encoded name, key range, HBase region id and store files."""
 
     id: str
@@ -237,12 +238,14 @@ class HBaseRegionDescription:
 
 
 @dataclass(frozen=True)
-class HBaseTableDescription:
+class HBaseTableDescription(JsonForm):
     """What ``HBaseTable.describe`` reports.
 
     ``regions_from`` says where the regions came from: ``manifest`` (a snapshot),
     ``hbase:meta`` or ``directories`` (a root's region directories).
     """
+
+    json_keys = "name root layout snapshot regions_from attributes families regions files bytes"
 
     name: str
     root: str
@@ -253,15 +256,8 @@ class HBaseTableDescription:
     regions: tuple[HBaseRegionDescription, ...]
     regions_from: str = "directories"
 
-    @property
-    def files(self) -> int:
-        """Store files over all regions."""
-        return sum(r.files for r in self.regions)
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of store files over all regions."""
-        return sum(r.bytes for r in self.regions)
+    files = Total("regions", "files", "Store files over all regions.")
+    bytes = Total("regions", "bytes", "Bytes of store files over all regions.")
 
     def __str__(self) -> str:
         """Families as the HBase shell prints them, then regions (``cellstore hbase describe``)."""
@@ -280,31 +276,6 @@ class HBaseTableDescription:
             start, end = to_string_binary(r.start), to_string_binary(r.end)
             lines.append(f"  {r.id}  [{start!r}, {end!r})  files={r.files} bytes={r.bytes}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (row keys as HBase-style escaped strings)."""
-        return {
-            "name": self.name,
-            "root": self.root,
-            "layout": self.layout,
-            "snapshot": self.snapshot,
-            "regions-from": self.regions_from,
-            "attributes": dict(self.attributes),
-            "families": [f.to_dict() for f in self.families],
-            "regions": [
-                {
-                    "id": r.id,
-                    "start": to_string_binary(r.start),
-                    "end": to_string_binary(r.end),
-                    "region-id": r.region_id,
-                    "files": r.files,
-                    "bytes": r.bytes,
-                }
-                for r in self.regions
-            ],
-            "files": self.files,
-            "bytes": self.bytes,
-        }
 
 
 class HBaseTable(TableReads[HBaseTableDescription]):

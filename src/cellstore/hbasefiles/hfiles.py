@@ -17,6 +17,7 @@ from typing import Any, Unpack
 import pyarrow as pa
 
 from cellstore.core.cells import first_unsorted_index
+from cellstore.core.results import Checked
 from cellstore.errors import CorruptFileError
 from cellstore.fs import resolve_filesystem
 from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
@@ -280,7 +281,7 @@ def hfile_might_contain(
 
 
 @dataclass(frozen=True)
-class HFileVerifyReport:
+class HFileVerifyReport(Checked):
     """What :func:`verify_hfile` checked and found.
 
     Attributes:
@@ -294,11 +295,6 @@ class HFileVerifyReport:
     blocks: int
     cells: int
     problems: tuple[BlockProblem, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no problem was found."""
-        return not self.problems
 
 
 def verify_hfile(

@@ -41,6 +41,7 @@ from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
+from cellstore.core.results import JsonForm
 from cellstore.core.semantics import CompactionSpec, ReadSpec
 from cellstore.errors import InvalidArgumentError
 from cellstore.handle import TableHandle
@@ -209,7 +210,7 @@ class StoreCompaction:
 
 
 @dataclass(frozen=True)
-class CompactionReport:
+class CompactionReport(JsonForm):
     """Result of :func:`compact` or :func:`purge_ttl`.
 
     Attributes:
@@ -222,6 +223,8 @@ class CompactionReport:
         dry_run: Whether only the plan was computed.
         seconds: Wall time.
     """
+
+    json_keys = "job_id major version dry_run stores skipped input_cells output_cells seconds"
 
     job_id: str
     major: bool
@@ -240,20 +243,6 @@ class CompactionReport:
     def output_cells(self) -> int:
         """Cells written."""
         return sum(int(s.get("output-cells", 0)) for s in self.stores)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "job-id": self.job_id,
-            "major": self.major,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "stores": [dict(s) for s in self.stores],
-            "skipped": [dict(s) for s in self.skipped],
-            "input-cells": self.input_cells,
-            "output-cells": self.output_cells,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def _expired_files(files: Sequence[FileEntry], family: Family, now: int) -> list[FileEntry]:

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from cellstore.commit import Commit, NothingToCommit, Staged, commit
 from cellstore.commit import now_ms as clock
+from cellstore.core.results import JsonForm
 from cellstore.fs import join
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import DEFAULT_RETENTION_MS, check_retention
@@ -43,7 +44,7 @@ REWRITE_MIN_MANIFESTS: Final = 2
 
 
 @dataclass(frozen=True)
-class ExpireReport:
+class ExpireReport(JsonForm):
     """What :func:`expire` deleted, or would delete in a dry run.
 
     Attributes:
@@ -66,19 +67,6 @@ class ExpireReport:
     versions_deleted: tuple[int, ...]
     files_deleted: tuple[str, ...]
     rewritten: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (the CLI's ``--json`` output)."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "retention-ms": self.retention_ms,
-            "versions-kept": list(self.versions_kept),
-            "versions-deleted": list(self.versions_deleted),
-            "files-deleted": list(self.files_deleted),
-            "rewritten": self.rewritten,
-        }
 
 
 def rewrite_manifests(table: TableHandle, *, min_manifests: int = REWRITE_MIN_MANIFESTS) -> bool:

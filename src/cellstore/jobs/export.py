@@ -37,6 +37,7 @@ from cellstore.core.cells import CellType, run_starts
 from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
+from cellstore.core.results import JsonForm
 from cellstore.errors import (
     InvalidArgumentError,
     InvalidFamilyError,
@@ -230,7 +231,7 @@ def export_file(
 
 # ---------------------------------------------------------------------------------- export
 @dataclass(frozen=True)
-class ExportReport:
+class ExportReport(JsonForm):
     """What :func:`export` wrote.
 
     Attributes:
@@ -254,20 +255,6 @@ class ExportReport:
     rows: int
     cells: int
     bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "url": self.url,
-            "format": self.format,
-            "shape": self.shape,
-            "files": list(self.files),
-            "rows": self.rows,
-            "cells": self.cells,
-            "bytes": self.bytes,
-        }
 
 
 def printable_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -478,7 +465,7 @@ def _output_dir(
 
 # ------------------------------------------------------------------------------------ copy
 @dataclass(frozen=True)
-class CopyReport:
+class CopyReport(JsonForm):
     """What :func:`copy_table` did.
 
     Attributes:
@@ -507,22 +494,6 @@ class CopyReport:
     files_written: int
     bytes: int
     job_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "source": self.source,
-            "source-version": self.source_version,
-            "dest": self.dest,
-            "dest-root": self.dest_root,
-            "created": self.created,
-            "version": self.version,
-            "files-read": self.files_read,
-            "cells": self.cells,
-            "files-written": self.files_written,
-            "bytes": self.bytes,
-            "job-id": self.job_id,
-        }
 
 
 def _dest_catalog(

@@ -18,10 +18,8 @@ moved into ``url`` only when every task succeeded: a failed export leaves nothin
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict, Unpack
 
@@ -30,7 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.family import Family
+from cellstore.core.results import JsonForm
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError
+from cellstore.frames import run_tasks
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.reader.plan import ScanTask
@@ -97,7 +97,7 @@ class HFileExportTask:
 
 
 @dataclass(frozen=True)
-class HFileExportReport:
+class HFileExportReport(JsonForm):
     """What :func:`export_hfiles` wrote.
 
     Attributes:
@@ -121,20 +121,6 @@ class HFileExportReport:
     files: tuple[ExportedHFile, ...]
     cells: int
     bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "url": self.url,
-            "families": list(self.families),
-            "regions": self.regions,
-            "tasks": self.tasks,
-            "files": [f.to_dict() for f in self.files],
-            "cells": self.cells,
-            "bytes": self.bytes,
-        }
 
 
 # ------------------------------------------------------------------------------ execution
@@ -180,57 +166,6 @@ def run_hfile_export_task(
             max_files=task.max_files,
         )
     )
-
-
-def _run_local(
-    fs: fsspec.AbstractFileSystem,
-    out_fs: fsspec.AbstractFileSystem,
-    tasks: Sequence[HFileExportTask],
-    progress: ProgressFn | None,
-) -> list[tuple[ExportedHFile, ...]]:
-    """Run tasks on threads; the first failure cancels the rest and is raised once all stop."""
-    if not tasks:
-        return []
-    with ThreadPoolExecutor(max_workers=min(len(tasks), os.cpu_count() or 4)) as pool:
-        futures = [pool.submit(run_hfile_export_task, fs, out_fs, t) for t in tasks]
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            failed = [f for f in done if f.exception() is not None]
-            if failed:
-                for f in pending:
-                    f.cancel()
-                wait(pending)  # running tasks finish before the caller cleans up
-                raise failed[0].exception()  # type: ignore[misc]
-            if progress is not None:
-                progress(len(tasks) - len(pending), len(tasks))
-        return [f.result() for f in futures]
-
-
-def _run_distributed(
-    client: Any,
-    fs: fsspec.AbstractFileSystem,
-    out_fs: fsspec.AbstractFileSystem,
-    tasks: Sequence[HFileExportTask],
-    progress: ProgressFn | None,
-) -> list[tuple[ExportedHFile, ...]]:
-    """Run tasks on a ``distributed`` client; waits for every task before raising."""
-    if not tasks:
-        return []
-    n = len(tasks)
-    futures = client.map(run_hfile_export_task, [fs] * n, [out_fs] * n, list(tasks), pure=False)
-    results: list[tuple[ExportedHFile, ...]] = []
-    error: BaseException | None = None
-    for i, fut in enumerate(futures):
-        try:
-            results.append(fut.result())
-        except Exception as exc:  # re-raised once every task has stopped
-            error = error or exc
-        if progress is not None:
-            progress(i + 1, n)
-    if error is not None:
-        raise error
-    return results
 
 
 # ----------------------------------------------------------------------------- the job
@@ -422,10 +357,11 @@ def export_hfiles(
     out_fs = staged.fs
     try:
         tasks = _plan_tasks(table, names, opts, staged.tmp)
-        if opts.client is not None:
-            results = _run_distributed(opts.client, table.fs, out_fs, tasks, progress)
-        else:
-            results = _run_local(table.fs, out_fs, tasks, progress)
+        results, error = run_tasks(
+            run_hfile_export_task, tasks, table.fs, out_fs, client=opts.client, progress=progress
+        )
+        if error is not None:
+            raise error
         files = staged.publish([f for r in results for f in r])
     except BaseException:
         staged.discard()

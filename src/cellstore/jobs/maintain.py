@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, TypedDict, Unpack
 
 from cellstore.commit import now_ms as clock
+from cellstore.core.results import JsonForm
 from cellstore.errors import CommitConflictError, InvalidArgumentError
 from cellstore.handle import TableHandle
 from cellstore.jobs.common import with_overrides
@@ -60,7 +61,7 @@ DEFAULT_MAX_MANIFESTS: Final = 32
 
 
 @dataclass(frozen=True)
-class MaintainReport:
+class MaintainReport(JsonForm):
     """What :func:`maintain` did (or would do).
 
     Attributes:
@@ -72,19 +73,12 @@ class MaintainReport:
         seconds: Wall time.
     """
 
+    json_keys = "dry_run version actions seconds"
+
     actions: tuple[dict[str, Any], ...]
     dry_run: bool
     version: int
     seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "dry-run": self.dry_run,
-            "version": self.version,
-            "actions": [dict(a) for a in self.actions],
-            "seconds": round(self.seconds, 3),
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -306,8 +300,10 @@ def is_off_peak(properties: Mapping[str, str], now_ms: int) -> bool:
 
 
 @dataclass(frozen=True)
-class _RewriteReport:
+class _RewriteReport(JsonForm):
     """What the manifest-list rewrite of :func:`maintain` did (or would do)."""
+
+    json_keys = "manifests_before dry_run version rewrite"
 
     manifests_before: int
     dry_run: bool
@@ -324,13 +320,10 @@ class _RewriteReport:
             version=table.refresh().version if committed else None,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "manifests-before": self.manifests_before,
-            "dry-run": self.dry_run,
-            "version": self.version,
-            "rewrite": self.dry_run or self.version is not None,
-        }
+    @property
+    def rewrite(self) -> bool:
+        """Whether the manifest list was (or would be) rewritten."""
+        return self.dry_run or self.version is not None
 
 
 def _did_something(result: dict[str, Any]) -> bool:

@@ -21,12 +21,13 @@ Like HBase's ``snapshot``, ``list_snapshots``, ``delete_snapshot``, ``restore_sn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from cellstore.commit import Commit, Staged, commit, now_ms
 from cellstore.core.metadata import FileEntry, SnapshotRef, TableMetadata
 from cellstore.core.names import validate_snapshot_name
+from cellstore.core.results import JsonForm
 from cellstore.errors import (
     InvalidArgumentError,
     SnapshotExistsError,
@@ -51,7 +52,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class SnapshotInfo:
+class SnapshotInfo(JsonForm):
     """One named snapshot of a table.
 
     Attributes:
@@ -72,21 +73,9 @@ class SnapshotInfo:
     cells: int
     bytes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "table": self.table,
-            "name": self.name,
-            "version": self.version,
-            "created-ms": self.created_ms,
-            "files": self.files,
-            "cells": self.cells,
-            "bytes": self.bytes,
-        }
-
 
 @dataclass(frozen=True)
-class RestoreReport:
+class RestoreReport(JsonForm):
     """What :func:`restore` committed.
 
     Attributes:
@@ -109,22 +98,9 @@ class RestoreReport:
     files_removed: int
     files_restored: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "table": self.table,
-            "snapshot": self.snapshot,
-            "snapshot-version": self.snapshot_version,
-            "version": self.version,
-            "files": self.files,
-            "cells": self.cells,
-            "files-removed": self.files_removed,
-            "files-restored": self.files_restored,
-        }
-
 
 @dataclass(frozen=True)
-class CloneReport:
+class CloneReport(JsonForm):
     """What :func:`clone` created.
 
     Attributes:
@@ -144,18 +120,6 @@ class CloneReport:
     files: int
     cells: int
     bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "source": self.source,
-            "snapshot": self.snapshot,
-            "snapshot-version": self.snapshot_version,
-            "table": self.table,
-            "files": self.files,
-            "cells": self.cells,
-            "bytes": self.bytes,
-        }
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -194,15 +158,13 @@ def _read_version(table: TableHandle, version: int) -> TableMetadata:
 
 
 def _info(table: TableHandle, name: str, ref: SnapshotRef) -> SnapshotInfo:
-    meta = _read_version(table, ref.version)
+    totals = _read_version(table, ref.version).file_totals()  # no manifest read (format 2)
     return SnapshotInfo(
         table=str(table.name),
         name=name,
         version=ref.version,
         created_ms=ref.created_ms,
-        files=len(meta.files),
-        cells=sum(f.cells for f in meta.files),
-        bytes=sum(f.size for f in meta.files),
+        **asdict(totals),  # files, cells, bytes
     )
 
 

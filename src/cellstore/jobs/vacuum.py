@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
 from cellstore.core.metadata import ManifestRef, TableMetadata
+from cellstore.core.results import JsonForm
 from cellstore.errors import TableNotFoundError
 from cellstore.fs import is_local, join
 from cellstore.handle import TableHandle
@@ -62,7 +63,7 @@ KEEP_REASONS: Final = ("current", "snapshot", "as-of", "clone", "recent")
 
 
 @dataclass(frozen=True)
-class VacuumReport:
+class VacuumReport(JsonForm):
     """What :func:`vacuum` deleted, or would delete in a dry run.
 
     Attributes:
@@ -84,6 +85,11 @@ class VacuumReport:
         versions_retained: Versions of this table whose files were kept for as-of reads.
     """
 
+    json_keys = (
+        "table version dry_run retention_ms cutoff_ms files files_deleted bytes_deleted "
+        "deleted kept other_deleted versions_retained"
+    )
+
     table: str
     version: int
     dry_run: bool
@@ -101,22 +107,10 @@ class VacuumReport:
         """Number of data files deleted (or that would be)."""
         return len(self.deleted)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "retention-ms": self.retention_ms,
-            "cutoff-ms": self.cutoff_ms,
-            "files": self.files,
-            "files-deleted": self.files_deleted,
-            "bytes-deleted": self.bytes_deleted,
-            "deleted": list(self.deleted),
-            "kept": {reason: self.kept.get(reason, 0) for reason in KEEP_REASONS},
-            "other-deleted": list(self.other_deleted),
-            "versions-retained": self.versions_retained,
-        }
+    def _json_value(self, name: str) -> Any:
+        if name == "kept":  # every reason, in this order, 0 when none
+            return {reason: self.kept.get(reason, 0) for reason in KEEP_REASONS}
+        return super()._json_value(name)
 
 
 def retained_versions(

@@ -44,6 +44,7 @@ from cellstore.core.metadata import (
     regions_to_list,
 )
 from cellstore.core.regions import Region, check_regions
+from cellstore.core.results import Checked, JsonForm
 from cellstore.errors import CellstoreError, VerifyError
 from cellstore.fs import join
 from cellstore.handle import TableHandle
@@ -67,7 +68,7 @@ _MESSAGE_PROBLEMS: Final = 5
 
 
 @dataclass(frozen=True)
-class VerifyProblem:
+class VerifyProblem(JsonForm):
     """One broken invariant.
 
     Attributes:
@@ -77,6 +78,8 @@ class VerifyProblem:
         region: The entry's region id, if the problem concerns one.
         family: The entry's family, if the problem concerns one.
     """
+
+    json_keys = "kind path region family message"
 
     kind: Literal["manifest", "file"]
     message: str
@@ -88,19 +91,9 @@ class VerifyProblem:
         where = f"{self.path} ({self.region}/{self.family}): " if self.path is not None else ""
         return f"{self.kind}: {where}{self.message}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "region": self.region,
-            "family": self.family,
-            "message": self.message,
-        }
-
 
 @dataclass(frozen=True)
-class VerifyReport:
+class VerifyReport(Checked, JsonForm):
     """Outcome of :func:`verify`.
 
     Attributes:
@@ -112,17 +105,14 @@ class VerifyReport:
         problems: Every problem found, manifest problems first.
     """
 
+    json_keys = "table version ok files cells bytes problems"
+
     table: str
     version: int
     files: int
     cells: int
     bytes: int
     problems: tuple[VerifyProblem, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no problem was found."""
-        return not self.problems
 
     def raise_for_problems(self) -> None:
         """Raise :class:`~cellstore.errors.VerifyError` (CLI exit code 9) if not :attr:`ok`."""
@@ -135,18 +125,6 @@ class VerifyReport:
             f"table {self.table} version {self.version}: {len(self.problems)} problem(s): "
             f"{shown}{tail}"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table,
-            "version": self.version,
-            "ok": self.ok,
-            "files": self.files,
-            "cells": self.cells,
-            "bytes": self.bytes,
-            "problems": [p.to_dict() for p in self.problems],
-        }
 
 
 # -------------------------------------------------------------------------------- manifest

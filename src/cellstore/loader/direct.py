@@ -63,6 +63,10 @@ def _bad(msg: str, mask: pa.Array | np.ndarray, field: str) -> BadCellError:
     return BadCellError(f"record {idx}, field {field!r}: {msg}", record=idx, field=field)
 
 
+def _not_type(field: str, type_: pa.DataType, expected: str) -> BadCellError:
+    return BadCellError(f"field {field!r}: column type {type_} is not {expected}", field=field)
+
+
 def _any(mask: pa.Array | pa.ChunkedArray) -> bool:
     return bool(pc.any(mask).as_py())
 
@@ -81,7 +85,7 @@ def _to_binary(col: pa.ChunkedArray, field: str) -> pa.Array:
         return arr.cast(pa.binary())
     if pa.types.is_null(arr.type):
         return pa.nulls(len(arr), pa.binary())
-    raise BadCellError(f"field {field!r}: column type {arr.type} is not bytes or str", field=field)
+    raise _not_type(field, arr.type, "bytes or str")
 
 
 def _to_types(col: pa.ChunkedArray) -> pa.Array:
@@ -101,10 +105,7 @@ def _to_types(col: pa.ChunkedArray) -> pa.Array:
                 field="type",
             )
     else:
-        raise BadCellError(
-            f"field 'type': column type {arr.type} is not an integer code or a name",
-            field="type",
-        )
+        raise _not_type("type", arr.type, "an integer code or a name")
     if _any(pc.is_null(codes)):
         raise _bad("type is null", pc.is_null(codes), "type")
     valid = pc.is_in(codes, value_set=pa.array([int(t) for t in CellType], pa.int64()))
@@ -139,10 +140,7 @@ def _to_ts(col: pa.ChunkedArray, now: int) -> pa.Array:
                 raise _bad("timestamp does not fit a signed 64-bit long", too_big, "ts")
         arr = arr.cast(pa.int64())
     else:
-        raise BadCellError(
-            f"field 'ts': column type {arr.type} is not an integer (milliseconds) or a timestamp",
-            field="ts",
-        )
+        raise _not_type("ts", arr.type, "an integer (milliseconds) or a timestamp")
     if _any(pc.is_null(arr)):
         raise _bad("timestamp is null", pc.is_null(arr), "ts")
     if _any(pc.less(arr, 0)):
@@ -260,7 +258,7 @@ def _families(table: pa.Table, metadata: TableMetadata) -> pa.Array:
         except pa.ArrowInvalid as e:
             raise BadCellError(f"field 'family': not valid UTF-8 ({e})", field="family") from e
     if not (pa.types.is_string(fam.type) or pa.types.is_large_string(fam.type)):
-        raise BadCellError(f"field 'family': column type {fam.type} is not str", field="family")
+        raise _not_type("family", fam.type, "str")
     fam = fam.cast(pa.string())
     if _any(pc.is_null(fam)):
         raise _bad("family is null", pc.is_null(fam), "family")

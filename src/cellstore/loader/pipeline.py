@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import fsspec
 
@@ -108,6 +108,18 @@ def execute_load(
     return outputs, written, merged_runs, merge_dropped
 
 
+#: The fields of :class:`~cellstore.loader.report.LoadReport` a :class:`LoadTally` fills.
+_REPORT_FIELDS: Final = (
+    "mode",
+    "inputs",
+    "records",
+    "duplicates_dropped",
+    "bad_records",
+    "bad_reasons",
+    "merged_runs",
+)
+
+
 @dataclass(frozen=True)
 class LoadTally:
     """What a load's tasks did, summed (the report's counts of input and bad records).
@@ -117,7 +129,7 @@ class LoadTally:
         inputs: Input parts (tasks).
         records: Input records read.
         rows: Good records.
-        duplicates: Duplicate-key cells dropped (tasks and run merges).
+        duplicates_dropped: Duplicate-key cells dropped (tasks and run merges).
         merged_runs: Sorted runs merged before the commit or the HFile output.
         bad: The skipped bad records, in task order.
         warnings: Key-design findings on the sampled keys (regions as planned).
@@ -127,7 +139,7 @@ class LoadTally:
     inputs: int
     records: int
     rows: int
-    duplicates: int
+    duplicates_dropped: int
     merged_runs: int
     bad: tuple[BadRecord, ...]
     warnings: tuple[KeyFinding, ...]
@@ -142,28 +154,25 @@ class LoadTally:
             inputs=len(plan.tasks),
             records=sum(o.records for o in outputs),
             rows=sum(o.rows for o in outputs),
-            duplicates=sum(o.duplicates for o in outputs) + merge_dropped,
+            duplicates_dropped=sum(o.duplicates for o in outputs) + merge_dropped,
             merged_runs=merged_runs,
             bad=tuple(b for o in outputs for b in o.bad),
             warnings=key_warnings(plan, outputs),
         )
 
     @property
-    def reasons(self) -> dict[str, int]:
+    def bad_records(self) -> int:
+        """Bad records skipped."""
+        return len(self.bad)
+
+    @property
+    def bad_reasons(self) -> dict[str, int]:
         """Bad records counted by reason."""
         return dict(Counter(b.reason for b in self.bad))
 
     def report_fields(self) -> dict[str, Any]:
-        """The :class:`LoadReport` fields this tally fills."""
-        return {
-            "mode": self.mode,
-            "inputs": self.inputs,
-            "records": self.records,
-            "duplicates_dropped": self.duplicates,
-            "bad_records": len(self.bad),
-            "bad_reasons": self.reasons,
-            "merged_runs": self.merged_runs,
-        }
+        """The :class:`LoadReport` fields this tally fills (same names)."""
+        return {name: getattr(self, name) for name in _REPORT_FIELDS}
 
 
 @dataclass(frozen=True)

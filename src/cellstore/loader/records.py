@@ -18,7 +18,7 @@ Nothing here loops over records or cells in Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -50,7 +50,13 @@ from cellstore.loader.direct import WrittenFile, dedupe_sorted
 from cellstore.loader.mapping import KeyColumn, LoadMapping
 from cellstore.storefiles import write_rolled
 from cellstore.storefiles.columns import NO_LAYOUTS, Layouts
-from cellstore.storefiles.rolling import BulkLoadFile, HFileFormat, ParquetFormat
+from cellstore.storefiles.rolling import (
+    BulkLoadFile,
+    FileFormat,
+    HFileFormat,
+    ParquetFormat,
+    ResultT,
+)
 
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
@@ -108,6 +114,27 @@ class EncodedRecords:
     records: pa.Table
     bad: np.ndarray
     reasons: pa.Array
+
+
+def _cells_at(records: pa.Table, idx: pa.Array, qualifier: pa.Array, value: pa.Array) -> pa.Table:
+    """Cells of the records at ``idx``: their row, ts and type, with these qualifiers, values."""
+    return pa.table(
+        {
+            "row": records.column("row").take(idx),
+            "qualifier": qualifier,
+            "ts": records.column("ts").take(idx),
+            "type": records.column("type").take(idx),
+            "value": value,
+        }
+    )
+
+
+def _mapped(records: pa.Table, name: str, mapped: bool) -> tuple[pa.Array | None, np.ndarray]:
+    """Column ``name`` when the mapping fills it (else None) and where it holds a value."""
+    if not mapped:
+        return None, np.ones(records.num_rows, dtype=bool)
+    col = records.column(name).combine_chunks()
+    return col, _np_bool(col.is_valid())
 
 
 def _np_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -442,14 +469,8 @@ def explode_family(
         quals = pa.array([cells_map[j].qualifier for j in order], pa.binary())
         stacked = pa.concat_arrays([v.cast(pa.binary()) for v in values]) if m > 1 else values[0]
         rec_idx = pa.array(rec)
-        cells = pa.table(
-            {
-                "row": records.column("row").take(rec_idx),
-                "qualifier": quals.take(pa.array(which)),
-                "ts": records.column("ts").take(rec_idx),
-                "type": records.column("type").take(rec_idx),
-                "value": stacked.take(pa.array(which * n + rec)),
-            }
+        cells = _cells_at(
+            records, rec_idx, quals.take(pa.array(which)), stacked.take(pa.array(which * n + rec))
         )
         return cells.cast(CELL_SCHEMA), 0
     types = records.column("type").combine_chunks().to_numpy(zero_copy_only=False)
@@ -462,31 +483,11 @@ def explode_family(
     if fam_marker.any():
         idx = pa.array(np.flatnonzero(fam_marker))
         k = len(idx)
-        pieces.append(
-            pa.table(
-                {
-                    "row": records.column("row").take(idx),
-                    "qualifier": _repeat(b"", k),
-                    "ts": records.column("ts").take(idx),
-                    "type": records.column("type").take(idx),
-                    "value": _repeat(b"", k),
-                }
-            )
-        )
+        pieces.append(_cells_at(records, idx, _repeat(b"", k), _repeat(b"", k)))
     for j in js:
         cm = cells_map[j]
-        if cm.qualifier_column is not None:
-            qual = records.column(f"q{j}").combine_chunks()
-            has_q = _np_bool(qual.is_valid())
-        else:
-            qual = None
-            has_q = np.ones(n, dtype=bool)
-        if cm.value is not None:
-            val = records.column(f"v{j}").combine_chunks()
-            has_v = _np_bool(val.is_valid())
-        else:
-            val = None
-            has_v = np.ones(n, dtype=bool)
+        qual, has_q = _mapped(records, f"q{j}", cm.qualifier_column is not None)
+        val, has_v = _mapped(records, f"v{j}", cm.value is not None)
         take = (is_put & has_v & has_q) | (col_marker & has_q)
         if not take.any():
             continue
@@ -497,17 +498,7 @@ def explode_family(
             value = pc.if_else(pa.array(is_put[take]), val.take(idx).cast(pa.binary()), b"")
         else:
             value = _repeat(b"", k)
-        pieces.append(
-            pa.table(
-                {
-                    "row": records.column("row").take(idx),
-                    "qualifier": q.cast(pa.binary()),
-                    "ts": records.column("ts").take(idx),
-                    "type": records.column("type").take(idx),
-                    "value": value,
-                }
-            )
-        )
+        pieces.append(_cells_at(records, idx, q.cast(pa.binary()), value))
     if not pieces:
         return CELL_SCHEMA.empty_table(), 0
     cells = pa.concat_tables([p.cast(CELL_SCHEMA) for p in pieces])
@@ -542,22 +533,9 @@ def write_region(
     Returns:
         The written files and the number of duplicate-key cells dropped.
     """
-    written: list[WrittenFile] = []
-    dropped = 0
     fmt = ParquetFormat(seq=seq, load_id=load_id, row_group_cells=row_group_cells, layouts=layouts)
-    for fam, cells, d in region_cells(records, bound=bound, families=families):
-        dropped += d
-        written += write_rolled(
-            fs,
-            table_path,
-            cells,
-            region=region_id,
-            family=fam,
-            stem=name,
-            max_file_bytes=max_file_bytes,
-            format=fmt,
-        )
-    return written, dropped
+    cells = region_cells(records, bound=bound, families=families)
+    return _roll_families(fs, table_path, cells, region_id, name, fmt, max_file_bytes)
 
 
 def region_cells(
@@ -598,9 +576,28 @@ def write_region_hfiles(
     Returns:
         The written HFiles and the number of duplicate-key cells dropped.
     """
-    written: list[BulkLoadFile] = []
+    cells = region_cells(records, bound=bound, families=families)
+    return _roll_families(fs, root, cells, region_id, region_id, format, max_file_bytes, max_files)
+
+
+def _roll_families(
+    fs: fsspec.AbstractFileSystem,
+    root: str,
+    families_cells: Iterable[tuple[Family, pa.Table, int]],
+    region_id: str,
+    stem: str,
+    fmt: FileFormat[ResultT],
+    max_file_bytes: int,
+    max_files: int | None = None,
+) -> tuple[list[ResultT], int]:
+    """Each family's cells (as :func:`region_cells` yields them) rolled into ``fmt`` files.
+
+    Returns:
+        The files written and the number of duplicate-key cells dropped.
+    """
+    written: list[ResultT] = []
     dropped = 0
-    for fam, cells, d in region_cells(records, bound=bound, families=families):
+    for fam, cells, d in families_cells:
         dropped += d
         written += write_rolled(
             fs,
@@ -608,9 +605,9 @@ def write_region_hfiles(
             cells,
             region=region_id,
             family=fam,
-            stem=region_id,
+            stem=stem,
             max_file_bytes=max_file_bytes,
-            format=format,
+            format=fmt,
             max_files=max_files,
         )
     return written, dropped

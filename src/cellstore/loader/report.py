@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import fsspec
 
-from cellstore.core.keys import to_string_binary
+from cellstore.core.results import JsonForm, Total
 from cellstore.fs import join, makedirs_for
 from cellstore.loader.keycheck import KeyFinding
 from cellstore.storefiles.layout import bad_records_file_name, report_file_name
@@ -37,7 +37,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class BadRecord:
+class BadRecord(JsonForm):
     """One skipped input record.
 
     Attributes:
@@ -56,20 +56,9 @@ class BadRecord:
     reason: str
     values: Mapping[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON line written to the bad-records file."""
-        return {
-            "source": self.source,
-            "line": self.line,
-            "record": self.record,
-            "field": self.field,
-            "reason": self.reason,
-            "values": dict(self.values),
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
-class HFileStoreSummary:
+class HFileStoreSummary(JsonForm):
     """The HFiles one (family, region) got in a load with ``hfile_output``.
 
     Attributes:
@@ -90,21 +79,9 @@ class HFileStoreSummary:
     cells: int
     bytes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys in HBase's printable form)."""
-        return {
-            "family": self.family,
-            "region": self.region,
-            "start": to_string_binary(self.start),
-            "end": to_string_binary(self.end),
-            "files": self.files,
-            "cells": self.cells,
-            "bytes": self.bytes,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
-class HFileOutputReport:
+class HFileOutputReport(JsonForm):
     """What a load with ``hfile_output`` wrote (the input of ``completebulkload``).
 
     Attributes:
@@ -116,37 +93,20 @@ class HFileOutputReport:
         stores: Files, cells and bytes per (family, region) that got cells.
     """
 
+    json_keys = "url split_source regions cells bytes stores files"
+
     url: str
     split_source: str
     regions: int
     files: tuple[BulkLoadFile, ...]
     stores: tuple[HFileStoreSummary, ...]
 
-    @property
-    def cells(self) -> int:
-        """Cells written."""
-        return sum(f.cells for f in self.files)
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of HFiles written."""
-        return sum(f.size for f in self.files)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
-        return {
-            "url": self.url,
-            "split-source": self.split_source,
-            "regions": self.regions,
-            "cells": self.cells,
-            "bytes": self.bytes,
-            "stores": [s.to_dict() for s in self.stores],
-            "files": [f.to_dict() for f in self.files],
-        }
+    cells = Total("files", "cells", "Cells written.")
+    bytes = Total("files", "size", "Bytes of HFiles written.")
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoadReport:
+class LoadReport(JsonForm):
     """What a bulk load did.
 
     Attributes:
@@ -183,6 +143,18 @@ class LoadReport:
             ``bytes``, ``files`` and ``files_per_region`` count the HFiles).
     """
 
+    json_keys = (
+        "table load_id version seq already_applied mode inputs records rows cells bytes files"
+        " files_per_region duplicates_dropped bad_records bad_reasons bad_records_path"
+        " report_path rerouted_files merged_runs warnings seconds cells_per_second"
+        " megabytes_per_second"
+    )
+    json_digits: ClassVar[Mapping[str, int]] = {
+        "seconds": 3,
+        "cells_per_second": 1,
+        "megabytes_per_second": 3,
+    }
+
     table: str
     load_id: str
     version: int | None
@@ -218,38 +190,16 @@ class LoadReport:
         return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys, like the metadata documents)."""
-        return {
-            "table": self.table,
-            "load-id": self.load_id,
-            "version": self.version,
-            "seq": self.seq,
-            "already-applied": self.already_applied,
-            "mode": self.mode,
-            "inputs": self.inputs,
-            "records": self.records,
-            "rows": self.rows,
-            "cells": self.cells,
-            "bytes": self.bytes,
-            "files": self.files,
-            "files-per-region": dict(sorted(self.files_per_region.items())),
-            "duplicates-dropped": self.duplicates_dropped,
-            "bad-records": self.bad_records,
-            "bad-reasons": dict(sorted(self.bad_reasons.items())),
-            "bad-records-path": self.bad_records_path,
-            "report-path": self.report_path,
-            "rerouted-files": self.rerouted_files,
-            "merged-runs": self.merged_runs,
-            "warnings": [w.to_dict() for w in self.warnings],
-            "seconds": round(self.seconds, 3),
-            "cells-per-second": round(self.cells_per_second, 1),
-            "megabytes-per-second": round(self.megabytes_per_second, 3),
-            **(
-                {"hfile-output": self.hfile_output.to_dict()}
-                if self.hfile_output is not None
-                else {}
-            ),
-        }
+        """JSON-ready form (kebab-case keys; ``hfile-output`` only with HFile output)."""
+        out = super().to_dict()
+        if self.hfile_output is not None:
+            out["hfile-output"] = self.hfile_output.to_dict()
+        return out
+
+    def _json_value(self, name: str) -> Any:
+        if name in ("files_per_region", "bad_reasons"):  # by key
+            return dict(sorted(getattr(self, name).items()))
+        return super()._json_value(name)
 
 
 def write_bad_records(

@@ -16,6 +16,7 @@ from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import (
     HistoryEntry,
 )
+from cellstore.core.results import JsonForm
 from cellstore.core.text import family_text, format_ts, grid, plural
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class Description(Protocol):
 
 
 @dataclass(frozen=True)
-class RegionDescription:
+class RegionDescription(JsonForm):
     """One region in :class:`TableDescription`."""
 
     id: str
@@ -59,12 +60,17 @@ class RegionDescription:
 
 
 @dataclass(frozen=True)
-class TableDescription:
+class TableDescription(JsonForm):
     """What ``describe`` reports about one table version.
 
     ``row_key`` is the row-key spec stored with the table (fields, encodings, salt
     buckets), or None for a table whose loads name their row-key column.
     """
+
+    json_keys = (
+        "name table_uuid version families salt_buckets row_key regions files cells bytes "
+        "next-sequence-number=next_seq last_commit properties"
+    )
 
     name: str
     table_uuid: str
@@ -113,31 +119,3 @@ class TableDescription:
             f"Last commit: version {d.last_commit.version} {d.last_commit.operation} at "
             f"{format_ts(d.last_commit.timestamp_ms)}",
         ]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (row keys as HBase-style escaped strings)."""
-        return {
-            "name": self.name,
-            "table-uuid": self.table_uuid,
-            "version": self.version,
-            "families": [f.to_dict() for f in self.families],
-            "salt-buckets": self.salt_buckets,
-            "row-key": None if self.row_key is None else self.row_key.to_dict(),
-            "regions": [
-                {
-                    "id": r.id,
-                    "start": to_string_binary(r.start),
-                    "end": to_string_binary(r.end),
-                    "files": r.files,
-                    "cells": r.cells,
-                    "bytes": r.bytes,
-                }
-                for r in self.regions
-            ],
-            "files": self.files,
-            "cells": self.cells,
-            "bytes": self.bytes,
-            "next-sequence-number": self.next_seq,
-            "last-commit": self.last_commit.to_dict(),
-            "properties": dict(self.properties),
-        }

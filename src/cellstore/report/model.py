@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cellstore.core.cells import CellType
 from cellstore.core.keys import to_string_binary
+from cellstore.core.results import JsonForm
 
 if TYPE_CHECKING:
     from cellstore.core.keycheck import KeyAdvice
@@ -39,7 +40,7 @@ def _key(b: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class RegionStats:
+class RegionStats(JsonForm):
     """One region: the manifest's exact totals plus what the scan saw.
 
     Attributes:
@@ -67,23 +68,9 @@ class RegionStats:
     rows: int
     hotspot: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys as HBase's ``Bytes.toStringBinary``)."""
-        return {
-            "region": self.region,
-            "start": _key(self.start),
-            "end": _key(self.end),
-            "cells": self.cells,
-            "bytes": self.bytes,
-            "files": self.files,
-            "scanned-cells": self.scanned_cells,
-            "rows": self.rows,
-            "hotspot": self.hotspot,
-        }
-
 
 @dataclass(frozen=True)
-class ColumnVersions:
+class ColumnVersions(JsonForm):
     """Stored versions of one column (``family:qualifier``), over the scanned puts.
 
     Attributes:
@@ -95,6 +82,8 @@ class ColumnVersions:
         over_limit: Puts beyond the family's ``max_versions`` in their pair: stored
             versions no read returns and a major compaction drops (R6.1, R13.3).
     """
+
+    json_keys = "family qualifier column puts cells max_versions mean_versions over_limit"
 
     family: str
     qualifier: bytes
@@ -113,22 +102,9 @@ class ColumnVersions:
         """``family:qualifier`` (the qualifier as ``Bytes.toStringBinary``)."""
         return f"{self.family}:{to_string_binary(self.qualifier)}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (qualifier as ``Bytes.toStringBinary``)."""
-        return {
-            "family": self.family,
-            "qualifier": _key(self.qualifier),
-            "column": self.column,
-            "puts": self.puts,
-            "cells": self.cells,
-            "max-versions": self.max_versions,
-            "mean-versions": self.mean_versions,
-            "over-limit": self.over_limit,
-        }
-
 
 @dataclass(frozen=True)
-class FamilyExpiry:
+class FamilyExpiry(JsonForm):
     """TTL state of one family over the scanned cells (R8.1, R8.2).
 
     Attributes:
@@ -141,6 +117,8 @@ class FamilyExpiry:
             (:data:`MARKER_KINDS`), kinds with none left out.
     """
 
+    json_keys = "family ttl_seconds cells expired expired_share delete_markers"
+
     family: str
     ttl_seconds: int | None
     cells: int
@@ -152,20 +130,9 @@ class FamilyExpiry:
         """``expired / cells`` (0 for an empty family)."""
         return self.expired / self.cells if self.cells else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "family": self.family,
-            "ttl-seconds": self.ttl_seconds,
-            "cells": self.cells,
-            "expired": self.expired,
-            "expired-share": self.expired_share,
-            "delete-markers": dict(self.delete_markers),
-        }
-
 
 @dataclass(frozen=True)
-class CommitRecord:
+class CommitRecord(JsonForm):
     """One commit of the table's history (its manifest log), newest first in the report.
 
     Attributes:
@@ -187,21 +154,9 @@ class CommitRecord:
     cells: int
     summary: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "version": self.version,
-            "operation": self.operation,
-            "timestamp-ms": self.timestamp_ms,
-            "files-added": self.files_added,
-            "files-removed": self.files_removed,
-            "cells": self.cells,
-            "summary": dict(self.summary),
-        }
-
 
 @dataclass(frozen=True)
-class TableReport:
+class TableReport(JsonForm):
     """What :func:`~cellstore.report.build_report` measured on one table version.
 
     Per-region cells, bytes and files are exact (manifest). Row keys, versions, delete
@@ -228,6 +183,12 @@ class TableReport:
         history: Commits, newest first (at most the report's ``history`` limit).
         salt_buckets: Salt buckets of a salted table (the first byte is then the salt).
     """
+
+    json_keys = (
+        "table version now_ms total_cells total_bytes total_files scanned_cells sampled "
+        "salt_buckets hotspot regions rows key_lengths first_bytes columns families "
+        "delete_markers advice history"
+    )
 
     table: str
     version: int
@@ -261,30 +222,13 @@ class TableReport:
                 out[kind] = out.get(kind, 0) + n
         return {k: out[k] for k in MARKER_KINDS.values() if k in out}
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: every number the HTML page shows."""
-        hot = self.hotspot
-        return {
-            "table": self.table,
-            "version": self.version,
-            "now-ms": self.now_ms,
-            "total-cells": self.total_cells,
-            "total-bytes": self.total_bytes,
-            "total-files": self.total_files,
-            "scanned-cells": self.scanned_cells,
-            "sampled": self.sampled,
-            "salt-buckets": self.salt_buckets,
-            "hotspot": hot.region if hot else None,
-            "regions": [r.to_dict() for r in self.regions],
-            "rows": self.rows,
-            "key-lengths": {str(k): v for k, v in self.key_lengths.items()},
-            "first-bytes": list(self.first_bytes),
-            "columns": [c.to_dict() for c in self.columns],
-            "families": [f.to_dict() for f in self.families],
-            "delete-markers": self.delete_markers,
-            "advice": self.advice.to_dict(),
-            "history": [h.to_dict() for h in self.history],
-        }
+    def _json_value(self, name: str) -> Any:
+        if name == "hotspot":
+            hot = self.hotspot
+            return hot.region if hot else None
+        if name == "key_lengths":
+            return {str(k): v for k, v in self.key_lengths.items()}
+        return super()._json_value(name)
 
     def to_html(self) -> str:
         """The self-contained HTML page (needs matplotlib: ``cellstore[report]``)."""

@@ -22,6 +22,7 @@ from cellstore.core.codecs import valid_mask
 from cellstore.core.columnar import ROW_COLUMN, TS_COLUMN
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import Region
+from cellstore.core.results import Checked
 from cellstore.errors import CellstoreError
 from cellstore.storefiles.columns import records_valid
 from cellstore.storefiles.reader import RowGroupStats, StoreFileReader
@@ -36,7 +37,7 @@ __all__ = ["CheckReport", "check"]
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Checked):
     """Outcome of :func:`check`.
 
     Attributes:
@@ -46,11 +47,6 @@ class CheckReport:
 
     path: str
     problems: tuple[str, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no problem was found."""
-        return not self.problems
 
 
 def check(

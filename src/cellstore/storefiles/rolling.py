@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
-from cellstore.core.keys import to_string_binary
+from cellstore.core.results import JsonForm
 from cellstore.fs import join, makedirs_for
 from cellstore.storefiles.columns import NO_LAYOUTS, Layouts, LayoutSink
 from cellstore.storefiles.context import FileContext
@@ -196,7 +196,7 @@ HFileSettings = HFileOptions
 
 
 @dataclass(frozen=True)
-class BulkLoadFile:
+class BulkLoadFile(JsonForm):
     """One HFile written for HBase's bulk load.
 
     Attributes:
@@ -209,6 +209,8 @@ class BulkLoadFile:
         last_row: Its last row.
     """
 
+    json_keys = "family region path cells bytes=size first_row last_row"
+
     family: str
     region: str
     path: str
@@ -216,18 +218,6 @@ class BulkLoadFile:
     size: int
     first_row: bytes
     last_row: bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys; rows in HBase's printable form)."""
-        return {
-            "family": self.family,
-            "region": self.region,
-            "path": self.path,
-            "cells": self.cells,
-            "bytes": self.size,
-            "first-row": to_string_binary(self.first_row),
-            "last-row": to_string_binary(self.last_row),
-        }
 
 
 class _HFileSink:

@@ -42,6 +42,7 @@ from cellstore.commit import Commit, FileChange, commit
 from cellstore.core.cells import CellType
 from cellstore.core.keys import split_column
 from cellstore.core.metadata import FileEntry, TableMetadata
+from cellstore.core.results import JsonForm
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import (
     InvalidArgumentError,
@@ -94,7 +95,7 @@ Mode = Literal["full", "incremental"]
 
 
 @dataclass(frozen=True)
-class IndexBuildReport:
+class IndexBuildReport(JsonForm):
     """What one build did.
 
     Attributes:
@@ -136,29 +137,6 @@ class IndexBuildReport:
     since_seq: int | None = None
     time_range: tuple[int, int] | None = None
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "table": self.table,
-            "index": self.index,
-            "index-table": self.index_table,
-            "mode": self.mode,
-            "job-id": self.job_id,
-            "data-version": self.data_version,
-            "index-version": self.index_version,
-            "rows-read": self.rows_read,
-            "index-rows": self.index_rows,
-            "deleted-rows": self.deleted_rows,
-            "missing": self.missing,
-            "unindexable": self.unindexable,
-            "cells": self.cells,
-            "files": self.files,
-            "bytes": self.bytes,
-            "since-seq": self.since_seq,
-            "time-range": list(self.time_range) if self.time_range is not None else None,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 # ---------------------------------------------------------------------------- writes

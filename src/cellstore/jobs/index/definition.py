@@ -17,6 +17,7 @@ from cellstore.core.codecs import Codec
 from cellstore.core.keys import split_column
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import TableName, validate_family_name, validate_index_name
+from cellstore.core.results import JsonForm
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError, InvalidArgumentError
 from cellstore.jobs.index.expr import (
@@ -272,7 +273,7 @@ def default_index_table(table: str | TableName, name: str) -> str:
 
 
 @dataclass(frozen=True)
-class IndexDefinition:
+class IndexDefinition(JsonForm):
     """A global secondary index on one data table.
 
     Attributes:
@@ -290,6 +291,8 @@ class IndexDefinition:
             hidden family :data:`LOCAL_FAMILY`, keyed by region start key + index name +
             value + data row key (docs/format.md 12.5); ``index_table`` is the data table.
     """
+
+    json_keys = "format_version name table index_table family parts covered maintain local"
 
     name: str
     table: str
@@ -468,19 +471,6 @@ class IndexDefinition:
         return out
 
     # -------------------------------------------------------------------- JSON
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON document stored in the tables' properties (docs/format.md, 12)."""
-        return {
-            "format-version": self.format_version,
-            "name": self.name,
-            "table": self.table,
-            "index-table": self.index_table,
-            "family": self.family,
-            "parts": [p.to_dict() for p in self.parts],
-            "covered": list(self.covered),
-            "maintain": self.maintain,
-            "local": self.local,
-        }
 
     def to_json(self) -> str:
         """:meth:`to_dict` as compact, key-sorted JSON."""

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.keys import to_string_binary
+from cellstore.core.results import JsonForm
 from cellstore.jobs.index.build import data_scan
 from cellstore.jobs.index.catalog import definition_of, open_index_table
 from cellstore.jobs.index.definition import IndexDefinition
@@ -36,7 +36,7 @@ ProblemKind = Literal["missing", "stale", "covered", "unparsable"]
 
 
 @dataclass(frozen=True)
-class IndexProblem:
+class IndexProblem(JsonForm):
     """One example of a problem.
 
     Attributes:
@@ -54,18 +54,9 @@ class IndexProblem:
     key: bytes
     value: tuple[Any, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """Printable form: keys as HBase's ``toStringBinary``, bytes values likewise."""
-        return {
-            "kind": self.kind,
-            "row": to_string_binary(self.row),
-            "key": to_string_binary(self.key),
-            "value": [to_string_binary(v) if isinstance(v, bytes) else v for v in self.value],
-        }
-
 
 @dataclass(frozen=True)
-class IndexVerifyReport:
+class IndexVerifyReport(JsonForm):
     """What verify found.
 
     Attributes:
@@ -83,6 +74,11 @@ class IndexVerifyReport:
         unparsable: Index rows whose key does not parse.
         samples: Up to ``samples`` examples of each kind.
     """
+
+    json_keys = (
+        "table index index_table data_version index_version ok data_rows expected_rows "
+        "index_rows missing stale covered unparsable samples"
+    )
 
     table: str
     index: str
@@ -107,25 +103,6 @@ class IndexVerifyReport:
     def ok(self) -> bool:
         """Whether the index matches the data exactly."""
         return self.problems == 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (kebab-case keys)."""
-        return {
-            "table": self.table,
-            "index": self.index,
-            "index-table": self.index_table,
-            "data-version": self.data_version,
-            "index-version": self.index_version,
-            "ok": self.ok,
-            "data-rows": self.data_rows,
-            "expected-rows": self.expected_rows,
-            "index-rows": self.index_rows,
-            "missing": self.missing,
-            "stale": self.stale,
-            "covered": self.covered,
-            "unparsable": self.unparsable,
-            "samples": [s.to_dict() for s in self.samples],
-        }
 
 
 def _expected(

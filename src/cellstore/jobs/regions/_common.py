@@ -1,26 +1,18 @@
-"""Reports and helpers shared by region split and merge."""
+"""Reports and helpers shared by region split and merge (public through ``jobs.regions``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.keys import as_bytes, to_string_binary
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.regions import Region, region_id, region_of
+from cellstore.core.results import JsonForm, Total
 from cellstore.errors import InvalidArgumentError, InvalidRowRangeError
 from cellstore.handle import TableHandle
-
-__all__ = [
-    "DEFAULT_MAX_WORKERS",
-    "MergeReport",
-    "RegionMerge",
-    "RegionSplit",
-    "SplitReport",
-    "region_sizes",
-]
 
 #: Store files a split rewrites concurrently (pyarrow releases the GIL).
 DEFAULT_MAX_WORKERS: Final = 4
@@ -28,7 +20,7 @@ DEFAULT_MAX_WORKERS: Final = 4
 
 # ------------------------------------------------------------------------------- reports
 @dataclass(frozen=True)
-class RegionSplit:
+class RegionSplit(JsonForm):
     """One region's split.
 
     Attributes:
@@ -55,24 +47,9 @@ class RegionSplit:
     cells_rewritten: int
     bytes_written: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys in HBase's printable form)."""
-        return {
-            "parent": self.parent,
-            "start": to_string_binary(self.start),
-            "end": to_string_binary(self.end),
-            "keys": [to_string_binary(k) for k in self.keys],
-            "children": list(self.children),
-            "files-reassigned": self.files_reassigned,
-            "files-cut": self.files_cut,
-            "files-written": self.files_written,
-            "cells-rewritten": self.cells_rewritten,
-            "bytes-written": self.bytes_written,
-        }
-
 
 @dataclass(frozen=True)
-class SplitReport:
+class SplitReport(JsonForm):
     """What :func:`split` did (or, with ``dry_run``, would do).
 
     Attributes:
@@ -87,6 +64,11 @@ class SplitReport:
         seconds: Wall time.
     """
 
+    json_keys = (
+        "table job_id version dry_run splits skipped_keys files_reassigned files_cut "
+        "bytes_written seconds"
+    )
+
     table: str
     job_id: str
     version: int | None
@@ -95,39 +77,17 @@ class SplitReport:
     dry_run: bool
     seconds: float
 
-    @property
-    def files_reassigned(self) -> int:
-        """Files re-assigned without rewriting, over all splits."""
-        return sum(s.files_reassigned for s in self.splits)
-
-    @property
-    def files_cut(self) -> int:
-        """Files rewritten because they spanned a key, over all splits."""
-        return sum(s.files_cut for s in self.splits)
-
-    @property
-    def bytes_written(self) -> int:
-        """Bytes written, over all splits."""
-        return sum(s.bytes_written for s in self.splits)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table,
-            "job-id": self.job_id,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "splits": [s.to_dict() for s in self.splits],
-            "skipped-keys": [to_string_binary(k) for k in self.skipped_keys],
-            "files-reassigned": self.files_reassigned,
-            "files-cut": self.files_cut,
-            "bytes-written": self.bytes_written,
-            "seconds": round(self.seconds, 3),
-        }
+    files_reassigned = Total(
+        "splits", "files_reassigned", "Files re-assigned without rewriting, over all splits."
+    )
+    files_cut = Total(
+        "splits", "files_cut", "Files rewritten because they spanned a key, over all splits."
+    )
+    bytes_written = Total("splits", "bytes_written", "Bytes written, over all splits.")
 
 
 @dataclass(frozen=True)
-class RegionMerge:
+class RegionMerge(JsonForm):
     """One merge of adjacent regions.
 
     Attributes:
@@ -146,20 +106,9 @@ class RegionMerge:
     files_reassigned: int
     bytes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (keys in HBase's printable form)."""
-        return {
-            "merged": list(self.merged),
-            "region": self.region,
-            "start": to_string_binary(self.start),
-            "end": to_string_binary(self.end),
-            "files-reassigned": self.files_reassigned,
-            "bytes": self.bytes,
-        }
-
 
 @dataclass(frozen=True)
-class MergeReport:
+class MergeReport(JsonForm):
     """What :func:`merge` or :func:`merge_small` did (or would do).
 
     Attributes:
@@ -173,23 +122,14 @@ class MergeReport:
         seconds: Wall time.
     """
 
+    json_keys = "table job_id version dry_run merges seconds"
+
     table: str
     job_id: str
     version: int | None
     merges: tuple[RegionMerge, ...]
     dry_run: bool
     seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table,
-            "job-id": self.job_id,
-            "version": self.version,
-            "dry-run": self.dry_run,
-            "merges": [m.to_dict() for m in self.merges],
-            "seconds": round(self.seconds, 3),
-        }
 
 
 # ------------------------------------------------------------------------------- helpers
