@@ -18,6 +18,7 @@ import fsspec
 import pyarrow as pa
 
 from cellstore.commit import now_ms
+from cellstore.core.filters import bind_filters, is_typed, normalize_filters
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import TableName
 from cellstore.core.rowkey import salt_bytes
@@ -28,6 +29,7 @@ from cellstore.reader.scan import Scan
 from cellstore.reader.source import StoredTable, StoreFileSource, store_source
 
 if TYPE_CHECKING:
+    from cellstore.core.comparators import ColumnCodecs
     from cellstore.reader.source import ReadSource
 
 __all__ = ["GET_REFUSED", "HandleReads", "ReadableTable", "TableReads", "hidden_families"]
@@ -117,12 +119,23 @@ class TableReads(ABC, Generic[D]):
         """``column_types="table"``: the codecs the table's loads recorded (none here)."""
         return {}
 
+    def _recorded_value_codecs(self, metadata: TableMetadata) -> ColumnCodecs:
+        """Typed filter comparators: ``(family, qualifier, codec)`` recorded (none here)."""
+        return ()
+
     def _warn_unrecorded(self, metadata: TableMetadata, column_types: Mapping[str, str]) -> None:
         """Warn about ``column_types`` naming columns no load recorded (nothing here)."""
 
     def _resolve(self, options: ScanOptions, metadata: TableMetadata) -> ScanOptions:
-        """``options`` with the table's own defaults: visible families, recorded codecs."""
+        """``options`` with the table's own defaults: visible families, recorded codecs.
+
+        Typed filter comparators are bound to the recorded codecs here
+        (:func:`~cellstore.core.filters.bind_filters`).
+        """
         changes: ScanKwargs = {}
+        filters = normalize_filters(options.filter)
+        if any(is_typed(f) for f in filters):
+            changes["filter"] = bind_filters(filters, self._recorded_value_codecs(metadata))
         if options.families is None and options.columns is None:
             visible = hidden_families(metadata)
             if visible is not None:
