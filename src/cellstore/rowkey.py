@@ -13,27 +13,11 @@ Example:
     'salt(16) + user:string + ts:int64'
 
 ``RowKeySpec`` and ``KeyField`` are also ``cellstore.RowKeySpec`` and
-``cellstore.KeyField``.
+``cellstore.KeyField``; ``KeyType`` and ``KeyHash`` are the names a field's ``type`` and
+``hash`` take. The helpers over whole columns (``salt_bytes``, ``md5_digests``) stay in
+:mod:`cellstore.core.rowkey`.
 """
 
-from cellstore.core.rowkey import (
-    KeyField,
-    KeyHash,
-    KeyRange,
-    KeyType,
-    RowKeySpec,
-    md5_digests,
-    salt_bytes,
-    successor,
-)
+from cellstore.core.rowkey import KeyField, KeyHash, KeyType, RowKeySpec
 
-__all__ = [
-    "KeyField",
-    "KeyHash",
-    "KeyRange",
-    "KeyType",
-    "RowKeySpec",
-    "md5_digests",
-    "salt_bytes",
-    "successor",
-]
+__all__ = ["KeyField", "KeyHash", "KeyType", "RowKeySpec"]
