@@ -20,7 +20,12 @@ from click.testing import CliRunner
 
 from cellstore import Family, connect
 from cellstore.cli.console import cli
-from cellstore.errors import CorruptFileError, MissingFileError, TableNotFoundError
+from cellstore.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    MissingFileError,
+    TableNotFoundError,
+)
 from cellstore.hbase import hfile_info, open_table, read_hfile, write_hfile
 from cellstore.hbase.tables import HBaseTable
 from cellstore.hbasefiles.meta import read_meta_regions
@@ -291,6 +296,15 @@ def test_describe_prints_like_a_cellstore_tables_describe(root094: Path, tmp_pat
     mine_lines = str(text).splitlines()
     assert mine_lines[2:5] == ["COLUMN FAMILIES DESCRIPTION", mine_lines[3], "1 row(s)"]
     assert "REGIONS" in mine_lines and sum(x.endswith(" row(s)") for x in mine_lines) == 2
+
+
+def test_hbase_table_get_by_key_fields_is_refused_clearly(root094: Path) -> None:
+    # issue 29: get(key=...) is the shared TableReads.get; an HBase table has no row-key spec
+    t = open_table(str(root094), "data")
+    with pytest.raises(InvalidArgumentError, match="no row-key spec, so key= cannot be used"):
+        t.get(key={"row": "r1"})
+    row = t.scan(limit=1).to_arrow().column("row")[0].as_py()
+    assert t.get(row).column("row").to_pylist()[0] == row  # and a plain get does not warn
 
 
 # ------------------------------------------------------------------------------------ CLI
