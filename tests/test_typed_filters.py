@@ -8,6 +8,7 @@ the input records, values written with ``struct`` (HBase ``Bytes`` encodings).
 
 from __future__ import annotations
 
+import pickle
 import struct
 
 import pandas as pd
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 
 from cellstore import Family, connect
 from cellstore.cli import cli
+from cellstore.core.codecs import Codec
 from cellstore.core.comparators import HBASE_COMPARATORS, TYPED_COMPARATORS
 from cellstore.core.filterparse import parse_filter
 from cellstore.errors import InvalidArgumentError
@@ -116,6 +118,11 @@ def test_value_filter_decodes_each_cell_with_its_columns_codec(flights):
     want = [(f, "arr_delay") for f, _, d, _ in FLIGHTS if d >= 120]
     want += [(f, "dist") for f, _, _, m in FLIGHTS if m >= 120]
     assert got == sorted(want)
+    # bound to the table's codecs, the tasks still pickle (Dask, Spark)
+    tasks = flights.scan(filter="ValueFilter(>, 'double:1000')").plan()
+    assert pickle.loads(pickle.dumps(tasks)) == tasks
+    (bound,) = tasks[0].filters.filters
+    assert ("d", b"dist", Codec.LONG) in bound.test.column_codecs
 
 
 def test_typed_comparator_on_a_text_column_is_refused(flights):
