@@ -109,7 +109,7 @@ def test_filter_objects_take_typed_comparators(flights):
 
 
 def test_value_filter_decodes_each_cell_with_its_columns_codec(flights):
-    # d:arr_delay is double, d:dist long, d:carrier text (never matches a number).
+    # d:arr_delay is double, d:dist long, d:carrier text (no number: never matches).
     out = flights.scan(filter="ValueFilter(>, 'double:1000')").to_arrow().to_pylist()
     got = sorted((r["row"].decode(), r["qualifier"].decode()) for r in out)
     assert got == sorted((f, "dist") for f, _, _, m in FLIGHTS if m > 1000)
@@ -125,9 +125,24 @@ def test_value_filter_decodes_each_cell_with_its_columns_codec(flights):
     assert ("d", b"dist", Codec.LONG) in bound.test.column_codecs
 
 
-def test_typed_comparator_on_a_text_column_is_refused(flights):
-    with pytest.raises(InvalidArgumentError, match=r"d:carrier holds string values"):
-        flights.scan(filter="SingleColumnValueFilter('d','carrier',=,'long:1')").to_arrow()
+def test_text_columns_compare_their_text_as_numbers(root):
+    # Values loaded without a codec are recorded as string: "120.5" compares as 120.5, and
+    # text that is no number never matches (filter_if_missing drops those rows too).
+    t = connect(root).create_table("air:text", families=[Family(name="d")])
+    delays = ["5", " 130.5 ", "120", "-12.0", "2.4e2", "n/a", "0x10"]
+    frame = pd.DataFrame({"flight": [f"f{i}" for i in range(len(delays))], "delay": delays})
+    t.load(frame, mapping=LoadMapping.simple(row_key="flight", columns=["d:delay=delay"]))
+    assert t.value_codecs().columns == {"d:delay": Codec.STRING}
+    text = "SingleColumnValueFilter('d','delay',>,'double:120',true,true)"
+    assert rows(t.scan(filter=text).to_arrow()) == ["f1", "f4"]
+    assert rows(t.scan(filter="ValueFilter(<=,'long:5')").to_arrow()) == ["f0", "f3"]
+    # binary: is HBase's byte order: "5" > "120" and "n/a" > "120"
+    binary = "SingleColumnValueFilter('d','delay',>,'binary:120',true,true)"
+    assert rows(t.scan(filter=binary).to_arrow()) == sorted(
+        f"f{i}" for i, d in enumerate(delays) if d.encode() > b"120"
+    )
+    with pytest.raises(InvalidArgumentError, match=r"d:delay holds string values"):
+        t.scan(filter="SingleColumnValueFilter('d','delay',=,'boolean:true')")
 
 
 def test_without_recorded_codecs_the_comparator_type_decodes_values_of_its_width(root):

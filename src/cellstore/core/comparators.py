@@ -281,11 +281,19 @@ class ValueTest:
     def _compare_decoded(
         self, values: pa.Array | pa.ChunkedArray, codec: Codec, what: str
     ) -> np.ndarray:
-        """Decode ``values`` with ``codec`` and compare them numerically with the operand."""
-        if codec.value_type.is_text or (codec is Codec.BOOLEAN) != isinstance(self.value, bool):
-            return np.zeros(len(values), dtype=bool)  # text, or booleans against numbers
-        typed = decode_values(values, codec, field=what, errors="null")
+        """Decode ``values`` with ``codec`` and compare them numerically with the operand.
+
+        Text (``string``) is read as a decimal number (``"120.5"``, ``" 7 "``, ``"1e3"``)
+        and compares as a double; text that is no such number never matches. ``bytes``
+        values and booleans compared with numbers (or the reverse) never match.
+        """
         value = self.value
+        if codec is Codec.BYTES or (codec is Codec.BOOLEAN) != isinstance(value, bool):
+            return np.zeros(len(values), dtype=bool)
+        if codec is Codec.STRING:
+            numbers = _text_numbers(decode_values(values, codec, field=what, errors="null"))
+            return as_mask(_COMPARE_FUNCS[self.op](numbers, pa.scalar(float(value), pa.float64())))
+        typed = decode_values(values, codec, field=what, errors="null")
         if isinstance(value, bool):
             scalar = pa.scalar(value, pa.bool_())
         elif (
@@ -344,6 +352,17 @@ def _typed_operand(value: object, codec: Codec) -> int | float | bool:
             ) from None
         return number
     return value
+
+
+#: A decimal number written as text (what ``_text_numbers`` reads; no NaN, no infinity).
+_DECIMAL: Final = r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+
+
+def _text_numbers(text: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Decimal numbers written as text, as doubles; null where the text is no number."""
+    ok = pc.match_substring_regex(text, _DECIMAL)
+    clean = pc.if_else(ok, pc.utf8_trim_whitespace(text), pa.scalar(None, pa.string()))
+    return pc.cast(clean, pa.float64())
 
 
 def _codec_order(codecs: ColumnCodecs) -> list[Codec]:

@@ -16,7 +16,8 @@ Besides HBase's comparators (bytes, prefix, substring, regex), the value filters
 language) compares numbers. Each value is decoded with the codec the table recorded for
 its column (:func:`bind_filters`, done by ``Table.scan``), or, for a column without a
 recorded codec, with the comparator's own type when the value has that type's width;
-values that do not decode, or hold text, never match.
+a column recorded as text compares its text read as a number (``"120.5"``). Values that
+do not decode never match.
 
 A scan takes one filter or a sequence of them; a sequence must all pass (HBase's
 ``FilterList`` with ``MUST_PASS_ALL``), and each filter sees only the cells that passed
@@ -145,8 +146,8 @@ class ValueFilter:
     """Keep the cells whose value compares true (HBase ``ValueFilter``).
 
     Arguments as for :class:`SingleColumnValueFilter` (without the column). With a typed
-    comparator each cell's value is decoded with its own column's recorded codec; cells
-    of text columns never match.
+    comparator each cell's value is decoded with its own column's recorded codec (text
+    read as a number; text that is none never matches).
     """
 
     test: ValueTest
@@ -267,9 +268,11 @@ def bind_filters(filters: Iterable[Filter], codecs: ColumnCodecs) -> tuple[Filte
             (qualifier None: the family's codec). ``bytes`` means "not decoded" and is
             ignored.
 
+    A column recorded as ``string`` compares its text read as a decimal number.
+
     Raises:
-        InvalidArgumentError: a typed single-column filter on a column recorded as text
-            (``string``), or a boolean comparison on a numeric column (or the reverse).
+        InvalidArgumentError: a typed single-column filter comparing booleans with a
+            column of numbers or text, or numbers with a boolean column.
     """
     out: list[Filter] = []
     for f in filters:
@@ -283,9 +286,7 @@ def bind_filters(filters: Iterable[Filter], codecs: ColumnCodecs) -> tuple[Filte
                 continue
             assert f.test.codec is not None
             column = f"{f.family}:{to_string_binary(f.qualifier)}"
-            if codec.value_type.is_text or (codec is Codec.BOOLEAN) != (
-                f.test.codec is Codec.BOOLEAN
-            ):
+            if (codec is Codec.BOOLEAN) != (f.test.codec is Codec.BOOLEAN):
                 raise InvalidArgumentError(
                     f"filter: column {column} holds {codec} values (recorded by its loads); "
                     f"a {f.test.codec} comparator cannot compare them (binary: compares bytes)"
