@@ -18,8 +18,14 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
+from cellstore import Family, connect
 from cellstore.cli.console import cli
-from cellstore.errors import CorruptFileError, MissingFileError, TableNotFoundError
+from cellstore.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    MissingFileError,
+    TableNotFoundError,
+)
 from cellstore.hbase import hfile_info, open_table, read_hfile, write_hfile
 from cellstore.hbase.tables import HBaseTable
 from cellstore.hbasefiles.meta import read_meta_regions
@@ -260,12 +266,54 @@ def test_cell_seq_ids_break_ties_before_file_rank() -> None:
     assert [t.num_rows for t in kept] == [1, 1]  # agreeing ids: left to merge_runs' rank order
 
 
+def test_describe_prints_like_a_cellstore_tables_describe(root094: Path, tmp_path: Path) -> None:
+    # issue 29: HBaseTable.describe() showed a dataclass repr; both descriptions now show
+    # the HBase shell's text, laid out by the same blocks.
+    d = open_table(str(root094), "foo").describe()
+    assert repr(d) == str(d) and not repr(d).startswith("HBaseTableDescription(")
+    lines = str(d).splitlines()
+    assert lines[0] == f"Table foo (HBase 0.94 layout at {root094})"
+    assert lines[1].startswith("foo, {TABLE_ATTRIBUTES => {REGIONS_FROM => 'hbase:meta', ")
+    assert lines[2] == "COLUMN FAMILIES DESCRIPTION" and lines[3].startswith("{NAME => 'f', ")
+    assert lines[4:6] == ["1 row(s)", "REGIONS"]
+    assert lines[6].split() == [
+        "ID",
+        "START",
+        "KEY",
+        "END",
+        "KEY",
+        "REGION",
+        "ID",
+        "FILES",
+        "BYTES",
+    ]
+    region = d.regions[0]
+    assert lines[7].split() == [region.id, str(region.region_id), "1", str(region.bytes)]
+    assert lines[8:] == ["1 row(s)", f"Total: 1 region, 1 file, {region.bytes} bytes"]
+    mine = connect(str(tmp_path / "wh")).create_table("t", families=[Family(name="f")])
+    text = mine.describe()
+    assert repr(text) == str(text)
+    mine_lines = str(text).splitlines()
+    assert mine_lines[2:5] == ["COLUMN FAMILIES DESCRIPTION", mine_lines[3], "1 row(s)"]
+    assert "REGIONS" in mine_lines and sum(x.endswith(" row(s)") for x in mine_lines) == 2
+
+
+def test_hbase_table_get_by_key_fields_is_refused_clearly(root094: Path) -> None:
+    # issue 29: get(key=...) is the shared TableReads.get; an HBase table has no row-key spec
+    t = open_table(str(root094), "data")
+    with pytest.raises(InvalidArgumentError, match="no row-key spec, so key= cannot be used"):
+        t.get(key={"row": "r1"})
+    row = t.scan(limit=1).to_arrow().column("row")[0].as_py()
+    assert t.get(row).column("row").to_pylist()[0] == row  # and a plain get does not warn
+
+
 # ------------------------------------------------------------------------------------ CLI
 def test_cli_describe_scan_count(root094: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(cli, ["hbase", "describe", str(root094), "--table", "foo"])
     assert res.exit_code == 0, res.output
-    assert "VERSIONS => '3'" in res.output and "1 region(s)" in res.output
+    # issue 29: laid out as a cellstore table's describe (regions as a grid, totals)
+    assert "VERSIONS => '3'" in res.output and "Total: 1 region, 1 file," in res.output
     res = runner.invoke(
         cli, ["--output", "json", "hbase", "describe", str(root094), "--snapshot", "foo_snapshot2"]
     )

@@ -6,7 +6,7 @@ any file under ``src/cellstore``, including imports inside functions and under
 
 1. Every top-level module or package of ``cellstore`` has a layer in :data:`LAYERS`::
 
-       layer 0  errors, defaults, core, filters            (pure: no I/O in core)
+       layer 0  errors, defaults, core, filters, rowkey    (pure: no I/O in core)
        layer 1  fs, frames, storefiles, manifest, commit, handle, hbasefiles
        layer 2  reader, loader, report                     (siblings)
        layer 3  jobs, hbase                                (siblings)
@@ -56,6 +56,7 @@ LAYERS = {
     "defaults": 0,
     "core": 0,
     "filters": 0,
+    "rowkey": 0,
     "fs": 1,
     "frames": 1,
     "storefiles": 1,

@@ -84,8 +84,10 @@ def test_options_normalize_to_a_frozen_form():
         o.raw = True  # type: ignore[misc]
     with pytest.raises(InvalidArgumentError, match="family_time_ranges"):
         ScanOptions(family_time_ranges={"cf": (1,)})  # type: ignore[dict-item]
+    # issue 29: HBase filter-language text is parsed (it was refused before)
+    assert ScanOptions(filter="KeyOnlyFilter()").filter == (KeyOnlyFilter(),)
     with pytest.raises(InvalidArgumentError, match="not a filter"):
-        ScanOptions(filter="KeyOnlyFilter()")  # type: ignore[arg-type]
+        ScanOptions(filter="KeyOnlyFilter() OR")
 
 
 def test_overrides_replace_fields_and_unknown_names_are_type_errors():

@@ -1,8 +1,8 @@
 """cellstore: HBase's data model as sorted store files on any fsspec filesystem.
 
-The names that need pyarrow or fsspec (``CellType``, ``connect``) are imported lazily on
-first access (PEP 562 module ``__getattr__``), so ``import cellstore`` and the CLI's
-``--help`` stay fast.
+The names that need pyarrow or fsspec (``CellType``, ``connect``, ``RowKeySpec``...) are
+imported lazily on first access (PEP 562 module ``__getattr__``), so ``import cellstore``
+and the CLI's ``--help`` stay fast.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from cellstore.errors import CellstoreError
 
 if TYPE_CHECKING:
     from cellstore.core.cells import CellType
+    from cellstore.core.rowkey import KeyField, RowKeySpec
     from cellstore.loader.settings import HFileOutput, LoadSettings
     from cellstore.storefiles.hfile.options import HFileOptions
     from cellstore.warehouse import connect
@@ -29,7 +30,9 @@ __all__ = [
     "HFileOptions",
     "HFileOutput",
     "KeepDeletedCells",
+    "KeyField",
     "LoadSettings",
+    "RowKeySpec",
     "__version__",
     "connect",
 ]
@@ -39,7 +42,9 @@ _LAZY = {
     "CellType": "cellstore.core.cells",
     "HFileOptions": "cellstore.storefiles.hfile.options",
     "HFileOutput": "cellstore.loader.settings",
+    "KeyField": "cellstore.core.rowkey",
     "LoadSettings": "cellstore.loader.settings",
+    "RowKeySpec": "cellstore.core.rowkey",
     "connect": "cellstore.warehouse",
 }
 

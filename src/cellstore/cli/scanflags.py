@@ -154,7 +154,9 @@ FLAGS: Final[Mapping[str, Decorator]] = {
         metavar="TEXT",
         help="HBase filter language, e.g. \"SingleColumnValueFilter('cf','q',>=,'binary:5',"
         'true,true) AND KeyOnlyFilter()" (also ValueFilter, ColumnPrefixFilter, '
-        "TimestampsFilter).",
+        "TimestampsFilter). Comparators 'double:120.0', 'long:5', 'int:', 'short:', "
+        "'float:', 'boolean:' compare numbers, decoded with the table's codecs "
+        "(cellstore's extension; 'binary:' compares bytes, as in HBase).",
     ),
     "max_results_per_family": _number(
         "--max-results-per-family",

@@ -8,10 +8,18 @@ The HBase shell and Thrift/REST gateways take filters as text, e.g.::
     TimestampsFilter(1000, 2000)
 
 :func:`parse_filter` turns such text into cellstore filters. Supported: the five filters of
-:mod:`cellstore.core.filters`, combined with ``AND``; comparators ``binary:``,
+:mod:`cellstore.core.filters`, combined with ``AND``; HBase's comparators ``binary:``,
 ``binaryprefix:``, ``substring:`` and ``regexstring:``; string literals in single quotes
 (``''`` inside is a quote). ``OR``, ``SKIP``, ``WHILE`` and other filters are refused with
 a clear error.
+
+Our extension: typed comparators compare numbers, ``'double:120.0'``, ``'long:-5'``,
+``'int:7'``, ``'short:1'``, ``'float:0.5'``, ``'boolean:true'`` (or any alias of those
+types: ``int64:``, ``float64:``...; :data:`~cellstore.core.comparators.TYPED_COMPARATORS`).
+``SingleColumnValueFilter('d', 'arr_delay', >, 'double:120.0')`` keeps the rows whose
+``d:arr_delay``, decoded with the codec the table recorded for it, is above 120. HBase's
+own comparator types are matched exactly as HBase does (``binary:`` compares bytes), and
+none of them is a type name, so HBase filter text means here what it means in HBase.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from cellstore.core.comparators import TYPED_COMPARATORS
 from cellstore.core.filters import (
     ColumnPrefixFilter,
     Filter,
@@ -145,12 +154,16 @@ def _bool(tok: _Tok) -> bool:
 def _comparator(tok: _Tok) -> tuple[str, str]:
     text = _string(tok)
     kind, sep, operand = text.partition(":")
-    if not sep or kind.lower() not in _COMPARATORS:
+    name = kind.lower()
+    if sep and name in TYPED_COMPARATORS:
+        return name, operand
+    if not sep or name not in _COMPARATORS:
         raise InvalidArgumentError(
             f"filter: comparator {text!r} must start with binary:, binaryprefix:, "
-            "substring: or regexstring:"
+            "substring: or regexstring: (HBase's), or a value type for a numeric comparison "
+            "(ours): long:, int:, short:, double:, float:, boolean:"
         )
-    return _COMPARATORS[kind.lower()], operand
+    return _COMPARATORS[name], operand
 
 
 def _arity(name: str, args: list[_Tok], *counts: int) -> None:

@@ -10,6 +10,15 @@ filters here are the ones HBase users reach for first:
 * :class:`TimestampsFilter`: keep the cells whose timestamp is listed;
 * :class:`KeyOnlyFilter`: drop the values (or replace each by its 4-byte length).
 
+Besides HBase's comparators (bytes, prefix, substring, regex), the value filters take a
+*typed* comparator, our extension: ``comparator="double"`` (or ``long``, ``int``,
+``short``, ``float``, ``boolean`` and their aliases; ``'double:120.0'`` in the filter
+language) compares numbers. Each value is decoded with the codec the table recorded for
+its column (:func:`bind_filters`, done by ``Table.scan``), or, for a column without a
+recorded codec, with the comparator's own type when the value has that type's width;
+a column recorded as text compares its text read as a number (``"120.5"``). Values that
+do not decode never match.
+
 A scan takes one filter or a sequence of them; a sequence must all pass (HBase's
 ``FilterList`` with ``MUST_PASS_ALL``), and each filter sees only the cells that passed
 the filters before it, as in HBase.
@@ -28,19 +37,28 @@ qualifier ascending, ts descending); there is no per-cell Python code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import copy
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import count_in_segments, segment_starts
-from cellstore.core.codecs import Codec, decode_values
+from cellstore.core.codecs import Codec
+from cellstore.core.comparators import (
+    TYPED_COMPARATORS,
+    ColumnCodecs,
+    Comparator,
+    CompareOp,
+    ValueTest,
+    as_mask,
+    starts_with,
+)
 from cellstore.core.family import Family
-from cellstore.core.keys import as_bytes, split_column
+from cellstore.core.keys import as_bytes, split_column, to_string_binary
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError
 
@@ -52,168 +70,17 @@ __all__ = [
     "KeyOnlyFilter",
     "SingleColumnValueFilter",
     "TimestampsFilter",
+    "TYPED_COMPARATORS",
     "ValueFilter",
     "apply_filters",
+    "bind_filters",
+    "is_typed",
     "filtered_read",
     "normalize_filters",
 ]
 
 #: "Every version": what a raw read with a filter checks (HBase uses Integer.MAX_VALUE).
 _ALL_VERSIONS: Final = 2**31 - 1
-
-
-class CompareOp(StrEnum):
-    """HBase's ``CompareOperator``: how a stored value compares with the operand."""
-
-    LESS = "<"
-    LESS_OR_EQUAL = "<="
-    EQUAL = "=="
-    NOT_EQUAL = "!="
-    GREATER_OR_EQUAL = ">="
-    GREATER = ">"
-
-    @classmethod
-    def parse(cls, op: str | CompareOp) -> CompareOp:
-        """An operator from its symbol or HBase name (``"<"``, ``"LESS"``, ``"="``...).
-
-        Raises:
-            InvalidArgumentError: for an unknown operator.
-        """
-        if isinstance(op, CompareOp):
-            return op
-        text = str(op).strip()
-        alias = {"=": "==", "<>": "!="}.get(text, text)
-        for member in cls:
-            if alias in (member.value, member.name, member.name.lower()):
-                return member
-        valid = ", ".join(m.value for m in cls)
-        raise InvalidArgumentError(f"unknown compare operator {op!r} (valid: {valid})")
-
-
-class Comparator(StrEnum):
-    """How values are compared (HBase's comparator classes).
-
-    * ``binary``: unsigned lexicographic bytes (``BinaryComparator``), or numeric when the
-      filter gives a ``codec`` (``LongComparator`` and friends);
-    * ``prefix``: the value starts with the operand (``BinaryPrefixComparator``);
-    * ``substring``: the value, read as UTF-8, contains the operand, ignoring case
-      (``SubstringComparator``);
-    * ``regex``: the value matches the regular expression (``RegexStringComparator``,
-      RE2 syntax; a match anywhere counts, as Java's ``Matcher#find``).
-
-    ``prefix``, ``substring`` and ``regex`` support only ``==`` and ``!=``.
-    """
-
-    BINARY = "binary"
-    PREFIX = "prefix"
-    SUBSTRING = "substring"
-    REGEX = "regex"
-
-
-_COMPARE_FUNCS: Final = {
-    CompareOp.LESS: pc.less,
-    CompareOp.LESS_OR_EQUAL: pc.less_equal,
-    CompareOp.EQUAL: pc.equal,
-    CompareOp.NOT_EQUAL: pc.not_equal,
-    CompareOp.GREATER_OR_EQUAL: pc.greater_equal,
-    CompareOp.GREATER: pc.greater,
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class _ValueTest:
-    """A comparison of stored values with an operand (shared by the value filters)."""
-
-    op: CompareOp
-    value: bytes | str | int | float | bool
-    comparator: Comparator
-    codec: Codec | None
-
-    @staticmethod
-    def build(
-        op: str | CompareOp,
-        value: bytes | str | int | float | bool,
-        comparator: str | Comparator,
-        codec: str | Codec | None,
-    ) -> _ValueTest:
-        cmp_op = CompareOp.parse(op)
-        try:
-            kind = Comparator(str(comparator).lower())
-        except ValueError:
-            valid = ", ".join(c.value for c in Comparator)
-            raise InvalidArgumentError(
-                f"unknown comparator {comparator!r} (valid: {valid})"
-            ) from None
-        if kind is not Comparator.BINARY and cmp_op not in (CompareOp.EQUAL, CompareOp.NOT_EQUAL):
-            raise InvalidArgumentError(f"the {kind} comparator supports only == and !=")
-        parsed = Codec.parse(codec) if codec is not None else None
-        if parsed is None and not isinstance(value, bytes | bytearray | str):
-            # A number or a bool compares against values written with HBase's Bytes codec.
-            parsed = (
-                Codec.BOOLEAN
-                if isinstance(value, bool)
-                else Codec.LONG
-                if isinstance(value, int)
-                else Codec.DOUBLE
-                if isinstance(value, float)
-                else None
-            )
-            if parsed is None:
-                raise InvalidArgumentError(f"cannot compare with {value!r}")
-        if parsed is not None and kind is not Comparator.BINARY:
-            raise InvalidArgumentError(f"the {kind} comparator compares bytes; drop the codec")
-        if kind is Comparator.REGEX and not isinstance(value, str):
-            raise InvalidArgumentError("a regex comparator needs a str pattern")
-        if kind is Comparator.SUBSTRING:
-            try:
-                as_bytes(value, "value").decode("utf-8")  # type: ignore[arg-type]
-            except UnicodeDecodeError:
-                raise InvalidArgumentError("a substring comparator needs UTF-8 text") from None
-        if kind is Comparator.REGEX:
-            operand: bytes | str | int | float | bool = value
-        elif parsed is None or parsed in (Codec.BYTES, Codec.STRING):
-            operand = as_bytes(value, "value")  # type: ignore[arg-type]
-            if parsed is not None:
-                parsed = None  # UTF-8 and raw bytes compare as bytes
-        else:
-            operand = value
-        return _ValueTest(op=cmp_op, value=operand, comparator=kind, codec=parsed)
-
-    def matches(self, values: pa.Array | pa.ChunkedArray, what: str) -> np.ndarray:
-        """Whether each value passes; values that do not decode never pass."""
-        n = len(values)
-        if n == 0:
-            return np.zeros(0, dtype=bool)
-        if self.comparator is Comparator.REGEX:
-            hit = pc.match_substring_regex(values, str(self.value))
-        elif self.comparator is Comparator.SUBSTRING:
-            # SubstringComparator: case-insensitive, on the value read as UTF-8.
-            hit = pc.match_substring(values, self._pattern(), ignore_case=True)
-        elif self.comparator is Comparator.PREFIX:
-            hit = _starts_with(values, bytes(self.value))  # type: ignore[arg-type]
-        elif self.codec is None:
-            hit = _COMPARE_FUNCS[self.op](values, pa.scalar(self.value, pa.binary()))
-        else:
-            typed = decode_values(values, self.codec, field=what, errors="null")
-            try:
-                scalar = pa.scalar(self.value, typed.type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-                raise InvalidArgumentError(
-                    f"{self.value!r} is not a {self.codec} value: {exc}"
-                ) from None
-            hit = _COMPARE_FUNCS[self.op](typed, scalar)
-        if self.comparator is not Comparator.BINARY and self.op is CompareOp.NOT_EQUAL:
-            hit = pc.invert(hit)
-        result: np.ndarray = np.asarray(
-            pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool
-        )
-        return result
-
-    def _pattern(self) -> str:
-        value = self.value
-        if isinstance(value, bytes):
-            return value.decode("utf-8")
-        return str(value)
 
 
 @dataclass(frozen=True, init=False)
@@ -231,10 +98,17 @@ class SingleColumnValueFilter:
         op: ``<``, ``<=``, ``==``, ``!=``, ``>=``, ``>`` (or HBase's names, ``LESS``...).
         value: The operand: bytes/str compare as unsigned bytes; an int compares with
             8-byte longs, a float with doubles and a bool with booleans, as written by
-            HBase's ``Bytes`` (override with ``codec``).
-        comparator: ``binary`` (default), ``prefix``, ``substring`` or ``regex``.
-        codec: Decode stored values with this codec (``long``, ``int``, ``double``...)
-            before comparing; values that do not decode never match.
+            HBase's ``Bytes`` (override with ``codec``). With a typed comparator, a number
+            (or its text: ``"120.5"``).
+        comparator: ``binary`` (default), ``prefix``, ``substring`` or ``regex``; or a
+            typed comparator (our extension, :data:`TYPED_COMPARATORS`): ``long``,
+            ``int``, ``short``, ``double``, ``float``, ``boolean`` (or an alias) compares
+            numbers, each value decoded with the codec the table recorded for the column
+            (``Table.scan`` binds it), or, without one, with the comparator's type (values
+            of another width never match).
+        codec: Decode stored values with exactly this codec (``long``, ``int``,
+            ``double``...) before comparing; values that do not decode never match. Not
+            with a typed comparator.
         filter_if_missing: Drop rows that lack the column.
         latest_version_only: Judge only the newest visible version.
 
@@ -244,7 +118,7 @@ class SingleColumnValueFilter:
 
     family: str
     qualifier: bytes
-    test: _ValueTest
+    test: ValueTest
     filter_if_missing: bool
     latest_version_only: bool
 
@@ -262,7 +136,7 @@ class SingleColumnValueFilter:
         family, qualifier = split_column(column)
         object.__setattr__(self, "family", family)
         object.__setattr__(self, "qualifier", qualifier)
-        object.__setattr__(self, "test", _ValueTest.build(op, value, comparator, codec))
+        object.__setattr__(self, "test", ValueTest.build(op, value, comparator, codec))
         object.__setattr__(self, "filter_if_missing", bool(filter_if_missing))
         object.__setattr__(self, "latest_version_only", bool(latest_version_only))
 
@@ -271,10 +145,12 @@ class SingleColumnValueFilter:
 class ValueFilter:
     """Keep the cells whose value compares true (HBase ``ValueFilter``).
 
-    Arguments as for :class:`SingleColumnValueFilter` (without the column).
+    Arguments as for :class:`SingleColumnValueFilter` (without the column). With a typed
+    comparator each cell's value is decoded with its own column's recorded codec (text
+    read as a number; text that is none never matches).
     """
 
-    test: _ValueTest
+    test: ValueTest
 
     def __init__(
         self,
@@ -284,7 +160,7 @@ class ValueFilter:
         comparator: str | Comparator = Comparator.BINARY,
         codec: str | Codec | None = None,
     ) -> None:
-        object.__setattr__(self, "test", _ValueTest.build(op, value, comparator, codec))
+        object.__setattr__(self, "test", ValueTest.build(op, value, comparator, codec))
 
 
 @dataclass(frozen=True)
@@ -345,13 +221,24 @@ _FILTER_TYPES: Final = (
 
 
 def normalize_filters(value: object) -> tuple[Filter, ...]:
-    """A scan's ``filter`` argument (None, one filter, or a sequence) as a tuple.
+    """A scan's ``filter`` argument as a tuple of filters.
+
+    Takes None, one filter, a sequence of them, or HBase filter-language text.
 
     Raises:
         InvalidArgumentError: for anything that is not a filter.
     """
     if value is None:
         return ()
+    if isinstance(value, str):
+        from cellstore.core.filterparse import parse_filter  # filterparse imports this module
+
+        try:
+            return parse_filter(value)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(
+                f"{value!r} is not a filter: as HBase filter-language text, {exc}"
+            ) from None
     items = list(value) if isinstance(value, list | tuple) else [value]
     for item in items:
         if not isinstance(item, _FILTER_TYPES):
@@ -360,6 +247,64 @@ def normalize_filters(value: object) -> tuple[Filter, ...]:
                 "ValueFilter, ColumnPrefixFilter, TimestampsFilter, KeyOnlyFilter)"
             )
     return tuple(items)  # type: ignore[arg-type]
+
+
+def is_typed(f: Filter) -> bool:
+    """Whether ``f`` compares with a typed comparator (and so wants :func:`bind_filters`)."""
+    test = getattr(f, "test", None)
+    return isinstance(test, ValueTest) and test.comparator is Comparator.TYPED
+
+
+def bind_filters(filters: Iterable[Filter], codecs: ColumnCodecs) -> tuple[Filter, ...]:
+    """``filters`` with typed comparators bound to the table's recorded value codecs.
+
+    A :class:`SingleColumnValueFilter` decodes its column with the column's codec (else
+    the family's, else the comparator's own type); a :class:`ValueFilter` keeps them all
+    and picks each cell's. Other filters and comparators are returned as they are.
+
+    Args:
+        filters: The scan's filters.
+        codecs: ``(family, qualifier, codec)`` as the table's loads recorded them
+            (qualifier None: the family's codec). ``bytes`` means "not decoded" and is
+            ignored.
+
+    A column recorded as ``string`` compares its text read as a decimal number.
+
+    Raises:
+        InvalidArgumentError: a typed single-column filter comparing booleans with a
+            column of numbers or text, or numbers with a boolean column.
+    """
+    out: list[Filter] = []
+    for f in filters:
+        if isinstance(f, ValueFilter):
+            out.append(_with_test(f, f.test.bound(codecs)))
+        elif isinstance(f, SingleColumnValueFilter) and f.test.comparator is Comparator.TYPED:
+            own = {(fam, q): c for fam, q, c in codecs}
+            codec = own.get((f.family, f.qualifier), own.get((f.family, None)))
+            if codec is None or codec is Codec.BYTES:
+                out.append(f)
+                continue
+            assert f.test.codec is not None
+            column = f"{f.family}:{to_string_binary(f.qualifier)}"
+            if (codec is Codec.BOOLEAN) != (f.test.codec is Codec.BOOLEAN):
+                raise InvalidArgumentError(
+                    f"filter: column {column} holds {codec} values (recorded by its loads); "
+                    f"a {f.test.codec} comparator cannot compare them (binary: compares bytes)"
+                )
+            out.append(_with_test(f, replace(f.test, codec=codec)))
+        else:
+            out.append(f)
+    return tuple(out)
+
+
+_F = TypeVar("_F", SingleColumnValueFilter, ValueFilter)
+
+
+def _with_test(f: _F, test: ValueTest) -> _F:
+    """A copy of value filter ``f`` with another test (their ``__init__`` builds one)."""
+    out = copy.copy(f)
+    object.__setattr__(out, "test", test)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -436,12 +381,12 @@ def apply_filters(cells: pa.Table, plan: FilterPlan) -> pa.Table:
         if isinstance(f, KeyOnlyFilter):
             key_only = f
         elif isinstance(f, ColumnPrefixFilter):
-            keep &= _np(_starts_with(quals, f.prefix))
+            keep &= as_mask(starts_with(quals, f.prefix))
         elif isinstance(f, TimestampsFilter):
             listed = np.asarray(f.timestamps, dtype=np.int64)
             keep &= np.isin(cells.column("ts").to_numpy(), listed)
         elif isinstance(f, ValueFilter):
-            keep &= f.test.matches(cells.column("value"), "value")
+            keep &= f.test.matches(cells.column("value"), "value", families=fams, qualifiers=quals)
         else:
             drop_row |= _row_fails(cells, f, keep, row_id, drop_row.size)
     if plan.version_caps:
@@ -459,8 +404,8 @@ def _row_fails(
     cells: pa.Table, f: SingleColumnValueFilter, keep: np.ndarray, row_id: np.ndarray, rows: int
 ) -> np.ndarray:
     """Rows a single-column value filter drops, judged on the cells still kept."""
-    target = keep & _np(pc.equal(cells.column("family"), f.family))
-    target &= _np(pc.equal(cells.column("qualifier"), pa.scalar(f.qualifier, pa.binary())))
+    target = keep & as_mask(pc.equal(cells.column("family"), f.family))
+    target &= as_mask(pc.equal(cells.column("qualifier"), pa.scalar(f.qualifier, pa.binary())))
     idx = np.flatnonzero(target)
     found = np.zeros(rows, dtype=bool)
     found[row_id[idx]] = True
@@ -507,7 +452,7 @@ def _within_windows(
 def _per_family(fams: pa.ChunkedArray, values: Mapping[str, int], *, default: int) -> np.ndarray:
     out = np.full(len(fams), default, dtype=np.int64)
     for name, value in values.items():
-        out[_np(pc.equal(fams, name))] = value
+        out[as_mask(pc.equal(fams, name))] = value
     return out
 
 
@@ -523,14 +468,3 @@ def _strip_values(cells: pa.Table, f: KeyOnlyFilter) -> pa.Table:
     else:
         values = pa.repeat(pa.scalar(b"", pa.binary()), cells.num_rows)
     return cells.set_column(i, cells.schema.field(i), values)
-
-
-def _starts_with(values: pa.Array | pa.ChunkedArray, prefix: bytes) -> pa.Array:
-    """Whether each binary value starts with ``prefix`` (any bytes, not only UTF-8)."""
-    head = pc.binary_slice(values.cast(pa.binary()), 0, len(prefix))
-    return pc.equal(head, pa.scalar(prefix, pa.binary()))
-
-
-def _np(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    result: np.ndarray = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
-    return result

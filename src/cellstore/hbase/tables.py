@@ -29,12 +29,14 @@ from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region
 from cellstore.core.results import JsonForm, Total
+from cellstore.core.text import hbase_map, plural
 from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
 from cellstore.hbasefiles.descriptors import FamilyDescriptor
 from cellstore.hbasefiles.layout import HBaseLayout, HFileRef
 from cellstore.hbasefiles.roots import open_snapshot_layout, open_table_layout
 from cellstore.hbasefiles.store import MAX_EXPANSION, HFileStore, cut_at_blocks, open_hfile
 from cellstore.reader import TableReads
+from cellstore.reader.describe import DescriptionText, families_block, regions_block
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.source import TaskRequest
 from cellstore.storefiles.hfile.index import key_row
@@ -237,8 +239,8 @@ class HBaseRegionDescription(JsonForm):
     bytes: int
 
 
-@dataclass(frozen=True)
-class HBaseTableDescription(JsonForm):
+@dataclass(frozen=True, repr=False)
+class HBaseTableDescription(JsonForm, DescriptionText):
     """What ``HBaseTable.describe`` reports.
 
     ``regions_from`` says where the regions came from: ``manifest`` (a snapshot),
@@ -259,23 +261,41 @@ class HBaseTableDescription(JsonForm):
     files = Total("regions", "files", "Store files over all regions.")
     bytes = Total("regions", "bytes", "Bytes of store files over all regions.")
 
-    def __str__(self) -> str:
-        """Families as the HBase shell prints them, then regions (``cellstore hbase describe``)."""
-        return "\n".join(self.text_lines())
-
     def text_lines(self) -> list[str]:
-        """The lines of ``str(self)``: where the table is, its families, its regions."""
+        """The lines of ``str(self)``, laid out as a cellstore table's ``describe``.
+
+        Where the table is (its layout, root, snapshot, where the regions came from) and
+        its stored attributes, each family's descriptor attributes as stored, the regions
+        as a grid, then totals.
+        """
+        attrs = {"REGIONS_FROM": self.regions_from, **dict(sorted(self.attributes.items()))}
+        attr_text = ", ".join(f"{k} => '{v}'" for k, v in attrs.items())
         what = f"snapshot {self.snapshot} of " if self.snapshot else ""
-        lines = [f"Table {what}{self.name} (HBase {self.layout} layout at {self.root})"]
-        lines.append("COLUMN FAMILIES DESCRIPTION")
-        for fam in self.families:
-            attrs = ", ".join(f"{k} => '{v}'" for k, v in sorted(fam.descriptor.attributes.items()))
-            lines.append(f"{{NAME => '{fam.settings.name}', {attrs}}}")
-        lines.append(f"{len(self.regions)} region(s), {self.files} file(s), {self.bytes} bytes")
-        for r in self.regions:
-            start, end = to_string_binary(r.start), to_string_binary(r.end)
-            lines.append(f"  {r.id}  [{start!r}, {end!r})  files={r.files} bytes={r.bytes}")
-        return lines
+        families = (
+            hbase_map({"NAME": f.settings.name, **dict(sorted(f.descriptor.attributes.items()))})
+            for f in self.families
+        )
+        region_rows = [
+            [
+                r.id,
+                to_string_binary(r.start),
+                to_string_binary(r.end),
+                r.region_id,
+                r.files,
+                r.bytes,
+            ]
+            for r in self.regions
+        ]
+        return [
+            f"Table {what}{self.name} (HBase {self.layout} layout at {self.root})",
+            f"{self.name}, {{TABLE_ATTRIBUTES => {{{attr_text}}}}}",
+            *families_block(families),
+            *regions_block(
+                ["ID", "START KEY", "END KEY", "REGION ID", "FILES", "BYTES"], region_rows
+            ),
+            f"Total: {plural(len(self.regions), 'region')}, {plural(self.files, 'file')}, "
+            f"{plural(self.bytes, 'byte')}",
+        ]
 
 
 class HBaseTable(TableReads[HBaseTableDescription]):

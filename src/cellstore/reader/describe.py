@@ -2,12 +2,15 @@
 
 A cellstore table describes itself as a :class:`TableDescription`, an HBase table as an
 ``HBaseTableDescription`` (``cellstore.hbase``); both print as the HBase shell's
-``describe`` (``str()``/``text_lines()``) and give a JSON-ready ``to_dict()``.
+``describe`` (``str()``/``text_lines()``, laid out by the same helpers:
+:func:`families_block`, :func:`regions_block`), show that text as their ``repr`` (so
+``t.describe()`` at a prompt prints it, through :class:`DescriptionText`) and give a
+JSON-ready ``to_dict()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -22,7 +25,14 @@ from cellstore.core.text import family_text, format_ts, grid, plural
 if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
 
-__all__ = ["Description", "RegionDescription", "TableDescription"]
+__all__ = [
+    "Description",
+    "DescriptionText",
+    "RegionDescription",
+    "TableDescription",
+    "families_block",
+    "regions_block",
+]
 
 
 @runtime_checkable
@@ -47,6 +57,37 @@ class Description(Protocol):
         ...
 
 
+class DescriptionText:
+    """``str()`` and ``repr()`` of a description: its :meth:`text_lines`, joined.
+
+    A description is a report for people: at a Python prompt ``t.describe()`` shows the
+    HBase shell's text, as ``print(t.describe())`` does. The fields stay attributes, and
+    ``to_dict()`` is the machine form. Dataclasses using it pass ``repr=False``.
+    """
+
+    def text_lines(self) -> list[str]:
+        """The lines of the text (each description gives its own)."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        """The HBase shell's ``describe`` (as ``cellstore describe`` prints it)."""
+        return "\n".join(self.text_lines())
+
+    def __repr__(self) -> str:
+        return self.__str__()
+
+
+def families_block(lines: Iterable[str]) -> list[str]:
+    """``COLUMN FAMILIES DESCRIPTION``, one ``{NAME => ...}`` line each, ``N row(s)``."""
+    items = list(lines)
+    return ["COLUMN FAMILIES DESCRIPTION", *items, f"{len(items)} row(s)"]
+
+
+def regions_block(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """``REGIONS``, a grid with ``headers`` and a row per region, ``N row(s)``."""
+    return ["REGIONS", *grid(list(headers), [list(r) for r in rows]), f"{len(rows)} row(s)"]
+
+
 @dataclass(frozen=True)
 class RegionDescription(JsonForm):
     """One region in :class:`TableDescription`."""
@@ -59,8 +100,8 @@ class RegionDescription(JsonForm):
     bytes: int
 
 
-@dataclass(frozen=True)
-class TableDescription(JsonForm):
+@dataclass(frozen=True, repr=False)
+class TableDescription(JsonForm, DescriptionText):
     """What ``describe`` reports about one table version.
 
     ``row_key`` is the row-key spec stored with the table (fields, encodings, salt
@@ -86,10 +127,6 @@ class TableDescription(JsonForm):
     properties: Mapping[str, str]
     row_key: RowKeySpec | None = None
 
-    def __str__(self) -> str:
-        """The HBase shell's ``describe``, then regions and totals (as ``cellstore describe``)."""
-        return "\n".join(self.text_lines())
-
     def text_lines(self) -> list[str]:
         """The lines of ``str(self)``: the HBase shell's ``describe``, regions, totals."""
         d = self
@@ -107,13 +144,9 @@ class TableDescription(JsonForm):
         return [
             f"Table {d.name} is ENABLED",
             f"{d.name}, {{TABLE_ATTRIBUTES => {{{attr_text}}}}}",
-            "COLUMN FAMILIES DESCRIPTION",
-            *(family_text(f) for f in d.families),
-            f"{len(d.families)} row(s)",
+            *families_block(family_text(f) for f in d.families),
             *(["ROW KEY", *d.row_key.describe().splitlines()] if d.row_key is not None else []),
-            "REGIONS",
-            *grid(["ID", "START KEY", "END KEY", "FILES", "CELLS", "BYTES"], region_rows),
-            f"{len(d.regions)} row(s)",
+            *regions_block(["ID", "START KEY", "END KEY", "FILES", "CELLS", "BYTES"], region_rows),
             f"Total: {plural(d.files, 'file')}, {plural(d.cells, 'cell')}, "
             f"{plural(d.bytes, 'byte')}; next sequence number {d.next_seq}",
             f"Last commit: version {d.last_commit.version} {d.last_commit.operation} at "

@@ -187,7 +187,9 @@ class ScanOptions:
             ``stop_row`` the lower bound (exclusive) (R12.5).
         limit: At most this many rows (``Scan#setLimit``).
         filter: One filter from :mod:`cellstore.filters` or a sequence of them that
-            must all pass. Filters judge the cells the semantics return and never change
+            must all pass, or HBase filter-language text (``"ValueFilter(=,
+            'substring:x')"``; typed comparators such as ``'double:120.0'`` are our
+            extension). Filters judge the cells the semantics return and never change
             the semantics; with a filter, versions are counted up to the family's
             ``max_versions`` before the filter judges them (R12.8).
         max_results_per_family: At most this many cells per row and family (R12.7).
@@ -239,7 +241,7 @@ class ScanOptions:
     raw: bool = field(default=False, metadata=_text("bool"))
     reversed: bool = field(default=False, metadata=_text(None))
     limit: int | None = field(default=None, metadata=_text(None))
-    filter: Filter | Sequence[Filter] | None = field(default=None, metadata=_text("filter"))
+    filter: Filter | Sequence[Filter] | str | None = field(default=None, metadata=_text("filter"))
     max_results_per_family: int | None = field(default=None, metadata=_text("int"))
     row_offset_per_family: int = field(default=0, metadata=_text("int"))
     shape: str = field(default="cells", metadata=_text("word"))
@@ -303,7 +305,7 @@ class ScanKwargs(TypedDict, total=False):
     raw: bool
     reversed: bool
     limit: int | None
-    filter: Filter | Sequence[Filter] | None
+    filter: Filter | Sequence[Filter] | str | None
     max_results_per_family: int | None
     row_offset_per_family: int
     shape: str

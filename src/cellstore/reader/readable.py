@@ -9,33 +9,38 @@ CLI's reads) takes a :class:`ReadableTable`.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, Unpack, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, Unpack, runtime_checkable
 
 import fsspec
 import pyarrow as pa
 
 from cellstore.commit import now_ms
+from cellstore.core.filters import bind_filters, is_typed, normalize_filters
+from cellstore.core.keys import to_string_binary
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.names import TableName
 from cellstore.core.rowkey import salt_bytes
-from cellstore.errors import InvalidArgumentError
+from cellstore.errors import CellstoreWarning, InvalidArgumentError
 from cellstore.reader.describe import Description, TableDescription
 from cellstore.reader.options import ScanKwargs, ScanOptions, scan_options
 from cellstore.reader.scan import Scan
 from cellstore.reader.source import StoredTable, StoreFileSource, store_source
 
 if TYPE_CHECKING:
+    from cellstore.core.comparators import ColumnCodecs
+    from cellstore.core.rowkey import RowKeySpec
     from cellstore.reader.source import ReadSource
 
 __all__ = ["GET_REFUSED", "HandleReads", "ReadableTable", "TableReads", "hidden_families"]
 
 D = TypeVar("D", bound=Description)
 
-#: Options a get refuses: its row is the row range.
-GET_REFUSED: tuple[str, ...] = ("start_row", "stop_row", "row_prefix", "key")
+#: Options a get refuses: its row is the row range (``key`` gives the row by its fields).
+GET_REFUSED: tuple[str, ...] = ("start_row", "stop_row", "row_prefix")
 
 
 @runtime_checkable
@@ -73,11 +78,11 @@ class ReadableTable(Protocol):
 
     def get(
         self,
-        row: bytes | str,
+        row: bytes | str | None = None,
         options: ScanOptions | None = None,
         **overrides: Unpack[ScanKwargs],
     ) -> pa.Table:
-        """Read one row (see :meth:`TableReads.get`)."""
+        """Read one row, by its key or its key fields (see :meth:`TableReads.get`)."""
         ...
 
     def describe(self) -> Description:
@@ -117,12 +122,23 @@ class TableReads(ABC, Generic[D]):
         """``column_types="table"``: the codecs the table's loads recorded (none here)."""
         return {}
 
+    def _recorded_value_codecs(self, metadata: TableMetadata) -> ColumnCodecs:
+        """Typed filter comparators: ``(family, qualifier, codec)`` recorded (none here)."""
+        return ()
+
     def _warn_unrecorded(self, metadata: TableMetadata, column_types: Mapping[str, str]) -> None:
         """Warn about ``column_types`` naming columns no load recorded (nothing here)."""
 
     def _resolve(self, options: ScanOptions, metadata: TableMetadata) -> ScanOptions:
-        """``options`` with the table's own defaults: visible families, recorded codecs."""
+        """``options`` with the table's own defaults: visible families, recorded codecs.
+
+        Typed filter comparators are bound to the recorded codecs here
+        (:func:`~cellstore.core.filters.bind_filters`).
+        """
         changes: ScanKwargs = {}
+        filters = normalize_filters(options.filter)
+        if any(is_typed(f) for f in filters):
+            changes["filter"] = bind_filters(filters, self._recorded_value_codecs(metadata))
         if options.families is None and options.columns is None:
             visible = hidden_families(metadata)
             if visible is not None:
@@ -166,22 +182,30 @@ class TableReads(ABC, Generic[D]):
 
     def get(
         self,
-        row: bytes | str,
+        row: bytes | str | None = None,
         options: ScanOptions | None = None,
         **overrides: Unpack[ScanKwargs],
     ) -> pa.Table:
         """Point read of one row (HBase ``Get``, R12.3): its visible cells, in result order.
 
-        Files whose row Bloom filter or statistics rule the row out are not read. Options
-        mean the same as for :meth:`scan`; the row range ones (``start_row``,
-        ``stop_row``, ``row_prefix``, ``key``) are refused. An absent row gives an empty
-        table. On a salted table ``row`` is the key without its salt byte (the salt is
-        computed).
+        The row is given as its key (``row``) or, on a table with a row-key spec, by the
+        values of every key field (``key={"carrier": "UA", "flight": 17}``, as
+        ``scan(key=...)`` takes them, equalities only). Files whose row Bloom filter or
+        statistics rule the row out are not read. Options mean the same as for
+        :meth:`scan`; the row range ones (``start_row``, ``stop_row``, ``row_prefix``)
+        are refused. An absent row gives an empty table. On a salted table ``row`` is the
+        key without its salt byte (the salt is computed).
+
+        On a table with a row-key spec, a ``row`` that cannot be a whole key of the spec
+        (``get("UA")`` where the key is ``carrier + flight``) warns
+        (:class:`~cellstore.errors.CellstoreWarning`, naming the spec's fields): it can
+        match no row.
 
         Raises:
             TypeError: an unknown option.
-            InvalidArgumentError: an empty row, a row range option, or options that
-                contradict each other or the table.
+            InvalidArgumentError: an empty row, both or neither of ``row`` and ``key``, a
+                ``key`` that misses a field, names an unknown one or gives a range, a row
+                range option, or options that contradict each other or the table.
         """
         opts = scan_options(options, overrides, caller="get")
         refused = [n for n in GET_REFUSED if getattr(opts, n) is not None]
@@ -189,10 +213,21 @@ class TableReads(ABC, Generic[D]):
             raise InvalidArgumentError(
                 f"get reads one row: {', '.join(refused)} do(es) not apply (use scan)"
             )
-        key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
-        if not key:
-            raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
+        if (row is None) == (opts.key is None):
+            raise InvalidArgumentError(
+                "get needs a row key or key={field: value, ...} (one of them, not both)"
+            )
+        key = b""
+        if row is not None:
+            key = row.encode("utf-8") if isinstance(row, str) else bytes(row)
+            if not key:
+                raise InvalidArgumentError("get needs a non-empty row key (R16.1)")
         source = self._read_source(opts.version)
+        if opts.key is not None:
+            key = _key_of_fields(source.metadata, dict(opts.key))
+            opts = replace(opts, key=None)
+        elif source.metadata.row_key is not None:
+            _warn_partial_key(source.metadata, source.metadata.row_key, key)
         buckets = source.metadata.salt_buckets
         if buckets is not None:  # salt-free key in, salt-free rows out
             key = bytes([int(salt_bytes(pa.array([key], pa.binary()), buckets)[0])]) + key
@@ -206,6 +241,57 @@ class TableReads(ABC, Generic[D]):
         is JSON-ready.
         """
         return self._read_source(None).describe()
+
+
+def _key_of_fields(metadata: TableMetadata, values: Mapping[str, Any]) -> bytes:
+    """The row key (salt-free) of ``get(key=values)``: every field of the spec, equalities.
+
+    Raises:
+        InvalidArgumentError: no row-key spec; a field missing, unknown or given a range.
+    """
+    spec = metadata.row_key
+    if spec is None:
+        raise InvalidArgumentError(
+            f"table {metadata.name} has no row-key spec, so key= cannot be used; give the row"
+        )
+    fields = ", ".join(spec.columns)
+    unknown = [n for n in values if n not in spec.columns]
+    if unknown:
+        raise InvalidArgumentError(
+            f"get(key=...): {', '.join(map(repr, unknown))} is not a field of the row key "
+            f"({fields})"
+        )
+    missing = [n for n in spec.columns if n not in values]
+    if missing:
+        raise InvalidArgumentError(
+            f"get(key=...) reads one row and needs every key field ({fields}); missing "
+            f"{', '.join(missing)} (scan(key=...) reads a part of the key)"
+        )
+    ranged = [n for n, v in values.items() if isinstance(v, tuple)]
+    if ranged:
+        raise InvalidArgumentError(
+            f"get(key=...) takes one value per field; {', '.join(ranged)} is a range "
+            "(use scan(key=...))"
+        )
+    return replace(spec, salt_buckets=None).key_for(values)
+
+
+def _warn_partial_key(metadata: TableMetadata, spec: RowKeySpec, row: bytes) -> None:
+    """Warn when ``row`` (salt-free) does not parse as a whole key of ``spec``."""
+    if not spec.decodable_columns:
+        return
+    decoded = replace(spec, salt_buckets=None).decode(pa.array([row], pa.binary()), errors="null")
+    if not any(decoded.column(i).null_count for i in range(decoded.num_columns)):
+        return
+    fields = ", ".join(spec.columns)
+    example = ", ".join(f"{name!r}: ..." for name in spec.columns)
+    warnings.warn(
+        f"table {metadata.name}: row {to_string_binary(row)!r} is not a whole key of the "
+        f"table's row-key spec ({spec}), so the get can match no row; give the key "
+        f"fields ({fields}): get(key={{{example}}}), or scan(key=...) for a part of the key",
+        CellstoreWarning,
+        stacklevel=3,
+    )
 
 
 class HandleReads(TableReads[TableDescription]):

@@ -15,11 +15,17 @@ from cellstore.core.metadata import (
     TableMetadata,
 )
 from cellstore.loader.advise import DEFAULT_SAMPLE_KEYS, advise_table
-from cellstore.loader.mapping import TableCodecs, recorded_column_types, warn_unrecorded
+from cellstore.loader.mapping import (
+    TableCodecs,
+    recorded_column_types,
+    recorded_value_codecs,
+    warn_unrecorded,
+)
 from cellstore.reader import StoreFileSource, TableDescription, TableReads, store_source
 from cellstore.report import DEFAULT_HISTORY, DEFAULT_SAMPLE_ROWS
 
 if TYPE_CHECKING:
+    from cellstore.core.comparators import ColumnCodecs
     from cellstore.report import TableReport
     from cellstore.warehouse.catalog import Warehouse
 
@@ -58,6 +64,9 @@ class Table(TableReads[TableDescription], TableLoading):
 
     def _recorded_column_types(self, metadata: TableMetadata) -> Mapping[str, str]:
         return recorded_column_types(metadata)
+
+    def _recorded_value_codecs(self, metadata: TableMetadata) -> ColumnCodecs:
+        return recorded_value_codecs(metadata)
 
     def _warn_unrecorded(self, metadata: TableMetadata, column_types: Mapping[str, str]) -> None:
         warn_unrecorded(metadata, column_types, stacklevel=5)

@@ -21,6 +21,7 @@ from cellstore.loader.mapping.tablecodecs import (
     TableCodecs,
     properties_after_load,
     recorded_column_types,
+    recorded_value_codecs,
     resolve_column_types,
     warn_unrecorded,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "parse_cell_option",
     "properties_after_load",
     "recorded_column_types",
+    "recorded_value_codecs",
     "resolve_column_types",
     "warn_unrecorded",
 ]

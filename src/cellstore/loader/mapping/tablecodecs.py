@@ -19,6 +19,7 @@ from cellstore.errors import InvalidArgumentError
 from cellstore.loader.mapping.model import KeyColumn
 
 if TYPE_CHECKING:
+    from cellstore.core.comparators import ColumnCodecs
     from cellstore.core.metadata import TableMetadata
     from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader.mapping.model import LoadMapping
@@ -200,6 +201,24 @@ class TableCodecs:
 def recorded_column_types(metadata: TableMetadata) -> Mapping[str, str]:
     """The ``family:qualifier -> codec`` the table's mapping-based loads recorded."""
     return TableCodecs.from_properties(metadata.properties).column_types()
+
+
+def recorded_value_codecs(metadata: TableMetadata) -> ColumnCodecs:
+    """Every codec the table's loads recorded, as typed filter comparators take them.
+
+    ``(family, qualifier bytes, codec)`` per literal column, ``(family, None, codec)`` per
+    family whose qualifiers came from the data (see
+    :func:`cellstore.core.filters.bind_filters`).
+    """
+    from cellstore.core.keys import from_string_binary
+
+    codecs = TableCodecs.from_properties(metadata.properties)
+    out: list[tuple[str, bytes | None, Codec]] = []
+    for name, codec in codecs.columns.items():
+        family, _, qualifier = name.partition(":")
+        out.append((family, from_string_binary(qualifier), codec))
+    out += [(family, None, codec) for family, codec in codecs.families.items()]
+    return tuple(out)
 
 
 def warn_unrecorded(
