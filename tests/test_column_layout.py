@@ -41,6 +41,7 @@ from cellstore.core.cells import CellType
 from cellstore.core.columnar import AUTO_MAX_COLUMNS, AUTO_MIN_ROWS, ColumnSpec, records_schema
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.metadata import FileEntry
+from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import CorruptFileError, FormatVersionError
 from cellstore.filters import ColumnPrefixFilter, TimestampsFilter, ValueFilter
 from cellstore.hbase import read_hfile
@@ -62,7 +63,7 @@ from cellstore.jobs.compact import compact
 from cellstore.reader import scan as scan_module
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.columns import ColumnFileWriter
-from cellstore.storefiles.footer import FOOTER_KEY
+from cellstore.storefiles.footer import FOOTER_KEY, STORE_FILE_FORMAT_VERSION
 from cellstore.storefiles.reader import clear_footer_cache
 from cellstore.storefiles.writer import WrittenFile
 
@@ -85,6 +86,15 @@ VALUES = [
     b"text",
 ]
 TYPES = [int(t) for t in CellType]
+#: Row-key specs of the twins (docs/format.md 14.2: keyed column files hold the fields as
+#: columns): none (``__row``); one bytes field (every row is keyable); a terminated string
+#: and a bytes field (``r1`` has no terminator and ``\xff`` is not UTF-8: those rows'
+#: cells stay in the cell file beside a keyed column file).
+ROW_KEYS = [
+    None,
+    RowKeySpec(fields=(KeyField(name="k", type="bytes"),)),
+    RowKeySpec(fields=(KeyField(name="s", type="string"), KeyField(name="b", type="bytes"))),
+]
 
 
 def create(root: str, name: str, families: Sequence[Family], **kw: Any) -> Any:
@@ -246,13 +256,28 @@ def holds(family: str, qualifier: bytes, value: bytes) -> bool:
     return True
 
 
-def any_column_cell(cells: Sequence[tuple[bytes, str, bytes, int, int, bytes]]) -> bool:
+def keyable(row: bytes, row_key: RowKeySpec | None) -> bool:
+    """Whether a keyed column file of ``row_key`` can hold ``row`` (section 14.2), by the
+    specs of :data:`ROW_KEYS` (a terminated UTF-8 string, then any bytes)."""
+    if row_key is None or len(row_key.fields) == 1:
+        return True
+    text, zero, _ = row.partition(b"\x00")
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return bool(zero)
+
+
+def any_column_cell(
+    cells: Sequence[tuple[bytes, str, bytes, int, int, bytes]], row_key: RowKeySpec | None = None
+) -> bool:
     """Whether a load of ``cells`` puts some cell in a column file (a newest Put it holds)."""
     newest: dict[tuple[str, bytes, bytes], tuple[int, bytes]] = {}
     for row, fam, q, ts, kind, value in cells:
         if kind == PUT and ts >= newest.get((fam, row, q), (-1, b""))[0]:
             newest[(fam, row, q)] = (ts, value)
-    return any(holds(k[0], k[2], v) for k, (_, v) in newest.items())
+    return any(holds(k[0], k[2], v) and keyable(k[1], row_key) for k, (_, v) in newest.items())
 
 
 def _compact(t: Any, kind: str, now_ms: int) -> None:
@@ -272,18 +297,20 @@ def test_columns_table_reads_like_its_cells_twin(data: st.DataObject, plan) -> N
     """Any cells, loaded (with markers) into a ``columns`` table with compactions between,
     read back exactly as from a ``cells`` table: every scan option (R7 time ranges and
     per-family ranges, R8 TTL/min versions with ``now_ms``, R10 raw, R12 columns, filters,
-    reversed, limit), ``get`` (R12.3) and the wide shape with column types."""
+    reversed, limit), ``get`` (R12.3) and the wide shape with column types; with and
+    without a row-key spec (keyed column files, section 14.2)."""
     fams = [data.draw(family_settings("a")), data.draw(family_settings("b"))]
     fams[1] = fams[1].replace(ttl=fams[0].ttl)
     now_ms = (fams[0].ttl or 0) * 1000 + data.draw(st.integers(-1, MAX_TS + 1))
+    row_key = data.draw(st.sampled_from(ROW_KEYS))
     with tempfile.TemporaryDirectory() as root:
-        a, b = twins(root, fams, properties=PROPERTIES)
+        a, b = twins(root, fams, properties=PROPERTIES, row_key=row_key)
         for i, (cells, then) in enumerate(plan):
             if cells:
                 for t in (a, b):
                     t.load_cells(cell_table(cells), load_id=f"load-{i:03d}")
                 # the load's newest Puts went to column files (the rest to cell files)
-                assert ("columns" in layouts_of(b)) >= any_column_cell(cells)
+                assert ("columns" in layouts_of(b)) >= any_column_cell(cells, row_key)
                 assert "columns" not in layouts_of(a)
             for t in (a, b):
                 _compact(t, then, now_ms)
@@ -344,8 +371,8 @@ def test_first_column_file_moves_the_table_to_format_3(tmp_path: Path) -> None:
     same(cells.scan().to_arrow(), cols.scan().to_arrow())
 
 
-def test_footer_format_version_3_is_refused_naming_the_file(tmp_path: Path) -> None:
-    """A store file from a newer release (footer format-version 3) is refused, by name."""
+def test_footer_format_version_4_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """A store file from a newer release (footer format-version 4) is refused, by name."""
     t = create(str(tmp_path), "t", [Family(name="f", layout="columns")])
     t.load_cells(grid(10))
     (entry,) = t.refresh().files
@@ -354,7 +381,7 @@ def test_footer_format_version_3_is_refused_naming_the_file(tmp_path: Path) -> N
     meta = dict(pf.metadata.metadata)
     footer = json.loads(meta[FOOTER_KEY])
     assert footer["format-version"] == 2
-    footer["format-version"] = 3
+    footer["format-version"] = STORE_FILE_FORMAT_VERSION + 1
     meta[FOOTER_KEY] = json.dumps(footer).encode()
     newer = str(tmp_path / "newer-c.parquet")
     pq.write_table(pf.read().replace_schema_metadata(meta), newer)
@@ -765,19 +792,32 @@ def base_cells() -> pa.Table:
     return pa.concat_tables([f, g])
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> tuple[Any, Any]:
+#: A row-key spec every row of :func:`base_cells` and :func:`delta_cells` gives back
+#: (``k`` in a 1-byte field, the digits after it): the twins' column files are keyed.
+PAIR_KEY = RowKeySpec(
+    fields=(KeyField(name="p", type="string", width=1), KeyField(name="n", type="string"))
+)
+
+
+@pytest.fixture(params=[None, PAIR_KEY], ids=["rows", "keyed"])
+def pair(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, Any]:
     """Twins (cells, columns) with families f (2 versions) and g (TTL 10 s), two regions,
-    a base load and a load of deltas."""
+    a base load and a load of deltas; without a row-key spec and with one (keyed column
+    files, docs/format.md 14.2)."""
     a, b = twins(
         str(tmp_path / "wh"),
         [Family(name="f", max_versions=2), Family(name="g", ttl=10)],
         splits=["k00100"],
+        row_key=request.param,
     )
     for t in (a, b):
         t.load_cells(base_cells(), load_id="base")
         t.load_cells(delta_cells(), load_id="deltas")
     assert "columns" in layouts_of(b) and "columns" not in layouts_of(a)
+    keyed = {
+        StoreFileReader(b.fs, b.file_path(e)).info.row_key for e in b.files if e.layout == "columns"
+    }
+    assert keyed == {request.param}
     return a, b
 
 

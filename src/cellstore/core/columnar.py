@@ -32,23 +32,32 @@ import pyarrow.compute as pc
 from cellstore.core.cells import CELL_SCHEMA, CellType, run_starts
 from cellstore.core.codecs import Codec, arrow_type, decode_values, encode_values, valid_mask
 from cellstore.core.keys import to_string_binary
+from cellstore.core.rowkey import RowKeySpec
 
 __all__ = [
     "AUTO_MAX_COLUMNS",
     "AUTO_MIN_ROWS",
     "MAX_COLUMNS",
+    "KEY_PREFIX",
     "ROW_COLUMN",
     "TS_COLUMN",
     "ColumnSpec",
     "column_set",
     "put_columns",
     "expand_records",
+    "key_names",
+    "keyable_rows",
+    "keyed",
+    "record_rows",
     "records_schema",
     "split_cells",
 ]
 
 #: The record's row key column.
 ROW_COLUMN: Final = "__row"
+#: Prefix of a key column: a keyed column file holds the row key's fields as typed
+#: columns ``__key:<field>`` instead of ``__row`` (docs/format.md 14.2).
+KEY_PREFIX: Final = "__key:"
 #: The record's timestamp column (the largest timestamp of the row's cells in the file).
 TS_COLUMN: Final = "__ts"
 #: Most qualifiers ``layout="auto"`` makes columns of (more: the family stays cells).
@@ -140,16 +149,66 @@ def column_set(specs: Iterable[ColumnSpec]) -> tuple[ColumnSpec, ...]:
     return out
 
 
-def records_schema(specs: Sequence[ColumnSpec]) -> pa.Schema:
-    """The Arrow schema of a column file: row, ts, the value columns, the ts columns."""
+def keyed(key: RowKeySpec | None) -> RowKeySpec | None:
+    """``key`` when a column file can hold its rows as key columns (every field decodes)."""
+    if key is None or not all(f.decodable for f in key.fields):
+        return None
+    return key
+
+
+def key_names(key: RowKeySpec) -> list[str]:
+    """The key columns of a keyed column file, in key order."""
+    return [KEY_PREFIX + f.name for f in key.fields]
+
+
+def records_schema(specs: Sequence[ColumnSpec], key: RowKeySpec | None = None) -> pa.Schema:
+    """The Arrow schema of a column file: row (or key columns), ts, values, timestamps.
+
+    ``key``: a keyed file (:func:`keyed`): the row key's fields, typed, in place of
+    ``__row``.
+    """
+    if key is None:
+        head = [pa.field(ROW_COLUMN, pa.binary(), nullable=False)]
+    else:
+        head = [
+            pa.field(name, f.type.arrow_type, nullable=False)
+            for name, f in zip(key_names(key), key.fields, strict=True)
+        ]
     return pa.schema(
         [
-            pa.field(ROW_COLUMN, pa.binary(), nullable=False),
+            *head,
             pa.field(TS_COLUMN, pa.int64(), nullable=False),
             *(pa.field(s.value_name, s.arrow_type) for s in specs),
             *(pa.field(s.ts_name, pa.int64()) for s in specs),
         ]
     )
+
+
+def record_rows(records: pa.Table, key: RowKeySpec | None) -> pa.Array:
+    """The records' row keys: ``__row``, or encoded from a keyed file's key columns.
+
+    Raises:
+        BadCellError: a key column holds a value the spec cannot encode (a damaged file).
+    """
+    if ROW_COLUMN in records.column_names or key is None:
+        return _flat(records.column(ROW_COLUMN)).cast(pa.binary())
+    fields = pa.table(
+        [records.column(n) for n in key_names(key)], names=[f.name for f in key.fields]
+    )
+    return key.encode(fields)
+
+
+def keyable_rows(rows: pa.Array, key: RowKeySpec) -> tuple[np.ndarray, pa.Table]:
+    """Which row keys a keyed file can hold, and their decoded fields (named like the keys).
+
+    A row qualifies when it decodes with ``key`` and encodes back to the same bytes (a
+    row written by other means than the spec, or in a non-canonical form, does not: its
+    cells stay in the cell file).
+    """
+    fields = key.decode(rows, errors="null")
+    back = key.encode(fields, errors="mask")
+    ok = ~back.bad & pc.fill_null(pc.equal(back.values, rows), False).to_numpy(zero_copy_only=False)
+    return ok, fields
 
 
 def _flat(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -165,13 +224,17 @@ def _row_ids(row: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return np.cumsum(ids), starts
 
 
-def split_cells(cells: pa.Table, specs: Sequence[ColumnSpec]) -> tuple[pa.Table, pa.Table]:
+def split_cells(
+    cells: pa.Table, specs: Sequence[ColumnSpec], *, rows: np.ndarray | None = None
+) -> tuple[pa.Table, pa.Table]:
     """Cut sorted cells of whole rows into records (a column file's) and the other cells.
 
     Args:
         cells: One family's cells in cell order (R2.1) with unique keys, every row whole
             (a row's cells are all here).
         specs: The column set, in qualifier order (:func:`column_set`).
+        rows: Per distinct row of ``cells`` (in order), whether its Puts may be taken
+            (default: every row); the cells of the other rows are all in the rest.
 
     Returns:
         ``(records, rest)``: records in :func:`records_schema` (one per row that has at
@@ -193,6 +256,10 @@ def split_cells(cells: pa.Table, specs: Sequence[ColumnSpec]) -> tuple[pa.Table,
     if not len(candidates):
         return schema.empty_table(), cells
     rid, _ = _row_ids(row)
+    if rows is not None:
+        candidates = candidates[rows[rid[candidates]]]
+        if not len(candidates):
+            return schema.empty_table(), cells
     cr, cq = rid[candidates], qidx[candidates]
     first = np.ones(len(candidates), dtype=bool)
     first[1:] = (cr[1:] != cr[:-1]) | (cq[1:] != cq[:-1])
@@ -313,6 +380,7 @@ def expand_records(
     *,
     columns: Sequence[str] | None = None,
     encoded: bool = False,
+    key: RowKeySpec | None = None,
 ) -> pa.Table:
     """The cells of records, in cell order (R2.1): the inverse of :func:`split_cells`.
 
@@ -324,6 +392,7 @@ def expand_records(
         encoded: ``row`` and ``qualifier`` as Arrow dictionaries whose values are sorted
             (the records' rows; the column set's qualifiers), as the cell layout's
             dictionary-encoded reads give them.
+        key: The file's row-key spec when its records hold key columns, not ``__row``.
 
     Returns:
         A table with the wanted cell columns, one Put per non-null value.
@@ -338,7 +407,7 @@ def expand_records(
     col = flat % q if q else flat
     out: dict[str, pa.Array] = {}
     if "row" in wanted:
-        rows = _flat(records.column(ROW_COLUMN)).cast(pa.binary())
+        rows = record_rows(records, key)
         if encoded:
             out["row"] = pa.DictionaryArray.from_arrays(pa.array(rec, pa.int32()), rows)
         else:

@@ -479,7 +479,7 @@ def _major_layouts(meta: TableMetadata, region: str, family: Family) -> Layouts:
     if meta.format_version < 2:
         return NO_LAYOUTS
     codecs = recorded_codecs(meta.properties)
-    return plan_layouts([family], [region], codecs=codecs, major=True)
+    return plan_layouts([family], [region], codecs=codecs, major=True, key=meta.row_key)
 
 
 # ------------------------------------------------------------------------------ execution

@@ -227,7 +227,11 @@ def load_layouts(metadata: TableMetadata, mapping: LoadMapping | None = None) ->
     if metadata.file_totals().files:
         busy = {(e.region, e.family) for e in metadata.files}
     return plan_layouts(
-        metadata.families, [r.id for r in metadata.regions], codecs=codecs, busy=busy
+        metadata.families,
+        [r.id for r in metadata.regions],
+        codecs=codecs,
+        busy=busy,
+        key=metadata.row_key,
     )
 
 

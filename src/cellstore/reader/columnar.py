@@ -20,10 +20,11 @@ A task qualifies when:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import fsspec
 import numpy as np
@@ -31,11 +32,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.codecs import Codec, arrow_type, decode_values, encode_values, valid_mask
-from cellstore.core.columnar import ROW_COLUMN, TS_COLUMN, ColumnSpec, expand_records
+from cellstore.core.columnar import (
+    ROW_COLUMN,
+    TS_COLUMN,
+    ColumnSpec,
+    expand_records,
+    key_names,
+)
 from cellstore.core.metadata import FileEntry
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.plan import FamilyRead, ScanTask
-from cellstore.reader.shapes import WideSpec, column_name, to_wide
+from cellstore.reader.shapes import WideSpec, column_name, to_wide, with_key_columns
 from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
 from cellstore.storefiles.reader import slice_rows
 
@@ -75,20 +83,37 @@ def fast_wide_families(task: ScanTask) -> str | None:
 
 
 def read_wide_fast(
-    fs: fsspec.AbstractFileSystem, task: ScanTask, wide: WideSpec, *, reverse: bool = False
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    wide: WideSpec,
+    *,
+    reverse: bool = False,
+    key: RowKeySpec | None = None,
 ) -> pa.Table:
     """The wide result of ``task`` from its column files (see the module docstring).
 
     The task must qualify (:func:`fast_wide_families` returns None).
 
+    Args:
+        fs: The filesystem.
+        task: The scan task.
+        wide: The wide shape's columns and codecs.
+        reverse: Rows descending.
+        key: The table's row-key spec: its decoded fields follow ``row``
+            (:func:`~cellstore.reader.shapes.with_key_columns`), taken from keyed column
+            files as they are when their spec is this one.
+
     Returns:
-        ``row`` then the wanted columns, as :func:`~cellstore.reader.shapes.to_wide` of the
-        task's cells returns them (rows ascending; descending when ``reverse``).
+        ``row`` (then the key fields, with ``key``) then the wanted columns, as
+        :func:`~cellstore.reader.shapes.to_wide` of the task's cells returns them (rows
+        ascending; descending when ``reverse``).
     """
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
-    parts = [_read_family(fs, task, fam, wanted) for fam in task.families]
-    rows, found = _join([p for p in parts if len(p.rows)])
+    parts = [_read_family(fs, task, fam, wanted, key) for fam in task.families]
+    joined = _join([p for p in parts if p.size])
+    found = joined.columns
+    rows = joined.row_keys()
     if wide.columns is None:
         order = sorted(c for c, (a, _) in found.items() if a.null_count < len(a))
     else:
@@ -106,6 +131,8 @@ def read_wide_fast(
     out = pa.Table.from_arrays(arrays, names=names)
     if task.strip_salt:
         out = out.set_column(0, "row", _strip_first_byte(out.column(0).combine_chunks()))
+    if key is not None:
+        out = with_key_columns(out, key, fields=joined.keys)
     if reverse and out.num_rows:
         out = out.take(pa.array(np.arange(out.num_rows - 1, -1, -1)))
     return out
@@ -116,6 +143,7 @@ def _read_family(
     task: ScanTask,
     fam: FamilyRead,
     wanted: set[Column] | None,
+    key: RowKeySpec | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -139,8 +167,14 @@ def _read_family(
     if delta_runs:
         every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
         touched = pc.unique(every)
-    read = [_read_base(fs, task, fam, e, wanted, whole=touched is not None) for e in bases]
+    whole = touched is not None
+    read = [_read_base(fs, task, fam, e, wanted, whole=whole, key=key) for e in bases]
     files = [f for f in read if f is not None]
+    if not whole and files and all(f.keys is not None for f in files):
+        # keyed files of the table's spec: rows stay key columns until they are needed
+        keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
+        digest = files[0].digest if len(files) == 1 else None
+        return _Part(None, columns, present, keys=keys, key=files[0].key, digest=digest)
     rows, columns, present = _concat_files(fam.family.name, files)
     if touched is None:
         return _Part(rows, columns, present)
@@ -152,7 +186,7 @@ def _read_family(
     untouched = pc.invert(pc.is_in(rows, value_set=touched))
     runs, seqs = list(delta_runs), list(delta_seqs)
     for f in files:
-        hit = pc.is_in(f.records.column(ROW_COLUMN), value_set=touched)
+        hit = pc.is_in(f.row_keys(), value_set=touched)
         if pc.any(hit).as_py():
             runs.append(expand_records(f.records.filter(hit), f.specs))
             seqs.append(f.seq)
@@ -198,14 +232,29 @@ def older_companions(
 
 @dataclass(frozen=True)
 class _Base:
-    """One column file's part of a family read."""
+    """One column file's part of a family read.
 
-    rows: pa.Array  # every record's row in range
+    Its rows are ``rows``, or (a keyed file of the read's spec, read whole) ``keys``: the
+    key fields, encoded to rows only when a join or a merge needs them.
+    """
+
+    rows: pa.Array | None  # every record's row in range
     present: np.ndarray  # whether the row has a visible cell the read covers
     values: dict[ColumnSpec, pa.Array]  # wanted columns, hidden values nulled, per row
     records: pa.Table  # every record in range (all columns when deltas need them)
     specs: tuple[ColumnSpec, ...]
     seq: int
+    first_row: bytes  # the file's first row (files sort by it)
+    keys: pa.Table | None = None  # the key fields (named by field), when rows is None
+    key: RowKeySpec | None = None
+    digest: str | None = None  # the rows digest of a file read whole
+
+    def row_keys(self) -> pa.Array:
+        """The rows (encoded from the key fields when only those were read)."""
+        if self.rows is not None:
+            return self.rows
+        assert self.keys is not None and self.key is not None
+        return self.key.encode(self.keys)
 
 
 def _read_base(
@@ -216,10 +265,13 @@ def _read_base(
     wanted: set[Column] | None,
     *,
     whole: bool,
+    key: RowKeySpec | None = None,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
     ``whole``: read every column, so rows touched by deltas can be expanded to cells.
+    ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
+    range holds all its rows) gives its key fields, not rows.
     """
     name = fam.family.name
     spec = fam.spec
@@ -236,6 +288,20 @@ def _read_base(
         if not stats:
             return None
         timed = oldest is not None or window is not None
+        file_key = reader.info.row_key
+        inside = entry.first_row >= task.start and (not task.stop or entry.last_row < task.stop)
+        # the file's fields are the read's when the specs differ at most in the salt
+        # (the read decodes rows without it; the key columns never hold it)
+        by_keys = (
+            not whole
+            and file_key is not None
+            and key is not None
+            and dataclasses.replace(file_key, salt_buckets=None)
+            == dataclasses.replace(key, salt_buckets=None)
+            and inside
+        )
+        head = key_names(file_key) if by_keys and file_key is not None else [ROW_COLUMN]
+        digest = reader.info.rows_digest
         # A row is in the result when one of its cells the read covers is visible: with
         # the whole family read and no time range, every record is (it holds a value)
         # unless TTL expired its newest cell (__ts); otherwise decide per cell.
@@ -243,17 +309,18 @@ def _read_base(
         seen = read_specs if per_cell else out_specs
         if whole:  # the read's columns, with timestamps: touched rows expand to cells
             cols = [
-                ROW_COLUMN,
+                *head,
                 TS_COLUMN,
                 *(s.value_name for s in read_specs),
                 *(s.ts_name for s in read_specs),
             ]
         else:
-            cols = [ROW_COLUMN, *(s.value_name for s in seen)]
+            cols = [*head, *(s.value_name for s in seen)]
             if timed:
                 cols += [TS_COLUMN, *(s.ts_name for s in seen)]
         records = reader.read_records([g.index for g in stats], columns=cols)
-    records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
+    if not by_keys:
+        records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
     n = records.num_rows
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
     present = np.zeros(n, dtype=bool) if per_cell else np.ones(n, dtype=bool)
@@ -274,7 +341,12 @@ def _read_base(
         if per_cell:
             present |= visible
         shown[s] = values
-    rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
+    keys = None
+    rows = None
+    if by_keys and file_key is not None:
+        keys = pa.table([records.column(n) for n in head], names=[f.name for f in file_key.fields])
+    else:
+        rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
     return _Base(
         rows=rows,
         present=present,
@@ -282,17 +354,30 @@ def _read_base(
         records=records,
         specs=tuple(read_specs),
         seq=entry.seq,
+        first_row=entry.first_row,
+        keys=keys,
+        key=file_key,
+        digest=digest if by_keys and len(stats) == reader.info.row_groups else None,
     )
 
 
 def _concat_files(
-    name: str, files: Sequence[_Base]
-) -> tuple[pa.Array, dict[Column, Typed], np.ndarray]:
-    """Column files' parts (row ranges disjoint) as one family part, in row order."""
-    files = sorted(files, key=lambda f: f.rows[0].as_py() if len(f.rows) else b"")
+    name: str, files: Sequence[_Base], *, keyed: bool = False
+) -> tuple[Any, dict[Column, Typed], np.ndarray]:
+    """Column files' parts (row ranges disjoint) as one family part, in row order.
+
+    Returns the rows (``keyed``: the key fields, a table), the values, and which rows are
+    in the result.
+    """
+    files = sorted(files, key=lambda f: f.first_row)
     if not files:
         return pa.array([], pa.binary()), {}, np.zeros(0, dtype=bool)
-    rows = pa.concat_arrays([f.rows for f in files]) if len(files) > 1 else files[0].rows
+    if keyed:
+        tables = [f.keys for f in files if f.keys is not None]
+        rows: Any = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    else:
+        arrays = [f.row_keys() for f in files]
+        rows = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
     present = np.concatenate([f.present for f in files])
     keys: dict[Column, ColumnSpec] = {}
     for f in files:
@@ -304,7 +389,7 @@ def _concat_files(
         codec = first.codec
         for f in files:
             own = next((v for s, v in f.values.items() if s.qualifier == key[1]), None)
-            arrs.append(pa.nulls(len(f.rows), first.arrow_type) if own is None else own)
+            arrs.append(pa.nulls(len(f.present), first.arrow_type) if own is None else own)
         if any(a.type != first.arrow_type for a in arrs):
             # files typed the column differently (a mapping changed its codec): as bytes
             arrs = [_bytes_of(a, key) for a in arrs]
@@ -439,43 +524,94 @@ def _bytes_of(arr: pa.Array, key: Column) -> pa.Array:
 class _Part:
     """One family's part of a task: rows, wanted values, rows in the result.
 
-    ``present`` says which rows are in the result (None: all of them).
+    The rows are ``rows``, or, when that is None, ``keys``: the key fields of keyed
+    files (with ``key`` the spec that encodes them). ``present`` says which rows are in
+    the result (None: all of them). ``digest``: the rows digest of one keyed file read
+    whole (two parts with the same digest hold the same rows).
     """
 
-    rows: pa.Array
+    rows: pa.Array | None
     columns: dict[Column, Typed]
     present: np.ndarray | None = None
+    keys: pa.Table | None = None
+    key: RowKeySpec | None = None
+    digest: str | None = None
 
-    def kept(self) -> tuple[pa.Array, dict[Column, Typed]]:
+    @property
+    def size(self) -> int:
+        """How many rows the part holds."""
+        if self.rows is not None:
+            return len(self.rows)
+        return self.keys.num_rows if self.keys is not None else 0
+
+    def row_keys(self) -> pa.Array:
+        """The rows (encoded from the key fields when the part holds those)."""
+        if self.rows is not None:
+            return self.rows
+        assert self.keys is not None and self.key is not None
+        return self.key.encode(self.keys)
+
+    def kept(self) -> _Part:
         """The rows in the result and their values."""
         if self.present is None or self.present.all():
-            return self.rows, self.columns
+            return _Part(self.rows, self.columns, None, self.keys, self.key)
         keep = pa.array(self.present)
-        return self.rows.filter(keep), {
-            k: (a.filter(keep), c) for k, (a, c) in self.columns.items()
-        }
+        return _Part(
+            None if self.rows is None else self.rows.filter(keep),
+            {k: (a.filter(keep), c) for k, (a, c) in self.columns.items()},
+            None,
+            None if self.keys is None else self.keys.filter(keep),
+            self.key,
+        )
+
+    def as_rows(self) -> tuple[pa.Array, dict[Column, Typed]]:
+        """The part's rows (encoded if need be) and values."""
+        return self.row_keys(), self.columns
 
 
-def _join(fams: Sequence[_Part]) -> tuple[pa.Array, dict[Column, Typed]]:
+_NO_ROWS: Final = _Part(pa.array([], pa.binary()), {})
+
+
+def _same_rows(fams: Sequence[_Part]) -> bool:
+    """Whether every family's part holds the same rows (records of one write each)."""
+    first = fams[0]
+    if all(f.size == first.size for f in fams[1:]):
+        if first.digest is not None and all(f.digest == first.digest for f in fams[1:]):
+            return True
+        if first.rows is not None and all(f.rows is not None for f in fams[1:]):
+            return all(first.rows.equals(f.rows) for f in fams[1:])
+    return False
+
+
+def _join(fams: Sequence[_Part]) -> _Part:
     """Families' parts joined on the row: the union of their result rows, ascending."""
     if not fams:
-        return pa.array([], pa.binary()), {}
-    first = fams[0].rows
-    if all(len(f.rows) == len(first) and f.rows.equals(first) for f in fams[1:]):
+        return _NO_ROWS
+    if _same_rows(fams):
         # every family holds the same records (one per row, each family's file): a row
         # is in the result when it is in any family's; no join
-        present = np.zeros(len(first), dtype=bool)
+        present = np.zeros(fams[0].size, dtype=bool)
         same: dict[Column, Typed] = {}
         for f in fams:
             present |= True if f.present is None else f.present
             same.update(f.columns)
-        return _Part(first, same, present).kept()
-    parts = [f.kept() for f in fams]
-    parts = [p for p in parts if len(p[0])]
+        rows = next((f.rows for f in fams if f.rows is not None), None)
+        keys = next((f for f in fams if f.keys is not None), None)
+        if rows is None and keys is None:
+            return _NO_ROWS
+        return _Part(
+            rows,
+            same,
+            present,
+            None if keys is None else keys.keys,
+            None if keys is None else keys.key,
+        ).kept()
+    kept = [f.kept() for f in fams]
+    parts = [p.as_rows() for p in kept if p.size]
     if not parts:
-        return pa.array([], pa.binary()), {}
+        return _NO_ROWS
     if len(parts) == 1:
-        return parts[0]
+        return _Part(*parts[0])
     widest = max(parts, key=lambda p: len(p[0]))[0]
     within = [pc.index_in(rows, value_set=widest) for rows, _ in parts]
     if all(at.null_count == 0 for at in within):
@@ -488,7 +624,7 @@ def _join(fams: Sequence[_Part]) -> tuple[pa.Array, dict[Column, Typed]]:
             index = pa.array(where, mask=where < 0)
             for key, (arr, codec) in columns.items():
                 out_w[key] = (arr.take(index), codec)
-        return widest, out_w
+        return _Part(widest, out_w)
     every = pa.concat_arrays([rows for rows, _ in parts])
     rows = pc.unique(every)
     rows = rows.take(pc.sort_indices(rows))
@@ -497,7 +633,7 @@ def _join(fams: Sequence[_Part]) -> tuple[pa.Array, dict[Column, Typed]]:
         at = pc.index_in(rows, value_set=fam_rows)
         for key, (arr, codec) in columns.items():
             out[key] = (arr.take(at), codec)
-    return rows, out
+    return _Part(rows, out)
 
 
 def _as_codec(typed: Typed, codec: Codec, name: str, errors: str) -> pa.Array:
@@ -513,4 +649,4 @@ def _as_codec(typed: Typed, codec: Codec, name: str, errors: str) -> pa.Array:
 
 def _strip_first_byte(rows: pa.Array) -> pa.Array:
     """Every row key without its first byte (the salt)."""
-    return pc.binary_slice(rows, 1)
+    return pc.binary_slice(rows, 1, 1 << 30)  # an explicit stop: pyarrow 26 fails without

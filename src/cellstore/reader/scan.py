@@ -36,7 +36,7 @@ from cellstore.reader.options import (
     normalize_family_time_ranges,
 )
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, ScanTask, parse_columns, row_range
-from cellstore.reader.shapes import Shape, WideSpec, to_wide
+from cellstore.reader.shapes import Shape, WideSpec, to_wide, with_key_columns
 from cellstore.reader.source import ReadSource, StoreFileSource, TaskRequest
 
 if TYPE_CHECKING:
@@ -295,12 +295,14 @@ class Scan:
                 return
             if wide is not None and self.point_row is None and fast_wide_families(task) is None:
                 # the column layout's fast path: no cells, no merge (reader/columnar.py)
-                rows = read_wide_fast(self.fs, task, wide, reverse=self.options.reversed)
+                rows = read_wide_fast(
+                    self.fs, task, wide, reverse=self.options.reversed, key=self.key_decoder
+                )
                 if remaining is not None:
                     rows = rows.slice(0, remaining)
                     remaining -= rows.num_rows
                 if rows.num_rows:
-                    yield _with_key_columns(rows, self.key_decoder)
+                    yield rows
                 continue
             part = run_task(
                 self.fs,
@@ -314,7 +316,7 @@ class Scan:
                 remaining -= _count_rows(part)
             if not part.num_rows:
                 continue
-            out = _with_key_columns(part if wide is None else to_wide(part, wide), self.key_decoder)
+            out = with_key_columns(part if wide is None else to_wide(part, wide), self.key_decoder)
             del part  # hold one task's result at a time: to_batches memory stays bounded
             yield out
             del out
@@ -329,10 +331,10 @@ class Scan:
         if self.wide is not None:
             if not parts:
                 empty = self.wide.empty() if self.wide.columns is not None else _EMPTY_WIDE
-                return _with_key_columns(empty, self.key_decoder)
+                return with_key_columns(empty, self.key_decoder)
             return _concat_wide(parts, self.wide)
         if not parts:
-            return _with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder)
+            return with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder)
         return pa.concat_tables(parts)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -435,8 +437,8 @@ class ScanPartitionReader:
     def empty_arrow(self) -> pa.Table:
         """The partition schema as an empty Arrow table."""
         if self.wide is not None:
-            return _with_key_columns(self.wide.empty(), self.key_decoder)
-        return _with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder)
+            return with_key_columns(self.wide.empty(), self.key_decoder)
+        return with_key_columns(RESULT_SCHEMA.empty_table(), self.key_decoder)
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of every partition."""
@@ -449,16 +451,18 @@ class ScanPartitionReader:
     def read_arrow(self, task: ScanTask) -> pa.Table:
         """One task's result as an Arrow table with :meth:`schema`'s columns."""
         if self.wide is not None and fast_wide_families(task) is None:
-            out = read_wide_fast(self.fs, task, self.wide, reverse=self.reverse)
+            out = read_wide_fast(
+                self.fs, task, self.wide, reverse=self.reverse, key=self.key_decoder
+            )
             if not out.num_rows and self.wide.columns is not None:
-                out = self.wide.empty()
-            return _with_key_columns(out, self.key_decoder)
+                return with_key_columns(self.wide.empty(), self.key_decoder)
+            return out
         cells = run_task(self.fs, task, reverse=self.reverse)
         if self.wide is not None:
             out = to_wide(cells, self.wide) if cells.num_rows else self.wide.empty()
         else:
             out = cells
-        return _with_key_columns(out, self.key_decoder)
+        return with_key_columns(out, self.key_decoder)
 
     def __call__(self, task: ScanTask) -> pd.DataFrame:
         """One task's result as a pandas partition (:meth:`read_arrow`, ``row`` the index)."""
@@ -486,24 +490,6 @@ def _read_spec(o: ScanOptions, now_ms: int) -> ReadSpec:
         max_results_per_family=o.max_results_per_family,
         row_offset_per_family=o.row_offset_per_family,
     )
-
-
-def _with_key_columns(table: pa.Table, spec: RowKeySpec | None) -> pa.Table:
-    """``table`` with the row key's decoded fields inserted after ``row``.
-
-    A field named like a result column (``ts``, ``family``...) is added as ``key_<name>``.
-    Keys that do not parse with the spec give nulls (a table may hold rows written by
-    other means than the loader).
-    """
-    if spec is None:
-        return table
-    decoded = spec.decode(table.column("row"), errors="null")
-    taken = set(table.column_names)
-    for i, name in enumerate(decoded.column_names):
-        out = f"key_{name}" if name in taken else name
-        column = decoded.schema.field(i).with_name(out)
-        table = table.add_column(1 + i, column, decoded.column(i))
-    return table
 
 
 def _key_ranges(spec: RowKeySpec, key: dict[str, Any]) -> list[RowRange]:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from cellstore.core.cells import segment_starts
 from cellstore.core.codecs import Codec, arrow_type, decode_values
 from cellstore.core.keys import split_column, to_string_binary
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import BadCellError, InvalidArgumentError
 
 __all__ = ["Shape", "WideSpec", "column_name", "to_wide"]
@@ -210,3 +211,32 @@ def _decode(
 def _split_key(key: bytes) -> tuple[str, bytes]:
     fam, _, qual = key.partition(b"\x00")
     return fam.decode("utf-8"), qual
+
+
+def with_key_columns(
+    table: pa.Table, spec: RowKeySpec | None, *, fields: pa.Table | None = None
+) -> pa.Table:
+    """``table`` with the row key's decoded fields inserted after ``row``.
+
+    A field named like a result column (``ts``, ``family``...) is added as ``key_<name>``.
+    Keys that do not parse with the spec give nulls (a table may hold rows written by
+    other means than the loader).
+
+    Args:
+        table: A result with a ``row`` column.
+        spec: The table's row-key spec (None: ``table`` as it is).
+        fields: The decoded fields of ``table``'s rows when already known (a keyed
+            column file's key columns), in the spec's field order; not decoded again.
+    """
+    if spec is None:
+        return table
+    if fields is None or fields.num_rows != table.num_rows:
+        decoded = spec.decode(table.column("row"), errors="null")
+    else:
+        decoded = fields.select(list(spec.decodable_columns))
+    taken = set(table.column_names)
+    for i, name in enumerate(decoded.column_names):
+        out = f"key_{name}" if name in taken else name
+        column = pa.field(out, decoded.schema.field(i).type)  # nullable, as decoded
+        table = table.add_column(1 + i, column, decoded.column(i))
+    return table

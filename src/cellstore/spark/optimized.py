@@ -14,7 +14,8 @@ family, typed with the codecs the read asks for, and
 neither the family's TTL nor a time range could hide a value, on an unsalted table:
 then the newest visible value of each column is the file's (section 14.3) and a row is
 in the result when one of its requested cells is. Everything else (deltas, TTL, salted
-tables, mixed column sets) goes through the ``cellstore`` source.
+tables, mixed column sets, and keyed column files: docs/format.md 14.2, whose rows Spark
+cannot encode from the key fields) goes through the ``cellstore`` source.
 
 Spark must be able to read the table's files by their URLs (local paths, or ``s3a://``
 with Spark's S3 support configured).
@@ -113,6 +114,10 @@ def _region_files(
                 path = entry_path(task.table_path, entry.path)
                 with StoreFileReader(t.fs, path, entry=entry) as reader:
                     specs = reader.info.columns
+                    if reader.info.row_key is not None:
+                        # a keyed file holds key fields, not rows (section 14.2): Spark
+                        # cannot encode them to row keys, the source does
+                        return None
                 name = fam.family.name
                 for s in specs:
                     want = codecs.get((name, s.qualifier), Codec.BYTES)

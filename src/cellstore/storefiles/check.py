@@ -139,8 +139,10 @@ def check(
 def _record_problems(reader: StoreFileReader, groups: list[RowGroupStats]) -> list[str]:
     """A column file's own invariants (docs/format.md section 14), group by group.
 
-    Record rows strictly increase; every record holds a value; its ``__ts`` is the largest
-    timestamp of its cells; a cell's own timestamp is recorded only where it differs.
+    Record rows strictly increase (a keyed file's, encoded from its key columns, start and
+    end where its footer's row-group bounds say); every record holds a value; its ``__ts``
+    is the largest timestamp of its cells; a cell's own timestamp is recorded only where it
+    differs.
     """
     problems: list[str] = []
     specs = reader.info.columns
@@ -153,6 +155,10 @@ def _record_problems(reader: StoreFileReader, groups: list[RowGroupStats]) -> li
             continue
         if previous is not None and rows[0].as_py() <= previous:
             problems.append(f"row group {g.index}: record rows do not increase from the last")
+        if reader.info.row_key is not None and (
+            rows[0].as_py() != g.min_row or rows[n - 1].as_py() != g.max_row
+        ):
+            problems.append(f"row group {g.index}: record rows are not the footer's row-group-rows")
         previous = rows[n - 1].as_py()
         if n > 1 and not pc.all(pc.less(rows.slice(0, n - 1), rows.slice(1))).as_py():
             problems.append(f"row group {g.index}: record rows are not strictly increasing")

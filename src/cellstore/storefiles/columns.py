@@ -14,6 +14,7 @@ exactly one of them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,9 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import xxhash
 
 from cellstore.core.cells import CellType, run_starts
-from cellstore.core.codecs import Codec, valid_mask
+from cellstore.core.codecs import Codec, binary_parts, valid_mask
 from cellstore.core.columnar import (
     AUTO_MAX_COLUMNS,
     AUTO_MIN_ROWS,
@@ -36,16 +38,21 @@ from cellstore.core.columnar import (
     TS_COLUMN,
     ColumnSpec,
     column_set,
+    key_names,
+    keyable_rows,
+    keyed,
     put_columns,
     records_schema,
     split_cells,
 )
 from cellstore.core.family import Family
 from cellstore.core.keys import from_string_binary
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.fs import join
 from cellstore.storefiles.footer import (
     COLUMN_FILE_FORMAT_VERSION,
+    KEYED_FILE_FORMAT_VERSION,
     StoreFileInfo,
 )
 from cellstore.storefiles.layout import store_file_relpath
@@ -66,6 +73,7 @@ __all__ = [
     "group_records",
     "plan_layouts",
     "recorded_codecs",
+    "RowsDigest",
 ]
 
 #: Stem suffix of a column file (``<stem>-<k>-c.parquet``); its delta cells are in the
@@ -79,6 +87,11 @@ COLUMN_PAGE_BYTES: Final = 1 << 20
 #: every analytics query, so smaller beats faster to write (level 6 keeps a load's write
 #: step within ~1.5x of level 1's time; measured in docs/performance.md).
 COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"))
+
+
+#: Records a column file's writer tries both encodings of a column on (see
+#: :meth:`ColumnFileWriter._dictionary_columns`).
+_TRIAL_RECORDS: Final = 16384
 
 
 def _level(compression: str) -> int | None:
@@ -118,12 +131,15 @@ class ColumnPlan:
             ``forced`` the first ``discover`` qualifiers in qualifier order are columns.
         forced: ``layout="columns"``.
         min_rows: Fewest rows in the first chunk for a column file (fewer: cells).
+        key: The table's row-key spec when its files hold key columns in place of
+            ``__row`` (:func:`~cellstore.core.columnar.keyed`; None: ``__row``).
     """
 
     declared: tuple[ColumnSpec, ...] = ()
     discover: int = AUTO_MAX_COLUMNS
     forced: bool = False
     min_rows: int = 1
+    key: RowKeySpec | None = None
 
     @classmethod
     def for_layout(cls, layout: str, declared: dict[bytes, str] | None = None) -> ColumnPlan | None:
@@ -179,6 +195,28 @@ def _record_stats(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> dict[str,
     }
 
 
+class RowsDigest:
+    """A digest of a sequence of row keys, the same however the sequence is chunked.
+
+    XXH3-64 of the keys' lengths (4-byte little-endian) and XXH3-64 of their bytes, as 32
+    hex digits (docs/format.md 14.2).
+    """
+
+    def __init__(self) -> None:
+        self._lengths = xxhash.xxh3_64()
+        self._bytes = xxhash.xxh3_64()
+
+    def update(self, rows: pa.Array) -> None:
+        """Add the next row keys."""
+        offsets, data = binary_parts(rows)
+        self._lengths.update(np.diff(offsets).astype("<u4").tobytes())
+        self._bytes.update(data.tobytes())
+
+    def hexdigest(self) -> str:
+        """The digest of every key added so far."""
+        return self._lengths.hexdigest() + self._bytes.hexdigest()
+
+
 def _group_cells(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> int:
     return sum(len(records) - records.column(s.value_name).null_count for s in specs)
 
@@ -197,6 +235,9 @@ class ColumnFileWriter(ParquetFileSink):
         seq: Sequence number for the footer.
         load_id: Id of the load or job writing the file.
         row_group_cells: About this many values per row group (:func:`group_records`).
+        key: Write the rows as the key columns of this spec (a keyed file, format
+            version 3): every record's row must be one the spec gives back
+            (:func:`~cellstore.core.columnar.keyable_rows`). None: ``__row``.
     """
 
     def __init__(
@@ -209,12 +250,16 @@ class ColumnFileWriter(ParquetFileSink):
         seq: int,
         load_id: str,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+        key: RowKeySpec | None = None,
     ) -> None:
         self.fs = fs
         self.path = path
         self.family = family
         self.columns = columns
-        self.schema = records_schema(columns)
+        self.key = keyed(key)
+        self.schema = records_schema(columns, self.key)
+        self._digest = RowsDigest() if self.key is not None else None
+        self._group_rows_seen: list[tuple[bytes, bytes]] = []
         self.seq = seq
         self.load_id = load_id
         self.group_records = group_records(row_group_cells, len(columns))
@@ -230,7 +275,20 @@ class ColumnFileWriter(ParquetFileSink):
             raise ValueError(f"{self.path}: writer is closed")
         if records.num_rows == 0:
             return
-        table = records.select(self.schema.names).cast(self.schema)
+        if self.key is None:
+            table = records.select(self.schema.names).cast(self.schema)
+        else:
+            # keep __row beside the key columns until the group is written (its bounds)
+            rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
+            assert self._digest is not None
+            self._digest.update(rows)
+            fields = self.key.decode(rows)
+            keys = [fields.column(f.name) for f in self.key.fields]
+            names = key_names(self.key)
+            table = pa.Table.from_arrays(
+                [rows, *keys, *(records.column(n) for n in self.schema.names[len(names) :])],
+                names=[ROW_COLUMN, *self.schema.names],
+            ).cast(pa.schema([pa.field(ROW_COLUMN, pa.binary()), *self.schema]))
         stats = _record_stats(table, self.columns)
         if self._stats is None:
             self._stats = stats
@@ -246,20 +304,42 @@ class ColumnFileWriter(ParquetFileSink):
         self._queue(table)
 
     def _dictionary_columns(self) -> list[str]:
-        """The columns written with dictionaries: ``__ts`` and repeating value columns.
+        """The columns written with dictionaries: ``__ts`` and repeating key/value columns.
 
-        A value column takes a dictionary when its first records repeat values (distinct
-        values at most half the values held); one of mostly distinct values (random ids,
-        raw measurements) is smaller plain.
+        Decided on the first records: a column of mostly distinct values (over half of
+        those held: random ids, raw measurements) is smaller plain; one that repeats
+        values takes a dictionary when a trial of both encodings on the first records
+        (:data:`_TRIAL_RECORDS`) says it is smaller that way (ordered numbers that repeat,
+        such as a key's trailing field, often compress better plain).
         """
         first = self._pending[0] if self._pending else self.schema.empty_table()
+        first = first.slice(0, _TRIAL_RECORDS)
         out = [TS_COLUMN]
-        for spec in self.columns:
-            col = first.column(spec.value_name)
+        names = key_names(self.key) if self.key is not None else []
+        for name in [*names, *(s.value_name for s in self.columns)]:
+            col = first.column(name)
             held = len(col) - col.null_count
-            if held and 2 * pc.count_distinct(col).as_py() <= held:
-                out.append(spec.value_name)
+            if held and 2 * pc.count_distinct(col).as_py() <= held and self._smaller_dict(col):
+                out.append(name)
         return out
+
+    def _smaller_dict(self, col: pa.ChunkedArray) -> bool:
+        """Whether ``col`` compresses smaller with a dictionary than plain (a trial)."""
+        if self.family.compression == "none" or 16 * pc.count_distinct(col).as_py() <= len(col):
+            return True  # few distinct values: a dictionary always wins
+        sizes = []
+        for dictionary in (True, False):
+            sink = pa.BufferOutputStream()
+            pq.write_table(
+                pa.table({"c": col}),
+                sink,
+                compression=self.family.compression,
+                compression_level=_level(self.family.compression),
+                use_dictionary=dictionary,
+                write_statistics=False,
+            )
+            sizes.append(sink.getvalue().size)
+        return bool(sizes[0] <= sizes[1])
 
     def _open(self) -> pq.ParquetWriter:
         # No Bloom filter: a point read finds its one row group by the statistics of the
@@ -274,11 +354,12 @@ class ColumnFileWriter(ParquetFileSink):
             data_page_size=max(self.family.block_size, COLUMN_PAGE_BYTES),
             # statistics where readers prune by them: rows, row ts, values
             write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
-            sorting_columns=[pq.SortingColumn(0)],
+            # (a keyed file is sorted by the encoded key, not by its fields' values)
+            sorting_columns=[pq.SortingColumn(0)] if self.key is None else None,
             # sorted unique keys share prefixes; values that repeat take dictionaries
             # (decided on the first records); the cells' own timestamps are mostly null
             use_dictionary=self._dictionary_columns(),
-            column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"},
+            column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"} if self.key is None else None,
         )
 
     def _write_groups(self, table: pa.Table, full: int) -> None:
@@ -286,6 +367,10 @@ class ColumnFileWriter(ParquetFileSink):
         writer = self._writer if self._writer is not None else self._open()
         for start in range(0, full, size):  # one iteration per row group
             group = table.slice(start, min(size, full - start))
+            if self.key is not None:
+                rows = group.column(ROW_COLUMN)
+                self._group_rows_seen.append((rows[0].as_py(), rows[len(rows) - 1].as_py()))
+                group = group.drop_columns([ROW_COLUMN])
             writer.write_table(group, row_group_size=size)
             self._group_cells.append(_group_cells(group, self.columns))
             self._row_groups += 1
@@ -299,7 +384,7 @@ class ColumnFileWriter(ParquetFileSink):
         return self._close("a column file needs at least one record")
 
     def _footer_fields(self) -> dict[str, Any]:
-        return {
+        fields: dict[str, Any] = {
             "bloom_filter": False,
             "format_version": COLUMN_FILE_FORMAT_VERSION,
             "layout": "columns",
@@ -307,6 +392,13 @@ class ColumnFileWriter(ParquetFileSink):
             "group_cells": tuple(self._group_cells),
             "complete": self.complete,
         }
+        if self.key is not None:
+            assert self._digest is not None
+            fields["format_version"] = KEYED_FILE_FORMAT_VERSION
+            fields["row_key"] = self.key
+            fields["group_rows"] = tuple(self._group_rows_seen)
+            fields["rows_digest"] = self._digest.hexdigest()
+        return fields
 
 
 @dataclass(frozen=True)
@@ -364,6 +456,7 @@ def plan_layouts(
     codecs: Mapping[str, Mapping[bytes, str]] | None = None,
     busy: Iterable[tuple[str, str]] | None = None,
     major: bool = False,
+    key: RowKeySpec | None = None,
 ) -> Layouts:
     """Which (region, family) pairs a load or compaction writes in the column layout.
 
@@ -376,6 +469,8 @@ def plan_layouts(
             an ``auto`` family writes column files only where the pair is not busy (a
             later load writes deltas as cells).
         major: A major compaction: every ``auto`` and ``columns`` pair is columns.
+        key: The table's row-key spec: column files hold its fields as key columns in
+            place of ``__row`` when every field decodes (docs/format.md 14.2).
     """
     taken = set(busy or ())
     plans: list[tuple[str, ColumnPlan]] = []
@@ -384,6 +479,7 @@ def plan_layouts(
         plan = ColumnPlan.for_layout(f.layout, dict((codecs or {}).get(f.name, {})))
         if plan is None:
             continue
+        plan = dataclasses.replace(plan, key=keyed(key))
         plans.append((f.name, plan))
         every = plan.forced or major
         pairs.update((r, f.name) for r in regions if every or (r, f.name) not in taken)
@@ -487,7 +583,14 @@ class LayoutSink:
             self._put(cells.slice(0, last))
 
     def _put(self, cells: pa.Table) -> None:
-        records, rest = split_cells(cells, self._specs or ())
+        rows = None
+        key = self.plan.key
+        if key is not None and self._specs:
+            # a keyed file holds only rows the spec gives back; others stay cells
+            row = cells.column("row")
+            distinct = row.take(pa.array(run_starts(row))).combine_chunks().cast(pa.binary())
+            rows, _ = keyable_rows(distinct, key)
+        records, rest = split_cells(cells, self._specs or (), rows=rows)
         if self._complete:
             self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
         if records.num_rows:
@@ -500,6 +603,7 @@ class LayoutSink:
                     seq=self.seq,
                     load_id=self.load_id,
                     row_group_cells=self.row_group_cells,
+                    key=key,
                 )
             self._records.write(records)
         if rest.num_rows:

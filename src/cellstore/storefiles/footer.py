@@ -16,15 +16,17 @@ from typing import Any, Final
 
 import xxhash
 
-from cellstore.core.columnar import MAX_COLUMNS, ColumnSpec
+from cellstore.core.columnar import MAX_COLUMNS, ColumnSpec, keyed
 from cellstore.core.metadata import FileEntry
-from cellstore.errors import CorruptFileError, FormatVersionError
+from cellstore.core.rowkey import RowKeySpec
+from cellstore.errors import CellstoreError, CorruptFileError, FormatVersionError
 
 __all__ = [
     "CELL_FILE_FORMAT_VERSION",
     "CHECKED_FIELDS",
     "COLUMN_FILE_FORMAT_VERSION",
     "FOOTER_KEY",
+    "KEYED_FILE_FORMAT_VERSION",
     "PARQUET_MAGIC",
     "STORE_FILE_FORMAT_VERSION",
     "StoreFileInfo",
@@ -35,11 +37,14 @@ __all__ = [
 ]
 
 #: The highest store-file format version this release reads.
-STORE_FILE_FORMAT_VERSION: Final = 2
+STORE_FILE_FORMAT_VERSION: Final = 3
 #: The version cell-layout files are written with (readable by every release).
 CELL_FILE_FORMAT_VERSION: Final = 1
 #: The version column-layout files are written with (docs/format.md section 14).
 COLUMN_FILE_FORMAT_VERSION: Final = 2
+#: The version keyed column files are written with: the row key's fields as typed
+#: columns in place of ``__row`` (docs/format.md 14.2).
+KEYED_FILE_FORMAT_VERSION: Final = 3
 #: Parquet key-value metadata key holding the footer JSON.
 FOOTER_KEY: Final = b"cellstore"
 #: Footer fields every open compares with the file's manifest entry (besides the size).
@@ -150,7 +155,8 @@ class StoreFileInfo:
         size: File size in bytes.
         bloom_filter: Whether the row column carries a Parquet Bloom filter.
         writer_version: cellstore version that wrote the file.
-        format_version: Store-file format version (1: a cell file, 2: a column file).
+        format_version: Store-file format version (1: a cell file, 2: a column file, 3: a
+            keyed column file).
         layout: ``"cells"`` or ``"columns"`` (docs/format.md section 14).
         columns: A column file's column set, in qualifier order (empty for cells).
         group_cells: A column file's cells per row group (its records hold that many
@@ -158,6 +164,11 @@ class StoreFileInfo:
         complete: A column file whose records hold the newest Put of every (row,
             qualifier) of its write: its companion cell file holds only older Puts and
             delete markers (docs/format.md 14.3).
+        row_key: A keyed column file's row-key spec: its records hold the key's fields as
+            columns, not ``__row`` (None otherwise).
+        group_rows: A keyed column file's first and last row of every row group.
+        rows_digest: A keyed column file's digest of its rows (:func:`rows_digest`): two
+            files with the same digest hold records of the same rows.
         footer_digest: The file's footer digest (:func:`footer_digest`), not part of the
             footer JSON (which cannot hold its own digest): set by the writer and by a
             reader that opened the file; None when unknown.
@@ -184,6 +195,9 @@ class StoreFileInfo:
     columns: tuple[ColumnSpec, ...] = ()
     group_cells: tuple[int, ...] = ()
     complete: bool = False
+    row_key: RowKeySpec | None = None
+    group_rows: tuple[tuple[bytes, bytes], ...] = ()
+    rows_digest: str | None = None
     footer_digest: str | None = None
 
     def footer_dict(self) -> dict[str, Any]:
@@ -209,6 +223,10 @@ class StoreFileInfo:
             doc["columns"] = [c.to_dict() for c in self.columns]
             doc["row-group-cells"] = list(self.group_cells)
             doc["complete"] = self.complete
+        if self.row_key is not None:
+            doc["row-key"] = self.row_key.to_dict()
+            doc["row-group-rows"] = [[a.hex(), b.hex()] for a, b in self.group_rows]
+            doc["rows-digest"] = self.rows_digest
         return doc
 
     @classmethod
@@ -248,6 +266,7 @@ class StoreFileInfo:
                 raise TypeError("earliest-put-ts is not an integer")
             layout, columns = _layout_of(d, version)
             group_cells = _group_cells(d, layout, row_groups, int(d["cells"]))
+            row_key, group_rows, digest = _keyed_of(d, version, row_groups)
             return cls(
                 path=path,
                 family=d["family"],
@@ -270,9 +289,12 @@ class StoreFileInfo:
                 columns=columns,
                 group_cells=group_cells,
                 complete=d.get("complete") is True,
+                row_key=row_key,
+                group_rows=group_rows,
+                rows_digest=digest,
                 footer_digest=footer_digest,
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, CellstoreError) as e:
             raise CorruptFileError(f"{path}: store-file footer is malformed ({e!r})") from e
 
 
@@ -296,6 +318,54 @@ def _layout_of(d: dict[str, Any], version: int) -> tuple[str, tuple[ColumnSpec, 
     if any(a.qualifier >= b.qualifier for a, b in itertools.pairwise(columns)):
         raise ValueError("columns are not in strictly increasing qualifier order")
     return layout, columns
+
+
+#: Longest row key a footer's row-group bounds may hold (HBase's limit: Short.MAX_VALUE).
+_MAX_ROW_HEX: Final = 2 * 32767
+
+
+def _keyed_of(
+    d: dict[str, Any], version: int, row_groups: int
+) -> tuple[RowKeySpec | None, tuple[tuple[bytes, bytes], ...], str | None]:
+    """A keyed column file's row-key spec, row-group bounds and rows digest.
+
+    Raises:
+        ValueError: a keyed footer in a version below 3, a spec whose fields do not all
+            decode, bounds that are not ``row_groups`` pairs of ascending hex row keys, or
+            a rows digest that is not 32 hex digits.
+    """
+    raw = d.get("row-key")
+    if raw is None:
+        if version >= KEYED_FILE_FORMAT_VERSION:
+            raise ValueError(f"a format-version-{version} footer has no row-key")
+        return None, (), None
+    if version < KEYED_FILE_FORMAT_VERSION:
+        raise ValueError(f"row-key in a format-version-{version} footer")
+    spec = RowKeySpec.from_dict(raw)
+    if keyed(spec) is None:
+        raise ValueError("row-key has a field that cannot be decoded (md5)")
+    bounds = d.get("row-group-rows")
+    if not isinstance(bounds, list) or len(bounds) != row_groups:
+        raise ValueError(f"row-group-rows is not {row_groups} pairs")
+    pairs: list[tuple[bytes, bytes]] = []
+    for b in bounds:
+        if (
+            not isinstance(b, list)
+            or len(b) != 2
+            or not all(isinstance(x, str) and 0 < len(x) <= _MAX_ROW_HEX for x in b)
+        ):
+            raise ValueError("row-group-rows holds a pair that is not two hex row keys")
+        lo, hi = bytes.fromhex(b[0]), bytes.fromhex(b[1])
+        if lo > hi or (pairs and lo <= pairs[-1][1]):
+            raise ValueError("row-group-rows are not ascending")
+        pairs.append((lo, hi))
+    if pairs and (pairs[0][0].hex() != d["first-row"] or pairs[-1][1].hex() != d["last-row"]):
+        raise ValueError("row-group-rows do not start at first-row and end at last-row")
+    digest = d.get("rows-digest")
+    if not isinstance(digest, str) or len(digest) != 32:
+        raise ValueError("rows-digest is not 32 hex digits")
+    int(digest, 16)
+    return spec, tuple(pairs), digest
 
 
 def _group_cells(d: dict[str, Any], layout: str, row_groups: int, cells: int) -> tuple[int, ...]:

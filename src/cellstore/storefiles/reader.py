@@ -38,11 +38,15 @@ from cellstore.core.columnar import (
     TS_COLUMN,
     ColumnSpec,
     expand_records,
+    key_names,
+    record_rows,
     records_schema,
 )
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import (
+    BadCellError,
     CellstoreError,
     CorruptFileError,
     InvalidArgumentError,
@@ -230,7 +234,7 @@ class StoreFileReader(FileContext):
                     mismatch = f"the Parquet footer holds {held} cells"
                 if mismatch is not None:
                     raise _entry_mismatch_error(where, path, mismatch)
-            _check_schema(self._pf, path, where, self.info.columns)
+            _check_schema(self._pf, path, where, self.info.columns, self.info.row_key)
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
             groups = cached.row_groups if cached is not None else None
@@ -406,8 +410,10 @@ class StoreFileReader(FileContext):
         """
         cols = list(CELL_SCHEMA.names if columns is None else columns)
         specs = self.info.columns
+        key = self.info.row_key
         if specs:
-            read = [ROW_COLUMN, TS_COLUMN, *(s.value_name for s in specs)]
+            head = [ROW_COLUMN] if key is None else key_names(key)
+            read = [*head, TS_COLUMN, *(s.value_name for s in specs)]
             if "ts" in cols:
                 read += [s.ts_name for s in specs]
             dictionary = None
@@ -426,6 +432,7 @@ class StoreFileReader(FileContext):
             table = pf.read_row_groups(list(groups), columns=read, use_threads=use_threads)
             if specs:
                 # a column file: its records' cells, in cell order (lossless, section 14)
+                table = self._with_rows(table)
                 if rows is not None:
                     lo = bisect_rows(table.column(ROW_COLUMN), rows[0]) if rows[0] else 0
                     hi = bisect_rows(table.column(ROW_COLUMN), rows[1]) if rows[1] else len(table)
@@ -433,6 +440,8 @@ class StoreFileReader(FileContext):
                 table = expand_records(table, specs, columns=cols, encoded=encoded)
         except (OSError, pa.ArrowException, ValueError, IndexError) as e:
             raise CorruptFileError(f"{self.path}: cannot decode cells ({e})") from e
+        except BadCellError as e:
+            raise CorruptFileError(f"{self.path}: a record's key columns are bad ({e})") from e
         finally:
             if source is not None:
                 source.close()
@@ -447,9 +456,14 @@ class StoreFileReader(FileContext):
     ) -> pa.Table:
         """A column file's records of row groups ``groups`` (no expansion to cells).
 
+        A keyed file's rows (``__row``) are encoded from its key columns when asked for
+        (first, as in an unkeyed file); its key columns (``__key:<field>``) can be read
+        as they are.
+
         Args:
             groups: Row-group numbers.
-            columns: Record columns to read (default all: row, ts, values, timestamps).
+            columns: Record columns to read (default all: row, the key columns of a keyed
+                file, ts, values, timestamps).
             use_threads: Decode columns in parallel.
 
         Raises:
@@ -458,6 +472,13 @@ class StoreFileReader(FileContext):
         """
         if not self.info.columns:
             raise InvalidArgumentError(f"{self.path} is a cell-layout file, it has no records")
+        key = self.info.row_key
+        want_rows = key is not None and (columns is None or ROW_COLUMN in columns)
+        if key is not None and columns is not None:
+            names = key_names(key)
+            columns = [c for c in columns if c != ROW_COLUMN]
+            if want_rows:
+                columns = [*(n for n in names if n not in columns), *columns]
         source: Any = None
         try:
             source = self._open_source()
@@ -467,12 +488,26 @@ class StoreFileReader(FileContext):
                 page_checksum_verification=self.verify_checksums,
             )
             table = pf.read_row_groups(list(groups), columns=columns, use_threads=use_threads)
+            if want_rows:
+                table = self._with_rows(table)
         except (OSError, pa.ArrowException, ValueError, IndexError) as e:
             raise CorruptFileError(f"{self.path}: cannot decode records ({e})") from e
+        except BadCellError as e:
+            raise CorruptFileError(f"{self.path}: a record's key columns are bad ({e})") from e
         finally:
             if source is not None:
                 source.close()
         return table.replace_schema_metadata(None)
+
+    def _with_rows(self, records: pa.Table) -> pa.Table:
+        """``records`` with ``__row`` first (a keyed file's, encoded from its key columns).
+
+        Raises:
+            BadCellError: a key column holds a value the spec cannot encode.
+        """
+        if ROW_COLUMN in records.column_names or self.info.row_key is None:
+            return records
+        return records.add_column(0, ROW_COLUMN, record_rows(records, self.info.row_key))
 
     def _open_source(self) -> Any:
         """A fresh handle on the file for one read (positional reads, thread-safe).
@@ -494,7 +529,8 @@ def _row_group_stats(meta: pq.FileMetaData, name: str, info: StoreFileInfo) -> l
             has the wrong number of columns or a negative cell count.
     """
     out = []
-    width = 2 + 2 * len(info.columns) if info.columns else len(_PHYSICAL_TYPES)
+    heads = 1 if info.row_key is None else len(info.row_key.fields)
+    width = heads + 1 + 2 * len(info.columns) if info.columns else len(_PHYSICAL_TYPES)
     for i in range(meta.num_row_groups):
         rg = meta.row_group(i)
         if rg.num_columns != width or rg.num_rows < 0:
@@ -504,6 +540,11 @@ def _row_group_stats(meta: pq.FileMetaData, name: str, info: StoreFileInfo) -> l
             raise CorruptFileError(
                 f"{name}: row group {i} claims {cells} cells in {rg.num_rows} records"
             )
+        if info.row_key is not None:
+            # a keyed file: the footer's row-group bounds (checked against the rows when
+            # a group is verified); no statistics are touched
+            out.append(RowGroupStats(i, cells, *info.group_rows[i]))
+            continue
         # Only the row column's chunk metadata is touched here: pyarrow's accessor cannot
         # report some footer damage and aborts the process instead (the C++ read path
         # reports it as an error, so the other columns are checked when decoded).
@@ -549,7 +590,11 @@ _PHYSICAL_TYPES: Final = ("BYTE_ARRAY", "BYTE_ARRAY", "INT64", "INT32", "BYTE_AR
 
 
 def _check_schema(
-    pf: pq.ParquetFile, path: str, where: str, columns: Sequence[ColumnSpec] = ()
+    pf: pq.ParquetFile,
+    path: str,
+    where: str,
+    columns: Sequence[ColumnSpec] = (),
+    key: RowKeySpec | None = None,
 ) -> None:
     """Refuse a Parquet file whose columns are not the cell schema (it is no store file).
 
@@ -563,7 +608,7 @@ def _check_schema(
     except (pa.ArrowException, ValueError, IndexError) as e:
         raise CorruptFileError(f"{where}{path}: unreadable Parquet schema ({e})") from e
     if columns:
-        _check_records_schema(physical, schema, path, where, columns)
+        _check_records_schema(physical, schema, path, where, columns, key)
         return
     if physical != _PHYSICAL_TYPES:
         raise CorruptFileError(
@@ -585,6 +630,11 @@ _PHYSICAL_OF: Final = {
     pa.int64(): "INT64",
     pa.int32(): "INT32",
     pa.int16(): "INT32",
+    pa.int8(): "INT32",
+    pa.uint8(): "INT32",
+    pa.uint16(): "INT32",
+    pa.uint32(): "INT32",
+    pa.uint64(): "INT64",
     pa.float64(): "DOUBLE",
     pa.float32(): "FLOAT",
     pa.bool_(): "BOOLEAN",
@@ -597,9 +647,10 @@ def _check_records_schema(
     path: str,
     where: str,
     columns: Sequence[ColumnSpec],
+    key: RowKeySpec | None,
 ) -> None:
     """Refuse a column file whose columns are not its footer's column set's (section 14)."""
-    want = records_schema(columns)
+    want = records_schema(columns, key)
     if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in want] or physical != tuple(
         _PHYSICAL_OF[f.type] for f in want
     ):

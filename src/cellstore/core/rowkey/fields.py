@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+import numba
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.codecs import (
     Problems,
-    binary_from_parts,
     binary_parts,
     float_bits,
     gather,
@@ -341,10 +340,28 @@ def concat_parts(parts: list[Parts]) -> Parts:
     """Concatenate, value by value, several ``(offsets, data)`` of equal length."""
     if len(parts) == 1:
         return parts[0]
-    arrays = [binary_from_parts(offsets, data) for offsets, data in parts]
-    if any(pa.types.is_large_binary(a.type) for a in arrays):
-        arrays = [a.cast(pa.large_binary()) for a in arrays]
-    return binary_parts(pc.binary_join_element_wise(*arrays, b""))
+    n = len(parts[0][0]) - 1
+    lengths = np.zeros(n, dtype=np.int64)
+    for offsets, _ in parts:
+        lengths += np.diff(offsets)
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
+    at = out_offsets[:-1].copy()
+    for offsets, data in parts:
+        _append_values(np.asarray(offsets, dtype=np.int64), data, at, out)
+    return out_offsets, out
+
+
+@numba.njit(cache=True, nogil=True)
+def _append_values(offsets: np.ndarray, data: np.ndarray, at: np.ndarray, out: np.ndarray) -> None:
+    """Copy value ``i`` of ``(offsets, data)`` to ``out[at[i]:]``; advance ``at[i]``."""
+    for i in range(len(at)):
+        pos = at[i]
+        for j in range(offsets[i], offsets[i + 1]):
+            out[pos] = data[j]
+            pos += 1
+        at[i] = pos
 
 
 def numeric_value_bytes(values: np.ndarray) -> np.ndarray:
