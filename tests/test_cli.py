@@ -601,3 +601,13 @@ def test_text_helpers():
     assert human_ttl(86400) == "86400 SECONDS (1 DAY)"
     assert human_ttl(2 * 86400 + 7200) == "180000 SECONDS (2 DAYS 2 HOURS)"
     assert grid(["A", "B"], [["long", 1], ["", 22]]) == ["A     B", "long  1", "      22"]
+
+
+def test_compaction_with_nothing_to_do_reads_as_a_sentence(run, events):
+    """Issue 29: ``Nothing to minor compaction in table`` (and ``1 stores``) are fixed."""
+    minor = ok(run("compact", events)).output
+    assert minor.splitlines()[0] == f"Nothing to rewrite in table {events} (minor compaction)"
+    major = ok(run("compact", events, "--major")).output
+    assert major.splitlines()[0] == f"Nothing to rewrite in table {events} (major compaction)"
+    purge = ok(run("purge-ttl", events)).output
+    assert purge.splitlines()[0] == f"Nothing to rewrite in table {events} (TTL purge)"

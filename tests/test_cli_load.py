@@ -281,3 +281,21 @@ def test_summary_counts_and_the_missing_timestamp_hint(run, tmp_path):
     assert res.exit_code == 0, res.output
     assert "Loaded 2 records as 2 cells" in res.output
     assert "duplicate" not in res.output and "hint:" not in res.output
+
+
+def test_missing_columns_message_has_no_double_punctuation(run, tmp_path):
+    """Issue 29: ``did you mean 'carrier'?.`` became ``did you mean 'carrier'? Its ...``."""
+    csv = tmp_path / "flights.csv"
+    csv.write_text("id,carrier,origin\n1,UA,SFO\n")
+    assert run("create", "t", "--family", "f").exit_code == 0
+    one = run("load", "t", str(csv), "--row-key", "id", "--column", "f:c=carier")
+    assert one.exit_code == 2
+    assert "did you mean 'carrier'? Its columns: 'id', 'carrier', 'origin'" in one.stderr
+    two = run(
+        "load", "t", str(csv), "--row-key", "id", "--column", "f:c=carier", "--column", "f:z=zzz"
+    )
+    message = two.stderr.strip()
+    assert "did you mean 'carrier'? No 'zzz'" in message, message
+    assert "'zzz' (mapping cells[1] (f:z) value). Its columns:" in message, message
+    for doubled in ("?.", "?;", ".."):
+        assert doubled not in message

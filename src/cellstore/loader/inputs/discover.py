@@ -353,8 +353,12 @@ def missing_columns_error(
     if len(available) > 50:
         shown += f", ... ({len(available)} in all)"
     noun = "column" if len(missing) == 1 else "columns"
+    text = parts[0]
+    for part in parts[1:]:  # a question ends its sentence: no "?;" or "?."
+        text += f" No {part}" if text.endswith("?") else f"; no {part}"
+    end = "" if text.endswith("?") else "."
     return InvalidArgumentError(
-        f"input {source} has no {noun} {'; no '.join(parts)}. Its columns: {shown or '(none)'}"
+        f"input {source} has no {noun} {text}{end} Its columns: {shown or '(none)'}"
     )
 
 
