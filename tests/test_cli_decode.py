@@ -303,3 +303,101 @@ def test_string_values_print_as_text_with_control_characters_escaped(root, run):
     assert raw.endswith("value=" + printable("Zürich\nHB".encode()))
     doc = json.loads(ok(run("get", "ns:txt", "a", output="json")).stdout)
     assert doc["cells"][0]["value"] == "Zürich\nHB"
+
+
+# ------------------------------------------------- wide outputs decode by default (issue 29)
+def _by_sensor(records: list[dict]) -> dict[tuple[str, int], tuple]:
+    return {(r["sensor_id"], r["ts"]): (r["m:temp"], r["m:count"], r["m:ok"]) for r in records}
+
+
+EXPECTED = {(s, ts): (t, c, o) for s, ts, t, c, o in RECORDS}
+
+
+def test_wide_scan_prints_a_decoded_table_and_json_lines(sensors, run):
+    text = ok(run("scan", sensors, "--shape", "wide")).stdout.splitlines()
+    assert text[0].split() == ["row", "sensor_id", "ts", "m:count", "m:ok", "m:temp"]
+    assert text[-2] == "3 row(s)" and text[-1].startswith("Took ")
+    body = [line.split()[1:] for line in text[1:-2]]
+    assert sorted(body) == sorted(
+        [s, str(ts), str(c), str(o).lower(), repr(t)] for s, ts, t, c, o in RECORDS
+    )
+    lines = ok(run("scan", sensors, "--shape", "wide", output="json")).stdout.splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 3 and _by_sensor(records) == EXPECTED
+    assert all(isinstance(r["row"], str) for r in records)
+
+
+def test_wide_files_are_decoded_and_parquet_is_typed(sensors, run, tmp_path):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    pq_out, csv_out, json_out = (tmp_path / f"w.{x}" for x in ("parquet", "csv", "json"))
+    for out in (pq_out, csv_out, json_out):
+        ok(run("scan", sensors, "--shape", "wide", "--output-file", str(out)))
+    typed = pq.read_table(pq_out)
+    assert typed.schema.field("m:temp").type == pa.float64()
+    assert typed.schema.field("m:count").type == pa.int64()
+    assert typed.schema.field("m:ok").type == pa.bool_()
+    assert _by_sensor(typed.to_pylist()) == EXPECTED
+    assert _by_sensor(pacsv.read_csv(csv_out).to_pylist()) == EXPECTED
+    assert _by_sensor([json.loads(x) for x in json_out.read_text().splitlines()]) == EXPECTED
+    raw = tmp_path / "raw.parquet"
+    ok(run("scan", sensors, "--shape", "wide", "--raw-values", "--output-file", str(raw)))
+    stored = pq.read_table(raw)
+    assert stored.schema.field("m:temp").type == pa.binary()
+    assert sorted(stored.column("m:temp").to_pylist()) == sorted(
+        struct.pack(">d", r[2]) for r in RECORDS
+    )
+
+
+def test_wide_export_is_decoded_unless_raw_values(sensors, run, tmp_path):
+    import pyarrow.parquet as pq
+
+    ok(run("export", sensors, str(tmp_path / "out"), "--shape", "wide"))
+    typed = pq.read_table(tmp_path / "out")
+    assert typed.schema.field("m:count").type == pa.int64()
+    assert _by_sensor(typed.to_pylist()) == EXPECTED
+    ok(run("export", sensors, str(tmp_path / "raw"), "--shape", "wide", "--raw-values"))
+    raw = pq.read_table(tmp_path / "raw")
+    assert sorted(raw.column("m:count").to_pylist()) == sorted(
+        struct.pack(">q", r[3]) for r in RECORDS
+    )
+
+
+def test_wide_decoding_keeps_the_selected_columns(sensors, run):
+    one = ok(run("scan", sensors, "--shape", "wide", "--column", "m:temp")).stdout.splitlines()
+    assert one[0].split() == ["row", "sensor_id", "ts", "m:temp"]
+    assert sorted(line.split()[-1] for line in one[1:-2]) == sorted(repr(r[2]) for r in RECORDS)
+    given = ok(run("scan", sensors, "--shape", "wide", "--column-type", "m:count=bytes"))
+    header = given.stdout.splitlines()[0].split()
+    assert header == ["row", "sensor_id", "ts", "m:count"]  # only the typed column, as before
+
+
+def test_column_type_table_is_accepted(sensors, run, root):
+    lines = ok(run("scan", sensors, "--shape", "wide", "--column-type", "table", output="json"))
+    records = [json.loads(x) for x in lines.stdout.splitlines()]
+    assert _by_sensor(records) == EXPECTED
+    # "table" plus an explicit codec: the explicit one wins its column.
+    mixed = ok(
+        run(
+            "scan",
+            sensors,
+            "--shape",
+            "wide",
+            "--raw-values",
+            "--column-type",
+            "table",
+            "--column-type",
+            "m:count=bytes",
+            output="json",
+        )
+    )
+    records = [json.loads(x) for x in mixed.stdout.splitlines()]
+    assert sorted(r["m:temp"] for r in records) == sorted(r[2] for r in RECORDS)
+    assert sorted(r["m:count"] for r in records) == sorted(
+        printable(struct.pack(">q", r[3])) for r in RECORDS
+    )
+    connect(root).create_table("ns:bare", families=[Family(name="f")])
+    bare = run("scan", "ns:bare", "--shape", "wide", "--column-type", "table")
+    assert bare.exit_code == 2
+    assert "table ns:bare has no recorded column codecs" in bare.stderr

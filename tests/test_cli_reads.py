@@ -557,7 +557,9 @@ def test_scan_wide_shape_to_files(run, table, tmp_path):
     ok(run("scan", table, "--shape", "wide", "--column", "cf:q", "--output-file", str(csv_out)))
     with csv_out.open() as f:
         assert list(csv.reader(f))[:3] == [["row", "cf:q"], ["a", "a-v4"], ["b", "b10"]]
-    bad = run("scan", table, "--shape", "wide")
-    assert bad.exit_code == 2 and "--output-file" in bad.stderr
+    # Issue 29: without --output-file, a wide scan prints a table (it was refused).
+    shown = lines_of(run("scan", table, "--shape", "wide", "--column", "cf:q"))
+    assert shown[0].split() == ["row", "cf:q"] and shown[1].split() == ["a", "a-v4"]
+    assert shown[-1] == "3 row(s)" and shown[3].split()[1] == "\\x00\\x01bin"
     bad = run("scan", table, "--column-type", "cf:q=long", "--output-file", str(csv_out))
     assert bad.exit_code == 2 and "--shape wide" in bad.stderr

@@ -133,6 +133,10 @@ class Output(ABC):
         """The cells of one row (``get``); ``decoder`` as for :meth:`scan_cells`."""
 
     @abstractmethod
+    def scan_wide(self, name: str, rows: pa.Table, *, started: float) -> None:
+        """A wide-shape scan (``scan --shape wide``): ``row``, key fields, one column each."""
+
+    @abstractmethod
     def row_count(self, name: str, rows: int, *, started: float) -> None:
         """A number of rows (``count``)."""
 
@@ -486,6 +490,11 @@ def _scan_json(
     return rows, [c.to_json() for c in cells]
 
 
+def _wide_records(rows: pa.Table) -> list[dict[str, Any]]:
+    """A wide result's rows as ``{column: value}``, bytes in printable form."""
+    return [{k: _json_value(v) for k, v in r.items()} for r in rows.to_pylist()]
+
+
 def _load_lines(name: str, result: LoadReport) -> list[str]:
     """What a load did: cells, files, bytes, version, and files per region."""
     r = result
@@ -591,6 +600,11 @@ class TextOutput(Output):
             ]
         )
 
+    def scan_wide(self, name: str, rows: pa.Table, *, started: float) -> None:
+        """A grid: one line per row, a column each (bytes printable, empty for null)."""
+        body = [["" if v is None else _value_text(v) for v in r.values()] for r in rows.to_pylist()]
+        _echo_lines([*grid(rows.column_names, body), f"{rows.num_rows} row(s)", _took(started)])
+
     def row_count(self, name: str, rows: int, *, started: float) -> None:
         """``N row(s)`` as HBase's ``count`` ends."""
         _echo_lines([f"{rows} row(s)", _took(started)])
@@ -692,6 +706,15 @@ class JsonOutput(Output):
         """``{"table": NAME, "row": ROW, "cells": [cell, ...]}`` (no cells: absent row)."""
         found = [c.to_json() for c in shown_cells(cells, decoder)]
         self._print({"table": name, "row": printable(row), "cells": found})
+
+    def scan_wide(self, name: str, rows: pa.Table, *, started: float) -> None:
+        """JSON lines, one object per row: ``{"row": ROW, "family:qualifier": value, ...}``.
+
+        Bytes in printable form, decoded values as JSON values (NaN and infinities as
+        strings), null for a column the row does not have.
+        """
+        for record in _wide_records(rows):
+            click.echo(json.dumps(record))
 
     def row_count(self, name: str, rows: int, *, started: float) -> None:
         """``{"table": NAME, "rows": N}``."""

@@ -36,6 +36,7 @@ from cellstore.cli.params import PRINTABLE_KEY
 from cellstore.cli.scanflags import (
     COUNT_FLAGS,
     GET_FLAGS,
+    RAW_VALUES,
     SCAN_FLAGS,
     ScanFlags,
     key_help,
@@ -148,12 +149,6 @@ class QuickstartReport:
 
 
 # ----------------------------------------------------------------------- shared options
-_RAW_VALUES = click.option(
-    "--raw-values",
-    is_flag=True,
-    help="Print values and row keys as stored (printable bytes) instead of decoding them "
-    "with the codecs and row key the table's mapping-based loads recorded.",
-)
 _GET_KEY = click.option(
     "--key",
     "key_fields",
@@ -294,7 +289,7 @@ def _export_format_for(path: str) -> ExportFormat:
 @click.command("scan")
 @click.argument("table")
 @scan_flags(*SCAN_FLAGS)
-@_RAW_VALUES
+@RAW_VALUES
 @click.option(
     "--output-file",
     type=click.Path(dir_okay=False, writable=True),
@@ -335,13 +330,14 @@ def scan_cmd(
     """  # noqa: D301 (click's \b marker)
     if file_format is not None and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
-    if scan.values["shape"] == "wide" and output_file is None:
-        raise click.BadParameter("needs --output-file", param_hint="'--shape wide'")
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
-    planned = handle.scan(scan.options(handle))
+    planned = handle.scan(scan.options(handle, decode=not raw_values))
     name = str(handle.name)
+    if output_file is None and planned.options.shape == "wide":
+        cli_ctx.output.scan_wide(name, planned.to_arrow(), started=started)
+        return
     if output_file is None:
         _print_cells(cli_ctx, handle, planned, started=started, raw_values=raw_values)
         return
@@ -374,7 +370,7 @@ def _print_cells(
 @click.argument("row", type=PRINTABLE_KEY, required=False)
 @scan_flags(*GET_FLAGS)
 @_GET_KEY
-@_RAW_VALUES
+@RAW_VALUES
 @pass_cli_context
 def get_cmd(
     cli_ctx: CliContext,
