@@ -67,9 +67,19 @@ def read_cells_file(path: str, *, fmt: CellFileFormat) -> pa.Table:
         The cells as a pyarrow Table.
 
     Raises:
+        InputNotFoundError: no such file.
         BadCellError: if the file cannot be parsed as ``fmt``.
     """
+    import os
+
     import pyarrow as pa
+
+    from cellstore.errors import InputNotFoundError
+
+    if not os.path.exists(path):
+        raise InputNotFoundError(f"cells file {path!r} does not exist")
+    if os.path.isdir(path):
+        raise BadCellError(f"cells file {path!r} is a directory")
 
     try:
         if fmt == "parquet":
@@ -107,7 +117,7 @@ def _format_for(path: str) -> CellFileFormat:
 
 @click.command("load-cells")
 @click.argument("table")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--format",
     "fmt",

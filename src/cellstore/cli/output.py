@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader import LoadReport
     from cellstore.loader.mapping import KeyColumn, TableCodecs
-    from cellstore.reader import Description
+    from cellstore.reader import Description, Scan
     from cellstore.warehouse import TableDescription
 
 __all__ = [
@@ -133,8 +133,12 @@ class Output(ABC):
         """The cells of one row (``get``); ``decoder`` as for :meth:`scan_cells`."""
 
     @abstractmethod
-    def scan_wide(self, name: str, rows: pa.Table, *, started: float) -> None:
-        """A wide-shape scan (``scan --shape wide``): ``row``, key fields, one column each."""
+    def scan_wide(self, name: str, scan: Scan, *, started: float) -> None:
+        """A wide-shape scan (``scan --shape wide``): ``row``, key fields, one column each.
+
+        The renderer reads ``scan`` as it needs: whole (a table's column widths) or batch
+        by batch.
+        """
 
     @abstractmethod
     def row_count(self, name: str, rows: int, *, started: float) -> None:
@@ -491,8 +495,10 @@ def _scan_json(
 
 
 def _wide_records(rows: pa.Table) -> list[dict[str, Any]]:
-    """A wide result's rows as ``{column: value}``, bytes in printable form."""
-    return [{k: _json_value(v) for k, v in r.items()} for r in rows.to_pylist()]
+    """A wide result's rows as ``{column: value}``: bytes in printable form, nulls left out."""
+    return [
+        {k: _json_value(v) for k, v in r.items() if v is not None} for r in rows.to_pylist()
+    ]
 
 
 def _load_lines(name: str, result: LoadReport) -> list[str]:
@@ -600,8 +606,9 @@ class TextOutput(Output):
             ]
         )
 
-    def scan_wide(self, name: str, rows: pa.Table, *, started: float) -> None:
+    def scan_wide(self, name: str, scan: Scan, *, started: float) -> None:
         """A grid: one line per row, a column each (bytes printable, empty for null)."""
+        rows = scan.to_arrow()
         body = [["" if v is None else _value_text(v) for v in r.values()] for r in rows.to_pylist()]
         _echo_lines([*grid(rows.column_names, body), f"{rows.num_rows} row(s)", _took(started)])
 
@@ -707,14 +714,17 @@ class JsonOutput(Output):
         found = [c.to_json() for c in shown_cells(cells, decoder)]
         self._print({"table": name, "row": printable(row), "cells": found})
 
-    def scan_wide(self, name: str, rows: pa.Table, *, started: float) -> None:
+    def scan_wide(self, name: str, scan: Scan, *, started: float) -> None:
         """JSON lines, one object per row: ``{"row": ROW, "family:qualifier": value, ...}``.
 
-        Bytes in printable form, decoded values as JSON values (NaN and infinities as
-        strings), null for a column the row does not have.
+        Written task by task as the scan reads (bounded memory). Bytes in printable form,
+        decoded values as JSON values (NaN and infinities as strings); a column the row
+        has no value in is left out, as HBase's rows are sparse.
         """
-        for record in _wide_records(rows):
-            click.echo(json.dumps(record))
+        for batch in scan.to_batches():
+            lines = [json.dumps(record) for record in _wide_records(batch)]
+            if lines:
+                _echo_lines(lines)
 
     def row_count(self, name: str, rows: int, *, started: float) -> None:
         """``{"table": NAME, "rows": N}``."""

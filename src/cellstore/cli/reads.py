@@ -13,7 +13,10 @@ a ``--column`` that no cell read had warns on stderr.
 
 ``scan --output-file`` streams the results task by task into a file instead of the
 terminal: CSV or JSON lines with the columns ``load-cells`` reads (bytes in printable form,
-types by name), or Parquet with the scan's Arrow schema as it is.
+types by name), or Parquet with the scan's Arrow schema as it is. ``--shape wide`` prints a
+table (JSON lines with ``--output json``) or writes the file with the recorded columns
+decoded (typed Parquet columns; :func:`~cellstore.cli.scanflags.with_recorded_codecs`);
+cells-shape files keep the stored bytes, so that they load back with ``load-cells``.
 
 pyarrow, tqdm and the warehouse are imported inside command bodies only, so
 ``cellstore --help`` stays fast.
@@ -303,8 +306,9 @@ def _export_format_for(path: str) -> ExportFormat:
     type=click.Choice(EXPORT_FORMATS),
     default=None,
     help="Format of --output-file (default: from its extension: .csv, .json/.jsonl, "
-    ".parquet). csv and json (JSON lines) have the columns load-cells reads, bytes in "
-    "printable form; parquet keeps the binary Arrow schema.",
+    ".parquet). Cells: csv and json (JSON lines) have the columns load-cells reads, bytes in "
+    "printable form; parquet keeps the binary Arrow schema. Wide: decoded values, typed "
+    "parquet columns (--raw-values: bytes).",
 )
 @pass_cli_context
 def scan_cmd(
@@ -326,7 +330,8 @@ def scan_cmd(
       cellstore scan ns:sensors --key sensor_id=sensor-00001 --limit 3
 
     Values and composite row keys print decoded with the codecs the table's
-    mapping-based loads recorded (--raw-values: as stored).
+    mapping-based loads recorded (--raw-values: as stored). --shape wide prints a table
+    (JSON lines with --output json), or writes --output-file, decoded the same way.
     """  # noqa: D301 (click's \b marker)
     if file_format is not None and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
@@ -336,7 +341,7 @@ def scan_cmd(
     planned = handle.scan(scan.options(handle, decode=not raw_values))
     name = str(handle.name)
     if output_file is None and planned.options.shape == "wide":
-        cli_ctx.output.scan_wide(name, planned.to_arrow(), started=started)
+        cli_ctx.output.scan_wide(name, planned, started=started)
         return
     if output_file is None:
         _print_cells(cli_ctx, handle, planned, started=started, raw_values=raw_values)
@@ -480,7 +485,7 @@ def quickstart_cmd(cli_ctx: CliContext, *, table: str) -> None:
 
     from cellstore.errors import TableExistsError
 
-    warehouse = cli_ctx.warehouse()
+    warehouse = cli_ctx.warehouse(missing_ok=True)
     created = False
     if warehouse.exists(table):
         handle = warehouse.table(table)
