@@ -496,9 +496,7 @@ def _scan_json(
 
 def _wide_records(rows: pa.Table) -> list[dict[str, Any]]:
     """A wide result's rows as ``{column: value}``: bytes in printable form, nulls left out."""
-    return [
-        {k: _json_value(v) for k, v in r.items() if v is not None} for r in rows.to_pylist()
-    ]
+    return [{k: _json_value(v) for k, v in r.items() if v is not None} for r in rows.to_pylist()]
 
 
 def _load_lines(name: str, result: LoadReport) -> list[str]:
