@@ -335,6 +335,8 @@ def test_every_missing_file_a_user_names_is_one_kind_exit_3(run, root, tmp_path)
         "input": ("load", "t", str(tmp_path / "nope.csv"), "--mapping", str(mapping)),
         "glob": ("load", "t", str(tmp_path / "nope-*.csv"), "--mapping", str(mapping)),
         "cells file": ("load-cells", "t", str(tmp_path / "nope-cells.csv")),
+        "HFile (info)": ("hfile", "info", str(tmp_path / "nope.hfile")),
+        "HFile (cat)": ("hfile", "cat", str(tmp_path / "nope.hfile")),
         "split-key file": (
             "load",
             str(good),
