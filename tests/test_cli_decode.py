@@ -401,3 +401,15 @@ def test_column_type_table_is_accepted(sensors, run, root):
     bare = run("scan", "ns:bare", "--shape", "wide", "--column-type", "table")
     assert bare.exit_code == 2
     assert "table ns:bare has no recorded column codecs" in bare.stderr
+
+
+def test_index_lookup_prints_decoded_values_unless_raw(sensors, run):
+    """Issue 29: every console output of values decodes, ``index lookup`` included."""
+    ok(run("index", "build", sensors, "by_count", "--column", "m:count", "--codec", "long"))
+    lines = _cell_lines(run("index", "lookup", sensors, "by_count", "8", "--column", "m:temp"))
+    assert len(lines) == 1 and lines[0].split()[0] == "sensor_id=sensor-00001,ts=1700000060000"
+    assert lines[0].endswith("value=-3.25")
+    raw = _cell_lines(
+        run("index", "lookup", sensors, "by_count", "8", "--column", "m:temp", "--raw-values")
+    )
+    assert len(raw) == 1 and raw[0].endswith(f"value={printable(struct.pack('>d', -3.25))}")
