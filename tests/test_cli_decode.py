@@ -413,3 +413,44 @@ def test_index_lookup_prints_decoded_values_unless_raw(sensors, run):
         run("index", "lookup", sensors, "by_count", "8", "--column", "m:temp", "--raw-values")
     )
     assert len(raw) == 1 and raw[0].endswith(f"value={printable(struct.pack('>d', -3.25))}")
+
+
+def test_cells_files_keep_the_bytes_and_add_a_decoded_column(sensors, run, root, tmp_path):
+    """Cells shape: ``value`` as stored (so the file loads back), ``decoded`` beside it."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    out = {x: tmp_path / f"c.{x}" for x in ("csv", "json", "parquet")}
+    for path in out.values():
+        ok(run("scan", sensors, "--output-file", str(path)))
+    cells = pq.read_table(out["parquet"])
+    assert cells.column_names == ["row", "family", "qualifier", "ts", "type", "value", "decoded"]
+    by_column: dict[bytes, list] = {}
+    for r in cells.to_pylist():
+        by_column.setdefault(r["qualifier"], []).append((r["value"], r["decoded"]))
+    assert sorted((v, float(d)) for v, d in by_column[b"temp"]) == sorted(
+        (struct.pack(">d", t), t) for _, _, t, _, _ in RECORDS
+    )  # Arrow's number text: 19.0 is "19"
+    assert sorted(d for _, d in by_column[b"ok"]) == sorted(str(o).lower() for *_, o in RECORDS)
+    assert sorted(d for _, d in by_column[b"count"]) == sorted(str(c) for *_, c, _ in RECORDS)
+    text = pacsv.read_csv(
+        out["csv"], convert_options=pacsv.ConvertOptions(strings_can_be_null=True)
+    )
+    assert text.column("decoded").to_pylist() == cells.column("decoded").to_pylist()
+    lines = [json.loads(x) for x in out["json"].read_text().splitlines()]
+    assert [x["decoded"] for x in lines] == cells.column("decoded").to_pylist()
+    # The files load back as they are: the decoded column is left out.
+    connect(root).create_table("ns:copy", families=[Family(name="m")])
+    for path in out.values():
+        ok(run("load-cells", "ns:copy", str(path)))
+    got = connect(root).table("ns:copy").scan().to_arrow()
+    want = connect(root).table(sensors).scan().to_arrow()
+    assert sorted(got.column("value").to_pylist()) == sorted(want.column("value").to_pylist())
+    raw = tmp_path / "raw.parquet"
+    ok(run("scan", sensors, "--raw-values", "--output-file", str(raw)))
+    assert "decoded" not in pq.read_table(raw).column_names
+    ok(run("export", sensors, str(tmp_path / "out")))
+    exported = pq.read_table(tmp_path / "out")
+    assert sorted(exported.column("decoded").to_pylist()) == sorted(
+        cells.column("decoded").to_pylist()
+    )

@@ -313,8 +313,9 @@ def export_cmd(
     """Export a scan of TABLE to Parquet or CSV files under the directory URL.
 
     One part file per scan task (part-00000.parquet, ...), then a _SUCCESS marker. URL is
-    a local path or any fsspec URL (s3://bucket/out). With --shape wide, the columns a
-    mapping-based load recorded are decoded (typed Parquet columns; --raw-values: bytes).
+    a local path or any fsspec URL (s3://bucket/out). Values decode with the codecs the
+    table's mapping-based loads recorded: --shape wide in typed columns, cells in an added
+    decoded text column next to the stored value (--raw-values: bytes only).
 
     \b
     Examples:
@@ -334,6 +335,7 @@ def export_cmd(
             storage_options=_output_options(cli_ctx, url, url_options),
             overwrite=overwrite,
             progress=progress,
+            decoded=not raw_values,
             **options.changes(),
         )
     _emit(

@@ -338,35 +338,12 @@ class CellDecoder:
         """Decoded values of ``cells`` (result schema), None where not decoded (raw)."""
         import numpy as np
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        from cellstore.core.cells import CellType
-        from cellstore.core.codecs import Codec, decode_values
-        from cellstore.core.keys import from_string_binary
+        from cellstore.core.codecs import decode_values
 
-        n = cells.num_rows
-        out = np.full(n, None, dtype=object)
-        if n == 0 or (not self.codecs.columns and not self.codecs.families):
-            return list(out)
-        family, qualifier = cells.column("family"), cells.column("qualifier")
-        puts = pc.equal(cells.column("type"), int(CellType.PUT)).to_numpy(zero_copy_only=False)
-        covered = np.zeros(n, dtype=bool)
-        wanted: list[tuple[np.ndarray, Codec]] = []
-        for name, codec in self.codecs.columns.items():
-            fam, _, qual = name.partition(":")
-            q = pa.scalar(from_string_binary(qual), pa.binary())
-            mask = pc.and_(pc.equal(family, fam), pc.equal(qualifier, q))
-            hit = mask.to_numpy(zero_copy_only=False)
-            covered |= hit
-            wanted.append((hit, codec))
-        for fam, codec in self.codecs.families.items():
-            hit = pc.equal(family, fam).to_numpy(zero_copy_only=False) & ~covered
-            wanted.append((hit, codec))
+        out = np.full(cells.num_rows, None, dtype=object)
         value = cells.column("value")
-        for hit, codec in wanted:
-            idx = np.flatnonzero(hit & puts)
-            if codec is Codec.BYTES or not idx.size:
-                continue
+        for idx, codec in self.codecs.value_groups(cells):
             decoded = decode_values(value.take(pa.array(idx)), codec, field="value", errors="null")
             out[idx] = _objects(decoded.to_pylist())
         return list(out)

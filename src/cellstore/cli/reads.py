@@ -15,8 +15,9 @@ a ``--column`` that no cell read had warns on stderr.
 terminal: CSV or JSON lines with the columns ``load-cells`` reads (bytes in printable form,
 types by name), or Parquet with the scan's Arrow schema as it is. ``--shape wide`` prints a
 table (JSON lines with ``--output json``) or writes the file with the recorded columns
-decoded (typed Parquet columns; :func:`~cellstore.cli.scanflags.with_recorded_codecs`);
-cells-shape files keep the stored bytes, so that they load back with ``load-cells``.
+decoded (typed Parquet columns; :func:`~cellstore.cli.scanflags.with_recorded_codecs`).
+Cells-shape files keep the stored bytes in ``value``, so that they load back with
+``load-cells``, and add a ``decoded`` text column on a table with recorded codecs.
 
 pyarrow, tqdm and the warehouse are imported inside command bodies only, so
 ``cellstore --help`` stays fast.
@@ -246,7 +247,13 @@ def _stderr_is_tty() -> bool:
 
 # ---------------------------------------------------------------------------------- scan
 def export_scan(
-    scan: Scan, *, path: str, fmt: ExportFormat, progress: bool, label: str = "scan"
+    scan: Scan,
+    *,
+    path: str,
+    fmt: ExportFormat,
+    progress: bool,
+    label: str = "scan",
+    decoded: bool = False,
 ) -> ExportReport:
     """Write ``scan`` to one file through :func:`cellstore.jobs.export.export_file`.
 
@@ -259,6 +266,8 @@ def export_scan(
             name, as ``load-cells`` reads them), or ``parquet`` (the scan's Arrow schema).
         progress: Draw a progress bar over the scan's tasks on stderr.
         label: The progress bar's description.
+        decoded: Cells shape: add a ``decoded`` column (the recorded codecs; ``value``
+            keeps the stored bytes).
 
     Returns:
         The rows, cells and bytes written.
@@ -274,7 +283,7 @@ def export_scan(
             bar.total = total
             bar.update(done - bar.n)
 
-        report = export_file(scan, target, format=fmt, progress=tick)
+        report = export_file(scan, target, format=fmt, progress=tick, decoded=decoded)
     return ExportReport(path, fmt, report.rows, report.cells, report.bytes)
 
 
@@ -307,8 +316,8 @@ def _export_format_for(path: str) -> ExportFormat:
     default=None,
     help="Format of --output-file (default: from its extension: .csv, .json/.jsonl, "
     ".parquet). Cells: csv and json (JSON lines) have the columns load-cells reads, bytes in "
-    "printable form; parquet keeps the binary Arrow schema. Wide: decoded values, typed "
-    "parquet columns (--raw-values: bytes).",
+    "printable form; parquet keeps the binary Arrow schema; all add a decoded text column "
+    "(recorded codecs). Wide: decoded values, typed parquet columns (--raw-values: bytes).",
 )
 @pass_cli_context
 def scan_cmd(
@@ -352,6 +361,7 @@ def scan_cmd(
         fmt=file_format or _export_format_for(output_file),
         progress=cli_ctx.output.shows_progress and _stderr_is_tty(),
         label=f"scan {name}",
+        decoded=not raw_values,
     )
     cli_ctx.output.scan_exported(name, report, started=started)
 

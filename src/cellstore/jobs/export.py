@@ -46,7 +46,7 @@ from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_fi
 from cellstore.handle import Catalog, TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
-from cellstore.loader.mapping import resolve_column_types
+from cellstore.loader.mapping import TableCodecs, resolve_column_types
 from cellstore.loader.memory import release_memory
 from cellstore.reader.options import SCAN_OPTION_NAMES
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
@@ -163,6 +163,14 @@ class _FileSink:
             self._writer.close()
 
 
+def _decoding(
+    metadata: TableMetadata, shape: ExportShape, decoded: bool
+) -> Callable[[pa.Table], pa.Table] | None:
+    """What adds a cells-shape batch's ``decoded`` column, or None (nothing to decode)."""
+    codecs = TableCodecs.recorded(metadata) if decoded and shape == "cells" else None
+    return None if codecs is None else codecs.with_decoded
+
+
 def export_file(
     scan: Any,
     url: str,
@@ -170,6 +178,7 @@ def export_file(
     format: FileFormat,
     storage_options: Mapping[str, Any] | None = None,
     progress: ProgressFn | None = None,
+    decoded: bool = False,
 ) -> FileExportReport:
     r"""Write a planned scan to one file (Parquet, CSV or JSON lines), whole or not at all.
 
@@ -188,6 +197,10 @@ def export_file(
             columns ``load-cells`` reads.
         storage_options: fsspec options for ``url``.
         progress: Called with ``(done, total)`` scan tasks.
+        decoded: Cells shape, on a table whose mapping-based loads recorded codecs: add a
+            ``decoded`` string column after ``value``, the value decoded with its codec
+            (:meth:`~cellstore.loader.mapping.TableCodecs.decoded_text`; null where none
+            applies). ``value`` keeps the stored bytes.
 
     Returns:
         A :class:`FileExportReport`.
@@ -200,6 +213,7 @@ def export_file(
     partial = f"{head}/.{name}.{os.getpid()}.partial" if head else f".{name}.partial"
     tasks = len(scan.plan())
     batches = scan.to_batches() if shape == "cells" else iter([scan.to_arrow()])
+    add = _decoding(scan.metadata, shape, decoded)
     rows = cells = done = 0
     makedirs_for(fs, path)
     try:
@@ -208,7 +222,7 @@ def export_file(
             for batch in batches:
                 if batch.num_rows == 0 and sink.started:
                     continue
-                sink.write(batch)
+                sink.write(batch if add is None else add(batch))
                 r, c = _stats(batch, shape)
                 rows += r
                 cells += c
@@ -216,7 +230,8 @@ def export_file(
                 if progress is not None:
                     progress(min(done, tasks), tasks)
             if not sink.started:  # no result: the file still has its header or schema
-                sink.write(scan.to_arrow())  # empty: the scan had no result
+                empty = scan.to_arrow()  # empty: the scan had no result
+                sink.write(empty if add is None else add(empty))
             sink.close()
         fs.mv(partial, path)
     except BaseException:
@@ -350,6 +365,7 @@ def export(
     overwrite: bool = False,
     progress: ProgressFn | None = None,
     memory_budget: int | None = None,
+    decoded: bool = False,
     **scan_options: Any,
 ) -> ExportReport:
     r"""Write a scan of ``table`` to Parquet or CSV files under the directory ``url``.
@@ -377,6 +393,7 @@ def export(
             :data:`~cellstore.reader.plan.DEFAULT_TASK_MEMORY`, 256 MiB): scan tasks are
             planned with an eighth of it (``Table.scan``'s ``memory_budget``), since reading,
             merging and encoding a task take several times what a task budget counts.
+        decoded: Cells shape: add a ``decoded`` column, as :func:`export_file` does.
         **scan_options: Any option of :meth:`Table.scan <cellstore.warehouse.Table.scan>`
             (``start_row``, ``row_prefix``, ``columns``, ``families``, ``time_range``,
             ``max_versions``, ``raw``, ``filter``, ``key``, ``column_types``, ...).
@@ -413,11 +430,13 @@ def export(
         table, shape=shape, memory_budget=max(1, budget // _EXPORT_EXPANSION), **scan_options
     )
     fs, root = _output_dir(url, storage_options, overwrite=overwrite)
+    add = _decoding(table.metadata, shape, decoded)
     ext = _EXTENSIONS[format]
     tasks = len(scan.plan())
     files: list[str] = []
     rows = cells = size = 0
     for batch in scan.to_batches():
+        batch = batch if add is None else add(batch)
         path = join(root, f"part-{len(files):05d}.{ext}")
         with fs.open(path, "wb") as f:
             if format == "parquet":
