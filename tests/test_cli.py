@@ -644,6 +644,8 @@ def test_errors_are_json_objects_on_stderr_with_output_json(run, root, events, t
     result = CliRunner().invoke(cli, ["--root", nowhere, "--output", "json", "list"])
     gone = _json_error(result)
     assert gone["kind"] == "not-found" and nowhere in gone["message"]
+    unknown = _json_error(run("scna", events, output="json"))
+    assert unknown["kind"] == "invalid-argument" and "No such command 'scna'" in unknown["message"]
     text = run("scan", "ns:nope")  # text output keeps its one line
     assert text.exit_code == 3 and text.stderr.startswith("error: table ns:nope does not exist")
 

@@ -40,7 +40,7 @@ from cellstore.cli import (
     tables,
 )
 from cellstore.cli.context import CliContext
-from cellstore.cli.output import OUTPUT_FORMATS, JsonOutput, OutputFormat, make_output
+from cellstore.cli.output import OUTPUT_FORMATS, OutputFormat, make_output
 from cellstore.cli.params import SECRETS_META_KEY, STORAGE_OPTION, redact
 from cellstore.defaults import DEFAULT_ROOT
 from cellstore.errors import CellstoreError
@@ -314,8 +314,12 @@ class CellstoreGroup(click.Group):
 
 
 def _json_errors(ctx: click.Context) -> bool:
-    """Whether ``--output json`` was given (errors then print as JSON objects)."""
-    return isinstance(ctx.obj, CliContext) and isinstance(ctx.obj.output, JsonOutput)
+    """Whether ``--output json`` was given (errors then print as JSON objects).
+
+    Read from the parsed options, so that errors before the group's callback (an unknown
+    command) print as JSON too.
+    """
+    return ctx.params.get("output_format") == "json"
 
 
 @click.group(cls=CellstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
