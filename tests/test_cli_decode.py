@@ -454,3 +454,39 @@ def test_cells_files_keep_the_bytes_and_add_a_decoded_column(sensors, run, root,
     assert sorted(exported.column("decoded").to_pylist()) == sorted(
         cells.column("decoded").to_pylist()
     )
+
+
+def test_wide_outputs_decode_qualifiers_from_a_column_with_the_family_codec(root, run, tmp_path):
+    """Tall-to-wide qualifiers (``f:{metric}``) have no name before reading: decoded after."""
+    import pyarrow.parquet as pq
+
+    t = connect(root).create_table("ns:tall", families=[Family(name="f")])
+    frame = pa.table({"id": ["a", "a", "b"], "metric": ["x", "y", "x"], "v": [1.5, 2.0, -0.5]})
+    t.load(frame, mapping=LoadMapping.simple(row_key="id", columns=["f:{metric}=v:double"]))
+    lines = ok(run("scan", "ns:tall", "--shape", "wide", output="json")).stdout.splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"row": "a", "f:x": 1.5, "f:y": 2.0},
+        {"row": "b", "f:x": -0.5},
+    ]
+    text = ok(run("scan", "ns:tall", "--shape", "wide")).stdout.splitlines()
+    assert [line.split() for line in text[:3]] == [
+        ["row", "f:x", "f:y"],
+        ["a", "1.5", "2.0"],
+        ["b", "-0.5"],
+    ]
+    out = tmp_path / "tall.parquet"
+    ok(run("scan", "ns:tall", "--shape", "wide", "--output-file", str(out)))
+    typed = pq.read_table(out)
+    assert typed.schema.field("f:x").type == pa.float64()
+    assert typed.column("f:y").to_pylist() == [2.0, None]
+    ok(run("export", "ns:tall", str(tmp_path / "exp"), "--shape", "wide"))
+    assert pq.read_table(tmp_path / "exp").column("f:x").to_pylist() == [1.5, -0.5]
+    kept = tmp_path / "kept.parquet"
+    args = ("--shape", "wide", "--family", "f", "--column-type", "f:x=bytes")
+    ok(run("scan", "ns:tall", *args, "--output-file", str(kept)))
+    assert pq.read_table(kept).column("f:x").to_pylist() == [
+        struct.pack(">d", 1.5),
+        struct.pack(">d", -0.5),
+    ]
+    raw = ok(run("scan", "ns:tall", "--shape", "wide", "--raw-values", output="json"))
+    assert json.loads(raw.stdout.splitlines()[0])["f:x"] == printable(struct.pack(">d", 1.5))

@@ -16,8 +16,8 @@ import math
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, Protocol
 
 import click
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from cellstore.core.rowkey import RowKeySpec
     from cellstore.loader import LoadReport
     from cellstore.loader.mapping import KeyColumn, TableCodecs
-    from cellstore.reader import Description, Scan
+    from cellstore.reader import Description
     from cellstore.warehouse import TableDescription
 
 __all__ = [
@@ -63,6 +63,16 @@ __all__ = [
 
 OutputFormat = Literal["text", "json"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json")
+
+
+class WideRows(Protocol):
+    """A wide scan's results, whole or task by task (a :class:`~cellstore.reader.Scan`)."""
+
+    def to_arrow(self) -> pa.Table:
+        """Every row, the columns of all of them."""
+
+    def to_batches(self) -> Iterator[pa.Table]:
+        """The rows task by task."""
 
 
 class Output(ABC):
@@ -133,7 +143,7 @@ class Output(ABC):
         """The cells of one row (``get``); ``decoder`` as for :meth:`scan_cells`."""
 
     @abstractmethod
-    def scan_wide(self, name: str, scan: Scan, *, started: float) -> None:
+    def scan_wide(self, name: str, scan: WideRows, *, started: float) -> None:
         """A wide-shape scan (``scan --shape wide``): ``row``, key fields, one column each.
 
         The renderer reads ``scan`` as it needs: whole (a table's column widths) or batch
@@ -581,7 +591,7 @@ class TextOutput(Output):
             ]
         )
 
-    def scan_wide(self, name: str, scan: Scan, *, started: float) -> None:
+    def scan_wide(self, name: str, scan: WideRows, *, started: float) -> None:
         """A grid: one line per row, a column each (bytes printable, empty for null)."""
         rows = scan.to_arrow()
         body = [["" if v is None else _value_text(v) for v in r.values()] for r in rows.to_pylist()]
@@ -689,7 +699,7 @@ class JsonOutput(Output):
         found = [c.to_json() for c in shown_cells(cells, decoder)]
         self._print({"table": name, "row": printable(row), "cells": found})
 
-    def scan_wide(self, name: str, scan: Scan, *, started: float) -> None:
+    def scan_wide(self, name: str, scan: WideRows, *, started: float) -> None:
         """JSON lines, one object per row: ``{"row": ROW, "family:qualifier": value, ...}``.
 
         Written task by task as the scan reads (bounded memory). Bytes in printable form,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from cellstore.loader import LoadReport
+    from cellstore.loader.mapping import TableCodecs
     from cellstore.reader import Scan, ScanOptions
     from cellstore.warehouse import Table, TableDescription
 
@@ -287,6 +289,37 @@ def export_scan(
     return ExportReport(path, fmt, report.rows, report.cells, report.bytes)
 
 
+class _FamilyDecoded:
+    """A wide scan whose results also decode the columns of family codecs.
+
+    (``TableCodecs.decode_family_columns``: qualifiers from an input column, which
+    ``column_types`` cannot name before reading.)
+    """
+
+    def __init__(self, scan: Scan, codecs: TableCodecs) -> None:
+        self.scan = scan
+        self.codecs = codecs
+        types = scan.options.column_types
+        self.keep = frozenset(types) if isinstance(types, Mapping) else frozenset()
+
+    @classmethod
+    def of(cls, scan: Scan) -> Scan | _FamilyDecoded:
+        """``scan`` itself when its table has no family codec."""
+        from cellstore.loader.mapping import TableCodecs
+
+        codecs = TableCodecs.recorded(scan.metadata)
+        return scan if codecs is None or not codecs.families else cls(scan, codecs)
+
+    def to_arrow(self) -> pa.Table:
+        """Every row, decoded."""
+        return self.codecs.decode_family_columns(self.scan.to_arrow(), keep=self.keep)
+
+    def to_batches(self) -> Iterator[pa.Table]:
+        """The rows task by task, decoded."""
+        for batch in self.scan.to_batches():
+            yield self.codecs.decode_family_columns(batch, keep=self.keep)
+
+
 def _export_format_for(path: str) -> ExportFormat:
     fmt = _EXPORT_SUFFIXES.get(PurePath(path).suffix.lower())
     if fmt is None:
@@ -350,7 +383,8 @@ def scan_cmd(
     planned = handle.scan(scan.options(handle, decode=not raw_values))
     name = str(handle.name)
     if output_file is None and planned.options.shape == "wide":
-        cli_ctx.output.scan_wide(name, planned, started=started)
+        rows = planned if raw_values else _FamilyDecoded.of(planned)
+        cli_ctx.output.scan_wide(name, rows, started=started)
         return
     if output_file is None:
         _print_cells(cli_ctx, handle, planned, started=started, raw_values=raw_values)

@@ -332,7 +332,8 @@ def with_recorded_codecs(options: ScanOptions, table: ReadableTable) -> ScanOpti
     not turn into "only the typed columns" (the meaning of ``column_types`` alone). A read
     with ``--column-type`` but no columns or families (only those typed columns) is left
     as it is. Qualifiers that a mapping takes from an input column (a family codec) have
-    no column name known up front, and stay bytes in the wide shape.
+    no column name known up front: the outputs decode them after the read
+    (``TableCodecs.decode_family_columns``).
 
     Args:
         options: The read's options (wide shape).

@@ -20,6 +20,7 @@ the source.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -164,11 +165,16 @@ class _FileSink:
 
 
 def _decoding(
-    metadata: TableMetadata, shape: ExportShape, decoded: bool
+    metadata: TableMetadata, shape: ExportShape, decoded: bool, given: Any
 ) -> Callable[[pa.Table], pa.Table] | None:
-    """What adds a cells-shape batch's ``decoded`` column, or None (nothing to decode)."""
-    codecs = TableCodecs.recorded(metadata) if decoded and shape == "cells" else None
-    return None if codecs is None else codecs.with_decoded
+    """What decodes a batch: a ``decoded`` column, or wide family-codec columns not given."""
+    codecs = TableCodecs.recorded(metadata) if decoded else None
+    if codecs is None:
+        return None
+    if shape == "cells":
+        return codecs.with_decoded
+    keep = frozenset(given) if isinstance(given, Mapping) else frozenset()
+    return functools.partial(codecs.decode_family_columns, keep=keep)
 
 
 def export_file(
@@ -197,10 +203,11 @@ def export_file(
             columns ``load-cells`` reads.
         storage_options: fsspec options for ``url``.
         progress: Called with ``(done, total)`` scan tasks.
-        decoded: Cells shape, on a table whose mapping-based loads recorded codecs: add a
+        decoded: On a table whose mapping-based loads recorded codecs: cells shape, add a
             ``decoded`` string column after ``value``, the value decoded with its codec
             (:meth:`~cellstore.loader.mapping.TableCodecs.decoded_text`; null where none
-            applies). ``value`` keeps the stored bytes.
+            applies; ``value`` keeps the stored bytes); wide shape, decode the columns of
+            families with a family codec (``TableCodecs.decode_family_columns``).
 
     Returns:
         A :class:`FileExportReport`.
@@ -213,7 +220,7 @@ def export_file(
     partial = f"{head}/.{name}.{os.getpid()}.partial" if head else f".{name}.partial"
     tasks = len(scan.plan())
     batches = scan.to_batches() if shape == "cells" else iter([scan.to_arrow()])
-    add = _decoding(scan.metadata, shape, decoded)
+    add = _decoding(scan.metadata, shape, decoded, scan.options.column_types)
     rows = cells = done = 0
     makedirs_for(fs, path)
     try:
@@ -393,7 +400,7 @@ def export(
             :data:`~cellstore.reader.plan.DEFAULT_TASK_MEMORY`, 256 MiB): scan tasks are
             planned with an eighth of it (``Table.scan``'s ``memory_budget``), since reading,
             merging and encoding a task take several times what a task budget counts.
-        decoded: Cells shape: add a ``decoded`` column, as :func:`export_file` does.
+        decoded: Decode as :func:`export_file` does.
         **scan_options: Any option of :meth:`Table.scan <cellstore.warehouse.Table.scan>`
             (``start_row``, ``row_prefix``, ``columns``, ``families``, ``time_range``,
             ``max_versions``, ``raw``, ``filter``, ``key``, ``column_types``, ...).
@@ -430,7 +437,7 @@ def export(
         table, shape=shape, memory_budget=max(1, budget // _EXPORT_EXPANSION), **scan_options
     )
     fs, root = _output_dir(url, storage_options, overwrite=overwrite)
-    add = _decoding(table.metadata, shape, decoded)
+    add = _decoding(table.metadata, shape, decoded, scan_options.get("column_types"))
     ext = _EXTENSIONS[format]
     tasks = len(scan.plan())
     files: list[str] = []

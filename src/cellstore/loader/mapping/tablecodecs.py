@@ -9,7 +9,7 @@ own (:func:`properties_after_load`), and reads decode with them (``column_types=
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -137,6 +137,36 @@ class TableCodecs:
         """``cells`` with a ``decoded`` column after ``value`` (:meth:`decoded_text`)."""
         at = cells.column_names.index("value") + 1
         return cells.add_column(at, "decoded", self.decoded_text(cells))
+
+    def decode_family_columns(self, wide: pa.Table, *, keep: Collection[str] = ()) -> pa.Table:
+        """A wide result's still-binary columns of families with a family codec, decoded.
+
+        Qualifiers a mapping took from an input column (tall-to-wide designs) have no
+        column name known before reading, so ``column_types`` cannot name them; this
+        decodes them afterwards, one vectorized pass per column (null where a value does
+        not decode).
+
+        Args:
+            wide: A wide-shape result (``row``, key fields, ``family:qualifier`` columns).
+            keep: Columns to leave as they are (a ``bytes`` codec the caller gave).
+
+        Returns:
+            ``wide`` with those columns typed.
+        """
+        import pyarrow as pa
+
+        from cellstore.core.codecs import decode_values
+
+        for i, name in enumerate(wide.column_names):
+            family, colon, _ = name.partition(":")
+            codec = self.families.get(family) if colon else None
+            column = wide.column(i)
+            if codec is None or codec is Codec.BYTES or name in keep or name in self.columns:
+                continue
+            if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+                typed = decode_values(column.combine_chunks(), codec, field=name, errors="null")
+                wide = wide.set_column(i, name, typed)
+        return wide
 
     def decoded_text(self, cells: pa.Table) -> pa.Array:
         """Each cell's value decoded with its recorded codec, as text (vectorized).
