@@ -350,10 +350,11 @@ class CellDecoder:
         import pyarrow as pa
 
         from cellstore.core.codecs import decode_values
+        from cellstore.loader.mapping.decoding import value_groups
 
         out = np.full(cells.num_rows, None, dtype=object)
         value = cells.column("value")
-        for idx, codec in self.codecs.value_groups(cells):
+        for idx, codec in value_groups(self.codecs, cells):
             decoded = decode_values(value.take(pa.array(idx)), codec, field="value", errors="null")
             out[idx] = _objects(decoded.to_pylist())
         return list(out)

@@ -292,8 +292,8 @@ def export_scan(
 class _FamilyDecoded:
     """A wide scan whose results also decode the columns of family codecs.
 
-    (``TableCodecs.decode_family_columns``: qualifiers from an input column, which
-    ``column_types`` cannot name before reading.)
+    (:func:`~cellstore.loader.mapping.decoding.decode_family_columns`: qualifiers from
+    an input column, which ``column_types`` cannot name before reading.)
     """
 
     def __init__(self, scan: Scan, codecs: TableCodecs) -> None:
@@ -305,19 +305,23 @@ class _FamilyDecoded:
     @classmethod
     def of(cls, scan: Scan) -> Scan | _FamilyDecoded:
         """``scan`` itself when its table has no family codec."""
-        from cellstore.loader.mapping import TableCodecs
+        from cellstore.loader.mapping.decoding import recorded_codecs
 
-        codecs = TableCodecs.recorded(scan.metadata)
+        codecs = recorded_codecs(scan.metadata)
         return scan if codecs is None or not codecs.families else cls(scan, codecs)
 
     def to_arrow(self) -> pa.Table:
         """Every row, decoded."""
-        return self.codecs.decode_family_columns(self.scan.to_arrow(), keep=self.keep)
+        from cellstore.loader.mapping.decoding import decode_family_columns
+
+        return decode_family_columns(self.codecs, self.scan.to_arrow(), keep=self.keep)
 
     def to_batches(self) -> Iterator[pa.Table]:
         """The rows task by task, decoded."""
+        from cellstore.loader.mapping.decoding import decode_family_columns
+
         for batch in self.scan.to_batches():
-            yield self.codecs.decode_family_columns(batch, keep=self.keep)
+            yield decode_family_columns(self.codecs, batch, keep=self.keep)
 
 
 def _export_format_for(path: str) -> ExportFormat:

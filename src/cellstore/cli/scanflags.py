@@ -333,7 +333,7 @@ def with_recorded_codecs(options: ScanOptions, table: ReadableTable) -> ScanOpti
     with ``--column-type`` but no columns or families (only those typed columns) is left
     as it is. Qualifiers that a mapping takes from an input column (a family codec) have
     no column name known up front: the outputs decode them after the read
-    (``TableCodecs.decode_family_columns``).
+    (:func:`~cellstore.loader.mapping.decoding.decode_family_columns`).
 
     Args:
         options: The read's options (wide shape).

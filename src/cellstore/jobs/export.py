@@ -47,7 +47,8 @@ from cellstore.fs import ensure_exclusive_create, join, makedirs_for, resolve_fi
 from cellstore.handle import Catalog, TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
-from cellstore.loader.mapping import TableCodecs, resolve_column_types
+from cellstore.loader.mapping import resolve_column_types
+from cellstore.loader.mapping.decoding import decode_family_columns, recorded_codecs, with_decoded
 from cellstore.loader.memory import release_memory
 from cellstore.reader.options import SCAN_OPTION_NAMES
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
@@ -168,13 +169,13 @@ def _decoding(
     metadata: TableMetadata, shape: ExportShape, decoded: bool, given: Any
 ) -> Callable[[pa.Table], pa.Table] | None:
     """What decodes a batch: a ``decoded`` column, or wide family-codec columns not given."""
-    codecs = TableCodecs.recorded(metadata) if decoded else None
+    codecs = recorded_codecs(metadata) if decoded else None
     if codecs is None:
         return None
     if shape == "cells":
-        return codecs.with_decoded
+        return functools.partial(with_decoded, codecs)
     keep = frozenset(given) if isinstance(given, Mapping) else frozenset()
-    return functools.partial(codecs.decode_family_columns, keep=keep)
+    return functools.partial(decode_family_columns, codecs, keep=keep)
 
 
 def export_file(
@@ -205,9 +206,9 @@ def export_file(
         progress: Called with ``(done, total)`` scan tasks.
         decoded: On a table whose mapping-based loads recorded codecs: cells shape, add a
             ``decoded`` string column after ``value``, the value decoded with its codec
-            (:meth:`~cellstore.loader.mapping.TableCodecs.decoded_text`; null where none
+            (:func:`~cellstore.loader.mapping.decoding.decoded_text`; null where none
             applies; ``value`` keeps the stored bytes); wide shape, decode the columns of
-            families with a family codec (``TableCodecs.decode_family_columns``).
+            families with a family codec (``decoding.decode_family_columns``).
 
     Returns:
         A :class:`FileExportReport`.
