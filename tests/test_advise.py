@@ -370,7 +370,7 @@ def test_cli_advise_text_json_and_strict(run, tmp_path):
     )
     assert "key length: min 10, mean 10.0, max 10 bytes" in res.output
     assert "WARNING monotonic-keys" in res.output and "fix: salt the row key" in res.output
-    assert run(*args, "--strict").exit_code == 1
+    assert run(*args, "--strict").exit_code == 9  # issue 29: one code per kind (was 1)
     res = run(*args, "--salt-buckets", "8", "--strict", output="json")
     assert res.exit_code == 0
     doc = json.loads(res.output)

@@ -218,12 +218,17 @@ def test_describe_an_older_version(run, events):
 
 
 # ------------------------------------------------------------------------------ list, history
-def test_list_text_and_json(run):
-    assert ok(run("list")).output == "TABLE\n0 row(s)\n"
+def test_list_text_and_json(run, root):
+    missing = run("list")  # issue 29: a root without a warehouse is an error (was "0 row(s)")
+    assert missing.exit_code == 3 and missing.stdout == ""
+    assert missing.stderr.startswith(f"error: no warehouse at {root}: ")
     ok(run("create", "ns:b", "--family", "cf"))
     ok(run("create", "a", "--family", "cf"))
     assert ok(run("list")).output == "TABLE\na\nns:b\n2 row(s)\n"
     assert json.loads(ok(run("list", output="json")).output) == {"tables": ["a", "ns:b"]}
+    ok(run("drop", "a", "--yes"))
+    ok(run("drop", "ns:b", "--yes"))
+    assert ok(run("list")).output == "TABLE\n0 row(s)\n"  # a warehouse with no tables
 
 
 def test_global_options_also_work_after_the_subcommand(root, events):
@@ -497,6 +502,7 @@ def test_bad_table_name_is_exit_2_with_one_line(run):
 
 
 def test_unknown_table_is_exit_3(run, root):
+    ok(run("create", "other", "--family", "f"))  # a warehouse, without table nope
     for args in (["describe", "nope"], ["history", "nope"], ["drop", "nope", "--yes"]):
         result = run(*args)
         assert result.exit_code == 3, args
@@ -601,3 +607,91 @@ def test_text_helpers():
     assert human_ttl(86400) == "86400 SECONDS (1 DAY)"
     assert human_ttl(2 * 86400 + 7200) == "180000 SECONDS (2 DAYS 2 HOURS)"
     assert grid(["A", "B"], [["long", 1], ["", 22]]) == ["A     B", "long  1", "      22"]
+
+
+def test_compaction_with_nothing_to_do_reads_as_a_sentence(run, events):
+    """Issue 29: ``Nothing to minor compaction in table`` (and ``1 stores``) are fixed."""
+    minor = ok(run("compact", events)).output
+    assert minor.splitlines()[0] == f"Nothing to rewrite in table {events} (minor compaction)"
+    major = ok(run("compact", events, "--major")).output
+    assert major.splitlines()[0] == f"Nothing to rewrite in table {events} (major compaction)"
+    purge = ok(run("purge-ttl", events)).output
+    assert purge.splitlines()[0] == f"Nothing to rewrite in table {events} (TTL purge)"
+
+
+# ------------------------------------------------------- errors: one code per kind (issue 29)
+def _json_error(result: Result) -> dict:
+    assert result.stdout == "", result.stdout  # results only on stdout
+    (line,) = result.stderr.splitlines()
+    doc = json.loads(line)
+    assert set(doc) == {"error"} and set(doc["error"]) == {"kind", "message", "exit_code"}
+    assert doc["error"]["exit_code"] == result.exit_code
+    return doc["error"]
+
+
+def test_errors_are_json_objects_on_stderr_with_output_json(run, root, events, tmp_path):
+    missing = _json_error(run("scan", "ns:nope", output="json"))
+    assert missing["kind"] == "not-found" and missing["exit_code"] == 3
+    assert missing["message"].startswith("table ns:nope does not exist in ")
+    usage = _json_error(run("scan", events, "--limit", "0", output="json"))
+    assert usage["kind"] == "invalid-argument" and usage["exit_code"] == 2
+    assert "--limit" in usage["message"]
+    refused = _json_error(run("scan", events, "--column-type", "d:x=long", output="json"))
+    assert refused["kind"] == "invalid-argument" and "--shape wide" in refused["message"]
+    exists = _json_error(run("create", events, "--family", "d", output="json"))
+    assert exists["kind"] == "exists" and exists["exit_code"] == 4
+    nowhere = str(tmp_path / "no-such-dir")
+    result = CliRunner().invoke(cli, ["--root", nowhere, "--output", "json", "list"])
+    gone = _json_error(result)
+    assert gone["kind"] == "not-found" and nowhere in gone["message"]
+    unknown = _json_error(run("scna", events, output="json"))
+    assert unknown["kind"] == "invalid-argument" and "No such command 'scna'" in unknown["message"]
+    text = run("scan", "ns:nope")  # text output keeps its one line
+    assert text.exit_code == 3 and text.stderr.startswith("error: table ns:nope does not exist")
+
+
+def test_a_root_without_a_warehouse_is_an_error_naming_it(tmp_path):
+    runner = CliRunner()
+    nowhere = str(tmp_path / "no" / "such" / "dir")
+    for args in (["list"], ["scan", "t"], ["describe", "t"], ["count", "t"], ["history", "t"]):
+        result = runner.invoke(cli, ["--root", nowhere, *args])
+        assert result.exit_code == 3, (args, result.output)
+        assert result.stderr.startswith(f"error: no warehouse at {nowhere}: "), result.stderr
+        assert result.stdout == ""
+    assert not Path(nowhere).exists()  # reading creates nothing
+    created = runner.invoke(cli, ["--root", nowhere, "create", "t", "--family", "f"])
+    assert created.exit_code == 0, created.output  # creating stays explicit
+    assert runner.invoke(cli, ["--root", nowhere, "list"]).stdout == "TABLE\nt\n1 row(s)\n"
+
+
+def test_the_exit_code_table_is_the_readme_table():
+    from cellstore.cli.console import EXIT_CODES
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    rows = [
+        [c.strip() for c in line.strip("|").split(" | ")]
+        for line in readme.splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip().isdigit()
+    ]
+    assert {int(c): (k.strip("`"), d) for c, k, d in rows} == dict(EXIT_CODES)
+
+
+def test_every_error_class_exits_with_a_documented_code():
+    import cellstore.errors as errors
+    from cellstore.cli.console import EXIT_CODES, EXIT_UNEXPECTED, describe_error
+    from cellstore.jobs.index.definition import IndexNotFoundError
+
+    classes = [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, errors.CellstoreError)
+    ]
+    assert len(classes) > 15
+    for c in [*classes, IndexNotFoundError]:
+        assert c.exit_code in EXIT_CODES, c
+    kinds = {c.__name__: EXIT_CODES[c.exit_code][0] for c in classes}
+    assert kinds["TableNotFoundError"] == kinds["InputNotFoundError"] == "not-found"
+    assert kinds["WarehouseNotFoundError"] == kinds["SnapshotNotFoundError"] == "not-found"
+    assert kinds["BadRecordError"] == "bad-record" and kinds["VerifyError"] == "problems-found"
+    assert describe_error(FileExistsError("x"))[1] == 1  # storage
+    assert describe_error(ZeroDivisionError("x"))[1] == EXIT_UNEXPECTED == 10

@@ -308,3 +308,190 @@ def test_string_values_print_as_text_with_control_characters_escaped(root, run):
     assert raw.endswith("value=" + printable("Zürich\nHB".encode()))
     doc = json.loads(ok(run("get", "ns:txt", "a", output="json")).stdout)
     assert doc["cells"][0]["value"] == "Zürich\nHB"
+
+
+# ------------------------------------------------- wide outputs decode by default (issue 29)
+def _by_sensor(records: list[dict]) -> dict[tuple[str, int], tuple]:
+    return {(r["sensor_id"], r["ts"]): (r["m:temp"], r["m:count"], r["m:ok"]) for r in records}
+
+
+EXPECTED = {(s, ts): (t, c, o) for s, ts, t, c, o in RECORDS}
+
+
+def test_wide_scan_prints_a_decoded_table_and_json_lines(sensors, run):
+    text = ok(run("scan", sensors, "--shape", "wide")).stdout.splitlines()
+    assert text[0].split() == ["row", "sensor_id", "ts", "m:count", "m:ok", "m:temp"]
+    assert text[-2] == "3 row(s)" and text[-1].startswith("Took ")
+    body = [line.split()[1:] for line in text[1:-2]]
+    assert sorted(body) == sorted(
+        [s, str(ts), str(c), str(o).lower(), repr(t)] for s, ts, t, c, o in RECORDS
+    )
+    lines = ok(run("scan", sensors, "--shape", "wide", output="json")).stdout.splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 3 and _by_sensor(records) == EXPECTED
+    assert all(isinstance(r["row"], str) for r in records)
+
+
+def test_wide_files_are_decoded_and_parquet_is_typed(sensors, run, tmp_path):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    pq_out, csv_out, json_out = (tmp_path / f"w.{x}" for x in ("parquet", "csv", "json"))
+    for out in (pq_out, csv_out, json_out):
+        ok(run("scan", sensors, "--shape", "wide", "--output-file", str(out)))
+    typed = pq.read_table(pq_out)
+    assert typed.schema.field("m:temp").type == pa.float64()
+    assert typed.schema.field("m:count").type == pa.int64()
+    assert typed.schema.field("m:ok").type == pa.bool_()
+    assert _by_sensor(typed.to_pylist()) == EXPECTED
+    assert _by_sensor(pacsv.read_csv(csv_out).to_pylist()) == EXPECTED
+    assert _by_sensor([json.loads(x) for x in json_out.read_text().splitlines()]) == EXPECTED
+    raw = tmp_path / "raw.parquet"
+    ok(run("scan", sensors, "--shape", "wide", "--raw-values", "--output-file", str(raw)))
+    stored = pq.read_table(raw)
+    assert stored.schema.field("m:temp").type == pa.binary()
+    assert sorted(stored.column("m:temp").to_pylist()) == sorted(
+        struct.pack(">d", r[2]) for r in RECORDS
+    )
+
+
+def test_wide_export_is_decoded_unless_raw_values(sensors, run, tmp_path):
+    import pyarrow.parquet as pq
+
+    ok(run("export", sensors, str(tmp_path / "out"), "--shape", "wide"))
+    typed = pq.read_table(tmp_path / "out")
+    assert typed.schema.field("m:count").type == pa.int64()
+    assert _by_sensor(typed.to_pylist()) == EXPECTED
+    ok(run("export", sensors, str(tmp_path / "raw"), "--shape", "wide", "--raw-values"))
+    raw = pq.read_table(tmp_path / "raw")
+    assert sorted(raw.column("m:count").to_pylist()) == sorted(
+        struct.pack(">q", r[3]) for r in RECORDS
+    )
+
+
+def test_wide_decoding_keeps_the_selected_columns(sensors, run):
+    one = ok(run("scan", sensors, "--shape", "wide", "--column", "m:temp")).stdout.splitlines()
+    assert one[0].split() == ["row", "sensor_id", "ts", "m:temp"]
+    assert sorted(line.split()[-1] for line in one[1:-2]) == sorted(repr(r[2]) for r in RECORDS)
+    given = ok(run("scan", sensors, "--shape", "wide", "--column-type", "m:count=bytes"))
+    header = given.stdout.splitlines()[0].split()
+    assert header == ["row", "sensor_id", "ts", "m:count"]  # only the typed column, as before
+
+
+def test_column_type_table_is_accepted(sensors, run, root):
+    lines = ok(run("scan", sensors, "--shape", "wide", "--column-type", "table", output="json"))
+    records = [json.loads(x) for x in lines.stdout.splitlines()]
+    assert _by_sensor(records) == EXPECTED
+    # "table" plus an explicit codec: the explicit one wins its column.
+    mixed = ok(
+        run(
+            "scan",
+            sensors,
+            "--shape",
+            "wide",
+            "--raw-values",
+            "--column-type",
+            "table",
+            "--column-type",
+            "m:count=bytes",
+            output="json",
+        )
+    )
+    records = [json.loads(x) for x in mixed.stdout.splitlines()]
+    assert sorted(r["m:temp"] for r in records) == sorted(r[2] for r in RECORDS)
+    assert sorted(r["m:count"] for r in records) == sorted(
+        printable(struct.pack(">q", r[3])) for r in RECORDS
+    )
+    connect(root).create_table("ns:bare", families=[Family(name="f")])
+    bare = run("scan", "ns:bare", "--shape", "wide", "--column-type", "table")
+    assert bare.exit_code == 2
+    assert "table ns:bare has no recorded column codecs" in bare.stderr
+
+
+def test_index_lookup_prints_decoded_values_unless_raw(sensors, run):
+    """Issue 29: every console output of values decodes, ``index lookup`` included."""
+    ok(run("index", "build", sensors, "by_count", "--column", "m:count", "--codec", "long"))
+    lines = _cell_lines(run("index", "lookup", sensors, "by_count", "8", "--column", "m:temp"))
+    assert len(lines) == 1 and lines[0].split()[0] == "sensor_id=sensor-00001,ts=1700000060000"
+    assert lines[0].endswith("value=-3.25")
+    raw = _cell_lines(
+        run("index", "lookup", sensors, "by_count", "8", "--column", "m:temp", "--raw-values")
+    )
+    assert len(raw) == 1 and raw[0].endswith(f"value={printable(struct.pack('>d', -3.25))}")
+
+
+def test_cells_files_keep_the_bytes_and_add_a_decoded_column(sensors, run, root, tmp_path):
+    """Cells shape: ``value`` as stored (so the file loads back), ``decoded`` beside it."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    out = {x: tmp_path / f"c.{x}" for x in ("csv", "json", "parquet")}
+    for path in out.values():
+        ok(run("scan", sensors, "--output-file", str(path)))
+    cells = pq.read_table(out["parquet"])
+    assert cells.column_names == ["row", "family", "qualifier", "ts", "type", "value", "decoded"]
+    by_column: dict[bytes, list] = {}
+    for r in cells.to_pylist():
+        by_column.setdefault(r["qualifier"], []).append((r["value"], r["decoded"]))
+    assert sorted((v, float(d)) for v, d in by_column[b"temp"]) == sorted(
+        (struct.pack(">d", t), t) for _, _, t, _, _ in RECORDS
+    )  # Arrow's number text: 19.0 is "19"
+    assert sorted(d for _, d in by_column[b"ok"]) == sorted(str(o).lower() for *_, o in RECORDS)
+    assert sorted(d for _, d in by_column[b"count"]) == sorted(str(c) for *_, c, _ in RECORDS)
+    text = pacsv.read_csv(
+        out["csv"], convert_options=pacsv.ConvertOptions(strings_can_be_null=True)
+    )
+    assert text.column("decoded").to_pylist() == cells.column("decoded").to_pylist()
+    lines = [json.loads(x) for x in out["json"].read_text().splitlines()]
+    assert [x["decoded"] for x in lines] == cells.column("decoded").to_pylist()
+    # The files load back as they are: the decoded column is left out.
+    connect(root).create_table("ns:copy", families=[Family(name="m")])
+    for path in out.values():
+        ok(run("load-cells", "ns:copy", str(path)))
+    got = connect(root).table("ns:copy").scan().to_arrow()
+    want = connect(root).table(sensors).scan().to_arrow()
+    assert sorted(got.column("value").to_pylist()) == sorted(want.column("value").to_pylist())
+    raw = tmp_path / "raw.parquet"
+    ok(run("scan", sensors, "--raw-values", "--output-file", str(raw)))
+    assert "decoded" not in pq.read_table(raw).column_names
+    ok(run("export", sensors, str(tmp_path / "out")))
+    exported = pq.read_table(tmp_path / "out")
+    assert sorted(exported.column("decoded").to_pylist()) == sorted(
+        cells.column("decoded").to_pylist()
+    )
+
+
+def test_wide_outputs_decode_qualifiers_from_a_column_with_the_family_codec(root, run, tmp_path):
+    """Tall-to-wide qualifiers (``f:{metric}``) have no name before reading: decoded after."""
+    import pyarrow.parquet as pq
+
+    t = connect(root).create_table("ns:tall", families=[Family(name="f")])
+    frame = pa.table({"id": ["a", "a", "b"], "metric": ["x", "y", "x"], "v": [1.5, 2.0, -0.5]})
+    t.load(frame, mapping=LoadMapping.simple(row_key="id", columns=["f:{metric}=v:double"]))
+    lines = ok(run("scan", "ns:tall", "--shape", "wide", output="json")).stdout.splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"row": "a", "f:x": 1.5, "f:y": 2.0},
+        {"row": "b", "f:x": -0.5},
+    ]
+    text = ok(run("scan", "ns:tall", "--shape", "wide")).stdout.splitlines()
+    assert [line.split() for line in text[:3]] == [
+        ["row", "f:x", "f:y"],
+        ["a", "1.5", "2.0"],
+        ["b", "-0.5"],
+    ]
+    out = tmp_path / "tall.parquet"
+    ok(run("scan", "ns:tall", "--shape", "wide", "--output-file", str(out)))
+    typed = pq.read_table(out)
+    assert typed.schema.field("f:x").type == pa.float64()
+    assert typed.column("f:y").to_pylist() == [2.0, None]
+    ok(run("export", "ns:tall", str(tmp_path / "exp"), "--shape", "wide"))
+    assert pq.read_table(tmp_path / "exp").column("f:x").to_pylist() == [1.5, -0.5]
+    kept = tmp_path / "kept.parquet"
+    args = ("--shape", "wide", "--family", "f", "--column-type", "f:x=bytes")
+    ok(run("scan", "ns:tall", *args, "--output-file", str(kept)))
+    assert pq.read_table(kept).column("f:x").to_pylist() == [
+        struct.pack(">d", 1.5),
+        struct.pack(">d", -0.5),
+    ]
+    raw = ok(run("scan", "ns:tall", "--shape", "wide", "--raw-values", output="json"))
+    assert json.loads(raw.stdout.splitlines()[0])["f:x"] == printable(struct.pack(">d", 1.5))

@@ -121,7 +121,7 @@ def test_usage_errors(run, tmp_path):
         "f:v=v",
         "--create",
     )
-    assert res.exit_code == 2 and "matches no files" in res.stderr
+    assert res.exit_code == 3 and "matches no files" in res.stderr  # issue 29: 2 before
 
 
 def test_create_with_missing_inputs_creates_nothing(run, root, tmp_path):
@@ -139,7 +139,7 @@ def test_create_with_missing_inputs_creates_nothing(run, root, tmp_path):
         "f:v=v",
         "--create",
     )
-    assert res.exit_code == 2 and "does not exist" in res.stderr
+    assert res.exit_code == 3 and "does not exist" in res.stderr  # issue 29: 2 before
     res = run(
         "load",
         "t",
@@ -152,7 +152,7 @@ def test_create_with_missing_inputs_creates_nothing(run, root, tmp_path):
         "--regions",
         "2",
     )
-    assert res.exit_code == 2 and "matches no files" in res.stderr
+    assert res.exit_code == 3 and "matches no files" in res.stderr  # issue 29: 2 before
     wh = connect(root)
     assert not wh.exists("t") and wh.list_tables() == []
 
@@ -281,3 +281,77 @@ def test_summary_counts_and_the_missing_timestamp_hint(run, tmp_path):
     assert res.exit_code == 0, res.output
     assert "Loaded 2 records as 2 cells" in res.output
     assert "duplicate" not in res.output and "hint:" not in res.output
+
+
+def test_missing_columns_message_has_no_double_punctuation(run, tmp_path):
+    """Issue 29: ``did you mean 'carrier'?.`` became ``did you mean 'carrier'? Its ...``."""
+    csv = tmp_path / "flights.csv"
+    csv.write_text("id,carrier,origin\n1,UA,SFO\n")
+    assert run("create", "t", "--family", "f").exit_code == 0
+    one = run("load", "t", str(csv), "--row-key", "id", "--column", "f:c=carier")
+    assert one.exit_code == 2
+    assert "did you mean 'carrier'? Its columns: 'id', 'carrier', 'origin'" in one.stderr
+    two = run(
+        "load", "t", str(csv), "--row-key", "id", "--column", "f:c=carier", "--column", "f:z=zzz"
+    )
+    message = two.stderr.strip()
+    assert "did you mean 'carrier'? No 'zzz'" in message, message
+    assert "'zzz' (mapping cells[1] (f:z) value). Its columns:" in message, message
+    for doubled in ("?.", "?;", ".."):
+        assert doubled not in message
+
+
+def test_a_bad_value_is_shown_with_its_file_line_and_field(run, tmp_path):
+    """Issue 29: the message names the value too, shortened to 40 characters."""
+    csv = tmp_path / "flights.csv"
+    csv.write_text("id,arr_delay\nf1,12\nf2,517.0\n")
+    assert run("create", "t", "--family", "d").exit_code == 0
+    args = ("--row-key", "id", "--column", "d:arr_delay=arr_delay:long")
+    res = run("load", "t", str(csv), *args)
+    assert res.exit_code == 8
+    assert res.stderr.startswith(
+        f"error: {csv}, line 3, field 'arr_delay': not an integer (long), got '517.0' ("
+    )
+    long = tmp_path / "long.csv"
+    long.write_text("id,arr_delay\nf1," + "9" * 60 + "\n")
+    res = run("load", "t", str(long), *args)
+    assert res.exit_code == 8
+    assert f"field 'arr_delay': out of range for long, got '{'9' * 39}…' (" in res.stderr
+    doc = json.loads(run("load", "t", str(csv), *args, output="json").stderr)
+    assert doc["error"]["kind"] == "bad-record" and "got '517.0'" in doc["error"]["message"]
+
+
+def test_every_missing_file_a_user_names_is_one_kind_exit_3(run, root, tmp_path):
+    """Issue 29: a missing mapping file exited 1 (storage error), a missing input 2."""
+    good = tmp_path / "in.csv"
+    good.write_text("k,v\na,1\n")
+    mapping = tmp_path / "m.json"
+    mapping.write_text(
+        json.dumps({"row_key": "k", "cells": [{"family": "f", "qualifier": "v", "value": "v"}]})
+    )
+    assert run("create", "t", "--family", "f").exit_code == 0
+    cases = {
+        "mapping file": ("load", "t", str(good), "--mapping", str(tmp_path / "nope.toml")),
+        "input": ("load", "t", str(tmp_path / "nope.csv"), "--mapping", str(mapping)),
+        "glob": ("load", "t", str(tmp_path / "nope-*.csv"), "--mapping", str(mapping)),
+        "cells file": ("load-cells", "t", str(tmp_path / "nope-cells.csv")),
+        "HFile (info)": ("hfile", "info", str(tmp_path / "nope.hfile")),
+        "HFile (cat)": ("hfile", "cat", str(tmp_path / "nope.hfile")),
+        "split-key file": (
+            "load",
+            str(good),
+            "--mapping",
+            str(mapping),
+            "--hfile-output",
+            str(tmp_path / "hf"),
+            "--split-keys",
+            str(tmp_path / "nope-splits.txt"),
+        ),
+    }
+    for what, args in cases.items():
+        res = run(*args)
+        assert res.exit_code == 3, (what, res.exit_code, res.output, res.stderr)
+        assert "nope" in res.stderr and "Traceback" not in res.stderr, (what, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1, (what, res.stderr)
+        doc = json.loads(run(*args, output="json").stderr)
+        assert doc["error"]["kind"] == "not-found", what

@@ -264,7 +264,7 @@ def test_scan_bad_arguments_exit_2_with_one_line(run, table):
         assert result.stdout == ""
 
 
-def test_scan_of_a_missing_table_exits_3(run):
+def test_scan_of_a_missing_table_exits_3(run, table):
     result = run("scan", "ns:nope")
     assert result.exit_code == 3
     assert result.stderr.startswith("error: table ns:nope does not exist")
@@ -557,7 +557,13 @@ def test_scan_wide_shape_to_files(run, table, tmp_path):
     ok(run("scan", table, "--shape", "wide", "--column", "cf:q", "--output-file", str(csv_out)))
     with csv_out.open() as f:
         assert list(csv.reader(f))[:3] == [["row", "cf:q"], ["a", "a-v4"], ["b", "b10"]]
-    bad = run("scan", table, "--shape", "wide")
-    assert bad.exit_code == 2 and "--output-file" in bad.stderr
+    # Issue 29: without --output-file, a wide scan prints a table (it was refused).
+    shown = lines_of(run("scan", table, "--shape", "wide", "--column", "cf:q"))
+    assert shown[0].split() == ["row", "cf:q"] and shown[1].split() == ["a", "a-v4"]
+    assert shown[-1] == "3 row(s)" and shown[3].split()[1] == "\\x00\\x01bin"
+    lines = ok(run("scan", table, "--shape", "wide", "--family", "cf", output="json")).stdout
+    records = [json.loads(line) for line in lines.splitlines()]
+    assert [r.get("cf:q") for r in records] == ["a-v4", "b10", "\\x00\\x01bin", None]
+    assert "cf:q" not in records[-1] and set(records[-1]) > {"row"}  # sparse: nulls left out
     bad = run("scan", table, "--column-type", "cf:q=long", "--output-file", str(csv_out))
     assert bad.exit_code == 2 and "--shape wide" in bad.stderr

@@ -724,7 +724,7 @@ def test_cli_tableless_hfile_output(tmp_path: Path, snapshot_root: Path) -> None
             str(tmp_path / "o3"),
         ],
     )
-    assert typo.exit_code == 2, typo.output
+    assert typo.exit_code == 3, typo.output  # not found (issue 29: 2 before)
     assert "input 'ns:nope' does not exist, and no cellstore table" in typo.output
     assert not (tmp_path / "o3").exists()
 

@@ -108,12 +108,12 @@ def test_cli_compact_purge_and_maintain(root: str) -> None:
         load(t, b"a", now - 1000 + ts)
     load(t, b"b", now)
     text = run_cli(root, "compact", "t", "--dry-run").output
-    assert "Would rewrite 1 stores of table t" in text
+    assert "Would rewrite 1 store of table t (minor compaction)" in text
     doc = json.loads(run_cli(root, "--output", "json", "compact", "t", "--major").output)
     assert doc["major"] is True and doc["version"] is not None
     assert doc["stores"][0]["input-files"] == 4
     text = run_cli(root, "purge-ttl", "t").output
-    assert "Nothing to TTL purge in table t" in text
+    assert "Nothing to rewrite in table t (TTL purge)" in text
     doc = json.loads(run_cli(root, "--output", "json", "maintain", "t", "--dry-run").output)
     assert doc["dry-run"] is True
     text = run_cli(root, "maintain", "t", "--no-major").output

@@ -276,7 +276,7 @@ def test_cli_without_matplotlib_names_the_extra(loaded: Any, tmp_path: Path) -> 
         f"{str(tmp_path / 'x.html')!r}])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 1
+    assert out.returncode == 2  # invalid-argument (issue 29: 1, the storage code, before)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and 'pip install "cellstore[report]"' in lines[0], out.stderr
     assert not (tmp_path / "x.html").exists()

@@ -324,13 +324,13 @@ def test_option_values_are_hidden_in_error_messages_and_tracebacks(
     monkeypatch.setattr(CliContext, "warehouse", broken)
     args = ["--root", root, "--storage-option", "token=hunter2-secret", "list"]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    assert result.exit_code == 1
+    assert result.exit_code == 10  # "unexpected" (issue 29: 1 before, shared with storage)
     assert result.stderr == (
         "error: unexpected RuntimeError: backend said: token *** refused "
         "(run with --debug for the traceback)\n"
     )
     result = CliRunner().invoke(cli, ["--debug", *args], catch_exceptions=False)
-    assert result.exit_code == 1
+    assert result.exit_code == 10
     assert "Traceback (most recent call last)" in result.stderr
     assert "hunter2-secret" not in result.output + result.stderr
     assert result.stderr.endswith("(run with --debug for the traceback)\n")
@@ -401,7 +401,7 @@ def test_describe_error_classes() -> None:
     assert describe_error(InvalidNameError("bad")) == ("bad", 2)
     assert describe_error(PermissionError("denied")) == ("denied", 1)
     message, code = describe_error(KeyError("x"))
-    assert code == 1 and message.startswith("unexpected KeyError: 'x'")
+    assert code == 10 and message.startswith("unexpected KeyError: 'x'")
 
 
 def test_storage_configuration_errors_are_storage_errors() -> None:

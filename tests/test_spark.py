@@ -333,6 +333,20 @@ def events(root):
     return t
 
 
+def test_column_types_table_uses_the_recorded_codecs(spark, root, events, salted):
+    """Issue 29: ``column_types=table`` (as Python's ``column_types="table"``), any case."""
+    assert ReadOptions.parse({"root": "/wh", "table": "t", "column_types": " Table "}).scan == {
+        "column_types": "table"
+    }
+    df = read(spark, root, "events", shape="wide", column_types="table")
+    assert df.columns == ["row", "user", "ts", "d:n"]
+    assert df.schema["d:n"].dataType.simpleString() == "bigint"
+    same(df, events.scan(shape="wide", column_types="table").to_arrow())
+    assert sorted(r["d:n"] for r in df.collect()) == list(range(24))
+    typed = read(spark, root, "salted", shape="wide", column_types="table").toArrow()
+    assert typed.schema.field("f:v").type == pa.string()  # recorded by the mapping load
+
+
 def test_row_key_spec_columns_and_key_predicates(spark, root, events):
     df = read(spark, root, "events", shape="wide", column_types='{"d:n": "long"}')
     assert df.columns == ["row", "user", "ts", "d:n"]

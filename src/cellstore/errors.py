@@ -12,8 +12,9 @@ from __future__ import annotations
 class CellstoreError(Exception):
     """Root of every error cellstore raises on purpose."""
 
-    #: Process exit code the CLI uses for this error.
-    exit_code: int = 1
+    #: Process exit code the CLI uses for this error (every subclass names its kind's
+    #: code; 10, "unexpected", is for one that does not).
+    exit_code: int = 10
 
 
 class InvalidArgumentError(CellstoreError, ValueError):
@@ -53,6 +54,28 @@ class BadCellError(InvalidArgumentError):
 
 class TableNotFoundError(CellstoreError, FileNotFoundError):
     """No table of that name (or no such version of it) exists in the warehouse."""
+
+    exit_code = 3
+
+
+class InputNotFoundError(InvalidArgumentError, FileNotFoundError):
+    """A file the caller named to read does not exist.
+
+    A load's input (or a glob matching none), a mapping file, a split-key file, a raw
+    cells file.
+
+    Also an :class:`InvalidArgumentError` (as it was before it had its own class) and a
+    ``FileNotFoundError``; the CLI exits with 3, as for every named thing not found.
+    """
+
+    exit_code = 3
+
+
+class WarehouseNotFoundError(CellstoreError, FileNotFoundError):
+    """No warehouse exists at the root a read or change names.
+
+    No table was ever created there; creating a table starts one.
+    """
 
     exit_code = 3
 

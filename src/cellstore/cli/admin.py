@@ -25,7 +25,7 @@ import click
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
 from cellstore.cli.params import LOAD_ID, other_storage_options
-from cellstore.cli.scanflags import EXPORT_FLAGS, FLAGS, ScanFlags, scan_flags
+from cellstore.cli.scanflags import EXPORT_FLAGS, FLAGS, RAW_VALUES, ScanFlags, scan_flags
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -294,6 +294,7 @@ def _output_options(
     help="cells: one line per cell; wide: one line per row, a family:qualifier column each.",
 )
 @scan_flags(*EXPORT_FLAGS)
+@RAW_VALUES
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in URL.")
 @other_storage_options("--to-storage-option", "url_options", "URL")
 @pass_cli_context
@@ -305,13 +306,16 @@ def export_cmd(
     file_format: str,
     shape: str,
     scan: ScanFlags,
+    raw_values: bool,
     overwrite: bool,
     url_options: tuple[tuple[str, Any], ...],
 ) -> None:
     """Export a scan of TABLE to Parquet or CSV files under the directory URL.
 
     One part file per scan task (part-00000.parquet, ...), then a _SUCCESS marker. URL is
-    a local path or any fsspec URL (s3://bucket/out).
+    a local path or any fsspec URL (s3://bucket/out). Values decode with the codecs the
+    table's mapping-based loads recorded: --shape wide in typed columns, cells in an added
+    decoded text column next to the stored value (--raw-values: bytes only).
 
     \b
     Examples:
@@ -321,7 +325,7 @@ def export_cmd(
     from cellstore.jobs import export
 
     handle = cli_ctx.warehouse().table(table)
-    options = scan.options(handle, shape=shape)
+    options = scan.options(handle, shape=shape, decode=not raw_values)
     with _progress(cli_ctx.output, label=f"export {handle.name}") as progress:
         r = export(
             handle,
@@ -331,6 +335,7 @@ def export_cmd(
             storage_options=_output_options(cli_ctx, url, url_options),
             overwrite=overwrite,
             progress=progress,
+            decoded=not raw_values,
             **options.changes(),
         )
     _emit(

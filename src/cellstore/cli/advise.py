@@ -6,7 +6,7 @@ salt) from a sample of records, and reports hot-spotting, monotonic and long key
 names, each with its fix. Without inputs it checks TABLE's stored data. For a table that
 does not exist yet, ``--salt-buckets N`` / ``--regions N`` say how ``load --create`` would
 make it. The report is text or (``--output json``) one JSON document; ``--strict`` exits
-with 1 when there are warnings.
+with 9 when there are warnings (as verify on problems).
 
 The warehouse and the loader (pyarrow) are imported inside the command body only.
 """
@@ -108,7 +108,11 @@ def render_advice(output: Output, advice: KeyAdvice) -> None:
     default=None,
     help="Row keys (input records) to sample at most (default 100000).",
 )
-@click.option("--strict", is_flag=True, help="Exit with 1 when there are warnings.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit with 9 (problems found, as verify) when there are warnings.",
+)
 @pass_cli_context
 def advise_cmd(
     cli_ctx: CliContext,
@@ -125,7 +129,7 @@ def advise_cmd(
 
     Reports hot-spotting (share of keys per region and salt bucket), monotonically
     increasing keys, row keys over 100 bytes and long family and qualifier names, each
-    with its fix. Exit status 0 (with --strict: 1 when there are warnings).
+    with its fix. Exit status 0 (with --strict: 9 when there are warnings).
 
     \b
     Examples:
@@ -143,7 +147,7 @@ def advise_cmd(
         raise click.UsageError("give --mapping FILE, or --column (and --row-key) options")
     if salt_buckets is not None and regions is not None:
         raise click.UsageError("give --regions or --salt-buckets, not both")
-    warehouse = cli_ctx.warehouse()
+    warehouse = cli_ctx.warehouse(missing_ok=True)
     exists = warehouse.exists(table)
     if exists and (salt_buckets is not None or regions is not None):
         raise click.UsageError(
@@ -181,7 +185,9 @@ def advise_cmd(
             )
     render_advice(cli_ctx.output, advice)
     if strict and advice.warnings:
-        click.get_current_context().exit(1)
+        from cellstore.errors import VerifyError
+
+        click.get_current_context().exit(VerifyError.exit_code)  # a check found problems
 
 
 #: The commands this module adds to the root group.

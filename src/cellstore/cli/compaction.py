@@ -20,6 +20,7 @@ import click
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.load import SIZE
 from cellstore.cli.output import JsonOutput, Output, human_bytes
+from cellstore.core.text import plural
 
 if TYPE_CHECKING:
     from cellstore.jobs.compact import CompactionReport
@@ -50,28 +51,28 @@ def compaction_lines(name: str, report: CompactionReport, *, what: str) -> list[
     verb = "Would rewrite" if report.dry_run else "Rewrote"
     for s in report.stores:
         line = (
-            f"  {s['region']}/{s['family']}: {s['input-files']} files "
-            f"({s['input-cells']} cells, {human_bytes(s['input-bytes'])})"
+            f"  {s['region']}/{s['family']}: {plural(s['input-files'], 'file')} "
+            f"({plural(s['input-cells'], 'cell')}, {human_bytes(s['input-bytes'])})"
         )
         if "output-files" in s:
             line += (
-                f" -> {s['output-files']} files ({s['output-cells']} cells, "
+                f" -> {plural(s['output-files'], 'file')} ({plural(s['output-cells'], 'cell')}, "
                 f"{human_bytes(s['output-bytes'])})"
             )
         if s.get("expired-files"):
-            line += f"; {s['expired-files']} expired files dropped"
+            line += f"; {plural(s['expired-files'], 'expired file')} dropped"
         dropped = int(s.get("input-markers", 0)) - int(s.get("output-markers", 0))
         if "output-files" in s and dropped > 0:
-            line += f"; {dropped} delete markers dropped"
+            line += f"; {plural(dropped, 'delete marker')} dropped"
         elif s.get("drop-deletes") and "output-files" not in s:
             line += "; drops delete markers"
         lines.append(line)
     for s in report.skipped:
         lines.append(f"  {s['region']}/{s['family']}: skipped ({s['reason']})")
     if not report.stores:
-        lines.insert(0, f"Nothing to {what} in table {name}")
+        lines.insert(0, f"Nothing to rewrite in table {name} ({what})")
     else:
-        head = f"{verb} {len(report.stores)} stores of table {name} ({what})"
+        head = f"{verb} {plural(len(report.stores), 'store')} of table {name} ({what})"
         if report.version is not None:
             head += f": version {report.version}, {report.seconds:.2f} s"
         lines.insert(0, head)
@@ -200,11 +201,11 @@ def _maintain_lines(name: str, report: MaintainReport) -> list[str]:
                 continue
             notes = [k for k in ("stuck", "off-peak") if sel.get(k)]
             if sel.get("skipped-large"):
-                notes.append(f"{sel['skipped-large']} large files skipped")
+                notes.append(f"{plural(sel['skipped-large'], 'large file')} skipped")
             extra = f" ({', '.join(notes)})" if notes else ""
             lines.append(
                 f"    {store['region']}/{store['family']}: selected "
-                f"{len(sel['files'])} files{extra}: {' '.join(sel['files'])}"
+                f"{plural(len(sel['files']), 'file')}{extra}: {' '.join(sel['files'])}"
             )
     lines.append(f"table {name} is at version {report.version}")
     return lines

@@ -8,16 +8,19 @@ and add the module to :data:`COMMAND_MODULES` below. Import
 pyarrow, dask, pandas, fsspec and :mod:`cellstore.warehouse` inside command bodies only,
 so ``--help`` stays fast (a test checks it).
 
-Errors: every failure of every command is one line on stderr (``error: ...``) and an exit
-code (:func:`describe_error`); ``--debug`` prints the traceback first. Storage-option
-values never appear in either (they may be credentials).
+Errors: every failure of every command is one line on stderr (``error: ...``; with
+``--output json`` one JSON object, ``{"error": {"kind", "message", "exit_code"}}``) and an
+exit code, one per kind of failure (:data:`EXIT_CODES`, :func:`describe_error`); ``--debug``
+prints the traceback first. Storage-option values never appear in either (they may be
+credentials).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
 import click
@@ -45,11 +48,13 @@ from cellstore.errors import CellstoreError
 __all__ = [
     "COMMAND_MODULES",
     "DEFAULT_ROOT",
+    "EXIT_CODES",
     "EXIT_STORAGE",
     "EXIT_UNEXPECTED",
     "CellstoreGroup",
     "cli",
     "describe_error",
+    "error_document",
     "main",
 ]
 
@@ -71,12 +76,42 @@ COMMAND_MODULES: Final = (
 )
 
 
+#: Every exit code of the CLI: its kind (the ``kind`` of a JSON error) and what it means.
+#: One code per kind of failure; README's CLI section shows this table (a test keeps the
+#: two equal). Errors carry their code (:attr:`~cellstore.errors.CellstoreError.exit_code`);
+#: click's usage errors exit with 2 as bad arguments do.
+EXIT_CODES: Final[Mapping[int, tuple[str, str]]] = {
+    1: (
+        "storage",
+        "storage failure: permission denied, unreachable object storage, a storage "
+        "client's error (`storage error (EndpointConnectionError): ...`)",
+    ),
+    2: ("invalid-argument", "bad arguments, options, names or settings"),
+    3: (
+        "not-found",
+        "something named does not exist: a table, snapshot, index, table version, the "
+        "warehouse at `--root`, or a file to read (input, mapping, split keys, cells)",
+    ),
+    4: ("exists", "it exists already (table, snapshot)"),
+    5: ("commit-conflict", "another writer changed the table first; nothing was committed"),
+    6: ("corrupt", "unreadable or corrupt metadata or store file, or an unsupported format"),
+    7: ("unsupported-filesystem", "a filesystem without exclusive create"),
+    8: (
+        "bad-record",
+        "a bad input record (file, line, field and value named); nothing was committed",
+    ),
+    9: (
+        "problems-found",
+        "a check found problems (`verify`, `index verify`, `hfile verify`, `advise --strict`)",
+    ),
+    10: ("unexpected", "anything else: a bug (`--debug` prints the traceback)"),
+}
 #: Exit code of storage failures: ``OSError`` (permissions, missing paths, unreachable
 #: storage) and the errors of storage clients that are not ``OSError`` (botocore's
 #: ``EndpointConnectionError``, ``NoCredentialsError``, ...).
 EXIT_STORAGE: Final = 1
 #: Exit code of any other error: a bug (``--debug`` shows where).
-EXIT_UNEXPECTED: Final = 1
+EXIT_UNEXPECTED: Final = 10
 #: Modules whose exceptions are storage-client failures (matched by name, so the CLI
 #: imports none of them).
 _STORAGE_MODULES: Final = (
@@ -146,6 +181,16 @@ def describe_error(error: BaseException) -> tuple[str, int]:
     return f"unexpected {detail} (run with --debug for the traceback)", EXIT_UNEXPECTED
 
 
+def error_document(message: str, exit_code: int) -> dict[str, Any]:
+    """The JSON form of an error: ``{"error": {"kind", "message", "exit_code"}}``.
+
+    >>> error_document("table t does not exist in wh", 3)["error"]["kind"]
+    'not-found'
+    """
+    kind = EXIT_CODES.get(exit_code, EXIT_CODES[EXIT_UNEXPECTED])[0]
+    return {"error": {"kind": kind, "message": message, "exit_code": exit_code}}
+
+
 def exit_with_error(
     ctx: click.Context,
     error: BaseException,
@@ -153,6 +198,7 @@ def exit_with_error(
     exit_code: int | None = None,
     debug: bool = False,
     hidden: Iterable[str] = (),
+    as_json: bool = False,
 ) -> NoReturn:
     """Print ``error: <message>`` as one line on stderr and exit with its exit code.
 
@@ -162,13 +208,19 @@ def exit_with_error(
         exit_code: Overrides :func:`describe_error`'s code.
         debug: Print the traceback first.
         hidden: Texts (storage-option values) to replace with ``***`` in both.
+        as_json: Print :func:`error_document` as one line on stderr instead (``--output
+            json``).
     """
     message, code = describe_error(error)
+    code = code if exit_code is None else exit_code
     if debug:
         trace = "".join(traceback.format_exception(error))
         click.echo(redact(trace, hidden).rstrip("\n"), err=True)
-    click.echo(f"error: {redact(message, hidden)}", err=True)
-    ctx.exit(code if exit_code is None else exit_code)
+    if as_json:
+        click.echo(json.dumps(error_document(redact(message, hidden), code)), err=True)
+    else:
+        click.echo(f"error: {redact(message, hidden)}", err=True)
+    ctx.exit(code)
 
 
 #: Global options that take a value, and global flags: also accepted after the subcommand.
@@ -237,7 +289,13 @@ class CellstoreGroup(click.Group):
         """Run the subcommand, mapping every error to an exit code."""
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except click.exceptions.ClickException as e:
+            if not _json_errors(ctx):
+                raise
+            message = " ".join(e.format_message().split())
+            click.echo(json.dumps(error_document(message, e.exit_code)), err=True)
+            ctx.exit(e.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except BrokenPipeError:
             # The reader went away (``cellstore scan ... | head``): stop quietly, as cat does.
@@ -251,7 +309,17 @@ class CellstoreGroup(click.Group):
                 e,
                 debug=bool(ctx.params.get("debug")),
                 hidden=ctx.meta.get(SECRETS_META_KEY, ()),
+                as_json=_json_errors(ctx),
             )
+
+
+def _json_errors(ctx: click.Context) -> bool:
+    """Whether ``--output json`` was given (errors then print as JSON objects).
+
+    Read from the parsed options, so that errors before the group's callback (an unknown
+    command) print as JSON too.
+    """
+    return ctx.params.get("output_format") == "json"
 
 
 @click.group(cls=CellstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -37,17 +37,35 @@ class CliContext:
     output: Output
     debug: bool = False
     _warehouse: Warehouse | None = field(default=None, init=False, repr=False)
+    _checked: bool = field(default=False, init=False, repr=False)
 
-    def warehouse(self) -> Warehouse:
+    def warehouse(self, *, missing_ok: bool = False) -> Warehouse:
         """The warehouse at :attr:`root`, connected on first use.
+
+        Args:
+            missing_ok: The command may start a warehouse (it creates a table), or needs
+                none (``advise`` of a table not yet created). Otherwise a root without a
+                warehouse is an error, so that a misspelt ``--root`` is not an empty one.
 
         Returns:
             The :class:`~cellstore.warehouse.Warehouse` (one per invocation).
+
+        Raises:
+            WarehouseNotFoundError: no warehouse at the root (and not ``missing_ok``).
         """
         if self._warehouse is None:
             from cellstore.warehouse import connect
 
             self._warehouse = connect(self.root, storage_options=self.storage_options)
+        if not missing_ok and not self._checked:
+            if not self._warehouse.started():
+                from cellstore.errors import WarehouseNotFoundError
+
+                raise WarehouseNotFoundError(
+                    f"no warehouse at {self.root}: no table was ever created there (check "
+                    "--root or $CELLSTORE_ROOT; 'cellstore create' starts one)"
+                )
+            self._checked = True
         return self._warehouse
 
 

@@ -17,6 +17,8 @@ only, so ``cellstore --help`` stays fast.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -27,7 +29,7 @@ import click
 from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput
 from cellstore.core.keys import from_string_binary
-from cellstore.errors import CellstoreError, VerifyError
+from cellstore.errors import CellstoreError, InputNotFoundError, VerifyError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -108,6 +110,17 @@ def _value_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+@contextlib.contextmanager
+def _named_file(path: str) -> Iterator[None]:
+    """A missing FILE is ``not-found`` (exit 3), as every file a user names to read."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        if isinstance(e, CellstoreError):
+            raise
+        raise InputNotFoundError(f"HFile {path} does not exist") from e
+
+
 @hfile_group.command("info")
 @click.argument("path", metavar="FILE")
 @pass_cli_context
@@ -115,7 +128,8 @@ def info_cmd(cli_ctx: CliContext, *, path: str) -> None:
     """Show FILE's trailer, FileInfo, index and Bloom summary (like ``hbase hfile -m``)."""
     from cellstore.hbase import hfile_info
 
-    info = hfile_info(path, storage_options=_options(cli_ctx, path))
+    with _named_file(path):
+        info = hfile_info(path, storage_options=_options(cli_ctx, path))
     _emit(cli_ctx, info.to_dict(), _info_lines(info))
 
 
@@ -155,7 +169,11 @@ def cat_cmd(
         batch_bytes=1 << 20,
     )
     batches = iter_hfile_batches(path, options, storage_options=_options(cli_ctx, path))
-    cli_ctx.output.scan_cells(path, _limited(batches, limit), started=started)
+    with _named_file(path):
+        first = next(batches, None)  # a missing FILE fails before anything is printed
+    rest = batches if first is None else itertools.chain([first], batches)
+    with _named_file(path):
+        cli_ctx.output.scan_cells(path, _limited(rest, limit), started=started)
 
 
 def _verify_lines(report: HFileVerifyReport) -> list[str]:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
-from cellstore.cli.output import JsonOutput, grid, printable
+from cellstore.cli.output import CellDecoder, JsonOutput, grid, printable
+from cellstore.cli.scanflags import RAW_VALUES
 from cellstore.core.keys import from_string_binary
 from cellstore.errors import VerifyError
 
@@ -438,6 +439,7 @@ def parse_inputs(index: Index, texts: Sequence[str]) -> dict[str, Any]:
     is_flag=True,
     help="Print the index rows (value, row, covered columns) without reading TABLE.",
 )
+@RAW_VALUES
 @click.option(
     "--limit", type=click.IntRange(min=0), default=None, help="Read at most N index rows."
 )
@@ -451,9 +453,13 @@ def lookup_cmd(
     inputs: tuple[str, ...],
     columns: tuple[str, ...],
     covered_only: bool,
+    raw_values: bool,
     limit: int | None,
 ) -> None:
     """Print TABLE's rows whose index NAME value is VALUES (one per leading part).
+
+    The rows' values and keys print decoded as ``scan`` prints them (--raw-values: as
+    stored); --covered-only prints the index rows as stored.
 
     \b
     Example:
@@ -486,7 +492,8 @@ def lookup_cmd(
         _emit(cli_ctx, {"table": str(data.name), "index": name, "rows": shown}, lines)
         return
     cells = index.lookup(value, columns=list(columns) or None, limit=limit)
-    cli_ctx.output.scan_cells(str(data.name), [cells], started=started)
+    decoder = None if raw_values else CellDecoder.for_table(data.metadata)
+    cli_ctx.output.scan_cells(str(data.name), [cells], started=started, decoder=decoder)
 
 
 # -------------------------------------------------------------------------- list, drop

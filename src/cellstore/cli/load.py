@@ -42,7 +42,7 @@ from cellstore.cli.output import JsonOutput, Output, human_bytes
 from cellstore.cli.params import FAMILY
 from cellstore.core.family import Family
 from cellstore.core.text import plural
-from cellstore.errors import InvalidArgumentError
+from cellstore.errors import InputNotFoundError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from cellstore.loader import HFileOutput, LoadReport, LoadSettings
@@ -256,7 +256,7 @@ def load_cmd(
         assert output is not None  # tableless_ok
         _write_tableless(cli_ctx, list(inputs), settings, output, scheduler)
         return
-    warehouse = cli_ctx.warehouse()
+    warehouse = cli_ctx.warehouse(missing_ok=True)  # a missing table says to use --create
     created = create and not warehouse.exists(table)
     handle, splits = (
         _create_table(warehouse, table, list(inputs), settings, families, regions, salt_buckets)
@@ -288,8 +288,9 @@ def _write_tableless(
 
     Raises:
         click.BadParameter: ``--no-assign-seq-id`` (there is no commit).
-        InvalidArgumentError: the first input does not exist (saying no table of that
-            name exists either), or what ``write_hfiles`` raises.
+        InputNotFoundError: the first input does not exist (saying no table of that
+            name exists either).
+        InvalidArgumentError: what ``write_hfiles`` raises.
     """
     from cellstore.loader import write_hfiles
 
@@ -303,7 +304,7 @@ def _write_tableless(
     except InvalidArgumentError as e:
         if f"input {inputs[0]!r} does not exist" not in str(e):
             raise
-        raise InvalidArgumentError(
+        raise InputNotFoundError(
             f"{e}, and no cellstore table of that name exists under --root"
         ) from None
     render_load_report(cli_ctx.output, LoadOutcome(report, created=False, splits=0, tableless=True))
@@ -389,7 +390,7 @@ def _table_and_inputs(
         is_table = False
         if len(args) > 1 and "://" not in first and not os.path.exists(first):
             try:
-                is_table = cli_ctx.warehouse().exists(first)
+                is_table = cli_ctx.warehouse(missing_ok=True).exists(first)
             except (CellstoreError, OSError, ValueError):
                 is_table = False
         if not is_table:

@@ -52,7 +52,8 @@ def read_cells_file(path: str, *, fmt: CellFileFormat) -> pa.Table:
     """Read a raw cells file for :meth:`~cellstore.warehouse.Table.load_cells`.
 
     Columns are ``row, family, qualifier, ts, type, value`` (``ts``, ``type`` and
-    ``value`` optional, as ``load_cells`` allows). In CSV every column is read as a string
+    ``value`` optional, as ``load_cells`` allows); a ``decoded`` column (what ``scan
+    --output-file`` and ``export`` add) is left out. In CSV every column is read as a string
     except ``ts`` (int64 milliseconds), and ``type`` may be a name (``Put``,
     ``DeleteColumn``) or a code (``4``, ``12``). In CSV and JSON lines, ``row``,
     ``qualifier`` and ``value`` are in HBase's printable form and decoded with
@@ -67,15 +68,27 @@ def read_cells_file(path: str, *, fmt: CellFileFormat) -> pa.Table:
         The cells as a pyarrow Table.
 
     Raises:
+        InputNotFoundError: no such file.
         BadCellError: if the file cannot be parsed as ``fmt``.
     """
+    import os
+
     import pyarrow as pa
+
+    from cellstore.errors import InputNotFoundError
+
+    if not os.path.exists(path):
+        raise InputNotFoundError(f"cells file {path!r} does not exist")
+    if os.path.isdir(path):
+        raise BadCellError(f"cells file {path!r} is a directory")
 
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.read_table(path)
+            cells = pq.read_table(path)
+            # the text a scan or export adds beside the stored value
+            return cells.drop_columns(["decoded"]) if "decoded" in cells.column_names else cells
         if fmt == "csv":
             import pyarrow.csv as pv
 
@@ -88,6 +101,8 @@ def read_cells_file(path: str, *, fmt: CellFileFormat) -> pa.Table:
             table = pj.read_json(path)
     except pa.ArrowInvalid as e:
         raise BadCellError(f"{path}: cannot read as {fmt}: {e}") from e
+    if "decoded" in table.column_names:
+        table = table.drop_columns(["decoded"])
     for name in _PRINTABLE_COLUMNS:
         if name in table.column_names:
             i = table.column_names.index(name)
@@ -107,7 +122,7 @@ def _format_for(path: str) -> CellFileFormat:
 
 @click.command("load-cells")
 @click.argument("table")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--format",
     "fmt",

@@ -16,8 +16,8 @@ import math
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, Protocol
 
 import click
 
@@ -63,6 +63,16 @@ __all__ = [
 
 OutputFormat = Literal["text", "json"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json")
+
+
+class WideRows(Protocol):
+    """A wide scan's results, whole or task by task (a :class:`~cellstore.reader.Scan`)."""
+
+    def to_arrow(self) -> pa.Table:
+        """Every row, the columns of all of them."""
+
+    def to_batches(self) -> Iterator[pa.Table]:
+        """The rows task by task."""
 
 
 class Output(ABC):
@@ -131,6 +141,14 @@ class Output(ABC):
         decoder: CellDecoder | None = None,
     ) -> None:
         """The cells of one row (``get``); ``decoder`` as for :meth:`scan_cells`."""
+
+    @abstractmethod
+    def scan_wide(self, name: str, scan: WideRows, *, started: float) -> None:
+        """A wide-shape scan (``scan --shape wide``): ``row``, key fields, one column each.
+
+        The renderer reads ``scan`` as it needs: whole (a table's column widths) or batch
+        by batch.
+        """
 
     @abstractmethod
     def row_count(self, name: str, rows: int, *, started: float) -> None:
@@ -330,35 +348,13 @@ class CellDecoder:
         """Decoded values of ``cells`` (result schema), None where not decoded (raw)."""
         import numpy as np
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        from cellstore.core.cells import CellType
-        from cellstore.core.codecs import Codec, decode_values
-        from cellstore.core.keys import from_string_binary
+        from cellstore.core.codecs import decode_values
+        from cellstore.loader.mapping.decoding import value_groups
 
-        n = cells.num_rows
-        out = np.full(n, None, dtype=object)
-        if n == 0 or (not self.codecs.columns and not self.codecs.families):
-            return list(out)
-        family, qualifier = cells.column("family"), cells.column("qualifier")
-        puts = pc.equal(cells.column("type"), int(CellType.PUT)).to_numpy(zero_copy_only=False)
-        covered = np.zeros(n, dtype=bool)
-        wanted: list[tuple[np.ndarray, Codec]] = []
-        for name, codec in self.codecs.columns.items():
-            fam, _, qual = name.partition(":")
-            q = pa.scalar(from_string_binary(qual), pa.binary())
-            mask = pc.and_(pc.equal(family, fam), pc.equal(qualifier, q))
-            hit = mask.to_numpy(zero_copy_only=False)
-            covered |= hit
-            wanted.append((hit, codec))
-        for fam, codec in self.codecs.families.items():
-            hit = pc.equal(family, fam).to_numpy(zero_copy_only=False) & ~covered
-            wanted.append((hit, codec))
+        out = np.full(cells.num_rows, None, dtype=object)
         value = cells.column("value")
-        for hit, codec in wanted:
-            idx = np.flatnonzero(hit & puts)
-            if codec is Codec.BYTES or not idx.size:
-                continue
+        for idx, codec in value_groups(self.codecs, cells):
             decoded = decode_values(value.take(pa.array(idx)), codec, field="value", errors="null")
             out[idx] = _objects(decoded.to_pylist())
         return list(out)
@@ -486,6 +482,11 @@ def _scan_json(
     return rows, [c.to_json() for c in cells]
 
 
+def _wide_records(rows: pa.Table) -> list[dict[str, Any]]:
+    """A wide result's rows as ``{column: value}``: bytes in printable form, nulls left out."""
+    return [{k: _json_value(v) for k, v in r.items() if v is not None} for r in rows.to_pylist()]
+
+
 def _load_lines(name: str, result: LoadReport) -> list[str]:
     """What a load did: cells, files, bytes, version, and files per region."""
     r = result
@@ -591,6 +592,12 @@ class TextOutput(Output):
             ]
         )
 
+    def scan_wide(self, name: str, scan: WideRows, *, started: float) -> None:
+        """A grid: one line per row, a column each (bytes printable, empty for null)."""
+        rows = scan.to_arrow()
+        body = [["" if v is None else _value_text(v) for v in r.values()] for r in rows.to_pylist()]
+        _echo_lines([*grid(rows.column_names, body), f"{rows.num_rows} row(s)", _took(started)])
+
     def row_count(self, name: str, rows: int, *, started: float) -> None:
         """``N row(s)`` as HBase's ``count`` ends."""
         _echo_lines([f"{rows} row(s)", _took(started)])
@@ -692,6 +699,18 @@ class JsonOutput(Output):
         """``{"table": NAME, "row": ROW, "cells": [cell, ...]}`` (no cells: absent row)."""
         found = [c.to_json() for c in shown_cells(cells, decoder)]
         self._print({"table": name, "row": printable(row), "cells": found})
+
+    def scan_wide(self, name: str, scan: WideRows, *, started: float) -> None:
+        """JSON lines, one object per row: ``{"row": ROW, "family:qualifier": value, ...}``.
+
+        Written task by task as the scan reads (bounded memory). Bytes in printable form,
+        decoded values as JSON values (NaN and infinities as strings); a column the row
+        has no value in is left out, as HBase's rows are sparse.
+        """
+        for batch in scan.to_batches():
+            lines = [json.dumps(record) for record in _wide_records(batch)]
+            if lines:
+                _echo_lines(lines)
 
     def row_count(self, name: str, rows: int, *, started: float) -> None:
         """``{"table": NAME, "rows": N}``."""

@@ -418,6 +418,11 @@ def other_storage_options(
 def parse_column_types(column_types: Sequence[str], *, shape: str) -> dict[str, str]:
     """``--column-type FAMILY:QUALIFIER=CODEC`` options as a name -> codec mapping.
 
+    ``--column-type table`` (any case) stands for the codecs the table's mapping-based loads
+    recorded, as ``column_types="table"`` in Python; it comes back as the key ``"table"``
+    with the value ``"table"``, for the caller to resolve with the table (the other items
+    then override the recorded codec of their column).
+
     Raises:
         click.BadParameter: without ``--shape wide``, or for an item without ``=``.
     """
@@ -425,10 +430,13 @@ def parse_column_types(column_types: Sequence[str], *, shape: str) -> dict[str, 
         raise click.BadParameter("needs --shape wide", param_hint="'--column-type'")
     types = {}
     for item in column_types:
+        if item.strip().lower() == "table":
+            types["table"] = "table"
+            continue
         name, sep, codec = item.rpartition("=")
         if not sep or not name:
             raise click.BadParameter(
-                f"{item!r} is not FAMILY:QUALIFIER=CODEC", param_hint="'--column-type'"
+                f"{item!r} is not FAMILY:QUALIFIER=CODEC or 'table'", param_hint="'--column-type'"
             )
         types[name] = codec
     return types

@@ -13,7 +13,11 @@ a ``--column`` that no cell read had warns on stderr.
 
 ``scan --output-file`` streams the results task by task into a file instead of the
 terminal: CSV or JSON lines with the columns ``load-cells`` reads (bytes in printable form,
-types by name), or Parquet with the scan's Arrow schema as it is.
+types by name), or Parquet with the scan's Arrow schema as it is. ``--shape wide`` prints a
+table (JSON lines with ``--output json``) or writes the file with the recorded columns
+decoded (typed Parquet columns; :func:`~cellstore.cli.scanflags.with_recorded_codecs`).
+Cells-shape files keep the stored bytes in ``value``, so that they load back with
+``load-cells``, and add a ``decoded`` text column on a table with recorded codecs.
 
 pyarrow, tqdm and the warehouse are imported inside command bodies only, so
 ``cellstore --help`` stays fast.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
@@ -36,6 +41,7 @@ from cellstore.cli.params import PRINTABLE_KEY
 from cellstore.cli.scanflags import (
     COUNT_FLAGS,
     GET_FLAGS,
+    RAW_VALUES,
     SCAN_FLAGS,
     ScanFlags,
     key_help,
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from cellstore.loader import LoadReport
+    from cellstore.loader.mapping import TableCodecs
     from cellstore.reader import Scan, ScanOptions
     from cellstore.warehouse import Table, TableDescription
 
@@ -148,12 +155,6 @@ class QuickstartReport:
 
 
 # ----------------------------------------------------------------------- shared options
-_RAW_VALUES = click.option(
-    "--raw-values",
-    is_flag=True,
-    help="Print values and row keys as stored (printable bytes) instead of decoding them "
-    "with the codecs and row key the table's mapping-based loads recorded.",
-)
 _GET_KEY = click.option(
     "--key",
     "key_fields",
@@ -248,7 +249,13 @@ def _stderr_is_tty() -> bool:
 
 # ---------------------------------------------------------------------------------- scan
 def export_scan(
-    scan: Scan, *, path: str, fmt: ExportFormat, progress: bool, label: str = "scan"
+    scan: Scan,
+    *,
+    path: str,
+    fmt: ExportFormat,
+    progress: bool,
+    label: str = "scan",
+    decoded: bool = False,
 ) -> ExportReport:
     """Write ``scan`` to one file through :func:`cellstore.jobs.export.export_file`.
 
@@ -261,6 +268,8 @@ def export_scan(
             name, as ``load-cells`` reads them), or ``parquet`` (the scan's Arrow schema).
         progress: Draw a progress bar over the scan's tasks on stderr.
         label: The progress bar's description.
+        decoded: Cells shape: add a ``decoded`` column (the recorded codecs; ``value``
+            keeps the stored bytes).
 
     Returns:
         The rows, cells and bytes written.
@@ -276,8 +285,43 @@ def export_scan(
             bar.total = total
             bar.update(done - bar.n)
 
-        report = export_file(scan, target, format=fmt, progress=tick)
+        report = export_file(scan, target, format=fmt, progress=tick, decoded=decoded)
     return ExportReport(path, fmt, report.rows, report.cells, report.bytes)
+
+
+class _FamilyDecoded:
+    """A wide scan whose results also decode the columns of family codecs.
+
+    (:func:`~cellstore.loader.mapping.decoding.decode_family_columns`: qualifiers from
+    an input column, which ``column_types`` cannot name before reading.)
+    """
+
+    def __init__(self, scan: Scan, codecs: TableCodecs) -> None:
+        self.scan = scan
+        self.codecs = codecs
+        types = scan.options.column_types
+        self.keep = frozenset(types) if isinstance(types, Mapping) else frozenset()
+
+    @classmethod
+    def of(cls, scan: Scan) -> Scan | _FamilyDecoded:
+        """``scan`` itself when its table has no family codec."""
+        from cellstore.loader.mapping.decoding import recorded_codecs
+
+        codecs = recorded_codecs(scan.metadata)
+        return scan if codecs is None or not codecs.families else cls(scan, codecs)
+
+    def to_arrow(self) -> pa.Table:
+        """Every row, decoded."""
+        from cellstore.loader.mapping.decoding import decode_family_columns
+
+        return decode_family_columns(self.codecs, self.scan.to_arrow(), keep=self.keep)
+
+    def to_batches(self) -> Iterator[pa.Table]:
+        """The rows task by task, decoded."""
+        from cellstore.loader.mapping.decoding import decode_family_columns
+
+        for batch in self.scan.to_batches():
+            yield decode_family_columns(self.codecs, batch, keep=self.keep)
 
 
 def _export_format_for(path: str) -> ExportFormat:
@@ -294,7 +338,7 @@ def _export_format_for(path: str) -> ExportFormat:
 @click.command("scan")
 @click.argument("table")
 @scan_flags(*SCAN_FLAGS)
-@_RAW_VALUES
+@RAW_VALUES
 @click.option(
     "--output-file",
     type=click.Path(dir_okay=False, writable=True),
@@ -308,8 +352,9 @@ def _export_format_for(path: str) -> ExportFormat:
     type=click.Choice(EXPORT_FORMATS),
     default=None,
     help="Format of --output-file (default: from its extension: .csv, .json/.jsonl, "
-    ".parquet). csv and json (JSON lines) have the columns load-cells reads, bytes in "
-    "printable form; parquet keeps the binary Arrow schema.",
+    ".parquet). Cells: csv and json (JSON lines) have the columns load-cells reads, bytes in "
+    "printable form; parquet keeps the binary Arrow schema; all add a decoded text column "
+    "(recorded codecs). Wide: decoded values, typed parquet columns (--raw-values: bytes).",
 )
 @pass_cli_context
 def scan_cmd(
@@ -331,17 +376,20 @@ def scan_cmd(
       cellstore scan ns:sensors --key sensor_id=sensor-00001 --limit 3
 
     Values and composite row keys print decoded with the codecs the table's
-    mapping-based loads recorded (--raw-values: as stored).
+    mapping-based loads recorded (--raw-values: as stored). --shape wide prints a table
+    (JSON lines with --output json), or writes --output-file, decoded the same way.
     """  # noqa: D301 (click's \b marker)
     if file_format is not None and output_file is None:
         raise click.BadParameter("needs --output-file", param_hint="'--format'")
-    if scan.values["shape"] == "wide" and output_file is None:
-        raise click.BadParameter("needs --output-file", param_hint="'--shape wide'")
     warehouse = cli_ctx.warehouse()
     started = time.perf_counter()  # like the shell's "Took": the read, not the imports
     handle = warehouse.table(table)
-    planned = handle.scan(scan.options(handle))
+    planned = handle.scan(scan.options(handle, decode=not raw_values))
     name = str(handle.name)
+    if output_file is None and planned.options.shape == "wide":
+        rows = planned if raw_values else _FamilyDecoded.of(planned)
+        cli_ctx.output.scan_wide(name, rows, started=started)
+        return
     if output_file is None:
         _print_cells(cli_ctx, handle, planned, started=started, raw_values=raw_values)
         return
@@ -351,6 +399,7 @@ def scan_cmd(
         fmt=file_format or _export_format_for(output_file),
         progress=cli_ctx.output.shows_progress and _stderr_is_tty(),
         label=f"scan {name}",
+        decoded=not raw_values,
     )
     cli_ctx.output.scan_exported(name, report, started=started)
 
@@ -374,7 +423,7 @@ def _print_cells(
 @click.argument("row", type=PRINTABLE_KEY, required=False)
 @scan_flags(*GET_FLAGS)
 @_GET_KEY
-@_RAW_VALUES
+@RAW_VALUES
 @pass_cli_context
 def get_cmd(
     cli_ctx: CliContext,
@@ -484,7 +533,7 @@ def quickstart_cmd(cli_ctx: CliContext, *, table: str) -> None:
 
     from cellstore.errors import TableExistsError
 
-    warehouse = cli_ctx.warehouse()
+    warehouse = cli_ctx.warehouse(missing_ok=True)
     created = False
     if warehouse.exists(table):
         handle = warehouse.table(table)

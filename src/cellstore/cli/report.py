@@ -132,7 +132,9 @@ def report_cmd(
         try:
             require_matplotlib()
         except ImportError as e:
-            raise click.ClickException(str(e)) from None
+            from cellstore.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"--html: {e}") from None
 
     warehouse = cli_ctx.warehouse()
     handle = warehouse.table(table, version=version)

@@ -39,6 +39,7 @@ __all__ = [
     "HBASE_COUNT_FLAGS",
     "HBASE_SCAN_FLAGS",
     "NO_FLAG",
+    "RAW_VALUES",
     "SCAN_FLAGS",
     "ScanFlags",
     "key_help",
@@ -46,6 +47,7 @@ __all__ = [
     "key_texts",
     "recorded_key",
     "scan_flags",
+    "with_recorded_codecs",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -174,14 +176,15 @@ FLAGS: Final[Mapping[str, Decorator]] = {
         type=click.Choice(["cells", "wide"]),
         default="cells",
         help="wide: one row per row key, a family:qualifier column each with its newest value "
-        "(needs --output-file).",
+        "(a table on the terminal, JSON lines with --output json, or --output-file).",
     ),
     "column_types": _repeated(
         "--column-type",
         "column_types",
-        "FAMILY:QUALIFIER=CODEC",
+        "FAMILY:QUALIFIER=CODEC|table",
         "With --shape wide, decode a column (long, int, short, double, float, boolean, "
-        "string, bytes). Repeatable.",
+        "string, bytes), or 'table': the columns the table's mapping-based loads recorded "
+        "(only those, unless --column/--family select). Repeatable.",
     ),
     "decode_errors": click.option(
         "--decode-errors",
@@ -211,6 +214,15 @@ FLAGS: Final[Mapping[str, Decorator]] = {
         low=1,
     ),
 }
+
+#: ``--raw-values``: the stored bytes instead of values decoded with the recorded codecs.
+RAW_VALUES: Final = click.option(
+    "--raw-values",
+    is_flag=True,
+    help="Values and row keys as stored (printable bytes; binary in Parquet) instead of "
+    "decoded with the codecs and row key the table's mapping-based loads recorded (--shape "
+    "wide, to the terminal or a file: typed columns). --column-type still decodes.",
+)
 
 #: Scan options without a flag, and why.
 NO_FLAG: Final[Mapping[str, str]] = {
@@ -251,19 +263,27 @@ class ScanFlags:
     values: Mapping[str, Any]
 
     def options(
-        self, table: ReadableTable | None = None, *, shape: str | None = None
+        self,
+        table: ReadableTable | None = None,
+        *,
+        shape: str | None = None,
+        decode: bool = False,
     ) -> ScanOptions:
         """The :class:`~cellstore.reader.ScanOptions` of these flags.
 
         Args:
-            table: The table read (``--key`` is built with its row-key spec).
+            table: The table read (``--key`` is built with its row-key spec,
+                ``--column-type table`` with its recorded codecs).
             shape: The shape when the command takes it apart from the scan flags
                 (``export --shape``), for ``--column-type``'s check.
+            decode: Decode a wide read's columns with the codecs the table's loads
+                recorded (:func:`with_recorded_codecs`; ``--raw-values`` turns it off).
 
         Raises:
             click.BadParameter: a flag that does not parse, or a flag combination the
                 command line refuses (``--key`` with a row range, ``--column-type``
-                without ``--shape wide``).
+                without ``--shape wide``, ``--column-type table`` on a table with no
+                recorded codecs).
         """
         from cellstore.reader import ScanOptions
 
@@ -275,13 +295,89 @@ class ScanFlags:
             from cellstore.core.filterparse import parse_filter
 
             given["filter"] = parse_filter(given["filter"])
+        kind = shape if shape is not None else given.get("shape", "cells")
         if "column_types" in given:
-            kind = shape if shape is not None else given.get("shape", "cells")
-            given["column_types"] = parse_column_types(given["column_types"] or (), shape=kind)
-            given["column_types"] = given["column_types"] or None
+            types = parse_column_types(given["column_types"] or (), shape=kind)
+            if types.pop("table", None) is not None:
+                types = {**_recorded_types(table), **types}
+            given["column_types"] = types or None
         if given.get("key") is not None:
             given.update(_scan_key(table, given))
-        return ScanOptions(**given)
+        options = ScanOptions(**given)
+        if decode and table is not None and kind == "wide":
+            return with_recorded_codecs(options, table)
+        return options
+
+
+def _recorded_types(table: ReadableTable | None) -> dict[str, str]:
+    """``--column-type table``: the codecs the table's mapping-based loads recorded."""
+    from cellstore.loader.mapping import recorded_column_types
+
+    types = dict(recorded_column_types(table.metadata)) if table is not None else {}
+    if not types:
+        name = table.name if table is not None else "the table"
+        raise click.BadParameter(
+            f"table {name} has no recorded column codecs (no mapping-based load recorded "
+            "any); give FAMILY:QUALIFIER=CODEC",
+            param_hint="'--column-type table'",
+        )
+    return types
+
+
+def with_recorded_codecs(options: ScanOptions, table: ReadableTable) -> ScanOptions:
+    """A wide read's ``options`` with each column a mapping-based load recorded decoded.
+
+    What the read commands do unless ``--raw-values``: every recorded
+    ``family:qualifier`` codec the read selects joins ``column_types`` (a codec given with
+    ``--column-type`` wins), and the read's columns stay what they were: a read naming no
+    columns or families gets the table's visible families named, so that decoding does
+    not turn into "only the typed columns" (the meaning of ``column_types`` alone). A read
+    with ``--column-type`` but no columns or families (only those typed columns) is left
+    as it is. Qualifiers that a mapping takes from an input column (a family codec) have
+    no column name known up front: the outputs decode them after the read
+    (:func:`~cellstore.loader.mapping.decoding.decode_family_columns`).
+
+    Args:
+        options: The read's options (wide shape).
+        table: The table read.
+
+    Returns:
+        The options, decoding the recorded columns.
+    """
+    from dataclasses import replace
+
+    from cellstore.core.keys import to_string_binary
+    from cellstore.loader.mapping import recorded_column_types
+    from cellstore.reader.options import as_names
+    from cellstore.reader.readable import hidden_families
+
+    if isinstance(options.column_types, str):  # "table": decodes the recorded ones already
+        return options
+    explicit = dict(options.column_types or {})
+    recorded = recorded_column_types(table.metadata)
+    no_selection = options.columns is None and options.families is None
+    if not recorded or (explicit and no_selection):
+        return options
+    named = [
+        c if isinstance(c, str) else to_string_binary(bytes(c))
+        for c in as_names(options.columns) or ()
+    ]
+    families = set(as_names(options.families) or ())
+
+    def selected(column: str) -> bool:
+        family = column.partition(":")[0]
+        if options.columns is not None:
+            return column in named or family in named or family in families
+        return no_selection or family in families
+
+    types = {c: codec for c, codec in recorded.items() if selected(c)}
+    if not types:
+        return options
+    changes: dict[str, Any] = {"column_types": {**types, **explicit}}
+    if no_selection:
+        meta = table.metadata
+        changes["families"] = hidden_families(meta) or list(meta.family_names)
+    return replace(options, **changes)
 
 
 def scan_flags(*names: str) -> Callable[[F], F]:

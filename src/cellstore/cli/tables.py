@@ -80,7 +80,7 @@ def create_cmd(
     Example:
       cellstore create ns:events --family d:VERSIONS=1,TTL=604800 --split m
     """  # noqa: D301 (click's \b marker keeps the example unwrapped)
-    created = cli_ctx.warehouse().create_table(
+    created = cli_ctx.warehouse(missing_ok=True).create_table(
         table,
         families=families,
         splits=list(splits) or None,

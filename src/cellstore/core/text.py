@@ -114,6 +114,21 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
 
 
+def shorten(text: str, width: int = 40) -> str:
+    """``text`` quoted as ``repr`` does, cut to ``width`` characters with an ellipsis.
+
+    For error messages that show an offending value without flooding the line.
+
+    >>> shorten("517.0")
+    "'517.0'"
+    >>> shorten("x" * 50, width=10)
+    "'xxxxxxxxx…'"
+    """
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return repr(text)
+
+
 def did_you_mean(word: str, known: Iterable[str], *, cutoff: float = 0.6) -> str:
     """``" (did you mean 'x'?)"`` naming the closest of ``known`` to ``word``, or ``""``.
 

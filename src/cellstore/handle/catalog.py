@@ -174,6 +174,14 @@ class Catalog(Generic[H]):
         """Names of all tables (``ns:name``, or just ``name`` in the default namespace)."""
         return sorted(str(TableName.parse(full)) for full in self._tables())
 
+    def started(self) -> bool:
+        """Whether a catalog exists at the root: a table was created there at least once.
+
+        A root without one holds no warehouse (``connect`` writes nothing until the first
+        table is created), as when the root is misspelt.
+        """
+        return self._catalog.latest_version() > 0
+
     def exists(self, name: str) -> bool:
         """Whether a table called ``name`` exists."""
         return TableName.parse(name).full in self._tables()

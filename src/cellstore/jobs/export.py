@@ -20,6 +20,7 @@ the source.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,7 @@ from cellstore.handle import Catalog, TableHandle
 from cellstore.jobs.common import new_job_id
 from cellstore.loader.direct import WrittenFile, write_cells
 from cellstore.loader.mapping import resolve_column_types
+from cellstore.loader.mapping.decoding import decode_family_columns, recorded_codecs, with_decoded
 from cellstore.loader.memory import release_memory
 from cellstore.reader.options import SCAN_OPTION_NAMES
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY
@@ -164,6 +166,19 @@ class _FileSink:
             self._writer.close()
 
 
+def _decoding(
+    metadata: TableMetadata, shape: ExportShape, decoded: bool, given: Any
+) -> Callable[[pa.Table], pa.Table] | None:
+    """What decodes a batch: a ``decoded`` column, or wide family-codec columns not given."""
+    codecs = recorded_codecs(metadata) if decoded else None
+    if codecs is None:
+        return None
+    if shape == "cells":
+        return functools.partial(with_decoded, codecs)
+    keep = frozenset(given) if isinstance(given, Mapping) else frozenset()
+    return functools.partial(decode_family_columns, codecs, keep=keep)
+
+
 def export_file(
     scan: Any,
     url: str,
@@ -171,6 +186,7 @@ def export_file(
     format: FileFormat,
     storage_options: Mapping[str, Any] | None = None,
     progress: ProgressFn | None = None,
+    decoded: bool = False,
 ) -> FileExportReport:
     r"""Write a planned scan to one file (Parquet, CSV or JSON lines), whole or not at all.
 
@@ -189,6 +205,11 @@ def export_file(
             columns ``load-cells`` reads.
         storage_options: fsspec options for ``url``.
         progress: Called with ``(done, total)`` scan tasks.
+        decoded: On a table whose mapping-based loads recorded codecs: cells shape, add a
+            ``decoded`` string column after ``value``, the value decoded with its codec
+            (:func:`~cellstore.loader.mapping.decoding.decoded_text`; null where none
+            applies; ``value`` keeps the stored bytes); wide shape, decode the columns of
+            families with a family codec (``decoding.decode_family_columns``).
 
     Returns:
         A :class:`FileExportReport`.
@@ -201,6 +222,7 @@ def export_file(
     partial = f"{head}/.{name}.{os.getpid()}.partial" if head else f".{name}.partial"
     tasks = len(scan.plan())
     batches = scan.to_batches() if shape == "cells" else iter([scan.to_arrow()])
+    add = _decoding(scan.metadata, shape, decoded, scan.options.column_types)
     rows = cells = done = 0
     makedirs_for(fs, path)
     try:
@@ -209,7 +231,7 @@ def export_file(
             for batch in batches:
                 if batch.num_rows == 0 and sink.started:
                     continue
-                sink.write(batch)
+                sink.write(batch if add is None else add(batch))
                 r, c = _stats(batch, shape)
                 rows += r
                 cells += c
@@ -217,7 +239,8 @@ def export_file(
                 if progress is not None:
                     progress(min(done, tasks), tasks)
             if not sink.started:  # no result: the file still has its header or schema
-                sink.write(scan.to_arrow())  # empty: the scan had no result
+                empty = scan.to_arrow()  # empty: the scan had no result
+                sink.write(empty if add is None else add(empty))
             sink.close()
         fs.mv(partial, path)
     except BaseException:
@@ -337,6 +360,7 @@ def export(
     overwrite: bool = False,
     progress: ProgressFn | None = None,
     memory_budget: int | None = None,
+    decoded: bool = False,
     **scan_options: Any,
 ) -> ExportReport:
     r"""Write a scan of ``table`` to Parquet or CSV files under the directory ``url``.
@@ -364,6 +388,7 @@ def export(
             :data:`~cellstore.reader.plan.DEFAULT_TASK_MEMORY`, 256 MiB): scan tasks are
             planned with an eighth of it (``Table.scan``'s ``memory_budget``), since reading,
             merging and encoding a task take several times what a task budget counts.
+        decoded: Decode as :func:`export_file` does.
         **scan_options: Any option of :meth:`Table.scan <cellstore.warehouse.Table.scan>`
             (``start_row``, ``row_prefix``, ``columns``, ``families``, ``time_range``,
             ``max_versions``, ``raw``, ``filter``, ``key``, ``column_types``, ...).
@@ -400,11 +425,13 @@ def export(
         table, shape=shape, memory_budget=max(1, budget // _EXPORT_EXPANSION), **scan_options
     )
     fs, root = _output_dir(url, storage_options, overwrite=overwrite)
+    add = _decoding(table.metadata, shape, decoded, scan_options.get("column_types"))
     ext = _EXTENSIONS[format]
     tasks = len(scan.plan())
     files: list[str] = []
     rows = cells = size = 0
     for batch in scan.to_batches():
+        batch = batch if add is None else add(batch)
         path = join(root, f"part-{len(files):05d}.{ext}")
         with fs.open(path, "wb") as f:
             if format == "parquet":

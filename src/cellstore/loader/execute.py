@@ -34,6 +34,7 @@ import pyarrow as pa
 from cellstore.commit import Staged
 from cellstore.core.metadata import TableMetadata
 from cellstore.core.regions import region_of, sorted_region_bounds
+from cellstore.core.text import shorten
 from cellstore.errors import BadRecordError, RegionsChangedError
 from cellstore.fs import join
 from cellstore.handle.hooks import LoadHook, PendingLoad
@@ -131,6 +132,33 @@ def _field_of(reason: str) -> str:
     return field if sep else "?"
 
 
+def _value_text(records: pa.Table, field: str, index: int) -> str:
+    """``, got '517.0'`` (shortened): record ``index``'s ``field`` for a bad record's message.
+
+    ``""`` when the records have no such column (a row-key part, a derived field), the
+    value is null, or it has no Python form (a timestamp out of range).
+    """
+    if field not in records.column_names:
+        return ""
+    one = records.column(field).slice(index, 1).combine_chunks()
+    if pa.types.is_string(one.type):  # text readers may let bytes that are not UTF-8 in
+        one = one.view(pa.binary())
+    elif pa.types.is_large_string(one.type):
+        one = one.view(pa.large_binary())
+    try:
+        value = one[0].as_py()
+    except (OverflowError, ValueError):
+        return ""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            value = "0x" + value.hex()
+    return f", got {shorten(str(value))}"
+
+
 def _bad_records(
     plan: LoadPlan, task: LoadTask, batch: Batch, enc_bad: np.ndarray, reasons: pa.Array
 ) -> list[BadRecord]:
@@ -174,7 +202,8 @@ def _bad_records(
         line = int(lines[0]) if lines is not None else None
         record = int(records[0])
         raise BadRecordError(
-            f"{part.where(record, line)}, field {field!r}: {why} "
+            f"{part.where(record, line)}, field {field!r}: {why}"
+            f"{_value_text(batch.table, field, i)} "
             "(nothing was committed; skip bad records with skip_bad_records, "
             "--skip-bad-records in the CLI)",
             source=part.source,

@@ -46,7 +46,7 @@ from cellstore.core.family import Family
 from cellstore.core.keys import from_string_binary, to_string_binary
 from cellstore.core.metadata import HistoryEntry, TableMetadata
 from cellstore.core.regions import Region, region_id
-from cellstore.errors import InvalidArgumentError, InvalidFamilyError
+from cellstore.errors import InputNotFoundError, InvalidArgumentError, InvalidFamilyError
 from cellstore.fs import resolve_filesystem
 from cellstore.loader.execute import execute_plan
 from cellstore.loader.mapping import KeyColumn, LoadMapping
@@ -180,7 +180,7 @@ def read_split_keys(url: str, *, storage_options: Mapping[str, Any] | None = Non
     try:
         data = fs.cat_file(path)
     except FileNotFoundError:
-        raise InvalidArgumentError(f"split-key file {url} does not exist") from None
+        raise InputNotFoundError(f"split-key file {url} does not exist") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

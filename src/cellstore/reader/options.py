@@ -138,9 +138,20 @@ class FrozenMap(Mapping[K, V]):
 #: ``row``: a row key (UTF-8); ``names``: comma-separated or a JSON list; ``range``:
 #: ``min,max`` or a JSON pair; ``family_ranges``: ``family:min:max,...``; ``int``;
 #: ``bool``; ``word`` (lower-cased); ``pairs``: ``a=x,b=y`` or a JSON object; ``filter``:
-#: HBase's filter language; ``json``: a JSON object (lists become tuples).
+#: HBase's filter language; ``json``: a JSON object (lists become tuples); ``codecs``:
+#: ``table`` (the recorded codecs) or ``pairs``.
 TextForm: TypeAlias = Literal[
-    "row", "names", "range", "family_ranges", "int", "bool", "word", "pairs", "filter", "json"
+    "row",
+    "names",
+    "range",
+    "family_ranges",
+    "int",
+    "bool",
+    "word",
+    "pairs",
+    "filter",
+    "json",
+    "codecs",
 ]
 
 
@@ -246,7 +257,7 @@ class ScanOptions:
     row_offset_per_family: int = field(default=0, metadata=_text("int"))
     shape: str = field(default="cells", metadata=_text("word"))
     column_types: Mapping[str, str] | Literal["table"] | None = field(
-        default=None, metadata=_text("pairs")
+        default=None, metadata=_text("codecs")
     )
     decode_errors: str = field(default="raise", metadata=_text("word"))
     key_columns: bool | None = field(default=None, metadata=_text("bool"))

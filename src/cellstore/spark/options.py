@@ -128,6 +128,13 @@ def _pairs(text: str, *, name: str) -> dict[str, str]:
     return out
 
 
+def _codecs(text: str, *, name: str) -> dict[str, str] | str:
+    """``table`` (the codecs the table's loads recorded), or :func:`_pairs`' forms."""
+    if text.strip().lower() == "table":
+        return "table"
+    return _pairs(text, name=name)
+
+
 def _pushdown(text: str) -> bool | None:
     """The ``pushdown`` option: ``auto`` (None) or a boolean."""
     if text.strip().lower() == "auto":
@@ -225,6 +232,7 @@ _PARSERS: Final[Mapping[TextForm, Callable[..., Any]]] = {
     "bool": parse_bool,
     "word": _word,
     "pairs": _pairs,
+    "codecs": _codecs,
     "filter": _filter,
     "json": _json_object,
 }

@@ -19,7 +19,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from cellstore.errors import BadRecordError, InvalidArgumentError
+from cellstore.errors import BadRecordError, InputNotFoundError, InvalidArgumentError
 
 InputFormat = Literal["csv", "tsv", "jsonl", "parquet"]
 INPUT_FORMATS: Final[tuple[InputFormat, ...]] = get_args(InputFormat)
@@ -311,7 +311,7 @@ def _expand(url: str, storage_options: MappingABC[str, Any]) -> list[str]:
     if any(ch in path for ch in "*?["):
         matches = sorted(p for p in fs.glob(path) if fs.isfile(p))
         if not matches:
-            raise InvalidArgumentError(f"input {url!r} matches no files")
+            raise InputNotFoundError(f"input {url!r} matches no files")
         return [unstrip(p) for p in matches]
     if fs.isdir(path):
         found = sorted(
@@ -323,7 +323,7 @@ def _expand(url: str, storage_options: MappingABC[str, Any]) -> list[str]:
             raise InvalidArgumentError(f"input directory {url!r} holds no files")
         return [unstrip(p) for p in found]
     if not fs.exists(path):
-        raise InvalidArgumentError(f"input {url!r} does not exist")
+        raise InputNotFoundError(f"input {url!r} does not exist")
     return [unstrip(path)]
 
 
@@ -353,8 +353,12 @@ def missing_columns_error(
     if len(available) > 50:
         shown += f", ... ({len(available)} in all)"
     noun = "column" if len(missing) == 1 else "columns"
+    text = parts[0]
+    for part in parts[1:]:  # a question ends its sentence: no "?;" or "?."
+        text += f" No {part}" if text.endswith("?") else f"; no {part}"
+    end = "" if text.endswith("?") else "."
     return InvalidArgumentError(
-        f"input {source} has no {noun} {'; no '.join(parts)}. Its columns: {shown or '(none)'}"
+        f"input {source} has no {noun} {text}{end} Its columns: {shown or '(none)'}"
     )
 
 

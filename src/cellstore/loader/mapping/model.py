@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from cellstore.core.codecs import Codec
 from cellstore.core.names import validate_family_name
-from cellstore.errors import InvalidArgumentError, InvalidFamilyError
+from cellstore.errors import InputNotFoundError, InvalidArgumentError, InvalidFamilyError
 from cellstore.loader.inputs import INPUT_FORMATS, TextOptions
 
 if TYPE_CHECKING:
@@ -541,12 +541,16 @@ class LoadMapping:
         """Read a mapping file: TOML (``.toml``) or JSON (anything else), any fsspec URL.
 
         Raises:
+            InputNotFoundError: no such file.
             InvalidArgumentError: if the file does not parse or is not a valid mapping.
         """
         import fsspec
 
-        with fsspec.open(path, "rb", **dict(storage_options or {})) as f:
-            data = f.read()
+        try:
+            with fsspec.open(path, "rb", **dict(storage_options or {})) as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise InputNotFoundError(f"mapping file {path} does not exist") from None
         try:
             if PurePath(path).suffix.lower() == ".toml":
                 import tomllib
