@@ -112,7 +112,11 @@ def read_wide_fast(
     """
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
-    parts = [_read_family(fs, task, fam, wanted, key) for fam in task.families]
+    shared = _shared_rows(fs, task, key)
+    parts = [
+        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
+        for i, fam in enumerate(task.families)
+    ]
     joined = _join([p for p in parts if p.size])
     found = joined.columns
     rows = joined.row_keys()
@@ -140,12 +144,43 @@ def read_wide_fast(
     return out
 
 
+def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
+    """Whether every family of ``task`` is one keyed column file of the same rows.
+
+    Each family then holds one file inside the task's range, keyed with the read's spec,
+    and all have the same rows digest (docs/format.md 14.2): the rows (key fields) are
+    read from the first family only, the others' records line up with them.
+    """
+    if key is None or len(task.families) < 2:
+        return False
+    digests = set()
+    for fam in task.families:
+        if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
+            return False
+        entry = fam.entries[0]
+        if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
+            return False
+        with task.open_file(fs, fam, entry.path) as reader:
+            info = reader.info
+        if info.row_key is None or not _same_fields(info.row_key, key):
+            return False
+        digests.add((info.rows_digest, info.rows))
+    return len(digests) == 1
+
+
+def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:
+    """Whether two specs have the same fields (they may differ in the salt)."""
+    return dataclasses.replace(a, salt_buckets=None) == dataclasses.replace(b, salt_buckets=None)
+
+
 def _read_family(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
     fam: FamilyRead,
     wanted: set[Column] | None,
     key: RowKeySpec | None = None,
+    *,
+    rowless: bool = False,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -174,8 +209,15 @@ def _read_family(
         every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
         touched = pc.unique(every)
     whole = touched is not None
-    read = [_read_base(fs, task, fam, e, wanted, whole=whole, key=key) for e in bases]
+    read = [
+        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless) for e in bases
+    ]
     files = [f for f in read if f is not None]
+    if rowless and len(files) == 1:
+        # the rows are another family's (:func:`_shared_rows`): values and presence only
+        f = files[0]
+        named = {(fam.family.name, sp.qualifier): (a, sp.codec) for sp, a in f.values.items()}
+        return _Part(None, named, f.present, digest=f.digest, count=len(f.present))
     if not whole and files and all(f.keys is not None for f in files):
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
@@ -373,12 +415,14 @@ def _read_base(
     whole: bool,
     key: RowKeySpec | None = None,
     stamped: bool = False,
+    rowless: bool = False,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
     ``whole``: read every column, so rows touched by deltas can be expanded to cells.
     ``stamped``: read the values of every column the read covers with their timestamps
-    (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`.
+    (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``rowless``: read
+    neither rows nor key fields (another family's file holds the same rows).
     ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
     range holds all its rows) gives its key fields, not rows.
     """
@@ -405,11 +449,12 @@ def _read_base(
             not whole
             and file_key is not None
             and key is not None
-            and dataclasses.replace(file_key, salt_buckets=None)
-            == dataclasses.replace(key, salt_buckets=None)
+            and _same_fields(file_key, key)
             and inside
         )
         head = key_names(file_key) if by_keys and file_key is not None else [ROW_COLUMN]
+        if rowless and by_keys:
+            head = []
         digest = reader.info.rows_digest
         # A row is in the result when one of its cells the read covers is visible: with
         # the whole family read and no time range, every record is (it holds a value)
@@ -455,7 +500,9 @@ def _read_base(
     keys = None
     rows = None
     if by_keys and file_key is not None:
-        keys = pa.table([records.column(n) for n in head], names=[f.name for f in file_key.fields])
+        if head:
+            names = [f.name for f in file_key.fields]
+            keys = pa.table([records.column(n) for n in head], names=names)
     else:
         rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
     return _Base(
@@ -648,13 +695,14 @@ class _Part:
     keys: pa.Table | None = None
     key: RowKeySpec | None = None
     digest: str | None = None
+    count: int = 0  # the rows' count when neither rows nor keys are held (shared rows)
 
     @property
     def size(self) -> int:
         """How many rows the part holds."""
         if self.rows is not None:
             return len(self.rows)
-        return self.keys.num_rows if self.keys is not None else 0
+        return self.keys.num_rows if self.keys is not None else self.count
 
     def row_keys(self) -> pa.Array:
         """The rows (encoded from the key fields when the part holds those)."""

@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec, decode_values, encode_values, valid_mask
+from cellstore.core.codecs import Codec, binary_parts, decode_values, encode_values, valid_mask
 
 __all__ = ["BaseColumns", "Merged", "merge_by_row"]
 
@@ -106,7 +107,7 @@ def merge_by_row(
     row_col = cells.column("row").combine_chunks().cast(pa.binary())
     touched = pc.unique(row_col)
     touched = touched.take(pc.sort_indices(touched))
-    ridx = pc.index_in(row_col, value_set=touched).to_numpy(zero_copy_only=False)
+    ridx = np.concatenate([locate_sorted(r.column("row").combine_chunks(), touched) for r in runs])
     ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
     n_t = len(touched)
     # the largest DeleteFamily timestamp of each touched row
@@ -140,11 +141,10 @@ def merge_by_row(
     put_src[pair[newest]] = newest
     values = cells.column("value").combine_chunks()
 
-    at = pc.index_in(touched, value_set=base.rows)
-    if at.null_count:
-        base = _with_rows(base, touched.filter(pc.is_null(at)))
-        at = pc.index_in(touched, value_set=base.rows)
-    where = at.to_numpy(zero_copy_only=False).astype(np.int64)  # base position per touched row
+    where = locate_sorted(touched, base.rows)  # base position per touched row
+    if (where < 0).any():
+        base = _with_rows(base, touched.filter(pa.array(where < 0)))
+        where = locate_sorted(touched, base.rows)
     n = len(base.rows)
     out: dict[bytes, tuple[pa.Array, Codec]] = {}
     visible_any = np.zeros(n_t, dtype=bool)
@@ -171,6 +171,46 @@ def merge_by_row(
     present = base.present.copy()
     present[where] = visible_any
     return Merged(base.rows, out, present)
+
+
+def locate_sorted(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
+    """Each of ``needles``' position in ``haystack`` (-1: absent); both ascending (binary).
+
+    ``haystack`` holds unique keys; ``needles`` may repeat. One merge pass, no hashing.
+    """
+    n_off, n_data = binary_parts(needles.cast(pa.binary()))
+    h_off, h_data = binary_parts(haystack.cast(pa.binary()))
+    out = np.full(len(n_off) - 1, -1, dtype=np.int64)
+    _locate(n_off, n_data, h_off, h_data, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _compare(a: np.ndarray, a0: int, a1: int, b: np.ndarray, b0: int, b1: int) -> int:
+    """-1, 0 or 1 as bytes ``a[a0:a1]`` sort before, equal or after ``b[b0:b1]``."""
+    n = min(a1 - a0, b1 - b0)
+    for k in range(n):
+        x, y = a[a0 + k], b[b0 + k]
+        if x != y:
+            return -1 if x < y else 1
+    la, lb = a1 - a0, b1 - b0
+    return 0 if la == lb else (-1 if la < lb else 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _locate(
+    n_off: np.ndarray, n_data: np.ndarray, h_off: np.ndarray, h_data: np.ndarray, out: np.ndarray
+) -> None:
+    j = 0
+    m = len(h_off) - 1
+    for i in range(len(n_off) - 1):
+        while j < m:
+            c = _compare(h_data, h_off[j], h_off[j + 1], n_data, n_off[i], n_off[i + 1])
+            if c >= 0:
+                if c == 0:
+                    out[i] = j
+                break
+            j += 1
 
 
 def _column(
