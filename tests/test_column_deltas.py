@@ -15,6 +15,7 @@ import struct
 import tempfile
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -67,7 +68,7 @@ def delta(draw: st.DrawFn, kinds: list[int]) -> list[tuple[bytes, str, bytes, in
         st.lists(
             st.tuples(
                 st.sampled_from(TOUCHABLE),
-                st.sampled_from(QUALS + [b"new"]),
+                st.sampled_from([*QUALS, b"new"]),
                 st.integers(0, 12),
                 st.sampled_from(kinds),
             ),
@@ -148,10 +149,10 @@ def test_merge_by_row_declines_version_markers() -> None:
     merge declines and the caller resolves by the general rules."""
     base = rowmerge.BaseColumns(
         rows=pa.array([b"a"], pa.binary()),
-        seq=pytest.importorskip("numpy").array([1]),
+        seq=np.array([1]),
         values={b"q": (pa.array([b"v"], pa.binary()), rowmerge.Codec.BYTES)},
-        stamps={b"q": pytest.importorskip("numpy").array([5])},
-        present=pytest.importorskip("numpy").array([True]),
+        stamps={b"q": np.array([5])},
+        present=np.array([True]),
     )
     for kind in (D, DFV):
         run = table([(b"a", "f", b"q" if kind == D else b"", 5, kind, b"")])
