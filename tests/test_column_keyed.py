@@ -268,3 +268,46 @@ def test_verify_finds_key_columns_out_of_order(tmp_path: Path) -> None:
     pq.write_table(table.replace_schema_metadata(pf.metadata.metadata), bad)
     report = check(fsspec.filesystem("file"), bad)
     assert any("row-group-rows" in p or "increasing" in p for p in report.problems), report
+
+
+@pytest.mark.parametrize("same_rows", [True, False])
+def test_two_families_share_or_join_their_rows(
+    tmp_path: Path, same_rows: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Families whose keyed files hold the same rows (equal rows digests) are read with the
+    rows of the first alone; others are joined on the row. Both agree with the twin."""
+    from cellstore.reader import columnar
+
+    wh = cellstore.connect(str(tmp_path))
+    fams = [Family(name="f", max_versions=1), Family(name="g", max_versions=1)]
+    made = []
+    for layout in ("cells", "columns"):
+        made.append(
+            wh.create_table(
+                layout,
+                families=[f.replace(layout=layout) for f in fams],
+                row_key=KEY,
+                properties=PROPERTIES,
+            )
+        )
+    f_cells = keyed_cells(120)
+    g_cells = keyed_cells(120 if same_rows else 90).set_column(
+        1, "family", pa.array(["g"] * (240 if same_rows else 180))
+    )
+    for t in made:
+        t.load_cells(pa.concat_tables([f_cells, g_cells]))
+    shared: list[bool] = []
+    real = columnar._shared_rows
+
+    def spy(*args: Any) -> bool:
+        shared.append(real(*args))
+        return shared[-1]
+
+    monkeypatch.setattr(columnar, "_shared_rows", spy)
+    a, b = (t.refresh() for t in made)
+    for opts in (
+        {"shape": "wide", "column_types": "table"},
+        {"shape": "wide", "columns": ["g:tail", "f:dep"], "reversed": True},
+    ):
+        assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist()
+    assert shared and all(s is same_rows for s in shared)

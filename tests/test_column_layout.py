@@ -22,6 +22,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,7 +43,7 @@ from cellstore.core.columnar import AUTO_MAX_COLUMNS, AUTO_MIN_ROWS, ColumnSpec,
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import KeyField, RowKeySpec
-from cellstore.errors import CorruptFileError, FormatVersionError
+from cellstore.errors import CellstoreWarning, CorruptFileError, FormatVersionError
 from cellstore.filters import ColumnPrefixFilter, TimestampsFilter, ValueFilter
 from cellstore.hbase import read_hfile
 from cellstore.jobs import (
@@ -326,7 +327,9 @@ def test_columns_table_reads_like_its_cells_twin(data: st.DataObject, plan) -> N
             same(a.scan(**opts).to_arrow(), b.scan(**opts).to_arrow())
             row = data.draw(st.sampled_from(ROWS))
             get_opts = {k: v for k, v in opts.items() if k not in ("reversed", "limit")}
-            same(a.get(row, **get_opts), b.get(row, **get_opts))
+            with warnings.catch_warnings():  # rows are raw keys, not whole keys of a spec
+                warnings.simplefilter("ignore", CellstoreWarning)
+                same(a.get(row, **get_opts), b.get(row, **get_opts))
         wide = data.draw(wide_reads(now_ms))
         same(a.scan(**wide).to_arrow(), b.scan(**wide).to_arrow())
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import fsspec
@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec, arrow_type, decode_values, encode_values, valid_mask
 from cellstore.core.columnar import (
     ROW_COLUMN,
@@ -43,6 +44,7 @@ from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.reader.rowmerge import BaseColumns, merge_by_row
 from cellstore.reader.shapes import WideSpec, column_name, to_wide, with_key_columns
 from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
 from cellstore.storefiles.reader import slice_rows
@@ -110,7 +112,11 @@ def read_wide_fast(
     """
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
-    parts = [_read_family(fs, task, fam, wanted, key) for fam in task.families]
+    shared = _shared_rows(fs, task, key)
+    parts = [
+        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
+        for i, fam in enumerate(task.families)
+    ]
     joined = _join([p for p in parts if p.size])
     found = joined.columns
     rows = joined.row_keys()
@@ -138,12 +144,43 @@ def read_wide_fast(
     return out
 
 
+def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
+    """Whether every family of ``task`` is one keyed column file of the same rows.
+
+    Each family then holds one file inside the task's range, keyed with the read's spec,
+    and all have the same rows digest (docs/format.md 14.2): the rows (key fields) are
+    read from the first family only, the others' records line up with them.
+    """
+    if key is None or len(task.families) < 2:
+        return False
+    digests = set()
+    for fam in task.families:
+        if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
+            return False
+        entry = fam.entries[0]
+        if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
+            return False
+        with task.open_file(fs, fam, entry.path) as reader:
+            info = reader.info
+        if info.row_key is None or not _same_fields(info.row_key, key):
+            return False
+        digests.add((info.rows_digest, info.rows))
+    return len(digests) == 1
+
+
+def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:
+    """Whether two specs have the same fields (they may differ in the salt)."""
+    return dataclasses.replace(a, salt_buckets=None) == dataclasses.replace(b, salt_buckets=None)
+
+
 def _read_family(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
     fam: FamilyRead,
     wanted: set[Column] | None,
     key: RowKeySpec | None = None,
+    *,
+    rowless: bool = False,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -163,13 +200,24 @@ def _read_family(
         if cells.num_rows:
             delta_runs.append(cells)
             delta_seqs.append(entry.seq)
+    if delta_runs and fam.spec.time_range is None and _mergeable(delta_runs):
+        part = _merged_family(fs, task, fam, bases, wanted, key, delta_runs, delta_seqs)
+        if part is not None:
+            return part
     touched = None
     if delta_runs:
         every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
         touched = pc.unique(every)
     whole = touched is not None
-    read = [_read_base(fs, task, fam, e, wanted, whole=whole, key=key) for e in bases]
+    read = [
+        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless) for e in bases
+    ]
     files = [f for f in read if f is not None]
+    if rowless and len(files) == 1:
+        # the rows are another family's (:func:`_shared_rows`): values and presence only
+        f = files[0]
+        named = {(fam.family.name, sp.qualifier): (a, sp.codec) for sp, a in f.values.items()}
+        return _Part(None, named, f.present, digest=f.digest, count=len(f.present))
     if not whole and files and all(f.keys is not None for f in files):
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
@@ -196,6 +244,105 @@ def _read_family(
     )
     t_rows, t_columns = _pivot(fam.family.name, cells, wanted)
     return _Part(*_union(rows, untouched, columns, (t_rows, t_columns)))
+
+
+def _mergeable(runs: Sequence[pa.Table]) -> bool:
+    """Whether delta cells hold only what :func:`merge_by_row` decides.
+
+    Puts, DeleteColumns and DeleteFamilies.
+    """
+    kinds = pa.array([int(CellType.PUT), int(CellType.DELETE_COLUMN), int(CellType.DELETE_FAMILY)])
+    return all(
+        pc.all(
+            pc.is_in(r.column("type"), value_set=kinds.cast(r.schema.field("type").type))
+        ).as_py()
+        for r in runs
+    )
+
+
+def _merged_family(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: Sequence[FileEntry],
+    wanted: set[Column] | None,
+    key: RowKeySpec | None,
+    runs: list[pa.Table],
+    seqs: list[int],
+) -> _Part | None:
+    """One family's part with deltas merged into the records by row (module rowmerge)."""
+    read = [_read_base(fs, task, fam, e, wanted, whole=False, key=key, stamped=True) for e in bases]
+    files = sorted((f for f in read if f is not None), key=lambda f: f.first_row)
+    name = fam.family.name
+    ttl = fam.family.ttl_ms
+    columns: dict[bytes, list[tuple[int, pa.Array, ColumnSpec]]] = {}
+    for i, f in enumerate(files):
+        for s, arr in f.values.items():
+            columns.setdefault(s.qualifier, []).append((i, arr, s))
+    sizes = [len(f.present) for f in files]
+    values: dict[bytes, tuple[pa.Array, Codec]] = {}
+    stamps: dict[bytes, np.ndarray] = {}
+    for q, held in columns.items():
+        typed = {(name, q): _concat_column(files, sizes, held, (name, q))}
+        values[q] = typed[(name, q)]
+        stamps[q] = (
+            np.concatenate(
+                [
+                    next((f.stamps[s] for j, _, s in held if j == i), np.zeros(n, dtype=np.int64))
+                    for i, (f, n) in enumerate(zip(files, sizes, strict=True))
+                ]
+            )
+            if files
+            else np.zeros(0, dtype=np.int64)
+        )
+    rows = pa.concat_arrays([f.row_keys() for f in files]) if files else pa.array([], pa.binary())
+    base = BaseColumns(
+        rows=rows,
+        seq=np.concatenate(
+            [np.full(n, f.seq, dtype=np.int64) for f, n in zip(files, sizes, strict=True)]
+        )
+        if files
+        else np.zeros(0, dtype=np.int64),
+        values=values,
+        stamps=stamps,
+        present=np.concatenate([f.present for f in files]) if files else np.zeros(0, dtype=bool),
+    )
+    merged = merge_by_row(
+        base,
+        runs,
+        seqs,
+        qualifiers=fam.spec.qualifiers,
+        oldest=None if ttl is None else fam.spec.now_ms - ttl,
+    )
+    if merged is None:
+        return None
+    out = {(name, q): v for q, v in merged.values.items() if wanted is None or (name, q) in wanted}
+    keyed = [f for f in files if f.keys is not None]
+    if len(merged.rows) == len(rows) and files and len(keyed) == len(files):
+        # no row added: the key fields read still line up with the rows
+        tables = [f.keys for f in keyed if f.keys is not None]
+        keys = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        return _Part(merged.rows, out, merged.present, keys=keys, key=files[0].key)
+    return _Part(merged.rows, out, merged.present)
+
+
+def _concat_column(
+    files: Sequence[_Base],
+    sizes: Sequence[int],
+    held: Sequence[tuple[int, pa.Array, ColumnSpec]],
+    key: Column,
+) -> Typed:
+    """One qualifier's values over several column files (nulls where a file lacks it)."""
+    first = held[0][2]
+    arrs = []
+    for i, n in enumerate(sizes):
+        own = next((a for j, a, _ in held if j == i), None)
+        arrs.append(pa.nulls(n, first.arrow_type) if own is None else own)
+    codec = first.codec
+    if any(a.type != first.arrow_type for a in arrs):
+        arrs = [_bytes_of(a, key) for a in arrs]
+        codec = Codec.BYTES
+    return (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
 
 
 def older_companions(
@@ -248,6 +395,7 @@ class _Base:
     keys: pa.Table | None = None  # the key fields (named by field), when rows is None
     key: RowKeySpec | None = None
     digest: str | None = None  # the rows digest of a file read whole
+    stamps: dict[ColumnSpec, np.ndarray] = field(default_factory=dict)  # values' timestamps
 
     def row_keys(self) -> pa.Array:
         """The rows (encoded from the key fields when only those were read)."""
@@ -266,10 +414,15 @@ def _read_base(
     *,
     whole: bool,
     key: RowKeySpec | None = None,
+    stamped: bool = False,
+    rowless: bool = False,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
     ``whole``: read every column, so rows touched by deltas can be expanded to cells.
+    ``stamped``: read the values of every column the read covers with their timestamps
+    (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``rowless``: read
+    neither rows nor key fields (another family's file holds the same rows).
     ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
     range holds all its rows) gives its key fields, not rows.
     """
@@ -287,7 +440,7 @@ def _read_base(
         stats = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
         if not stats:
             return None
-        timed = oldest is not None or window is not None
+        timed = oldest is not None or window is not None or stamped
         file_key = reader.info.row_key
         inside = entry.first_row >= task.start and (not task.stop or entry.last_row < task.stop)
         # the file's fields are the read's when the specs differ at most in the salt
@@ -296,17 +449,18 @@ def _read_base(
             not whole
             and file_key is not None
             and key is not None
-            and dataclasses.replace(file_key, salt_buckets=None)
-            == dataclasses.replace(key, salt_buckets=None)
+            and _same_fields(file_key, key)
             and inside
         )
         head = key_names(file_key) if by_keys and file_key is not None else [ROW_COLUMN]
+        if rowless and by_keys:
+            head = []
         digest = reader.info.rows_digest
         # A row is in the result when one of its cells the read covers is visible: with
         # the whole family read and no time range, every record is (it holds a value)
         # unless TTL expired its newest cell (__ts); otherwise decide per cell.
         per_cell = spec.qualifiers is not None or window is not None
-        seen = read_specs if per_cell else out_specs
+        seen = read_specs if per_cell or stamped else out_specs
         if whole:  # the read's columns, with timestamps: touched rows expand to cells
             cols = [
                 *head,
@@ -327,12 +481,14 @@ def _read_base(
     if not per_cell and oldest is not None and row_ts is not None:
         present = row_ts >= oldest
     shown: dict[ColumnSpec, pa.Array] = {}
+    stamps: dict[ColumnSpec, np.ndarray] = {}
     for s in seen:
         values = records.column(s.value_name).combine_chunks()
         visible = valid_mask(values)
         if row_ts is not None:
             own = records.column(s.ts_name).combine_chunks()
             ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
+            stamps[s] = ts
             if oldest is not None:
                 visible &= ts >= oldest
             if window is not None:
@@ -344,17 +500,20 @@ def _read_base(
     keys = None
     rows = None
     if by_keys and file_key is not None:
-        keys = pa.table([records.column(n) for n in head], names=[f.name for f in file_key.fields])
+        if head:
+            names = [f.name for f in file_key.fields]
+            keys = pa.table([records.column(n) for n in head], names=names)
     else:
         rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
     return _Base(
         rows=rows,
         present=present,
-        values={s: shown[s] for s in out_specs},
+        values={s: shown[s] for s in (seen if stamped else out_specs)},
         records=records,
         specs=tuple(read_specs),
         seq=entry.seq,
         first_row=entry.first_row,
+        stamps=stamps if stamped else {},
         keys=keys,
         key=file_key,
         digest=digest if by_keys and len(stats) == reader.info.row_groups else None,
@@ -536,13 +695,14 @@ class _Part:
     keys: pa.Table | None = None
     key: RowKeySpec | None = None
     digest: str | None = None
+    count: int = 0  # the rows' count when neither rows nor keys are held (shared rows)
 
     @property
     def size(self) -> int:
         """How many rows the part holds."""
         if self.rows is not None:
             return len(self.rows)
-        return self.keys.num_rows if self.keys is not None else 0
+        return self.keys.num_rows if self.keys is not None else self.count
 
     def row_keys(self) -> pa.Array:
         """The rows (encoded from the key fields when the part holds those)."""

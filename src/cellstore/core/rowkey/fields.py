@@ -406,6 +406,13 @@ def encode_field(field: KeyField, column: pa.Array, *, last: bool, problems: Pro
     Returns:
         ``(offsets, data)``; bad and null records get arbitrary bytes.
     """
+    return concat_parts(encode_pieces(field, column, last=last, problems=problems))
+
+
+def encode_pieces(
+    field: KeyField, column: pa.Array, *, last: bool, problems: Problems
+) -> list[Parts]:
+    """:func:`encode_field` as pieces to concatenate value by value (one copy for a key)."""
     name = field.name
     problems.add(~valid_mask(column), name, "null value in a row key field")
     typ = field.type
@@ -418,23 +425,22 @@ def encode_field(field: KeyField, column: pa.Array, *, last: bool, problems: Pro
         numbers = typed_values(field, column, problems)
         value_parts = _fixed_parts(numeric_value_bytes(numbers))
     if field.hash is KeyHash.MD5:
-        return _fixed_parts(md5_parts(*value_parts))
+        return [_fixed_parts(md5_parts(*value_parts))]
     pieces: list[Parts] = []
     if field.hash is KeyHash.MD5_PREFIX:
         pieces.append(_fixed_parts(md5_parts(*value_parts)[:, : field.prefix_bytes]))
     if numbers is not None:
         if field.reverse_timestamp:
             problems.add(numbers < 0, name, "a reverse timestamp must be >= 0")
-        body = _fixed_parts(order_bytes(field, numbers))
+        body = [_fixed_parts(order_bytes(field, numbers))]
     else:
         body = _text_body(field, value_parts, last=last, problems=problems)
     if field.descending:
-        body = (body[0], ~body[1])
-    pieces.append(body)
-    return concat_parts(pieces)
+        body = [(offsets, ~data) for offsets, data in body]
+    return pieces + body
 
 
-def _text_body(field: KeyField, parts: Parts, *, last: bool, problems: Problems) -> Parts:
+def _text_body(field: KeyField, parts: Parts, *, last: bool, problems: Problems) -> list[Parts]:
     offsets, data = parts
     n = len(offsets) - 1
     lengths = np.diff(offsets)
@@ -458,11 +464,11 @@ def _text_body(field: KeyField, parts: Parts, *, last: bool, problems: Problems)
             np.cumsum(short) - short, short
         )
         matrix[rows, within] = data[np.repeat(offsets[:-1], short) + within]
-        return _fixed_parts(matrix)
+        return [_fixed_parts(matrix)]
     if terminated:
         terminator = (np.arange(n + 1, dtype=np.int64), np.zeros(n, dtype=np.uint8))
-        return concat_parts([(offsets, data), terminator])
-    return offsets, data
+        return [(offsets, data), terminator]
+    return [(offsets, data)]
 
 
 def strip_padding(matrix: np.ndarray) -> Parts:

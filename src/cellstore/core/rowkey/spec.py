@@ -25,7 +25,7 @@ from cellstore.core.codecs import (
 )
 from cellstore.core.regions import MAX_SALT_BUCKETS
 from cellstore.core.rowkey.decode import decode_keys
-from cellstore.core.rowkey.fields import KeyField, Parts, concat_parts, encode_field
+from cellstore.core.rowkey.fields import KeyField, Parts, concat_parts, encode_pieces
 from cellstore.core.rowkey.hashing import salt_parts
 from cellstore.core.rowkey.ranges import (
     KeyRange,
@@ -170,8 +170,11 @@ class RowKeySpec:
         problems = Problems(table.num_rows)
         last = len(self.fields) - 1
         pieces = [
-            encode_field(f, as_array(table.column(f.name)), last=i == last, problems=problems)
+            piece
             for i, f in enumerate(self.fields)
+            for piece in encode_pieces(
+                f, as_array(table.column(f.name)), last=i == last, problems=problems
+            )
         ]
         offsets, data = concat_parts(pieces)
         lengths = np.diff(offsets)

@@ -1,0 +1,278 @@
+"""Merging cell deltas into column-file records by row, for latest-value wide reads.
+
+A wide read wants the newest visible value of each column. Where a region-family holds
+column files (one Put per row and qualifier: the newest of its write) and cell files
+written later (deltas: updates and deletes), the newest visible value of a column in a
+touched row is decided by a few numbers per (row, qualifier), without expanding any base
+record into cells (docs/format.md 14.4):
+
+- the candidates are the base's value and each delta's newest Put of the column; the
+  newest by (timestamp, sequence id) wins (R3.3: of equal keys the newer file's survives);
+- a DeleteFamily hides every Put of the row with a timestamp at most its own, a
+  DeleteColumn every Put of its column likewise (R5.1, R5.5), whatever their sequence
+  ids (R5.8); so the winner is visible exactly when its timestamp is above the largest
+  such marker timestamp (everything else is older still), and not expired by the family's
+  TTL (R8.1; expired markers hide only expired Puts, R5.11).
+
+That holds for deltas of Puts, DeleteColumns and DeleteFamilies under a read with no time
+range (a time range, a Delete or a DeleteFamilyVersion can uncover an older version the
+column file does not hold: R5.3, R5.6, R7.2); :func:`merge_by_row` returns None for any
+other delta, and the caller resolves those rows by the general rules. Everything here is
+vectorized: loops run over columns, never over cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import CellType
+from cellstore.core.codecs import Codec, binary_parts, decode_values, encode_values, valid_mask
+
+__all__ = ["BaseColumns", "Merged", "merge_by_row"]
+
+_PUT: Final = int(CellType.PUT)
+_DELETE_COLUMN: Final = int(CellType.DELETE_COLUMN)
+_DELETE_FAMILY: Final = int(CellType.DELETE_FAMILY)
+_NONE: Final = np.iinfo(np.int64).min
+#: Most (touched row, qualifier) pairs held in dense per-pair arrays (more: the caller's
+#: general path).
+MAX_PAIRS: Final = 32 << 20
+
+
+@dataclass(frozen=True)
+class BaseColumns:
+    """A family's column-file records in a task's range, as the merge takes them.
+
+    Attributes:
+        rows: Row keys, ascending, unique.
+        seq: Each row's sequence id (its file's).
+        values: Per qualifier read, its values (TTL-expired ones already null) and codec.
+        stamps: Per qualifier, each value's timestamp (meaningless where the value is null).
+        present: Whether each row has a visible value among the qualifiers read.
+    """
+
+    rows: pa.Array
+    seq: np.ndarray
+    values: dict[bytes, tuple[pa.Array, Codec]]
+    stamps: dict[bytes, np.ndarray]
+    present: np.ndarray
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merged family: rows ascending, values per qualifier, rows in the result."""
+
+    rows: pa.Array
+    values: dict[bytes, tuple[pa.Array, Codec]]
+    present: np.ndarray
+
+
+def merge_by_row(
+    base: BaseColumns,
+    runs: Sequence[pa.Table],
+    seqs: Sequence[int],
+    *,
+    qualifiers: frozenset[bytes] | None,
+    oldest: int | None,
+) -> Merged | None:
+    """``base`` with the delta cells ``runs`` (sequence ids ``seqs``) merged in by row.
+
+    Args:
+        base: The column files' records.
+        runs: Delta cells (``row, qualifier, ts, type, value``), one table per file.
+        seqs: Each run's sequence id.
+        qualifiers: The qualifiers the read covers (None: all).
+        oldest: The oldest live timestamp under the family's TTL (None: no TTL).
+
+    Returns:
+        The merged family, or None when a delta holds a cell this merge does not decide
+        (a Delete or DeleteFamilyVersion marker), or too many pairs are touched.
+    """
+    cells = pa.concat_tables(
+        [r.select(["row", "qualifier", "ts", "type", "value"]) for r in runs]
+    ).combine_chunks()
+    seq = np.concatenate(
+        [np.full(r.num_rows, s, dtype=np.int64) for r, s in zip(runs, seqs, strict=True)]
+    )
+    types = cells.column("type").to_numpy(zero_copy_only=False).astype(np.int64)
+    if not np.isin(types, (_PUT, _DELETE_COLUMN, _DELETE_FAMILY)).all():
+        return None
+    row_col = cells.column("row").combine_chunks().cast(pa.binary())
+    touched = pc.unique(row_col)
+    touched = touched.take(pc.sort_indices(touched))
+    ridx = np.concatenate([locate_sorted(r.column("row").combine_chunks(), touched) for r in runs])
+    ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
+    n_t = len(touched)
+    # the largest DeleteFamily timestamp of each touched row
+    family_mark = np.full(n_t, _NONE, dtype=np.int64)
+    df = types == _DELETE_FAMILY
+    np.maximum.at(family_mark, ridx[df], ts[df])
+    # the qualifiers: the base's and the deltas' Puts and DeleteColumns the read covers
+    qual_col = cells.column("qualifier").combine_chunks().cast(pa.binary())
+    seen = pc.unique(qual_col.filter(pa.array(~df))).to_pylist()
+    quals = sorted({q for q in (*base.values, *seen) if qualifiers is None or q in qualifiers})
+    n_q = len(quals)
+    if n_t * max(n_q, 1) > MAX_PAIRS:
+        return None
+    qidx = pc.index_in(qual_col, value_set=pa.array(quals, pa.binary()))
+    qi = qidx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    pair = ridx * n_q + qi
+    column_mark = np.full(n_t * n_q, _NONE, dtype=np.int64)
+    dc = (types == _DELETE_COLUMN) & (qi >= 0)
+    np.maximum.at(column_mark, pair[dc], ts[dc])
+    # each delta's newest Put per (row, qualifier): by ts, then sequence id (R3.3)
+    puts = np.flatnonzero((types == _PUT) & (qi >= 0))
+    order = puts[np.lexsort((-seq[puts], -ts[puts], pair[puts]))]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = pair[order[1:]] != pair[order[:-1]]
+    newest = order[first]
+    put_ts = np.full(n_t * n_q, _NONE, dtype=np.int64)
+    put_seq = np.zeros(n_t * n_q, dtype=np.int64)
+    put_src = np.full(n_t * n_q, -1, dtype=np.int64)
+    put_ts[pair[newest]] = ts[newest]
+    put_seq[pair[newest]] = seq[newest]
+    put_src[pair[newest]] = newest
+    values = cells.column("value").combine_chunks()
+
+    where = locate_sorted(touched, base.rows)  # base position per touched row
+    if (where < 0).any():
+        base = _with_rows(base, touched.filter(pa.array(where < 0)))
+        where = locate_sorted(touched, base.rows)
+    n = len(base.rows)
+    out: dict[bytes, tuple[pa.Array, Codec]] = {}
+    visible_any = np.zeros(n_t, dtype=bool)
+    for j, q in enumerate(quals):
+        span = slice(j, n_t * n_q, n_q) if n_q else slice(0, 0)
+        d_ts, d_seq, d_src = put_ts[span], put_seq[span], put_src[span]
+        held = base.values.get(q)
+        if held is None:
+            b_valid = np.zeros(n_t, dtype=bool)
+            b_ts = np.full(n_t, _NONE, dtype=np.int64)
+        else:
+            b_valid = valid_mask(held[0])[where]
+            b_ts = np.where(b_valid, base.stamps[q][where], _NONE)
+        b_seq = base.seq[where]
+        has_d = d_src >= 0
+        delta_wins = has_d & (~b_valid | (d_ts > b_ts) | ((d_ts == b_ts) & (d_seq > b_seq)))
+        win_ts = np.where(delta_wins, d_ts, b_ts)
+        mark = np.maximum(family_mark, column_mark[span])
+        visible = (delta_wins | b_valid) & (win_ts > mark)
+        if oldest is not None:
+            visible &= win_ts >= oldest
+        visible_any |= visible
+        out[q] = _column(held, n, where, visible, delta_wins, values, d_src)
+    present = base.present.copy()
+    present[where] = visible_any
+    return Merged(base.rows, out, present)
+
+
+def locate_sorted(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
+    """Each of ``needles``' position in ``haystack`` (-1: absent); both ascending (binary).
+
+    ``haystack`` holds unique keys; ``needles`` may repeat. One merge pass, no hashing.
+    """
+    n_off, n_data = binary_parts(needles.cast(pa.binary()))
+    h_off, h_data = binary_parts(haystack.cast(pa.binary()))
+    out = np.full(len(n_off) - 1, -1, dtype=np.int64)
+    _locate(n_off, n_data, h_off, h_data, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _compare(a: np.ndarray, a0: int, a1: int, b: np.ndarray, b0: int, b1: int) -> int:
+    """-1, 0 or 1 as bytes ``a[a0:a1]`` sort before, equal or after ``b[b0:b1]``."""
+    n = min(a1 - a0, b1 - b0)
+    for k in range(n):
+        x, y = a[a0 + k], b[b0 + k]
+        if x != y:
+            return -1 if x < y else 1
+    la, lb = a1 - a0, b1 - b0
+    return 0 if la == lb else (-1 if la < lb else 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _locate(
+    n_off: np.ndarray, n_data: np.ndarray, h_off: np.ndarray, h_data: np.ndarray, out: np.ndarray
+) -> None:
+    j = 0
+    m = len(h_off) - 1
+    for i in range(len(n_off) - 1):
+        while j < m:
+            c = _compare(h_data, h_off[j], h_off[j + 1], n_data, n_off[i], n_off[i + 1])
+            if c >= 0:
+                if c == 0:
+                    out[i] = j
+                break
+            j += 1
+
+
+def _column(
+    held: tuple[pa.Array, Codec] | None,
+    n: int,
+    where: np.ndarray,
+    visible: np.ndarray,
+    delta_wins: np.ndarray,
+    values: pa.Array,
+    src: np.ndarray,
+) -> tuple[pa.Array, Codec]:
+    """One column over the base rows: the base's values, touched rows replaced.
+
+    A touched row takes the delta's value where it wins, keeps the base's where that
+    wins, and is null where nothing is visible. The delta's bytes are typed with the
+    base's codec when every one of them gives its bytes back; otherwise the column is
+    bytes (as the general path gives it).
+    """
+    taking = visible & delta_wins
+    raw = values.take(pa.array(src[taking]))
+    base_arr, codec = held if held is not None else (pa.nulls(n, pa.binary()), Codec.BYTES)
+    new = raw
+    if codec is not Codec.BYTES:
+        typed = decode_values(raw, codec, field="value", errors="null")
+        back = encode_values(typed, codec, field="value") if typed.null_count == 0 else None
+        if back is not None and pc.all(pc.equal(back, raw.cast(pa.binary()))).as_py() in (
+            True,
+            None,
+        ):
+            new = typed
+        else:
+            base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
+    if codec is Codec.BYTES:
+        base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
+    index = np.arange(n, dtype=np.int64)
+    index[where[taking]] = n + np.arange(len(new), dtype=np.int64)
+    hidden = np.zeros(n, dtype=bool)
+    hidden[where[~visible]] = True
+    both = pa.concat_arrays([base_arr, new.cast(base_arr.type)]) if len(new) else base_arr
+    return both.take(pa.array(index, mask=hidden)), codec
+
+
+def _as_bytes(arr: pa.Array, codec: Codec) -> pa.Array:
+    return encode_values(arr, codec, field="value").cast(pa.binary())
+
+
+def _with_rows(base: BaseColumns, extra: pa.Array) -> BaseColumns:
+    """``base`` with rows it lacks added (no values), in row order."""
+    rows = pa.concat_arrays([base.rows, extra.cast(base.rows.type)])
+    order = pc.sort_indices(rows)
+    n_old = len(base.rows)
+    index = pa.array(order)
+    take = order.to_numpy(zero_copy_only=False)
+    values = {
+        q: (pa.concat_arrays([a, pa.nulls(len(extra), a.type)]).take(index), c)
+        for q, (a, c) in base.values.items()
+    }
+    stamps = {
+        q: np.concatenate([s, np.full(len(extra), _NONE, dtype=np.int64)])[take]
+        for q, s in base.stamps.items()
+    }
+    seq = np.concatenate([base.seq, np.zeros(len(extra), dtype=np.int64)])[take]
+    present = np.concatenate([base.present, np.zeros(len(extra), dtype=bool)])[take]
+    del n_old
+    return BaseColumns(rows.take(index), seq, values, stamps, present)

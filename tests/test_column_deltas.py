@@ -1,0 +1,163 @@
+"""Cell deltas merged into column files by row (reader/rowmerge.py, docs/format.md 14.4).
+
+A ``layout="auto"`` table's first load writes column files; later loads write cell files
+(deltas). A wide read merges the deltas' Puts, DeleteColumns and DeleteFamilies into the
+records by row, without expanding records into cells; any other marker, or a time
+range, takes the general path. Either way the result must be exactly what a
+``layout="cells"`` twin gives (R3.3 ties by sequence id, R5.1/R5.5 masking by timestamp
+whatever the write order (R5.8), R8.1 TTL, R11 columns).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import tempfile
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cellstore
+from cellstore.core.cells import CellType
+from cellstore.core.columnar import AUTO_MIN_ROWS
+from cellstore.core.family import Family, KeepDeletedCells
+from cellstore.reader import rowmerge
+
+PUT = int(CellType.PUT)
+DC = int(CellType.DELETE_COLUMN)
+DF = int(CellType.DELETE_FAMILY)
+D = int(CellType.DELETE)
+DFV = int(CellType.DELETE_FAMILY_VERSION)
+BASE_ROWS = AUTO_MIN_ROWS  # the smallest region-family ``auto`` writes as columns
+QUALS = [b"l", b"s", b"x"]
+TYPES = {"f:l": "long", "f:s": "string"}
+TOUCHABLE = [f"r{i:05d}".encode() for i in range(6)] + [b"r99999", b"a-new-first-row"]
+
+
+def base_cells(ts: int) -> pa.Table:
+    rows = [f"r{i:05d}".encode() for i in range(BASE_ROWS)]
+    cells = []
+    for i, row in enumerate(rows):
+        cells.append((row, b"l", struct.pack(">q", i)))
+        cells.append((row, b"s", b"s%d" % i))
+        if i % 3:
+            cells.append((row, b"x", b"x"))
+    return table([(r, "f", q, ts, PUT, v) for r, q, v in cells])
+
+
+def table(cells: list[tuple[bytes, str, bytes, int, int, bytes]]) -> pa.Table:
+    return pa.table(
+        {
+            "row": pa.array([c[0] for c in cells], pa.binary()),
+            "family": pa.array([c[1] for c in cells], pa.string()),
+            "qualifier": pa.array([c[2] for c in cells], pa.binary()),
+            "ts": pa.array([c[3] for c in cells], pa.int64()),
+            "type": pa.array([c[4] for c in cells], pa.int8()),
+            "value": pa.array([c[5] for c in cells], pa.binary()),
+        }
+    )
+
+
+@st.composite
+def delta(draw: st.DrawFn, kinds: list[int]) -> list[tuple[bytes, str, bytes, int, int, bytes]]:
+    keys = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(TOUCHABLE),
+                st.sampled_from([*QUALS, b"new"]),
+                st.integers(0, 12),
+                st.sampled_from(kinds),
+            ),
+            min_size=1,
+            max_size=10,
+            unique_by=lambda k: (k[0], b"" if k[3] in (DF, DFV) else k[1], k[2], k[3]),
+        )
+    )
+    out = []
+    for row, q, ts, kind in keys:
+        if kind in (DF, DFV):
+            q = b""
+        value = b""
+        if kind == PUT:
+            value = draw(st.sampled_from([struct.pack(">q", 7), b"short", b"v"]))
+        out.append((row, "f", q, ts, kind, value))
+    return out
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_deltas_merged_by_row_read_like_the_cells_twin(
+    data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random deltas (1-2 later loads) over a column-file base: every wide read of the auto
+    table equals the cells twin's, and the merge by row answers when it may."""
+    kinds = data.draw(st.sampled_from([[PUT, DC, DF], [PUT, PUT, DC, DF], [PUT, DC, DF, D, DFV]]))
+    fam = Family(
+        name="f",
+        max_versions=data.draw(st.integers(1, 3)),
+        ttl=data.draw(st.sampled_from([None, 5])),
+        keep_deleted_cells=data.draw(st.sampled_from(list(KeepDeletedCells))),
+    )
+    base_ts = data.draw(st.sampled_from([3, 6]))
+    now_ms = data.draw(st.integers(0, 16)) + (5000 if fam.ttl else 0)
+    loads = [data.draw(delta(kinds)) for _ in range(data.draw(st.integers(1, 2)))]
+    merged: list[bool] = []
+    real = rowmerge.merge_by_row
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        out = real(*args, **kw)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr("cellstore.reader.columnar.merge_by_row", spy)
+    with tempfile.TemporaryDirectory() as root:
+        wh = cellstore.connect(root)
+        props = {"mapping.codecs": json.dumps({"columns": TYPES})}
+        cells = wh.create_table("cells", families=[fam.replace(layout="cells")], properties=props)
+        auto = wh.create_table("auto", families=[fam], properties=props)
+        for t in (cells, auto):
+            t.load_cells(base_cells(base_ts))
+            for cells_of_load in loads:
+                t.load_cells(table(sorted(cells_of_load, key=lambda c: (c[0], c[2], -c[3], -c[4]))))
+        layouts = sorted(e.layout for e in auto.refresh().files)
+        assert layouts[-1] == "columns" and layouts[0] == "cells"
+        for opts in (
+            {"shape": "wide"},
+            {"shape": "wide", "column_types": TYPES, "decode_errors": "null"},
+            {"shape": "wide", "columns": ["f:l", "f:new"], "reversed": True},
+            {"shape": "wide", "columns": ["f:x"]},
+            {"shape": "wide", "time_range": (4, 9)},
+        ):
+            want = cells.refresh().scan(now_ms=now_ms, **opts).to_arrow()
+            got = auto.refresh().scan(now_ms=now_ms, **opts).to_arrow()
+            assert got.column_names == want.column_names
+            assert got.to_pylist() == want.to_pylist(), opts
+    if D not in kinds:
+        assert merged and all(merged)  # Puts, DeleteColumns, DeleteFamilies: merged by row
+
+
+def test_merge_by_row_declines_version_markers() -> None:
+    """A Delete or DeleteFamilyVersion can uncover a version the records do not hold: the
+    merge declines and the caller resolves by the general rules."""
+    base = rowmerge.BaseColumns(
+        rows=pa.array([b"a"], pa.binary()),
+        seq=np.array([1]),
+        values={b"q": (pa.array([b"v"], pa.binary()), rowmerge.Codec.BYTES)},
+        stamps={b"q": np.array([5])},
+        present=np.array([True]),
+    )
+    for kind in (D, DFV):
+        run = table([(b"a", "f", b"q" if kind == D else b"", 5, kind, b"")])
+        assert rowmerge.merge_by_row(base, [run], [2], qualifiers=None, oldest=None) is None
+    run = table([(b"a", "f", b"q", 5, DC, b"")])
+    out = rowmerge.merge_by_row(base, [run], [2], qualifiers=None, oldest=None)
+    assert out is not None and out.values[b"q"][0].to_pylist() == [None]
+    assert out.present.tolist() == [False]
