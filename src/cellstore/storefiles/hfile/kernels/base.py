@@ -74,3 +74,20 @@ def _put_u32(out: npt.NDArray[np.uint8], at: np.int64, v: np.int64) -> None:
     out[at + 1] = (v >> 16) & 0xFF
     out[at + 2] = (v >> 8) & 0xFF
     out[at + 3] = v & 0xFF
+
+
+@_jit
+def _copy(
+    dst: npt.NDArray[np.uint8],
+    at: np.int64,
+    src: npt.NDArray[np.uint8],
+    start: np.int64,
+    length: np.int64,
+) -> None:
+    """``dst[at : at + length] = src[start : start + length]``, byte by byte.
+
+    Faster than a slice assignment for the short copies of a cell (no array views, no
+    overlap check: ``dst`` and ``src`` may be the same array, copied forward).
+    """
+    for j in range(length):
+        dst[at + j] = src[start + j]
