@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,8 @@ import pytest
 from cellstore import hbase
 from cellstore.errors import CorruptFileError, InvalidArgumentError
 from cellstore.hbase import HFileReadOptions
+from cellstore.storefiles.hfile.options import HFileOptions
+from cellstore.storefiles.hfile.threads import ordered_map
 from cellstore.storefiles.hfile.writer import build_hfile, write_hfile
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "hbase-hfiles"
@@ -158,3 +161,68 @@ def test_thread_and_batch_options_are_checked() -> None:
     with pytest.raises(InvalidArgumentError, match="batch_bytes"):
         HFileReadOptions(batch_bytes=0)
     assert HFileReadOptions().threads >= 1
+
+
+@pytest.mark.parametrize("encoding", ["none", "fast_diff"])
+@pytest.mark.parametrize("compression", ["none", "gz", "snappy", "zstd", "lz4"])
+def test_threads_write_the_same_bytes(encoding: str, compression: str) -> None:
+    cells = _cells(1500)
+    files = {
+        threads: build_hfile(
+            cells,
+            family=b"cf",
+            encoding=encoding,  # type: ignore[arg-type]
+            compression=compression,  # type: ignore[arg-type]
+            block_size=2048,
+            bulkload_timestamp=1,
+            create_time=1,
+            threads=threads,
+        )
+        for threads in (1, 2, 4)
+    }
+    assert files[1][1].data_blocks > 20
+    assert files[2] == files[1] and files[4] == files[1]
+
+
+def test_streamed_writes_on_threads_equal_one_call(tmp_path: Path) -> None:
+    cells = _cells(1500)
+    one = tmp_path / "one"
+    write_hfile(str(one), cells, family=b"cf", compression="snappy", threads=1, create_time=1)
+    streamed = tmp_path / "streamed"
+    with hbase.HFileWriter(
+        None, str(streamed), family=b"cf", compression="snappy", threads=3, create_time=1
+    ) as w:
+        for batch in cells.to_batches(max_chunksize=777):
+            w.write(batch)
+    first = hbase.hfile_info(one).file_info
+    assert hbase.read_hfile(streamed).equals(hbase.read_hfile(one))
+    assert hbase.hfile_info(streamed).file_info.keys() == first.keys()
+
+
+def test_ordered_map_keeps_order_bounds_work_and_raises_in_order() -> None:
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def work(i: int) -> int:
+        with lock:
+            started.append(i)
+        if i == 7:
+            raise CorruptFileError(f"item {i}")
+        return i * i
+
+    got = []
+    stream = ordered_map(work, range(20), threads=3, ahead=4)
+    with pytest.raises(CorruptFileError, match=r"^item 7$"):
+        for value in stream:
+            got.append(value)
+            with lock:
+                assert len(started) <= len(got) + 4  # never more than 4 ahead
+    assert got == [i * i for i in range(7)]
+    assert max(started) < 7 + 4 + 1
+    assert list(ordered_map(work, range(5), threads=1, ahead=1)) == [0, 1, 4, 9, 16]
+
+
+def test_writer_thread_option_is_checked() -> None:
+    for bad in (0, -2, False):
+        with pytest.raises(InvalidArgumentError, match="threads"):
+            HFileOptions(threads=bad)  # type: ignore[arg-type]

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -65,6 +67,7 @@ from cellstore.storefiles.hfile.serialize import (
     TRAILER_SIZE,
     Codec,
     IndexEntry,
+    compress,
     file_info_payload,
     frame_block,
     mid_key_metadata,
@@ -74,6 +77,7 @@ from cellstore.storefiles.hfile.serialize import (
     root_size,
     trailer_bytes,
 )
+from cellstore.storefiles.hfile.threads import ordered_map
 
 __all__ = [
     "KV_COMPARATOR",
@@ -371,8 +375,14 @@ class _Sink:
         self.bpc = bpc
         self.total_uncompressed = 0
 
-    def block(self, magic: bytes, payload: bytes, *, count: bool = True) -> tuple[int, int, int]:
-        """Append a block; returns (offset, on-disk size, uncompressed payload size)."""
+    def block(
+        self, magic: bytes, payload: bytes, *, count: bool = True, compressed: bytes | None = None
+    ) -> tuple[int, int, int]:
+        """Append a block; returns (offset, on-disk size, uncompressed payload size).
+
+        ``compressed`` is the payload already compressed with the file's codec (on a
+        writer thread); else it is compressed here.
+        """
         framed = frame_block(
             magic,
             payload,
@@ -380,6 +390,7 @@ class _Sink:
             prev_offset=self.prev.get(magic, -1),
             checksum=self.checksum,
             bytes_per_checksum=self.bpc,
+            compressed=compressed,
         )
         offset = self.pos
         self.prev[magic] = offset
@@ -411,6 +422,8 @@ def _block_cells(
 
 
 _CellKey = tuple[bytes, bytes, bytes, int, int]
+#: A data block's payload and its bytes on disk (compressed with the file's codec).
+_Payload = tuple[bytes, bytes]
 
 
 def _cell_key(cells: PreparedCells, i: int) -> _CellKey:
@@ -542,14 +555,18 @@ class Assembler:
         cb = serialize_cells(batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc)
         self._cell_bytes += int(cb.offsets[-1] - cb.offsets[held])
         bounds = block_bounds(cb.offsets, batch.dup, o.data_block_size)
-        for b in range(len(bounds) - 2):
-            s, e = bounds[b], bounds[b + 1]
-            self._data_block(cb, batch, s, e)
-            # writeInlineBlocks(false) after a block closed by cell e
-            if non_root_size(len(self._leaf), self._leaf_key_bytes) >= o.index_block_max_size:
-                self._write_leaf()
-            for bloom, t in zip(self._blooms, through, strict=True):
-                self._write_bloom_chunks(bloom, int(t[e]))
+        blocks = self._payloads(cb, batch, bounds[:-1])
+        try:
+            for b in range(len(bounds) - 2):
+                s, e = bounds[b], bounds[b + 1]
+                self._data_block(cb, s, e, *next(blocks))
+                # writeInlineBlocks(false) after a block closed by cell e
+                if non_root_size(len(self._leaf), self._leaf_key_bytes) >= o.index_block_max_size:
+                    self._write_leaf()
+                for bloom, t in zip(self._blooms, through, strict=True):
+                    self._write_bloom_chunks(bloom, int(t[e]))
+        finally:
+            blocks.close()
         last = bounds[-2]
         self._pending = tail_cells(batch, last)
         self._pending_through = [t[last:].copy() for t in through]
@@ -615,13 +632,34 @@ class Assembler:
             through.append(bloom.total_keys - int(flags.sum()) + np.cumsum(flags, dtype=np.int64))
         return through
 
-    def _data_block(self, cb: CellBytes, cells: PreparedCells, s: int, e: int) -> None:
+    def _payload(self, cb: CellBytes, cells: PreparedCells, s: int, e: int) -> _Payload:
+        """Cells ``[s, e)`` as a data block's payload, and that payload compressed."""
         o = self.options
         if o.encoding == "none":
             payload = cb.data[int(cb.offsets[s]) : int(cb.offsets[e])].tobytes()
         else:
             payload = encode_block(o.encoding, _block_cells(cb, cells, s, e, o.include_tags))
-        off, size, _ = self._sink.block(self._data_magic, payload)
+        return payload, compress(payload, o.compression)
+
+    def _payloads(
+        self, cb: CellBytes, cells: PreparedCells, bounds: list[int]
+    ) -> Generator[_Payload, None, None]:
+        """:meth:`_payload` of the blocks ``[bounds[b], bounds[b + 1])``, in order.
+
+        With ``threads > 1`` and a codec, blocks are encoded and compressed on a thread
+        pool (the codecs release the GIL), at most ``4 * threads`` ahead of the block
+        being written; an error in a worker is raised here, in block order.
+        """
+        threads = self.options.threads if self.options.compression != "none" else 1
+        return ordered_map(
+            lambda span: self._payload(cb, cells, *span),
+            pairwise(bounds),
+            threads=threads,
+            ahead=4 * threads,
+        )
+
+    def _data_block(self, cb: CellBytes, s: int, e: int, payload: bytes, on_disk: bytes) -> None:
+        off, size, _ = self._sink.block(self._data_magic, payload, compressed=on_disk)
         if self._first_data < 0:
             self._first_data = off
         self._last_data = off
@@ -655,7 +693,7 @@ class Assembler:
         if self._pending is not None and len(self._pending):
             pending = self._pending
             cb = serialize_cells(pending, include_tags=o.include_tags, include_mvcc=o.include_mvcc)
-            self._data_block(cb, pending, 0, len(pending))
+            self._data_block(cb, 0, len(pending), *self._payload(cb, pending, 0, len(pending)))
             last_key = cb.key(len(pending) - 1)
             self._pending = None
         # close(): finishBlock; writeInlineBlocks(true)

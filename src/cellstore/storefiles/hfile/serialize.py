@@ -203,6 +203,7 @@ def frame_block(
     prev_offset: int,
     checksum: str = "crc32c",
     bytes_per_checksum: int = 16384,
+    compressed: bytes | None = None,
 ) -> FramedBlock:
     """Compress ``payload`` and wrap it in a v3 block header with trailing checksums.
 
@@ -219,11 +220,12 @@ def frame_block(
         prev_offset: Offset of the previous block of this type, or -1.
         checksum: ``crc32c`` (HBase's default), ``crc32`` or ``none``.
         bytes_per_checksum: Checksum chunk size (``hbase.hstore.bytes.per.checksum``).
+        compressed: ``compress(payload, codec)`` when already done (on a writer thread).
 
     Returns:
         The framed block.
     """
-    on_disk = compress(payload, codec)
+    on_disk = compress(payload, codec) if compressed is None else compressed
     data_size = HEADER_SIZE + len(on_disk)
     n_sums = 0 if checksum == "none" else -(-data_size // bytes_per_checksum)
     header = struct.pack(
