@@ -226,3 +226,14 @@ def test_writer_thread_option_is_checked() -> None:
     for bad in (0, -2, False):
         with pytest.raises(InvalidArgumentError, match="threads"):
             HFileOptions(threads=bad)  # type: ignore[arg-type]
+
+
+def test_big_batches_are_laid_out_in_ranges_on_threads() -> None:
+    """150k cells: the NONE layout is written in two or three ranges, the same bytes."""
+    cells = _cells(25_000)
+    files = [
+        build_hfile(cells, family=b"cf", bulkload_timestamp=1, create_time=1, threads=threads)
+        for threads in (1, 2, 3)
+    ]
+    assert files[1] == files[0] and files[2] == files[0]
+    assert files[0][1].entry_count == cells.num_rows

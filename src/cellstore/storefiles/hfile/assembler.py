@@ -552,7 +552,9 @@ class Assembler:
                 np.concatenate([p, t]) for p, t in zip(self._pending_through, through, strict=True)
             ]
         o = self.options
-        cb = serialize_cells(batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc)
+        cb = serialize_cells(
+            batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc, threads=o.threads
+        )
         self._cell_bytes += int(cb.offsets[-1] - cb.offsets[held])
         bounds = block_bounds(cb.offsets, batch.dup, o.data_block_size)
         blocks = self._payloads(cb, batch, bounds[:-1])

@@ -11,9 +11,11 @@ The reading algorithm is HBase's (``HFileInfo.initMetaAndIndex``, ``HFileReaderI
    un-encode (:mod:`.encodings`) and decode all cells of a batch at once (:mod:`.cells`),
    a few batches at a time on threads (:mod:`.batches`).
 
-Memory per batch is bounded by ``batch_bytes`` of on-disk blocks plus at most
-:data:`DECODED_FACTOR` times as many decompressed bytes (a batch whose payloads decompress
-to more is decoded in several steps) and the Arrow output.
+A batch groups ``batch_bytes`` over the file's :attr:`HFileReader.expansion` of on-disk
+blocks (about ``batch_bytes`` of cells once decoded). Memory per batch is bounded by its
+on-disk blocks plus at most :data:`DECODED_FACTOR` times ``batch_bytes`` of decompressed
+bytes (a batch whose payloads decompress to more is decoded in several steps) and the
+Arrow output; ``threads`` batches are decoded at once.
 
 HBase files are untrusted input (:mod:`.limits`): every offset and size an index gives is
 checked against the file before it is read (a block lies inside the file's block section,

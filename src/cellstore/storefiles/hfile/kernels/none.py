@@ -337,21 +337,24 @@ def scatter_cells(
     offsets: npt.NDArray[np.int64],
     with_tags: bool,
     with_mvcc: bool,
-) -> npt.NDArray[np.uint8]:
-    """Lay cells out as a NONE block holds them (``NoneEncoder.write``), all in one buffer.
+    out: npt.NDArray[np.uint8],
+    lo: int,
+    hi: int,
+) -> None:
+    """Lay cells ``[lo, hi)`` out as a NONE block holds them (``NoneEncoder.write``) in ``out``.
 
     Each binary field is ``(data, starts, lengths)``; ``offsets`` are the cells' start
-    offsets plus the total (computed by the caller from the same lengths).
+    offsets plus the total (computed by the caller from the same lengths), and ``out``
+    holds ``offsets[-1]`` bytes. Cells of disjoint ranges go to disjoint bytes, so ranges
+    can be laid out on several threads at once.
     """
-    n = len(ts)
-    out = np.empty(offsets[n], np.uint8)
     rd, rs, rl = row
     fd, fs, fl = family
     qd, qs, ql = qualifier
     vd, vs, vl = value
     td, tst, tl = tags
     md, ms, ml = mvcc
-    for i in range(n):
+    for i in range(lo, hi):
         o = offsets[i]
         klen = 12 + rl[i] + fl[i] + ql[i]
         _put_u32(out, o, klen)
@@ -373,7 +376,6 @@ def scatter_cells(
             o = _put_bytes(out, o + 2, td, tst[i], tl[i])
         if with_mvcc:
             o = _put_bytes(out, o, md, ms[i], ml[i])
-    return out
 
 
 @_jit
