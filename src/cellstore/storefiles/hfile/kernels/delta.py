@@ -18,13 +18,14 @@ from cellstore.storefiles.hfile.kernels.base import (
     OVERRUN,
     _cint,
     _copy,
+    _inline,
     _jit,
     _put_u32,
     vlong_size,
 )
 
 
-@_jit
+@_inline
 def _extras(
     data: npt.NDArray[np.uint8],
     pos: np.int64,

@@ -14,7 +14,15 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from cellstore.storefiles.hfile.kernels.base import BAD_KEY, OK, OVERRUN, _jit, _put_u32, vlong_size
+from cellstore.storefiles.hfile.kernels.base import (
+    BAD_KEY,
+    OK,
+    OVERRUN,
+    _inline,
+    _jit,
+    _put_u32,
+    vlong_size,
+)
 
 
 @_jit
@@ -96,7 +104,7 @@ def walk_none(
     return starts[:n], counts, np.int64(-1), np.int64(OK), np.int64(0)
 
 
-@_jit
+@_inline
 def _u32(buf: npt.NDArray[np.uint8], p: np.int64) -> np.int64:
     return (
         (np.int64(buf[p]) << 24)
@@ -106,7 +114,7 @@ def _u32(buf: npt.NDArray[np.uint8], p: np.int64) -> np.int64:
     )
 
 
-@_jit
+@_inline
 def _same_bytes(buf: npt.NDArray[np.uint8], a: np.int64, b: np.int64, size: np.int64) -> bool:
     for k in range(size):  # noqa: SIM110 - compiled by numba, no generator
         if buf[a + k] != buf[b + k]:
@@ -114,7 +122,7 @@ def _same_bytes(buf: npt.NDArray[np.uint8], a: np.int64, b: np.int64, size: np.i
     return True
 
 
-@_jit
+@_inline
 def _fnv(buf: npt.NDArray[np.uint8], pos: np.int64, size: np.int64) -> np.uint64:
     h = np.uint64(14695981039346656037)
     for j in range(size):
@@ -311,7 +319,7 @@ def murmur2_keys(
     return out
 
 
-@_jit
+@_inline
 def _put_bytes(
     out: npt.NDArray[np.uint8],
     o: np.int64,
@@ -378,7 +386,7 @@ def scatter_cells(
             o = _put_bytes(out, o, md, ms[i], ml[i])
 
 
-@_jit
+@_inline
 def _compare(d: npt.NDArray[np.uint8], offs: npt.NDArray[np.int64], i: int) -> np.int64:
     """Unsigned lexicographic comparison of element ``i`` with element ``i - 1``: -1, 0, 1."""
     a, b = offs[i], offs[i - 1]
