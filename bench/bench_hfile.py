@@ -44,6 +44,7 @@ from pathlib import Path
 import fsspec
 import numpy as np
 import pyarrow as pa
+from bench_real_shape import interleaved
 
 
 def make_cells(rows: int) -> pa.Table:
@@ -74,17 +75,9 @@ def best(fn: Callable[[], object], runs: int) -> float:
     return min(times)
 
 
-def interleaved(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+def fastest(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
     """Best seconds of each contender, run round-robin ``runs`` times after one warm-up."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: min(ts) for name, ts in times.items()}
+    return {name: min(times) for name, times in interleaved(fns, runs).items()}
 
 
 def zlib_seconds(path: str) -> float:
@@ -185,7 +178,7 @@ def main() -> None:
                 write_hfile(path, cells, family=b"cf", compression=codec, threads=args.threads)  # type: ignore[arg-type]
 
             writers[f"write_hfile NONE/{codec}"] = hwrite
-        writes = interleaved(writers, args.runs)
+        writes = fastest(writers, args.runs)
         wbase = writes["write_store_file (zstd parquet)"]
         for name, secs in writes.items():
             rate = n / secs / 1e6
@@ -206,7 +199,7 @@ def main() -> None:
                 assert read_hfile(path, threads=args.threads).num_rows == n
 
             readers[f"read_hfile NONE/{codec}"] = hfile
-        results = interleaved(readers, args.runs)
+        results = fastest(readers, args.runs)
         base = results["StoreFileReader.read (zstd parquet)"]
         for name, secs in results.items():
             rate = n / secs / 1e6
@@ -231,7 +224,7 @@ def main() -> None:
                 assert read_hfile(path, threads=args.threads).num_rows == small.num_rows
 
             encoded[f"read_hfile {encoding.upper()}/{codec}"] = enc
-        decoded = interleaved(encoded, args.runs)
+        decoded = fastest(encoded, args.runs)
         ebase = decoded["read_hfile NONE/none"]
         for name, secs in decoded.items():
             rate = small.num_rows / secs / 1e6

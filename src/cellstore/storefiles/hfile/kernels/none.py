@@ -18,6 +18,7 @@ from cellstore.storefiles.hfile.kernels.base import (
     BAD_KEY,
     OK,
     OVERRUN,
+    _copy,
     _inline,
     _jit,
     _put_u32,
@@ -319,19 +320,6 @@ def murmur2_keys(
     return out
 
 
-@_inline
-def _put_bytes(
-    out: npt.NDArray[np.uint8],
-    o: np.int64,
-    data: npt.NDArray[np.uint8],
-    start: np.int64,
-    length: np.int64,
-) -> np.int64:
-    for j in range(length):
-        out[o + j] = data[start + j]
-    return o + length
-
-
 @_jit
 def scatter_cells(
     row: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
@@ -369,21 +357,27 @@ def scatter_cells(
         _put_u32(out, o + 4, vl[i])
         out[o + 8] = (rl[i] >> 8) & 0xFF
         out[o + 9] = rl[i] & 0xFF
-        o = _put_bytes(out, o + 10, rd, rs[i], rl[i])
+        _copy(out, o + 10, rd, rs[i], rl[i])
+        o += 10 + rl[i]
         out[o] = fl[i]
-        o = _put_bytes(out, o + 1, fd, fs[i], fl[i])
-        o = _put_bytes(out, o, qd, qs[i], ql[i])
+        _copy(out, o + 1, fd, fs[i], fl[i])
+        o += 1 + fl[i]
+        _copy(out, o, qd, qs[i], ql[i])
+        o += ql[i]
         t = ts[i]
         for j in range(8):
             out[o + j] = (t >> (56 - 8 * j)) & 0xFF
         out[o + 8] = typ[i]
-        o = _put_bytes(out, o + 9, vd, vs[i], vl[i])
+        _copy(out, o + 9, vd, vs[i], vl[i])
+        o += 9 + vl[i]
         if with_tags:
             out[o] = (tl[i] >> 8) & 0xFF
             out[o + 1] = tl[i] & 0xFF
-            o = _put_bytes(out, o + 2, td, tst[i], tl[i])
+            _copy(out, o + 2, td, tst[i], tl[i])
+            o += 2 + tl[i]
         if with_mvcc:
-            o = _put_bytes(out, o, md, ms[i], ml[i])
+            _copy(out, o, md, ms[i], ml[i])
+            o += ml[i]
 
 
 @_inline
