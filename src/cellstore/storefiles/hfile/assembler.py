@@ -424,6 +424,8 @@ def _block_cells(
 _CellKey = tuple[bytes, bytes, bytes, int, int]
 #: A data block's payload and its bytes on disk (compressed with the file's codec).
 _Payload = tuple[bytes, bytes]
+#: Data blocks one writer thread encodes and compresses per task.
+_BLOCKS_PER_TASK: Final = 16
 
 
 def _cell_key(cells: PreparedCells, i: int) -> _CellKey:
@@ -648,17 +650,22 @@ class Assembler:
     ) -> Generator[_Payload, None, None]:
         """:meth:`_payload` of the blocks ``[bounds[b], bounds[b + 1])``, in order.
 
-        With ``threads > 1`` and a codec, blocks are encoded and compressed on a thread
-        pool (the codecs release the GIL), at most ``4 * threads`` ahead of the block
-        being written; an error in a worker is raised here, in block order.
+        With ``threads > 1`` and a codec, groups of :data:`_BLOCKS_PER_TASK` blocks are
+        encoded and compressed on a thread pool (the codecs release the GIL; a group per
+        task keeps the hand-overs between threads few), at most ``2 * threads`` groups
+        ahead of the block being written; an error in a worker is raised here, in block
+        order.
         """
         threads = self.options.threads if self.options.compression != "none" else 1
-        return ordered_map(
-            lambda span: self._payload(cb, cells, *span),
-            pairwise(bounds),
-            threads=threads,
-            ahead=4 * threads,
-        )
+        spans = list(pairwise(bounds))
+        groups = [spans[k : k + _BLOCKS_PER_TASK] for k in range(0, len(spans), _BLOCKS_PER_TASK)]
+        for done in ordered_map(
+            lambda group: [self._payload(cb, cells, s, e) for s, e in group],
+            groups,
+            threads=min(threads, len(groups)),
+            ahead=2 * threads,
+        ):
+            yield from done
 
     def _data_block(self, cb: CellBytes, s: int, e: int, payload: bytes, on_disk: bytes) -> None:
         off, size, _ = self._sink.block(self._data_magic, payload, compressed=on_disk)

@@ -75,8 +75,9 @@ class HFileOptions:
         threads: Threads encoding and compressing data blocks (default
             :data:`DEFAULT_WRITE_THREADS`: the machine's cores, at most 2; 1 works in the
             calling thread). The codecs release the GIL, so a compressed file is written
-            faster; the file's bytes do not depend on it, and at most ``4 * threads``
-            compressed blocks wait to be written.
+            faster; the file's bytes do not depend on it, and at most ``2 * threads``
+            groups of 16 compressed blocks wait to be written. Big batches of cells are
+            also laid out in ranges on these threads.
 
     Raises:
         InvalidArgumentError: a value outside its choices, a size that is not positive,
