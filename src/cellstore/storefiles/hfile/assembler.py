@@ -30,6 +30,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final, Protocol
@@ -426,6 +427,8 @@ _CellKey = tuple[bytes, bytes, bytes, int, int]
 _Payload = tuple[bytes, bytes]
 #: Data blocks one writer thread encodes and compresses per task.
 _BLOCKS_PER_TASK: Final = 16
+#: Fewest cells of a batch whose Bloom keys are hashed while it is laid out.
+_OVERLAP_CELLS: Final = 1 << 16
 
 
 def _cell_key(cells: PreparedCells, i: int) -> _CellKey:
@@ -542,21 +545,17 @@ class Assembler:
             cells.row_changed[0] = first[0] != self._last[0]
         else:
             self._first_row = first[0]
-        through = self._add_bloom_keys(cells)
-        self._stats.add(cells, tags_len)
-        self._last = _cell_key(cells, n - 1)
-
         pending = self._pending
         held = 0 if pending is None else len(pending)
         batch = cells if pending is None else concat_cells(pending, cells)
+        o = self.options
+        through, cb = self._keys_and_layout(cells, batch)
+        self._stats.add(cells, tags_len)
+        self._last = _cell_key(cells, n - 1)
         if held:
             through = [
                 np.concatenate([p, t]) for p, t in zip(self._pending_through, through, strict=True)
             ]
-        o = self.options
-        cb = serialize_cells(
-            batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc, threads=o.threads
-        )
         self._cell_bytes += int(cb.offsets[-1] - cb.offsets[held])
         bounds = block_bounds(cb.offsets, batch.dup, o.data_block_size)
         blocks = self._payloads(cb, batch, bounds[:-1])
@@ -574,6 +573,28 @@ class Assembler:
         last = bounds[-2]
         self._pending = tail_cells(batch, last)
         self._pending_through = [t[last:].copy() for t in through]
+
+    def _keys_and_layout(
+        self, cells: PreparedCells, batch: PreparedCells
+    ) -> tuple[list[npt.NDArray[np.int64]], CellBytes]:
+        """:meth:`_add_bloom_keys` of ``cells`` and :func:`serialize_cells` of ``batch``.
+
+        With threads and a big batch the Bloom keys are hashed on a thread while the
+        cells are laid out (both mostly release the GIL).
+        """
+        o = self.options
+
+        def layout() -> CellBytes:
+            return serialize_cells(
+                batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc, threads=o.threads
+            )
+
+        if o.threads < 2 or len(cells) < _OVERLAP_CELLS or not self._blooms:
+            return self._add_bloom_keys(cells), layout()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellstore-bloom") as pool:
+            keys = pool.submit(self._add_bloom_keys, cells)
+            cb = layout()
+            return keys.result(), cb
 
     def _check_one_family(self, cells: PreparedCells, family: bytes) -> None:
         """Refuse a second family in a PREFIX/DIFF/FAST_DIFF file.
