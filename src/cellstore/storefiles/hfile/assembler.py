@@ -72,6 +72,7 @@ from cellstore.storefiles.hfile.serialize import (
     file_info_payload,
     frame_block,
     mid_key_metadata,
+    midpoint_key,
     non_root_index_payload,
     non_root_size,
     root_index_payload,
@@ -134,59 +135,6 @@ class BinarySink(Protocol):
     """Where the file's bytes go (an open binary file)."""
 
     def write(self, data: bytes, /) -> Any: ...
-
-
-# ---------------------------------------------------------------------------------------
-# Keys
-
-
-def _split_key(key: bytes) -> tuple[bytes, bytes, bytes]:
-    rlen = (key[0] << 8) | key[1]
-    row = key[2 : 2 + rlen]
-    flen = key[2 + rlen]
-    fam = key[3 + rlen : 3 + rlen + flen]
-    return row, fam, key[3 + rlen + flen : -9]
-
-
-def _first_on(row: bytes, fam: bytes = b"", qual: bytes = b"") -> bytes:
-    """Serialized key of ``createFirstOnRow``/``...RowFamily``/``...RowCol`` (LATEST, Maximum)."""
-    return struct.pack(">H", len(row)) + row + bytes((len(fam),)) + fam + qual + _LATEST + _MAXIMUM
-
-
-def _min_midpoint(left: bytes, right: bytes) -> bytes:
-    """``HFileWriterImpl.getMinimumMidpointArray``."""
-    n = min(len(left), len(right))
-    i = 0
-    while i < n and left[i] == right[i]:
-        i += 1
-    if i >= n:
-        return right[: i + 1]
-    if left[i] < 0xFF and left[i] + 1 < right[i]:
-        return left[:i] + bytes((left[i] + 1,))
-    return right[: i + 1]
-
-
-def midpoint_key(left: bytes | None, right: bytes) -> bytes:
-    """``HFileWriterImpl.getMidpoint``: a short key sorting in ``(left, right]``.
-
-    Args:
-        left: Last key of the previous block (None for the first block).
-        right: First key of this block.
-
-    Returns:
-        The index key for this block.
-    """
-    if left is None:
-        return right
-    lrow, lfam, lqual = _split_key(left)
-    rrow, rfam, rqual = _split_key(right)
-    if lrow != rrow:
-        return _first_on(_min_midpoint(lrow, rrow))
-    if lfam != rfam:
-        return _first_on(rrow, _min_midpoint(lfam, rfam))
-    if lqual != rqual:
-        return _first_on(rrow, rfam, _min_midpoint(lqual, rqual))
-    return right
 
 
 # ---------------------------------------------------------------------------------------
