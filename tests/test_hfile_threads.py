@@ -13,6 +13,7 @@ import pytest
 from cellstore import hbase
 from cellstore.errors import CorruptFileError, InvalidArgumentError
 from cellstore.hbase import HFileReadOptions
+from cellstore.storefiles.hfile import writer as writer_module
 from cellstore.storefiles.hfile.options import HFileOptions
 from cellstore.storefiles.hfile.threads import ordered_map
 from cellstore.storefiles.hfile.writer import build_hfile, write_hfile
@@ -237,3 +238,20 @@ def test_big_batches_are_laid_out_in_ranges_on_threads() -> None:
     ]
     assert files[1] == files[0] and files[2] == files[0]
     assert files[0][1].entry_count == cells.num_rows
+
+
+def test_slices_prepared_ahead_on_a_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``write_hfile`` prepares the next slice while it writes one: same file, same sort."""
+    monkeypatch.setattr(writer_module, "_SLICE_CELLS", 1000)
+    cells = _cells(1500)  # 9000 cells: nine slices
+    one, two = tmp_path / "one", tmp_path / "two"
+    for path, threads in ((one, 1), (two, 2)):
+        write_hfile(
+            str(path), cells, family=b"cf", threads=threads, bulkload_timestamp=1, create_time=1
+        )
+    assert one.read_bytes() == two.read_bytes()
+    # Out of order in the last slice: refused there, then everything sorted and written.
+    shuffled = pa.concat_tables([cells.slice(0, 5500), cells.slice(5600), cells.slice(5500, 100)])
+    mixed = tmp_path / "mixed"
+    write_hfile(str(mixed), shuffled, family=b"cf", threads=2, bulkload_timestamp=1, create_time=1)
+    assert mixed.read_bytes() == one.read_bytes()
