@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/bench_hbase.py                  # 1M rows x 5 quals x 2 versions
     .venv/bin/python bench/bench_hbase.py --rows 100000    # 1M cells, quick
+    .venv/bin/python bench/bench_hbase.py --encoding fast_diff --compression snappy
 
 Cells: ROWS rows x 5 qualifiers x 2 versions (ts 2000, 1000) of 16-byte random values, as
 ``bench_scan.py`` makes them. Written once, both ways, in 4 regions (split at the row
@@ -11,8 +12,9 @@ quartiles) with 2 store files per region (the older versions, then the newer one
 flushes or two loads leave them):
 
 * an HBase 2.x root directory and a v2 snapshot of it (``.snapshotinfo`` + ``data.manifest``,
-  written here from the protobuf schema): 8 HFiles v3.3 by ``write_hfile``, NONE
-  compression and encoding, 64 KiB blocks, ``_SeqId_1_``/``_SeqId_2_`` names;
+  written here from the protobuf schema): 8 HFiles v3.3 by ``write_hfile``, 64 KiB blocks,
+  ``_SeqId_1_``/``_SeqId_2_`` names, ``--compression`` and ``--encoding`` (default NONE
+  and NONE; production tables mostly use ``--encoding fast_diff --compression snappy``);
 * a cellstore table (default family settings: zstd Parquet), loaded in two commits.
 
 Measured, contenders interleaved run by run, 1 warm-up + ``--repeats``: the full scan
@@ -98,7 +100,15 @@ def splits_of(rows: int, regions: int) -> list[bytes]:
     return [b"user" + str(rows * i // regions).zfill(9).encode() for i in range(1, regions)]
 
 
-def write_snapshot(root: Path, cells: pa.Table, splits: list[bytes], versions: int) -> list[str]:
+def write_snapshot(
+    root: Path,
+    cells: pa.Table,
+    splits: list[bytes],
+    versions: int,
+    *,
+    compression: str = "none",
+    encoding: str = "none",
+) -> list[str]:
     """An HBase 2.x root with table ``bench`` and its snapshot ``snap``; returns the HFiles."""
     table, family = "bench", "f"
     tdir = root / "data" / "default" / table
@@ -132,7 +142,13 @@ def write_snapshot(root: Path, cells: pa.Table, splits: list[bytes], versions: i
             name = f"{seq:032x}_SeqId_{seq}_"
             sub = part.filter(pa.array(part_ts == version_ts)).drop_columns(["family"])
             path = rdir / family / name
-            write_hfile(str(path), sub, family=family.encode(), compression="none")
+            write_hfile(
+                str(path),
+                sub,
+                family=family.encode(),
+                compression=compression,  # type: ignore[arg-type]
+                encoding=encoding,  # type: ignore[arg-type]
+            )
             paths.append(str(path))
             files.append(field(1, name.encode()) + field(3, path.stat().st_size))
         fam_files = field(1, family.encode()) + b"".join(field(2, f) for f in files)
@@ -177,6 +193,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--regions", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compression", default="none", help="HFile codec (none, snappy, zstd...)")
+    ap.add_argument("--encoding", default="none", help="HFile data block encoding")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}")
     cells = make_cells(args.rows)
@@ -184,7 +202,14 @@ def main() -> None:
     splits = splits_of(args.rows, args.regions)
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-hbase-") as tmp:
         t0 = time.perf_counter()
-        hfiles = write_snapshot(Path(tmp) / "hbase", cells, splits, versions=3)
+        hfiles = write_snapshot(
+            Path(tmp) / "hbase",
+            cells,
+            splits,
+            versions=3,
+            compression=args.compression,
+            encoding=args.encoding,
+        )
         t1 = time.perf_counter()
         table = write_table(str(Path(tmp) / "wh"), cells, splits, versions=3)
         t2 = time.perf_counter()
@@ -204,6 +229,7 @@ def main() -> None:
         results = interleaved(fns, args.repeats)
     print(
         f"cells={n:,} rows={args.rows:,} regions={args.regions} files/store=2 "
+        f"hfiles={args.encoding.upper()}+{args.compression.upper()} "
         f"repeats={args.repeats} threads={pa.cpu_count()} load={os.getloadavg()[0]:.2f}"
     )
     cs = min(w for w, _ in results["cellstore table scan().to_arrow()"])

@@ -1,4 +1,4 @@
-"""HFile benchmark (issue 14): read and write vs our Parquet store file, in one run.
+"""HFile benchmark (issues 14, 29): read and write vs our Parquet store file, in one run.
 
 Usage::
 
@@ -9,17 +9,19 @@ Cells: ROWS rows (16-byte keys) x 5 qualifiers x 2 versions, 8-byte values (1 in
 shorter: ``S8`` drops trailing zero bytes), already in cell order. Inputs are written
 once: one store file of ours (``write_store_file``, zstd Parquet) and HFiles written by
 ``write_hfile`` (NONE encoding;
-no compression, GZ, SNAPPY; 64 KiB blocks, CRC32C; tags and memstore timestamps as
-HFileOutputFormat2 writes them). Measured, best of ``--runs``:
+no compression, GZ, SNAPPY, ZSTD; 64 KiB blocks, CRC32C; tags and memstore timestamps as
+HFileOutputFormat2 writes them). Measured, best of ``--runs`` with the contenders of each
+group run round-robin (so a change of the machine's load hits all of them alike):
 
 * writing: ``write_store_file`` (zstd Parquet) vs ``write_hfile`` (no compression, GZ,
-  SNAPPY);
+  SNAPPY, ZSTD; blocks compressed on ``--threads`` threads);
 * ``StoreFileReader.read()`` of the Parquet file (a full scan of one store file);
-* ``read_hfile`` of each HFile, plus the share of the GZ read spent in zlib (the same
-  blocks decompressed alone);
+* ``read_hfile`` of each HFile (``--threads`` threads), plus the share of the GZ read spent
+  in zlib (the same blocks decompressed alone);
 * peak RSS of a child process that streams ``iter_hfile_batches`` vs one that calls
   ``read_hfile`` (bounded memory);
-* FAST_DIFF decoding (compiled sequential decoder) on a slice;
+* PREFIX, DIFF and FAST_DIFF decoding (compiled sequential decoders) vs NONE on the same
+  slice of at most 1M cells, and FAST_DIFF + SNAPPY (what production tables use);
 * ``HFileWriter`` streaming the cells in 1M-cell batches (same bytes as ``write_hfile``);
 * numba compile cost: a small read in a child process with an empty compile cache
   (``NUMBA_CACHE_DIR``), then again with that cache warm.
@@ -42,6 +44,7 @@ from pathlib import Path
 import fsspec
 import numpy as np
 import pyarrow as pa
+from bench_real_shape import interleaved
 
 
 def make_cells(rows: int) -> pa.Table:
@@ -70,6 +73,11 @@ def best(fn: Callable[[], object], runs: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def fastest(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Best seconds of each contender, run round-robin ``runs`` times after one warm-up."""
+    return {name: min(times) for name, times in interleaved(fns, runs).items()}
 
 
 def zlib_seconds(path: str) -> float:
@@ -147,27 +155,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2, help="read and write threads")
     args = parser.parse_args()
     cells = make_cells(args.rows)
     n = cells.num_rows
     fs = fsspec.filesystem("file")
-    print(f"load average before: {os.getloadavg()}")
+    print(f"cells={n:,} threads={args.threads} load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-hfile-") as d:
         sf = str(Path(d) / "sf.parquet")
-        paths = {codec: str(Path(d) / f"h-{codec}") for codec in ("none", "gz", "snappy")}
+        codecs = ("none", "gz", "snappy", "zstd")
+        paths = {codec: str(Path(d) / f"h-{codec}") for codec in codecs}
 
         def store() -> None:
             if fs.exists(sf):
                 fs.rm(sf)
             write_store_file(fs, sf, cells, family=Family(name="cf"), seq=1, load_id="bench")
 
-        writes = {"write_store_file (zstd parquet)": best(store, args.runs)}
+        writers: dict[str, Callable[[], object]] = {"write_store_file (zstd parquet)": store}
         for codec, path in paths.items():
 
             def hwrite(codec: str = codec, path: str = path) -> None:
-                write_hfile(path, cells, family=b"cf", compression=codec)  # type: ignore[arg-type]
+                write_hfile(path, cells, family=b"cf", compression=codec, threads=args.threads)  # type: ignore[arg-type]
 
-            writes[f"write_hfile NONE/{codec}"] = best(hwrite, args.runs)
+            writers[f"write_hfile NONE/{codec}"] = hwrite
+        writes = fastest(writers, args.runs)
         wbase = writes["write_store_file (zstd parquet)"]
         for name, secs in writes.items():
             rate = n / secs / 1e6
@@ -179,15 +190,16 @@ def main() -> None:
             with StoreFileReader(fs, sf) as r:
                 assert r.read().num_rows == n
 
-        results: dict[str, float] = {
-            "StoreFileReader.read (zstd parquet)": best(parquet_scan, args.runs)
+        readers: dict[str, Callable[[], object]] = {
+            "StoreFileReader.read (zstd parquet)": parquet_scan
         }
         for codec, path in paths.items():
 
             def hfile(path: str = path) -> None:
-                assert read_hfile(path).num_rows == n
+                assert read_hfile(path, threads=args.threads).num_rows == n
 
-            results[f"read_hfile NONE/{codec}"] = best(hfile, args.runs)
+            readers[f"read_hfile NONE/{codec}"] = hfile
+        results = fastest(readers, args.runs)
         base = results["StoreFileReader.read (zstd parquet)"]
         for name, secs in results.items():
             rate = n / secs / 1e6
@@ -201,16 +213,29 @@ def main() -> None:
             assert got == n
             print(f"peak RSS growth, {mode:4s} NONE file ({mib_file:.0f} MiB): {mib:7.1f} MiB")
         small = cells.slice(0, min(n, 1_000_000))
-        data, _ = build_hfile(small, family=b"cf", encoding="fast_diff")
-        fd = str(Path(d) / "h-fastdiff")
-        Path(fd).write_bytes(data)
-        secs = best(lambda: read_hfile(fd), args.runs)
-        rate = small.num_rows / secs / 1e6
-        print(f"read_hfile FAST_DIFF ({small.num_rows:,} cells): {rate:.2f} M cells/s")
+        encoded: dict[str, Callable[[], object]] = {}
+        settings = [(e, "none") for e in ("none", "prefix", "diff", "fast_diff")]
+        for encoding, codec in [*settings, ("fast_diff", "snappy")]:
+            data, _ = build_hfile(small, family=b"cf", encoding=encoding, compression=codec)  # type: ignore[arg-type]
+            path = str(Path(d) / f"h-{encoding}-{codec}")
+            Path(path).write_bytes(data)
+
+            def enc(path: str = path) -> None:
+                assert read_hfile(path, threads=args.threads).num_rows == small.num_rows
+
+            encoded[f"read_hfile {encoding.upper()}/{codec}"] = enc
+        decoded = fastest(encoded, args.runs)
+        ebase = decoded["read_hfile NONE/none"]
+        for name, secs in decoded.items():
+            rate = small.num_rows / secs / 1e6
+            print(
+                f"{name:28s} ({small.num_rows:,} cells) {rate:6.2f} M cells/s  "
+                f"{ebase / secs:4.2f}x of NONE"
+            )
         streamed = str(Path(d) / "h-streamed")
 
         def stream() -> None:
-            with HFileWriter(fs, streamed, family=b"cf") as w:
+            with HFileWriter(fs, streamed, family=b"cf", threads=args.threads) as w:
                 for batch in cells.to_batches(max_chunksize=1_000_000):
                     w.write(batch)
 

@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -65,15 +68,18 @@ from cellstore.storefiles.hfile.serialize import (
     TRAILER_SIZE,
     Codec,
     IndexEntry,
+    compress,
     file_info_payload,
     frame_block,
     mid_key_metadata,
+    midpoint_key,
     non_root_index_payload,
     non_root_size,
     root_index_payload,
     root_size,
     trailer_bytes,
 )
+from cellstore.storefiles.hfile.threads import ordered_map
 
 __all__ = [
     "KV_COMPARATOR",
@@ -129,59 +135,6 @@ class BinarySink(Protocol):
     """Where the file's bytes go (an open binary file)."""
 
     def write(self, data: bytes, /) -> Any: ...
-
-
-# ---------------------------------------------------------------------------------------
-# Keys
-
-
-def _split_key(key: bytes) -> tuple[bytes, bytes, bytes]:
-    rlen = (key[0] << 8) | key[1]
-    row = key[2 : 2 + rlen]
-    flen = key[2 + rlen]
-    fam = key[3 + rlen : 3 + rlen + flen]
-    return row, fam, key[3 + rlen + flen : -9]
-
-
-def _first_on(row: bytes, fam: bytes = b"", qual: bytes = b"") -> bytes:
-    """Serialized key of ``createFirstOnRow``/``...RowFamily``/``...RowCol`` (LATEST, Maximum)."""
-    return struct.pack(">H", len(row)) + row + bytes((len(fam),)) + fam + qual + _LATEST + _MAXIMUM
-
-
-def _min_midpoint(left: bytes, right: bytes) -> bytes:
-    """``HFileWriterImpl.getMinimumMidpointArray``."""
-    n = min(len(left), len(right))
-    i = 0
-    while i < n and left[i] == right[i]:
-        i += 1
-    if i >= n:
-        return right[: i + 1]
-    if left[i] < 0xFF and left[i] + 1 < right[i]:
-        return left[:i] + bytes((left[i] + 1,))
-    return right[: i + 1]
-
-
-def midpoint_key(left: bytes | None, right: bytes) -> bytes:
-    """``HFileWriterImpl.getMidpoint``: a short key sorting in ``(left, right]``.
-
-    Args:
-        left: Last key of the previous block (None for the first block).
-        right: First key of this block.
-
-    Returns:
-        The index key for this block.
-    """
-    if left is None:
-        return right
-    lrow, lfam, lqual = _split_key(left)
-    rrow, rfam, rqual = _split_key(right)
-    if lrow != rrow:
-        return _first_on(_min_midpoint(lrow, rrow))
-    if lfam != rfam:
-        return _first_on(rrow, _min_midpoint(lfam, rfam))
-    if lqual != rqual:
-        return _first_on(rrow, rfam, _min_midpoint(lqual, rqual))
-    return right
 
 
 # ---------------------------------------------------------------------------------------
@@ -371,8 +324,14 @@ class _Sink:
         self.bpc = bpc
         self.total_uncompressed = 0
 
-    def block(self, magic: bytes, payload: bytes, *, count: bool = True) -> tuple[int, int, int]:
-        """Append a block; returns (offset, on-disk size, uncompressed payload size)."""
+    def block(
+        self, magic: bytes, payload: bytes, *, count: bool = True, compressed: bytes | None = None
+    ) -> tuple[int, int, int]:
+        """Append a block; returns (offset, on-disk size, uncompressed payload size).
+
+        ``compressed`` is the payload already compressed with the file's codec (on a
+        writer thread); else it is compressed here.
+        """
         framed = frame_block(
             magic,
             payload,
@@ -380,6 +339,7 @@ class _Sink:
             prev_offset=self.prev.get(magic, -1),
             checksum=self.checksum,
             bytes_per_checksum=self.bpc,
+            compressed=compressed,
         )
         offset = self.pos
         self.prev[magic] = offset
@@ -411,6 +371,12 @@ def _block_cells(
 
 
 _CellKey = tuple[bytes, bytes, bytes, int, int]
+#: A data block's payload and its bytes on disk (compressed with the file's codec).
+_Payload = tuple[bytes, bytes]
+#: Data blocks one writer thread encodes and compresses per task.
+_BLOCKS_PER_TASK: Final = 16
+#: Fewest cells of a batch whose Bloom keys are hashed while it is laid out.
+_OVERLAP_CELLS: Final = 1 << 16
 
 
 def _cell_key(cells: PreparedCells, i: int) -> _CellKey:
@@ -527,32 +493,56 @@ class Assembler:
             cells.row_changed[0] = first[0] != self._last[0]
         else:
             self._first_row = first[0]
-        through = self._add_bloom_keys(cells)
-        self._stats.add(cells, tags_len)
-        self._last = _cell_key(cells, n - 1)
-
         pending = self._pending
         held = 0 if pending is None else len(pending)
         batch = cells if pending is None else concat_cells(pending, cells)
+        o = self.options
+        through, cb = self._keys_and_layout(cells, batch)
+        self._stats.add(cells, tags_len)
+        self._last = _cell_key(cells, n - 1)
         if held:
             through = [
                 np.concatenate([p, t]) for p, t in zip(self._pending_through, through, strict=True)
             ]
-        o = self.options
-        cb = serialize_cells(batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc)
         self._cell_bytes += int(cb.offsets[-1] - cb.offsets[held])
         bounds = block_bounds(cb.offsets, batch.dup, o.data_block_size)
-        for b in range(len(bounds) - 2):
-            s, e = bounds[b], bounds[b + 1]
-            self._data_block(cb, batch, s, e)
-            # writeInlineBlocks(false) after a block closed by cell e
-            if non_root_size(len(self._leaf), self._leaf_key_bytes) >= o.index_block_max_size:
-                self._write_leaf()
-            for bloom, t in zip(self._blooms, through, strict=True):
-                self._write_bloom_chunks(bloom, int(t[e]))
+        blocks = self._payloads(cb, batch, bounds[:-1])
+        try:
+            for b in range(len(bounds) - 2):
+                s, e = bounds[b], bounds[b + 1]
+                self._data_block(cb, s, e, *next(blocks))
+                # writeInlineBlocks(false) after a block closed by cell e
+                if non_root_size(len(self._leaf), self._leaf_key_bytes) >= o.index_block_max_size:
+                    self._write_leaf()
+                for bloom, t in zip(self._blooms, through, strict=True):
+                    self._write_bloom_chunks(bloom, int(t[e]))
+        finally:
+            blocks.close()
         last = bounds[-2]
         self._pending = tail_cells(batch, last)
         self._pending_through = [t[last:].copy() for t in through]
+
+    def _keys_and_layout(
+        self, cells: PreparedCells, batch: PreparedCells
+    ) -> tuple[list[npt.NDArray[np.int64]], CellBytes]:
+        """:meth:`_add_bloom_keys` of ``cells`` and :func:`serialize_cells` of ``batch``.
+
+        With threads and a big batch the Bloom keys are hashed on a thread while the
+        cells are laid out (both mostly release the GIL).
+        """
+        o = self.options
+
+        def layout() -> CellBytes:
+            return serialize_cells(
+                batch, include_tags=o.include_tags, include_mvcc=o.include_mvcc, threads=o.threads
+            )
+
+        if o.threads < 2 or len(cells) < _OVERLAP_CELLS or not self._blooms:
+            return self._add_bloom_keys(cells), layout()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellstore-bloom") as pool:
+            keys = pool.submit(self._add_bloom_keys, cells)
+            cb = layout()
+            return keys.result(), cb
 
     def _check_one_family(self, cells: PreparedCells, family: bytes) -> None:
         """Refuse a second family in a PREFIX/DIFF/FAST_DIFF file.
@@ -615,13 +605,39 @@ class Assembler:
             through.append(bloom.total_keys - int(flags.sum()) + np.cumsum(flags, dtype=np.int64))
         return through
 
-    def _data_block(self, cb: CellBytes, cells: PreparedCells, s: int, e: int) -> None:
+    def _payload(self, cb: CellBytes, cells: PreparedCells, s: int, e: int) -> _Payload:
+        """Cells ``[s, e)`` as a data block's payload, and that payload compressed."""
         o = self.options
         if o.encoding == "none":
             payload = cb.data[int(cb.offsets[s]) : int(cb.offsets[e])].tobytes()
         else:
             payload = encode_block(o.encoding, _block_cells(cb, cells, s, e, o.include_tags))
-        off, size, _ = self._sink.block(self._data_magic, payload)
+        return payload, compress(payload, o.compression)
+
+    def _payloads(
+        self, cb: CellBytes, cells: PreparedCells, bounds: list[int]
+    ) -> Generator[_Payload, None, None]:
+        """:meth:`_payload` of the blocks ``[bounds[b], bounds[b + 1])``, in order.
+
+        With ``threads > 1`` and a codec, groups of :data:`_BLOCKS_PER_TASK` blocks are
+        encoded and compressed on a thread pool (the codecs release the GIL; a group per
+        task keeps the hand-overs between threads few), at most ``2 * threads`` groups
+        ahead of the block being written; an error in a worker is raised here, in block
+        order.
+        """
+        threads = self.options.threads if self.options.compression != "none" else 1
+        spans = list(pairwise(bounds))
+        groups = [spans[k : k + _BLOCKS_PER_TASK] for k in range(0, len(spans), _BLOCKS_PER_TASK)]
+        for done in ordered_map(
+            lambda group: [self._payload(cb, cells, s, e) for s, e in group],
+            groups,
+            threads=min(threads, len(groups)),
+            ahead=2 * threads,
+        ):
+            yield from done
+
+    def _data_block(self, cb: CellBytes, s: int, e: int, payload: bytes, on_disk: bytes) -> None:
+        off, size, _ = self._sink.block(self._data_magic, payload, compressed=on_disk)
         if self._first_data < 0:
             self._first_data = off
         self._last_data = off
@@ -655,7 +671,7 @@ class Assembler:
         if self._pending is not None and len(self._pending):
             pending = self._pending
             cb = serialize_cells(pending, include_tags=o.include_tags, include_mvcc=o.include_mvcc)
-            self._data_block(cb, pending, 0, len(pending))
+            self._data_block(cb, 0, len(pending), *self._payload(cb, pending, 0, len(pending)))
             last_key = cb.key(len(pending) - 1)
             self._pending = None
         # close(): finishBlock; writeInlineBlocks(true)

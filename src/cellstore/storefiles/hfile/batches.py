@@ -5,7 +5,9 @@ blocks a read needs are grouped into batches of contiguous byte ranges
 (:func:`batches_of`); a :class:`DecodeStep` verifies, decompresses and un-encodes one
 batch's blocks into one buffer, walks its cells and gathers them into an Arrow table
 (damaged blocks raise, or are skipped into ``problems``); :func:`decoded_in_order` runs
-the steps on a few threads and yields the tables in file order.
+the steps on a few threads and yields the tables in file order, recording the skipped
+blocks in file order too: whatever the threads, a read gives the same tables, the same
+problems and the same errors (a worker's error is re-raised by the consumer, in order).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,7 +26,7 @@ import pyarrow.compute as pc
 from cellstore.errors import CorruptFileError
 from cellstore.storefiles.hfile.blocks import BlockHeader, check_block, verified_data_blocks
 from cellstore.storefiles.hfile.cells import PAD, cells_to_table, walk_cells
-from cellstore.storefiles.hfile.encodings import decode_encoded_block
+from cellstore.storefiles.hfile.encodings import decode_encoded_array
 from cellstore.storefiles.hfile.index import IndexEntry
 
 if TYPE_CHECKING:
@@ -55,6 +57,8 @@ _Int64s = np.ndarray[Any, np.dtype[np.int64]]
 _Bytes = np.ndarray[Any, np.dtype[np.uint8]]
 #: :meth:`DecodeStep._payloads`: (buffer, cell starts, cell ends, block offsets, rest).
 _Payloads = tuple[_Bytes, _Int64s, _Int64s, _Int64s, "_Batch | None"]
+#: What a :class:`DecodeStep` gives: (cells or None, blocks left, blocks skipped).
+_Decoded = tuple[pa.Table | None, "_Batch | None", list[BlockProblem]]
 
 
 @dataclass
@@ -121,7 +125,9 @@ def _check_data_block(head: BlockHeader, size: int, where: str) -> None:
 class DecodeStep:
     """Decode one batch of data blocks to a table of cells (:meth:`HFileReader.iter_batches`).
 
-    Called from the decode threads: it only appends to ``problems``.
+    Called from the decode threads: each call records its batch's skipped blocks in a
+    list of its own and returns it (:func:`decoded_in_order` appends them to
+    ``problems`` in file order).
     """
 
     reader: HFileReader
@@ -133,7 +139,13 @@ class DecodeStep:
     columns: list[str] | None
     options: dict[str, Any]
 
-    def __call__(self, batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
+    def __call__(self, batch: _Batch) -> _Decoded:
+        """Decode ``batch``: (its cells in the row range or None, blocks left, blocks skipped)."""
+        own = replace(self, problems=[])
+        table, rest = own._decode(batch)
+        return table, rest, own.problems
+
+    def _decode(self, batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
         """The batch's cells in the row range (None when none), and its blocks left over."""
         buf, bstarts, bends, offs, rest = self._payloads(batch)
         if not len(bstarts):
@@ -244,7 +256,7 @@ class DecodeStep:
         """:meth:`_payloads` of compressed or encoded blocks, up to ``budget`` bytes."""
         base, end = batch.span()
         raw = batch.raw if batch.raw is not None else self.reader._read(base, end)
-        payloads: list[bytes] = []
+        payloads: list[_Bytes] = []
         offsets: list[int] = []
         decoded = 0
         rest: _Batch | None = None
@@ -267,10 +279,10 @@ class DecodeStep:
         bstarts = np.zeros(len(payloads), dtype=np.int64)
         if len(sizes) > 1:
             np.cumsum(sizes[:-1], out=bstarts[1:])
-        buf = np.frombuffer(b"".join([*payloads, bytes(PAD)]), dtype=np.uint8)
+        buf = np.concatenate([*payloads, np.zeros(PAD, np.uint8)])
         return buf, bstarts, bstarts + sizes, np.array(offsets, dtype=np.int64), rest
 
-    def _data_payload(self, raw: bytes, base: int, e: IndexEntry) -> bytes:
+    def _data_payload(self, raw: bytes, base: int, e: IndexEntry) -> _Bytes:
         """The cells of the data block ``e`` (at ``e.offset - base`` in ``raw``), decoded.
 
         Raises:
@@ -284,14 +296,14 @@ class DecodeStep:
                 f"{block.header.on_disk_size} bytes, its index entry says {e.size}"
             )
         if block.block_type == "ENCODED_DATA":
-            return decode_encoded_block(
+            return decode_encoded_array(
                 block.payload,
                 flags=self.reader.flags,
                 where=f"{self.reader.where}: ENCODED_DATA block at offset {e.offset}",
                 max_bytes=self.reader.max_block_bytes,
             )
         if block.block_type == "DATA":
-            return block.payload
+            return np.frombuffer(block.payload, np.uint8)
         raise CorruptFileError(
             f"{self.reader.where}: index points at a {block.block_type} block at offset "
             f"{e.offset}, not a data block"
@@ -401,21 +413,23 @@ def decoded_in_order(decode: DecodeStep, batches: list[_Batch], threads: int) ->
         for first in batches:
             todo: _Batch | None = first
             while todo is not None:
-                table, todo = decode(todo)
+                table, todo, found = decode(todo)
+                decode.problems.extend(found)
                 if table is not None:
                     yield table
         return
     # Decode the next batches while the caller consumes this one (numpy, zlib and the
     # codecs release the GIL); at most ``workers`` batches are in memory at once.
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: deque[Future[tuple[pa.Table | None, _Batch | None]]] = deque()
+        pending: deque[Future[_Decoded]] = deque()
         upcoming = iter(batches)
         for batch in upcoming:
             pending.append(pool.submit(decode, batch))
             if len(pending) >= workers:
                 break
         while pending:
-            table, rest = pending.popleft().result()
+            table, rest, found = pending.popleft().result()
+            decode.problems.extend(found)
             if rest is not None:
                 pending.appendleft(pool.submit(decode, rest))
             else:

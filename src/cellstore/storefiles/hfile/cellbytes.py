@@ -16,6 +16,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
 import numpy as np
@@ -27,6 +28,7 @@ from cellstore.core.cells import sort_indices
 from cellstore.errors import BadCellError, InvalidArgumentError
 from cellstore.storefiles.hfile.kernels import order_flags, scatter_cells
 from cellstore.storefiles.hfile.serialize import vlong_bytes
+from cellstore.storefiles.hfile.threads import ordered_map
 
 __all__ = [
     "CellBytes",
@@ -50,6 +52,8 @@ _VALID_TYPE: Final = np.isin(np.arange(256), VALID_TYPES)
 _MAX_ROW: Final = 32767
 _MAX_FAMILY: Final = 127
 _LB: Final = pa.large_binary()
+#: Fewest cells :func:`serialize_cells` lays out per thread.
+_CELLS_PER_THREAD: Final = 1 << 16
 
 
 class UnorderedCellsError(InvalidArgumentError):
@@ -396,13 +400,17 @@ def check_tags(cells: PreparedCells, *, include_tags: bool) -> npt.NDArray[np.in
     return tlen
 
 
-def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: bool) -> CellBytes:
+def serialize_cells(
+    cells: PreparedCells, *, include_tags: bool, include_mvcc: bool, threads: int = 1
+) -> CellBytes:
     """Lay out every cell as in a NONE data block (``NoneEncoder.write``).
 
     Args:
         cells: Prepared cells.
         include_tags: Write ``u16 tagsLen`` + tags after each value.
         include_mvcc: Write the memstore timestamp VLong after each cell.
+        threads: Lay out ranges of at least :data:`_CELLS_PER_THREAD` cells on up to
+            this many threads (the same bytes).
 
     Returns:
         The serialized cells.
@@ -433,7 +441,8 @@ def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: b
         mvcc_parts = (np.frombuffer(mvcc_data, np.uint8), mstarts, mvcc_sizes)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(size, out=offsets[1:])
-    data = scatter_cells(
+    data = np.empty(int(offsets[n]), np.uint8)
+    fields = (
         row,
         fam,
         qual,
@@ -445,5 +454,13 @@ def serialize_cells(cells: PreparedCells, *, include_tags: bool, include_mvcc: b
         offsets,
         include_tags,
         include_mvcc,
+        data,
     )
+    # The kernel releases the GIL: big batches are laid out in ranges on threads.
+    parts = max(1, min(threads, n // _CELLS_PER_THREAD))
+    cuts = [n * k // parts for k in range(parts + 1)]
+    for _ in ordered_map(
+        lambda r: scatter_cells(*fields, *r), pairwise(cuts), threads=parts, ahead=parts
+    ):
+        pass
     return CellBytes(data, offsets, klen, vlen, mvcc_sizes, mvcc_data)

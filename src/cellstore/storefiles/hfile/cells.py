@@ -69,13 +69,16 @@ class CellLayout:
 
     Attributes:
         starts: Offset of each cell in the buffer.
-        blocks: Index (into the walked block list) of the block holding each cell.
         counts: Cells per walked block.
     """
 
     starts: npt.NDArray[np.int64]
-    blocks: npt.NDArray[np.int64]
     counts: npt.NDArray[np.int64]
+
+    @property
+    def blocks(self) -> npt.NDArray[np.int64]:
+        """Index (into the walked block list) of the block holding each cell."""
+        return np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
 
 
 #: Bytes of zero padding a caller may append to a buffer so short fields near its end can
@@ -162,8 +165,7 @@ def walk_cells(
         )
         fault = _cell_fault(buf, int(at), int(block_starts[b]), int(block_ends[b]), int(code))
         raise CorruptFileError(f"{where}: {fault.format(block=block)}")
-    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    return CellLayout(starts=starts, blocks=owner, counts=counts)
+    return CellLayout(starts=starts, counts=counts)
 
 
 def _cell_fault(buf: npt.NDArray[np.uint8], pos: int, start: int, end: int, code: int) -> str:

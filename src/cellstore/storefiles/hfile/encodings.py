@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES
 __all__ = [
     "ENCODING_IDS",
     "decode_diff",
+    "decode_encoded_array",
     "decode_encoded_block",
     "decode_fast_diff",
     "decode_prefix",
@@ -70,16 +71,21 @@ ENCODING_IDS: Final[dict[str, int]] = {
     "ROW_INDEX_V1": 7,
 }
 _NAMES: Final = {v: k for k, v in ENCODING_IDS.items()}
+#: A uint8 numpy array.
+_Bytes = np.ndarray[Any, np.dtype[np.uint8]]
+
+
+def _run(encoding: int, data: _Bytes, size: int, flags: CellFlags) -> _Bytes:
+    """One compiled decoder run (:func:`.kernels.decode_cells`); errors name the byte."""
+    out, err, at = kernels.decode_cells(encoding, data, size, flags.tags, flags.mvcc)
+    if err != kernels.OK:
+        raise CorruptFileError(f"{kernels.ERROR_MESSAGES[int(err)]} (cell at byte {int(at)})")
+    return out
 
 
 def _decode(encoding: int, data: bytes, size: int, flags: CellFlags) -> bytes:
-    """One compiled decoder run (:func:`.kernels.decode_cells`); errors name the byte."""
-    out, err, at = kernels.decode_cells(
-        encoding, np.frombuffer(data, np.uint8), size, flags.tags, flags.mvcc
-    )
-    if err != kernels.OK:
-        raise CorruptFileError(f"{kernels.ERROR_MESSAGES[int(err)]} (cell at byte {int(at)})")
-    return bytes(out.tobytes())
+    """:func:`_run` over bytes, giving bytes."""
+    return _run(encoding, np.frombuffer(data, np.uint8), size, flags).tobytes()
 
 
 def decode_prefix(data: bytes, *, flags: CellFlags, size: int) -> bytes:
@@ -121,7 +127,17 @@ _DECODERS: Final[dict[int, Callable[..., bytes]]] = {
 def decode_encoded_block(
     payload: bytes, *, flags: CellFlags, where: str, max_bytes: int = MAX_BLOCK_BYTES
 ) -> bytes:
-    """Decode one ENCODED_DATA payload into NONE-layout cells.
+    """:func:`decode_encoded_array` as bytes (same arguments and errors)."""
+    return decode_encoded_array(payload, flags=flags, where=where, max_bytes=max_bytes).tobytes()
+
+
+def decode_encoded_array(
+    payload: bytes, *, flags: CellFlags, where: str, max_bytes: int = MAX_BLOCK_BYTES
+) -> _Bytes:
+    """Decode one ENCODED_DATA payload into NONE-layout cells, as a uint8 array.
+
+    The encoded cells are read in place (no copy of the payload) and the decoder's output
+    array is returned as is, so a batch copies each block's cells once, into its buffer.
 
     The ``unencodedDataSize`` the block states is checked (0 to ``max_bytes``) before the
     decoder runs, and the decoder never writes past it: its output grows with what is
@@ -143,7 +159,7 @@ def decode_encoded_block(
     (enc,) = struct.unpack_from(">h", payload, 0)
     try:
         if enc == 7:
-            return decode_row_index_v1(payload[2:], flags=flags)
+            return np.frombuffer(decode_row_index_v1(payload[2:], flags=flags), np.uint8)
         if enc not in _DECODERS:
             name = _NAMES.get(enc, f"id {enc}")
             raise UnsupportedFormatError(f"{where}: data block encoding {name} is not supported")
@@ -154,7 +170,7 @@ def decode_encoded_block(
             raise CorruptFileError(
                 f"unencoded size {size} is outside 0..{max_bytes} (the block limit)"
             )
-        out = _DECODERS[enc](payload[6:], flags=flags, size=size)
+        out = _run(enc, np.frombuffer(payload, np.uint8, offset=6), size, flags)
     except CorruptFileError as e:
         raise CorruptFileError(f"{where}: {_NAMES.get(enc, enc)} block: {e}") from e
     if len(out) != size:

@@ -11,9 +11,11 @@ The reading algorithm is HBase's (``HFileInfo.initMetaAndIndex``, ``HFileReaderI
    un-encode (:mod:`.encodings`) and decode all cells of a batch at once (:mod:`.cells`),
    a few batches at a time on threads (:mod:`.batches`).
 
-Memory per batch is bounded by ``batch_bytes`` of on-disk blocks plus at most
-:data:`DECODED_FACTOR` times as many decompressed bytes (a batch whose payloads decompress
-to more is decoded in several steps) and the Arrow output.
+A batch groups ``batch_bytes`` over the file's :attr:`HFileReader.expansion` of on-disk
+blocks (about ``batch_bytes`` of cells once decoded). Memory per batch is bounded by its
+on-disk blocks plus at most :data:`DECODED_FACTOR` times ``batch_bytes`` of decompressed
+bytes (a batch whose payloads decompress to more is decoded in several steps) and the
+Arrow output; ``threads`` batches are decoded at once.
 
 HBase files are untrusted input (:mod:`.limits`): every offset and size an index gives is
 checked against the file before it is read (a block lies inside the file's block section,
@@ -25,7 +27,6 @@ index block twice and expects HBase's block type at each level, and every failur
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any, Final
@@ -68,21 +69,21 @@ from cellstore.storefiles.hfile.index import (
 )
 from cellstore.storefiles.hfile.keys import parse_key, printable_bytes
 from cellstore.storefiles.hfile.limits import MAX_BLOCK_BYTES, MAX_ROW_LENGTH
-from cellstore.storefiles.hfile.readoptions import DEFAULT_BATCH_BYTES
+from cellstore.storefiles.hfile.readoptions import DEFAULT_BATCH_BYTES, DEFAULT_THREADS
 from cellstore.storefiles.hfile.trailer import MAX_TRAILER_SIZE, Trailer, parse_trailer
 
 __all__ = [
     "DECODED_FACTOR",
     "DEFAULT_BATCH_BYTES",
     "DEFAULT_THREADS",
+    "MAX_BATCH_EXPANSION",
     "BlockProblem",
     "HFileReader",
     "OnCorrupt",
 ]
 
-#: Batches decoded at once by default (the machine's cores, at most 2: one batch is
-#: consumed while the next decodes).
-DEFAULT_THREADS: Final = max(1, min(2, os.cpu_count() or 1))
+#: Most decoded bytes per on-disk byte assumed when sizing batches (:attr:`expansion`).
+MAX_BATCH_EXPANSION: Final = 64.0
 #: A batch decodes at most this many times ``batch_bytes`` of payloads in one step.
 DECODED_FACTOR: Final = 8
 _VERIFY_CHUNK: Final = 16 << 20
@@ -492,6 +493,32 @@ class HFileReader:
         )
 
     @cached_property
+    def expansion(self) -> float:
+        """Decoded bytes per on-disk byte of the data blocks, estimated (>= 1).
+
+        What the cells take unencoded and uncompressed (the trailer's cell count times
+        the FileInfo's average key and value lengths plus each cell's fixed fields) over
+        the bytes before the load-on-open section. 1.0 for an uncompressed NONE file and
+        when the statistics are missing or make no sense; at most
+        :data:`MAX_BATCH_EXPANSION`. Only a hint for sizing batches
+        (:meth:`iter_batches`): memory is bounded by the decode budget, not by this.
+        """
+        t = self.trailer
+        if t.codec == "NONE" and self.encoding == "NONE":
+            return 1.0
+        fi = self.file_info
+        try:
+            key = int.from_bytes(fi[b"hfile.AVG_KEY_LEN"], "big", signed=True)
+            value = int.from_bytes(fi[b"hfile.AVG_VALUE_LEN"], "big", signed=True)
+        except KeyError:
+            return 1.0
+        per_cell = 8 + key + value + (2 if self.flags.tags else 0) + (1 if self.flags.mvcc else 0)
+        on_disk = t.load_on_open_offset - max(t.first_data_block_offset, 0)
+        if key < 0 or value < 0 or on_disk <= 0 or t.entry_count <= 0:
+            return 1.0
+        return max(1.0, min(MAX_BATCH_EXPANSION, t.entry_count * per_cell / on_disk))
+
+    @cached_property
     def _root_rows(self) -> list[bytes]:
         """The row of each data-index root entry's key (computed once per reader)."""
         return [key_row(e.key) for e in self.root_index]
@@ -629,15 +656,18 @@ class HFileReader:
                 :func:`~cellstore.storefiles.hfile.cells.cells_schema`).
             with_seq_id: Add the ``seq_id`` column (memstore timestamp).
             with_tags: Add the ``tags`` column (raw tag records).
-            batch_bytes: On-disk bytes of data blocks decoded together (their payloads
-                are decoded at most :data:`DECODED_FACTOR` times this many bytes at once).
+            batch_bytes: Decoded bytes of data blocks decoded together: blocks are
+                grouped by on-disk bytes, ``batch_bytes`` over the file's
+                :attr:`expansion`; payloads are decoded at most :data:`DECODED_FACTOR`
+                times ``batch_bytes`` at once, whatever the estimate.
             on_corrupt: ``"raise"`` (default) or ``"skip"`` damaged data and index blocks
                 (their cells are left out; each skip is appended to ``problems``).
             problems: Receives the skipped blocks.
             blocks: Read exactly these data blocks (default: those the row range needs);
                 entries outside the file raise or are skipped.
-            threads: Batches decoded concurrently (1: no thread pool). Memory holds up to
-                this many batches.
+            threads: Batches read, verified, decompressed and decoded concurrently (1: no
+                thread pool). Memory holds up to this many batches. An error in a worker
+                is raised here, as the same typed error naming the file and block.
             dictionary: ``row`` and ``qualifier`` as dictionary arrays (each batch its
                 own dictionaries; see :func:`~cellstore.storefiles.hfile.cells.dictionary_keys`).
 
@@ -673,7 +703,8 @@ class HFileReader:
             columns=columns,
             options={"with_seq_id": with_seq_id, "with_tags": with_tags, "dictionary": dictionary},
         )
-        yield from decoded_in_order(step, list(batches_of(entries, batch_bytes)), threads)
+        on_disk = max(1, int(max(1, batch_bytes) / self.expansion))
+        yield from decoded_in_order(step, list(batches_of(entries, on_disk)), threads)
 
     def read(self, **options: Any) -> pa.Table:
         """All cells (or a row range) as one table; options as :meth:`iter_batches`."""

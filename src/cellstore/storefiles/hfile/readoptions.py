@@ -13,6 +13,7 @@ acts on it (``reader.py``/``batches.py``), and the CLI flag, if any (``cli/hfile
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final, TypedDict, get_args
@@ -22,6 +23,7 @@ from cellstore.storefiles.hfile.batches import OnCorrupt
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
+    "DEFAULT_THREADS",
     "HFileReadKwargs",
     "HFileReadOptions",
     "Row",
@@ -29,8 +31,11 @@ __all__ = [
     "row_bytes",
 ]
 
-#: On-disk bytes of data blocks decoded together (one Arrow batch per group).
+#: Decoded bytes of data blocks decoded together (one Arrow batch per group).
 DEFAULT_BATCH_BYTES: Final = 16 << 20
+#: Batches decoded at once by default: the machine's cores, at most 2 (one batch is
+#: consumed while the next decode; the codecs and kernels release the GIL).
+DEFAULT_THREADS: Final = max(1, min(2, os.cpu_count() or 1))
 
 #: A row key: bytes, or text (encoded as UTF-8).
 Row = bytes | str
@@ -61,11 +66,21 @@ class HFileReadOptions:
         stop_row: Row to stop before (exclusive).
         with_seq_id: Add ``seq_id``, the cells' memstore timestamps (0 when absent).
         with_tags: Add ``tags``, the raw tag records (empty when absent).
-        batch_bytes: On-disk bytes of data blocks decoded per batch (memory bound).
+        batch_bytes: Bytes of cells (as they decode, unencoded and uncompressed) per
+            batch: the memory bound of one batch. The on-disk bytes grouped into a batch
+            are this divided by the file's expansion (estimated from its trailer and
+            FileInfo), so a SNAPPY or FAST_DIFF file gives batches of about the same
+            cells as a NONE file.
         on_corrupt: ``"raise"`` on a damaged data block, or ``"skip"`` its cells.
+        threads: Batches read, verified, decompressed and decoded at once on a thread
+            pool (default :data:`DEFAULT_THREADS`: the machine's cores, at most 2; 1 reads
+            in the calling thread). Memory holds up to this many batches. Results and
+            errors do not depend on it: an error in a worker comes out of the iterator as
+            the same typed error naming the file and block.
 
     Raises:
-        InvalidArgumentError: an ``on_corrupt`` other than ``"raise"`` or ``"skip"``.
+        InvalidArgumentError: an ``on_corrupt`` other than ``"raise"`` or ``"skip"``, a
+            ``batch_bytes`` or ``threads`` below 1.
     """
 
     columns: Sequence[str] | None = None
@@ -75,12 +90,17 @@ class HFileReadOptions:
     with_tags: bool = False
     batch_bytes: int = DEFAULT_BATCH_BYTES
     on_corrupt: OnCorrupt = "raise"
+    threads: int = DEFAULT_THREADS
 
     def __post_init__(self) -> None:
         if self.on_corrupt not in get_args(OnCorrupt):
             raise InvalidArgumentError(
                 f"on_corrupt {self.on_corrupt!r} is not one of {', '.join(get_args(OnCorrupt))}"
             )
+        for name in ("batch_bytes", "threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"HFile read {name} must be an int >= 1, not {value!r}")
         if self.columns is not None and not isinstance(self.columns, tuple):
             object.__setattr__(self, "columns", tuple(self.columns))
         for name in ("start_row", "stop_row"):
@@ -106,6 +126,7 @@ class HFileReadOptions:
             "with_tags": self.with_tags,
             "batch_bytes": self.batch_bytes,
             "on_corrupt": self.on_corrupt,
+            "threads": self.threads,
         }
 
 
@@ -119,6 +140,7 @@ class HFileReadKwargs(TypedDict, total=False):
     with_tags: bool
     batch_bytes: int
     on_corrupt: OnCorrupt
+    threads: int
 
 
 def read_options(

@@ -11,7 +11,8 @@ HBase class and method it follows (source: apache/hbase ``hbase-server/.../io/hf
   ``BlockCompressorStream`` for SNAPPY and LZ4, a gzip member for GZ);
 * Hadoop VInt/VLong (``WritableUtils.writeVLong``), vectorized for memstore timestamps;
 * root, non-root (leaf/intermediate) index chunks and mid-key metadata
-  (``HFileBlockIndex.BlockIndexChunk.writeRoot/writeNonRoot/getMidKeyMetadata``);
+  (``HFileBlockIndex.BlockIndexChunk.writeRoot/writeNonRoot/getMidKeyMetadata``), and the
+  short index key of each data block (``HFileWriterImpl.getMidpoint``);
 * the FileInfo block (``HFileInfo.write``) and the protobuf fixed trailer
   (``FixedFileTrailer.serializeAsPB``).
 
@@ -47,6 +48,7 @@ __all__ = [
     "frame_block",
     "hadoop_vint",
     "mid_key_metadata",
+    "midpoint_key",
     "non_root_index_payload",
     "non_root_size",
     "root_index_payload",
@@ -85,6 +87,8 @@ MAGIC: Final[dict[str, bytes]] = {
 }
 
 _TRAILER_MAGIC: Final = b'TRABLK"$'
+# The timestamp and type of a ``createFirstOnRow`` key: LATEST_TIMESTAMP, Maximum.
+_LATEST_MAXIMUM: Final = b"\x7f\xff\xff\xff\xff\xff\xff\xff\xff"
 _PB_MAGIC: Final = b"PBUF"
 # Hadoop BlockCompressorStream buffer (HBase's default io.compress.*.buffersize, 256 KiB).
 _HADOOP_BUFFER: Final = 256 * 1024
@@ -203,6 +207,7 @@ def frame_block(
     prev_offset: int,
     checksum: str = "crc32c",
     bytes_per_checksum: int = 16384,
+    compressed: bytes | None = None,
 ) -> FramedBlock:
     """Compress ``payload`` and wrap it in a v3 block header with trailing checksums.
 
@@ -219,11 +224,12 @@ def frame_block(
         prev_offset: Offset of the previous block of this type, or -1.
         checksum: ``crc32c`` (HBase's default), ``crc32`` or ``none``.
         bytes_per_checksum: Checksum chunk size (``hbase.hstore.bytes.per.checksum``).
+        compressed: ``compress(payload, codec)`` when already done (on a writer thread).
 
     Returns:
         The framed block.
     """
-    on_disk = compress(payload, codec)
+    on_disk = compress(payload, codec) if compressed is None else compressed
     data_size = HEADER_SIZE + len(on_disk)
     n_sums = 0 if checksum == "none" else -(-data_size // bytes_per_checksum)
     header = struct.pack(
@@ -238,6 +244,59 @@ def frame_block(
     )
     body = header + on_disk
     return FramedBlock(body + _checksums(body, checksum, bytes_per_checksum), len(payload))
+
+
+# ---------------------------------------------------------------------------------------
+# Index keys
+
+
+def _split_key(key: bytes) -> tuple[bytes, bytes, bytes]:
+    rlen = (key[0] << 8) | key[1]
+    row = key[2 : 2 + rlen]
+    flen = key[2 + rlen]
+    fam = key[3 + rlen : 3 + rlen + flen]
+    return row, fam, key[3 + rlen + flen : -9]
+
+
+def _first_on(row: bytes, fam: bytes = b"", qual: bytes = b"") -> bytes:
+    """Serialized key of ``createFirstOnRow``/``...RowFamily``/``...RowCol`` (LATEST, Maximum)."""
+    return struct.pack(">H", len(row)) + row + bytes((len(fam),)) + fam + qual + _LATEST_MAXIMUM
+
+
+def _min_midpoint(left: bytes, right: bytes) -> bytes:
+    """``HFileWriterImpl.getMinimumMidpointArray``."""
+    n = min(len(left), len(right))
+    i = 0
+    while i < n and left[i] == right[i]:
+        i += 1
+    if i >= n:
+        return right[: i + 1]
+    if left[i] < 0xFF and left[i] + 1 < right[i]:
+        return left[:i] + bytes((left[i] + 1,))
+    return right[: i + 1]
+
+
+def midpoint_key(left: bytes | None, right: bytes) -> bytes:
+    """``HFileWriterImpl.getMidpoint``: a short key sorting in ``(left, right]``.
+
+    Args:
+        left: Last key of the previous block (None for the first block).
+        right: First key of this block.
+
+    Returns:
+        The index key for this block.
+    """
+    if left is None:
+        return right
+    lrow, lfam, lqual = _split_key(left)
+    rrow, rfam, rqual = _split_key(right)
+    if lrow != rrow:
+        return _first_on(_min_midpoint(lrow, rrow))
+    if lfam != rfam:
+        return _first_on(rrow, _min_midpoint(lfam, rfam))
+    if lqual != rqual:
+        return _first_on(rrow, rfam, _min_midpoint(lqual, rqual))
+    return right
 
 
 # ---------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from cellstore.storefiles.hfile.cellbytes import (
     slice_cells,
 )
 from cellstore.storefiles.hfile.options import HFileKwargs, HFileOptions
+from cellstore.storefiles.hfile.threads import ordered_map
 
 __all__ = [
     "KV_COMPARATOR",
@@ -153,6 +154,28 @@ class HFileWriter(FileContext):
         """
         self._check_open()
         self._asm.append(prepare_cells(cells, family=self._family, sort=False))
+
+    def _write_slices(self, table: Any, size: int) -> None:
+        """:meth:`write` of ``table`` in slices of ``size`` cells.
+
+        With ``threads > 1`` the next slice is prepared (checked, converted, its order
+        flags computed) on a thread while this one is laid out and written; errors come
+        out in slice order, as :meth:`write` raises them.
+        """
+        self._check_open()
+        threads = min(2, self._asm.options.threads)
+        starts = range(0, table.num_rows, size)
+        prepared = ordered_map(
+            lambda start: prepare_cells(table.slice(start, size), family=self._family, sort=False),
+            starts,
+            threads=threads if len(starts) > 1 else 1,
+            ahead=1,
+        )
+        try:
+            for cells in prepared:
+                self._asm.append(cells)
+        finally:
+            prepared.close()
 
     def _write_prepared(self, cells: PreparedCells) -> None:
         """Append prepared cells in order, :data:`_SLICE_CELLS` at a time.
@@ -293,8 +316,7 @@ def write_hfile(
     # Sorted input (the common case) streams slice by slice: bounded memory, no sort.
     writer = HFileWriter(fs, path, options, family=fam)
     try:
-        for start in range(0, table.num_rows, _SLICE_CELLS):
-            writer.write(table.slice(start, _SLICE_CELLS))
+        writer._write_slices(table, _SLICE_CELLS)
         return writer.close()
     except UnorderedCellsError:
         writer.abort()

@@ -20,6 +20,16 @@ def _jit(fn: _F) -> _F:
     return cast(_F, numba.njit(cache=True, nogil=True)(fn))
 
 
+def _inline(fn: _F) -> _F:
+    """:func:`_jit`, inlined into its callers by numba (``inline="always"``).
+
+    For the small helpers called once or more per cell: a call passing arrays costs
+    reference counting a loop cannot prune, inlined they cost nothing (the decoders run
+    about 1.4x faster).
+    """
+    return cast(_F, numba.njit(cache=True, nogil=True, inline="always")(fn))
+
+
 #: Error codes of the decoders (0: success).
 OK: Final = 0
 OVERRUN: Final = 1  # a read past the end of the input
@@ -39,7 +49,7 @@ ERROR_MESSAGES: Final = {
 }
 
 
-@_jit
+@_inline
 def vlong_size(b: np.uint8) -> np.int64:
     """``WritableUtils.decodeVIntSize`` of a VLong's first byte."""
     v = np.int64(b)
@@ -52,7 +62,7 @@ def vlong_size(b: np.uint8) -> np.int64:
     return np.int64(-111 - v)
 
 
-@_jit
+@_inline
 def _cint(data: npt.NDArray[np.uint8], pos: np.int64, end: np.int64) -> tuple[np.int64, np.int64]:
     """``ByteBufferUtils.readCompressedInt``: (value, next position), -1 past the end."""
     value = np.int64(0)
@@ -68,9 +78,26 @@ def _cint(data: npt.NDArray[np.uint8], pos: np.int64, end: np.int64) -> tuple[np
         shift += 7
 
 
-@_jit
+@_inline
 def _put_u32(out: npt.NDArray[np.uint8], at: np.int64, v: np.int64) -> None:
     out[at] = (v >> 24) & 0xFF
     out[at + 1] = (v >> 16) & 0xFF
     out[at + 2] = (v >> 8) & 0xFF
     out[at + 3] = v & 0xFF
+
+
+@_inline
+def _copy(
+    dst: npt.NDArray[np.uint8],
+    at: np.int64,
+    src: npt.NDArray[np.uint8],
+    start: np.int64,
+    length: np.int64,
+) -> None:
+    """``dst[at : at + length] = src[start : start + length]``, byte by byte.
+
+    Faster than a slice assignment for the short copies of a cell (no array views, no
+    overlap check: ``dst`` and ``src`` may be the same array, copied forward).
+    """
+    for j in range(length):
+        dst[at + j] = src[start + j]

@@ -17,13 +17,15 @@ from cellstore.storefiles.hfile.kernels.base import (
     OK,
     OVERRUN,
     _cint,
+    _copy,
+    _inline,
     _jit,
     _put_u32,
     vlong_size,
 )
 
 
-@_jit
+@_inline
 def _extras(
     data: npt.NDArray[np.uint8],
     pos: np.int64,
@@ -46,7 +48,7 @@ def _extras(
             return pos, o, np.int64(BAD_SIZE)
         out[o] = (tl >> 8) & 0xFF
         out[o + 1] = tl & 0xFF
-        out[o + 2 : o + 2 + tl] = data[pos : pos + tl]
+        _copy(out, o + 2, data, pos, tl)
         o += 2 + tl
         pos += tl
     if mvcc:
@@ -57,7 +59,7 @@ def _extras(
             return pos, o, np.int64(OVERRUN)
         if o + size > len(out):
             return pos, o, np.int64(BAD_SIZE)
-        out[o : o + size] = data[pos : pos + size]
+        _copy(out, o, data, pos, size)
         o += size
         pos += size
     return pos, o, np.int64(OK)
@@ -90,10 +92,10 @@ def _decode_prefix(
         _put_u32(out, o, klen)
         _put_u32(out, o + 4, vlen)
         k = o + 8
-        out[k : k + common] = out[prev : prev + common]
-        out[k + common : k + klen] = data[pos : pos + rest]
+        _copy(out, k, out, prev, common)
+        _copy(out, k + common, data, pos, rest)
         pos += rest
-        out[k + klen : k + klen + vlen] = data[pos : pos + vlen]
+        _copy(out, k + klen, data, pos, vlen)
         pos += vlen
         o = k + klen + vlen
         pos, o, err = _extras(data, pos, end, out, o, tags, mvcc)
@@ -163,7 +165,7 @@ def _decode_diff(
         if fast and first:
             if pos + klen + vlen > end:
                 return o, np.int64(OVERRUN), at
-            out[k : k + klen + vlen] = data[pos : pos + klen + vlen]
+            _copy(out, k, data, pos, klen + vlen)
             pos += klen + vlen
         else:
             limit = prev_klen - 9 if fast else prev_klen
@@ -171,7 +173,7 @@ def _decode_diff(
                 return o, np.int64(BAD_COMMON), at
             if common > klen - 9:
                 return o, np.int64(BAD_KEY), at
-            out[k : k + common] = out[prev : prev + common]
+            _copy(out, k, out, prev, common)
             prev_rlen = np.int64(-1)
             if not first:
                 prev_rlen = (np.int64(out[prev]) << 8) | np.int64(out[prev + 1])
@@ -182,14 +184,14 @@ def _decode_diff(
                     need = 2 - common
                     if pos + need > end:
                         return o, np.int64(OVERRUN), at
-                    out[w : w + need] = data[pos : pos + need]
+                    _copy(out, w, data, pos, need)
                     pos += need
                     w += need
                 rlen = (np.int64(out[k]) << 8) | np.int64(out[k + 1])
                 rest = k + 2 + rlen - w
                 if rest < 0 or pos + rest > end or 2 + rlen + 10 > klen:
                     return o, np.int64(OVERRUN if pos + rest > end else BAD_KEY), at
-                out[w : w + rest] = data[pos : pos + rest]
+                _copy(out, w, data, pos, rest)
                 pos += rest
                 w += rest
                 if fast:
@@ -197,27 +199,27 @@ def _decode_diff(
                     flen = np.int64(out[pf]) + 1
                     if (w - k) + flen + 9 > klen:
                         return o, np.int64(BAD_KEY), at
-                    out[w : w + flen] = out[pf : pf + flen]
+                    _copy(out, w, out, pf, flen)
                 else:
                     flen = fam_len
                     if (w - k) + flen + 9 > klen:
                         return o, np.int64(BAD_KEY), at
-                    out[w : w + flen] = data[fam_at : fam_at + flen]
+                    _copy(out, w, data, fam_at, flen)
                 w += flen
             qual = k + klen - 9 - w
             if qual < 0 or pos + qual > end:
                 return o, np.int64(BAD_KEY if qual < 0 else OVERRUN), at
-            out[w : w + qual] = data[pos : pos + qual]
+            _copy(out, w, data, pos, qual)
             pos += qual
             w += qual
             # Timestamp (8 bytes big-endian in the key) and type.
             if fast:
                 shared = flag & 7
-                out[w : w + shared] = out[prev + prev_klen - 9 : prev + prev_klen - 9 + shared]
+                _copy(out, w, out, prev + prev_klen - 9, shared)
                 rest = 8 - shared
                 if pos + rest > end:
                     return o, np.int64(OVERRUN), at
-                out[w + shared : w + 8] = data[pos : pos + rest]
+                _copy(out, w + shared, data, pos, rest)
                 pos += rest
             else:
                 nbytes = ((flag >> 4) & 7) + 1
@@ -250,11 +252,11 @@ def _decode_diff(
             if fast and (flag & 64) and not first:
                 if vlen != prev_vlen:
                     return o, np.int64(BAD_VALUE), at
-                out[w : w + vlen] = out[prev_vat : prev_vat + vlen]
+                _copy(out, w, out, prev_vat, vlen)
             else:
                 if pos + vlen > end:
                     return o, np.int64(OVERRUN), at
-                out[w : w + vlen] = data[pos : pos + vlen]
+                _copy(out, w, data, pos, vlen)
                 pos += vlen
         prev, prev_klen, prev_vat, prev_vlen = k, klen, k + klen, vlen
         o = k + klen + vlen

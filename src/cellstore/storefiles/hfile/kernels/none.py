@@ -14,7 +14,16 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from cellstore.storefiles.hfile.kernels.base import BAD_KEY, OK, OVERRUN, _jit, _put_u32, vlong_size
+from cellstore.storefiles.hfile.kernels.base import (
+    BAD_KEY,
+    OK,
+    OVERRUN,
+    _copy,
+    _inline,
+    _jit,
+    _put_u32,
+    vlong_size,
+)
 
 
 @_jit
@@ -96,7 +105,7 @@ def walk_none(
     return starts[:n], counts, np.int64(-1), np.int64(OK), np.int64(0)
 
 
-@_jit
+@_inline
 def _u32(buf: npt.NDArray[np.uint8], p: np.int64) -> np.int64:
     return (
         (np.int64(buf[p]) << 24)
@@ -106,7 +115,7 @@ def _u32(buf: npt.NDArray[np.uint8], p: np.int64) -> np.int64:
     )
 
 
-@_jit
+@_inline
 def _same_bytes(buf: npt.NDArray[np.uint8], a: np.int64, b: np.int64, size: np.int64) -> bool:
     for k in range(size):  # noqa: SIM110 - compiled by numba, no generator
         if buf[a + k] != buf[b + k]:
@@ -114,7 +123,7 @@ def _same_bytes(buf: npt.NDArray[np.uint8], a: np.int64, b: np.int64, size: np.i
     return True
 
 
-@_jit
+@_inline
 def _fnv(buf: npt.NDArray[np.uint8], pos: np.int64, size: np.int64) -> np.uint64:
     h = np.uint64(14695981039346656037)
     for j in range(size):
@@ -312,19 +321,6 @@ def murmur2_keys(
 
 
 @_jit
-def _put_bytes(
-    out: npt.NDArray[np.uint8],
-    o: np.int64,
-    data: npt.NDArray[np.uint8],
-    start: np.int64,
-    length: np.int64,
-) -> np.int64:
-    for j in range(length):
-        out[o + j] = data[start + j]
-    return o + length
-
-
-@_jit
 def scatter_cells(
     row: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
     family: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]],
@@ -337,46 +333,54 @@ def scatter_cells(
     offsets: npt.NDArray[np.int64],
     with_tags: bool,
     with_mvcc: bool,
-) -> npt.NDArray[np.uint8]:
-    """Lay cells out as a NONE block holds them (``NoneEncoder.write``), all in one buffer.
+    out: npt.NDArray[np.uint8],
+    lo: int,
+    hi: int,
+) -> None:
+    """Lay cells ``[lo, hi)`` out as a NONE block holds them (``NoneEncoder.write``) in ``out``.
 
     Each binary field is ``(data, starts, lengths)``; ``offsets`` are the cells' start
-    offsets plus the total (computed by the caller from the same lengths).
+    offsets plus the total (computed by the caller from the same lengths), and ``out``
+    holds ``offsets[-1]`` bytes. Cells of disjoint ranges go to disjoint bytes, so ranges
+    can be laid out on several threads at once.
     """
-    n = len(ts)
-    out = np.empty(offsets[n], np.uint8)
     rd, rs, rl = row
     fd, fs, fl = family
     qd, qs, ql = qualifier
     vd, vs, vl = value
     td, tst, tl = tags
     md, ms, ml = mvcc
-    for i in range(n):
+    for i in range(lo, hi):
         o = offsets[i]
         klen = 12 + rl[i] + fl[i] + ql[i]
         _put_u32(out, o, klen)
         _put_u32(out, o + 4, vl[i])
         out[o + 8] = (rl[i] >> 8) & 0xFF
         out[o + 9] = rl[i] & 0xFF
-        o = _put_bytes(out, o + 10, rd, rs[i], rl[i])
+        _copy(out, o + 10, rd, rs[i], rl[i])
+        o += 10 + rl[i]
         out[o] = fl[i]
-        o = _put_bytes(out, o + 1, fd, fs[i], fl[i])
-        o = _put_bytes(out, o, qd, qs[i], ql[i])
+        _copy(out, o + 1, fd, fs[i], fl[i])
+        o += 1 + fl[i]
+        _copy(out, o, qd, qs[i], ql[i])
+        o += ql[i]
         t = ts[i]
         for j in range(8):
             out[o + j] = (t >> (56 - 8 * j)) & 0xFF
         out[o + 8] = typ[i]
-        o = _put_bytes(out, o + 9, vd, vs[i], vl[i])
+        _copy(out, o + 9, vd, vs[i], vl[i])
+        o += 9 + vl[i]
         if with_tags:
             out[o] = (tl[i] >> 8) & 0xFF
             out[o + 1] = tl[i] & 0xFF
-            o = _put_bytes(out, o + 2, td, tst[i], tl[i])
+            _copy(out, o + 2, td, tst[i], tl[i])
+            o += 2 + tl[i]
         if with_mvcc:
-            o = _put_bytes(out, o, md, ms[i], ml[i])
-    return out
+            _copy(out, o, md, ms[i], ml[i])
+            o += ml[i]
 
 
-@_jit
+@_inline
 def _compare(d: npt.NDArray[np.uint8], offs: npt.NDArray[np.int64], i: int) -> np.int64:
     """Unsigned lexicographic comparison of element ``i`` with element ``i - 1``: -1, 0, 1."""
     a, b = offs[i], offs[i - 1]
