@@ -110,6 +110,8 @@ class _Footer:
     metadata: pq.FileMetaData
     row_groups: list[RowGroupStats] | None = None
     blooms: dict[int, SplitBlockBloomFilter | None] = field(default_factory=dict)
+    #: The parsed footer, once the file passed every check of an open (schema included).
+    info: StoreFileInfo | None = None
 
 
 _cache: OrderedDict[tuple[str, int, str], _Footer] = OrderedDict()
@@ -220,7 +222,8 @@ class StoreFileReader(FileContext):
             kv = meta.metadata or {}
             if FOOTER_KEY not in kv:
                 raise CorruptFileError(f"{where}{path}: Parquet file has no cellstore footer")
-            self.info = StoreFileInfo.from_footer(
+            known = cached.info if cached is not None else None
+            self.info = known or StoreFileInfo.from_footer(
                 kv[FOOTER_KEY],
                 path=path,
                 size=size,
@@ -234,7 +237,8 @@ class StoreFileReader(FileContext):
                     mismatch = f"the Parquet footer holds {held} cells"
                 if mismatch is not None:
                     raise _entry_mismatch_error(where, path, mismatch)
-            _check_schema(self._pf, path, where, self.info.columns, self.info.row_key)
+            if known is None:  # a cached footer passed this check when first opened
+                _check_schema(self._pf, path, where, self.info.columns, self.info.row_key)
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
             groups = cached.row_groups if cached is not None else None
@@ -250,6 +254,7 @@ class StoreFileReader(FileContext):
             cached = _Footer(meta, groups)
             _cache_put(key, cached)
         cached.row_groups = groups
+        cached.info = self.info
         self._footer = cached
 
     def _read_range(self, start: int, end: int) -> bytes:
