@@ -1099,3 +1099,49 @@ def test_read_optimized_equals_the_source(spark, tmp_path: Path) -> None:
         want_rows = sorted(tuple(r.values()) for r in want.to_pylist())
         assert got.columns == want.column_names
         assert got_rows == want_rows
+
+
+def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path: Path) -> None:
+    """Keyed column files (docs/format.md 14.2) hold key fields, not rows: every region goes
+    through the source, in one read of the neighbouring regions, with the source's rows."""
+    from cellstore import Family
+    from cellstore.loader import LoadMapping
+    from cellstore.spark.optimized import _adjacent_merged, plan_optimized, read_optimized
+
+    root = str(tmp_path / "wh")
+    spec = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
+    t = connect(root).create_table(
+        "keyed",
+        families=[Family(name="d", layout="columns"), Family(name="i", layout="columns")],
+        row_key=spec,
+        splits=[b"DL", b"UA"],
+    )
+    n = 3000
+    frame = pd.DataFrame(
+        {
+            "carrier": [["AA", "DL", "UA"][i % 3] for i in range(n)],
+            "n": list(range(n)),
+            "delay": [None if i % 31 == 0 else i / 4 for i in range(n)],
+            "tail": [f"N{i % 50}" for i in range(n)],
+        }
+    )
+    mapping = LoadMapping.from_dict(
+        {
+            "row_key": spec.to_dict(),
+            "cells": [
+                {"family": "d", "qualifier": "delay", "value": "delay", "codec": "double"},
+                {"family": "i", "qualifier": "tail", "value": "tail", "codec": "string"},
+            ],
+        }
+    )
+    t.load(frame, mapping=mapping, key_advice="off")
+    t = connect(root).table("keyed")
+    plan = plan_optimized(t)
+    assert not plan.files and len(plan.ranges) == 3
+    assert _adjacent_merged(plan.ranges) == [(b"", b"")]
+    got = read_optimized(spark, root=root, table="keyed")
+    want = t.scan(shape="wide", column_types="table", key_columns=False).to_arrow()
+    assert got.columns == want.column_names
+    assert sorted(tuple(r) for r in got.collect()) == sorted(
+        tuple(r.values()) for r in want.to_pylist()
+    )

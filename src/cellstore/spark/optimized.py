@@ -189,7 +189,7 @@ def read_optimized(
     types = json.dumps(
         {column_name(f, q): c.value for (f, q), c in plan.codecs.items() if (f, q) in plan.columns}
     )
-    for start, stop in plan.ranges:
+    for start, stop in _adjacent_merged(plan.ranges):
         reader = (
             spark.read.format("cellstore")
             .option("root", root)
@@ -211,6 +211,17 @@ def read_optimized(
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
+    return out
+
+
+def _adjacent_merged(ranges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Row ranges with adjacent ones joined (one source read for neighbouring regions)."""
+    out: list[tuple[bytes, bytes]] = []
+    for start, stop in sorted(ranges):
+        if out and out[-1][1] == start and start:
+            out[-1] = (out[-1][0], stop)
+        else:
+            out.append((start, stop))
     return out
 
 
