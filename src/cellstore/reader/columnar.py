@@ -283,17 +283,13 @@ def _merged_family(
     values: dict[bytes, tuple[pa.Array, Codec]] = {}
     stamps: dict[bytes, np.ndarray] = {}
     for q, held in columns.items():
-        typed = {(name, q): _concat_column(files, sizes, held, (name, q))}
-        values[q] = typed[(name, q)]
-        stamps[q] = (
-            np.concatenate(
-                [
-                    next((f.stamps[s] for j, _, s in held if j == i), np.zeros(n, dtype=np.int64))
-                    for i, (f, n) in enumerate(zip(files, sizes, strict=True))
-                ]
-            )
-            if files
-            else np.zeros(0, dtype=np.int64)
+        values[q] = _concat_column(files, sizes, held, (name, q))
+        by_file = {j: f_spec for j, _, f_spec in held}
+        stamps[q] = np.concatenate(
+            [
+                f.stamps[by_file[i]] if i in by_file else np.zeros(n, dtype=np.int64)
+                for i, (f, n) in enumerate(zip(files, sizes, strict=True))
+            ]
         )
     rows = pa.concat_arrays([f.row_keys() for f in files]) if files else pa.array([], pa.binary())
     base = BaseColumns(
