@@ -311,3 +311,40 @@ def test_two_families_share_or_join_their_rows(
     ):
         assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist()
     assert shared and all(s is same_rows for s in shared)
+
+
+def test_key_ranges_cut_keyed_row_groups_like_the_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key range that cuts row groups of keyed files finds its cut points from the key
+    fields (a sample, then the bracketing records): every cut agrees with the twin."""
+    from cellstore.reader import columnar
+
+    cuts: list[int] = []
+    real = columnar._bisect_keyed
+
+    def spy(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:
+        cuts.append(real(fields, key, target))
+        return cuts[-1]
+
+    monkeypatch.setattr(columnar, "_bisect_keyed", spy)
+    a, b = tables(str(tmp_path))
+    for t in (a, b):
+        t.load_cells(keyed_cells(3000), row_group_cells=400)  # 200-record groups
+    (entry,) = column_entries(b)
+    assert StoreFileReader(b.fs, b.file_path(entry)).info.row_groups >= 10
+    a, b = a.refresh(), b.refresh()
+    for key in (
+        {"carrier": "AA"},
+        {"carrier": "DL", "n": (-50, 0)},
+        {"carrier": "DL", "n": (10, 11)},
+        {"carrier": "UA", "n": (900, None)},
+        {"carrier": "UA", "n": (None, -49)},
+        {"carrier": "ZZ"},
+    ):
+        opts = {"shape": "wide", "column_types": "table", "key": key}
+        assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist()
+    for start, stop in ((b"AA", b"DM"), (b"DL\x00", b"UA\x00\x80"), (b"", b"AA\x00\x7f\xff")):
+        opts = {"shape": "wide", "start_row": start, "stop_row": stop}
+        assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist()
+    assert len(cuts) >= 10 and len(set(cuts)) > 3  # the cuts were found from key fields

@@ -41,13 +41,14 @@ from cellstore.core.columnar import (
     key_names,
 )
 from cellstore.core.metadata import FileEntry
+from cellstore.core.regions import bisect_rows
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.rowmerge import BaseColumns, merge_by_row
 from cellstore.reader.shapes import WideSpec, column_name, to_wide, with_key_columns
 from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
-from cellstore.storefiles.reader import slice_rows
+from cellstore.storefiles.reader import RowGroupStats, slice_rows
 
 __all__ = ["fast_wide_families", "older_companions", "read_wide_fast"]
 
@@ -283,17 +284,13 @@ def _merged_family(
     values: dict[bytes, tuple[pa.Array, Codec]] = {}
     stamps: dict[bytes, np.ndarray] = {}
     for q, held in columns.items():
-        typed = {(name, q): _concat_column(files, sizes, held, (name, q))}
-        values[q] = typed[(name, q)]
-        stamps[q] = (
-            np.concatenate(
-                [
-                    next((f.stamps[s] for j, _, s in held if j == i), np.zeros(n, dtype=np.int64))
-                    for i, (f, n) in enumerate(zip(files, sizes, strict=True))
-                ]
-            )
-            if files
-            else np.zeros(0, dtype=np.int64)
+        values[q] = _concat_column(files, sizes, held, (name, q))
+        by_file = {j: f_spec for j, _, f_spec in held}
+        stamps[q] = np.concatenate(
+            [
+                f.stamps[by_file[i]] if i in by_file else np.zeros(n, dtype=np.int64)
+                for i, (f, n) in enumerate(zip(files, sizes, strict=True))
+            ]
         )
     rows = pa.concat_arrays([f.row_keys() for f in files]) if files else pa.array([], pa.binary())
     base = BaseColumns(
@@ -446,11 +443,7 @@ def _read_base(
         # the file's fields are the read's when the specs differ at most in the salt
         # (the read decodes rows without it; the key columns never hold it)
         by_keys = (
-            not whole
-            and file_key is not None
-            and key is not None
-            and _same_fields(file_key, key)
-            and inside
+            not whole and file_key is not None and key is not None and _same_fields(file_key, key)
         )
         head = key_names(file_key) if by_keys and file_key is not None else [ROW_COLUMN]
         if rowless and by_keys:
@@ -475,6 +468,8 @@ def _read_base(
         records = reader.read_records([g.index for g in stats], columns=cols)
     if not by_keys:
         records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
+    elif not inside and file_key is not None:
+        records = _cut_keyed(records, file_key, stats, task.start, task.stop)
     n = records.num_rows
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
     present = np.zeros(n, dtype=bool) if per_cell else np.ones(n, dtype=bool)
@@ -516,8 +511,43 @@ def _read_base(
         stamps=stamps if stamped else {},
         keys=keys,
         key=file_key,
-        digest=digest if by_keys and len(stats) == reader.info.row_groups else None,
+        digest=digest if by_keys and inside and len(stats) == reader.info.row_groups else None,
     )
+
+
+def _cut_keyed(
+    records: pa.Table, key: RowKeySpec, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
+) -> pa.Table:
+    """A keyed file's records (the row groups ``stats``) whose row is in ``[start, stop)``.
+
+    The rows are encoded only where the cut points lie (:func:`_bisect_keyed`), not for
+    every record read.
+    """
+    if all(g.within(start, stop) for g in stats):
+        return records
+    fields = pa.table(
+        [records.column(n) for n in key_names(key)], names=[f.name for f in key.fields]
+    )
+    lo = _bisect_keyed(fields, key, start) if start else 0
+    hi = _bisect_keyed(fields, key, stop) if stop else records.num_rows
+    return records.slice(lo, max(hi - lo, 0))
+
+
+def _bisect_keyed(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:
+    """The first record whose row (``key``'s encoding of ``fields``) is ``>= target``.
+
+    Two steps of one encode each: every ``sqrt(n)``-th record, then the records between the
+    two samples that bracket ``target`` (rows ascend, so the answer lies there).
+    """
+    n = fields.num_rows
+    step = max(1, int(np.sqrt(n)))
+    idx = np.arange(0, n, step, dtype=np.int64)
+    j = bisect_rows(key.encode(fields.take(pa.array(idx))), target)
+    lo = int(idx[j - 1]) if j > 0 else 0
+    hi = int(idx[j]) if j < len(idx) else n
+    if hi <= lo:
+        return lo
+    return lo + bisect_rows(key.encode(fields.slice(lo, hi - lo)), target)
 
 
 def _concat_files(

@@ -261,7 +261,6 @@ def _with_rows(base: BaseColumns, extra: pa.Array) -> BaseColumns:
     """``base`` with rows it lacks added (no values), in row order."""
     rows = pa.concat_arrays([base.rows, extra.cast(base.rows.type)])
     order = pc.sort_indices(rows)
-    n_old = len(base.rows)
     index = pa.array(order)
     take = order.to_numpy(zero_copy_only=False)
     values = {
@@ -274,5 +273,4 @@ def _with_rows(base: BaseColumns, extra: pa.Array) -> BaseColumns:
     }
     seq = np.concatenate([base.seq, np.zeros(len(extra), dtype=np.int64)])[take]
     present = np.concatenate([base.present, np.zeros(len(extra), dtype=bool)])[take]
-    del n_old
     return BaseColumns(rows.take(index), seq, values, stamps, present)
