@@ -263,3 +263,47 @@ def test_write_from_a_table_range(tmp_path: Path) -> None:
     assert code == 2 and "families" in err
     code, _, _ = run("--root", root, "hfile", "write", "in.csv", "out", "--table", "ns:t")
     assert code == 2
+
+
+def test_threads_flag_of_cat_and_write(tmp_path: Path) -> None:
+    """``--threads`` (HFileReadOptions/HFileOptions.threads): files written on 1 and 2
+    threads hold the same cells (FileInfo's create time differs between any two writes),
+    read the same on 1 and 2 threads; below 1 is a usage error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cellstore.hbase import read_hfile
+
+    n = 3000
+    cells = pa.table(
+        {
+            "row": pa.array([f"r{i:05d}".encode() for i in range(n)], pa.binary()),
+            "family": pa.array(["f"] * n),
+            "qualifier": pa.array([b"q"] * n, pa.binary()),
+            "ts": pa.array([5] * n, pa.int64()),
+            "type": pa.array([4] * n, pa.int8()),
+            "value": pa.array([b"v" * 40] * n, pa.binary()),
+        }
+    )
+    src = tmp_path / "cells.parquet"
+    pq.write_table(cells, src)
+    outs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"t{threads}.hfile"
+        code, _, err = run(
+            "hfile", "write", str(src), str(out), "--compression", "snappy",
+            "--block-size", "4096", "--threads", threads,
+        )  # fmt: skip
+        assert code == 0, err
+        outs.append(read_hfile(str(out)))
+    assert outs[0].equals(outs[1])
+    assert outs[0].column("row").to_pylist() == cells.column("row").to_pylist()
+    shown = [
+        run("--output", "json", "hfile", "cat", str(tmp_path / "t1.hfile"), "--threads", t)
+        for t in ("1", "2")
+    ]
+    assert shown[0][0] == shown[1][0] == 0
+    assert json.loads(shown[0][1])["cells"] == json.loads(shown[1][1])["cells"]
+    assert len(json.loads(shown[0][1])["cells"]) == n
+    code, _, _ = run("hfile", "cat", str(tmp_path / "t1.hfile"), "--threads", "0")
+    assert code == 2

@@ -150,6 +150,12 @@ def _limited(batches: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Tabl
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N cells.")
 @click.option("--start-row", default=None, help=r"First row (printable form, \x00 escapes).")
 @click.option("--stop-row", default=None, help="Row to stop before (exclusive).")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Blocks decompressed and decoded on N threads (default: the cores, at most 2).",
+)
 @pass_cli_context
 def cat_cmd(
     cli_ctx: CliContext,
@@ -158,15 +164,18 @@ def cat_cmd(
     limit: int | None,
     start_row: str | None,
     stop_row: str | None,
+    threads: int | None,
 ) -> None:
     """Print FILE's cells in the HBase shell's scan format."""
     from cellstore.hbase import HFileReadOptions, iter_hfile_batches
+    from cellstore.storefiles.hfile.readoptions import DEFAULT_THREADS
 
     started = time.perf_counter()
     options = HFileReadOptions(
         start_row=from_string_binary(start_row) if start_row is not None else None,
         stop_row=from_string_binary(stop_row) if stop_row is not None else None,
         batch_bytes=1 << 20,
+        threads=DEFAULT_THREADS if threads is None else threads,
     )
     batches = iter_hfile_batches(path, options, storage_options=_options(cli_ctx, path))
     with _named_file(path):
@@ -295,6 +304,13 @@ def _table_cells(
 @click.option(
     "--bloom", type=click.Choice(["row", "rowcol", "none"]), default="row", show_default=True
 )
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Data blocks encoded and compressed on N threads (default: the cores, at most 2; "
+    "the file's bytes do not depend on it).",
+)
 @pass_cli_context
 def write_cmd(
     cli_ctx: CliContext,
@@ -309,6 +325,7 @@ def write_cmd(
     encoding: str,
     block_size: int,
     bloom: str,
+    threads: int | None,
 ) -> None:
     """Write cells to one HBase HFile (bulk-loadable, one family).
 
@@ -319,6 +336,7 @@ def write_cmd(
     """
     from cellstore.cli.load_cells import _format_for, read_cells_file
     from cellstore.hbase import write_hfile
+    from cellstore.storefiles.hfile.options import DEFAULT_WRITE_THREADS
 
     if table_name is None and len(paths) != 2:
         raise click.UsageError("give IN and OUT, or --table NS:T and OUT")
@@ -359,6 +377,7 @@ def write_cmd(
         encoding=encoding,  # type: ignore[arg-type]
         block_size=block_size,
         bloom=bloom,  # type: ignore[arg-type]
+        threads=DEFAULT_WRITE_THREADS if threads is None else threads,
     )
     secs = time.perf_counter() - started
     doc = {
