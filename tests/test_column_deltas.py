@@ -26,6 +26,7 @@ from cellstore.core.cells import CellType
 from cellstore.core.columnar import AUTO_MIN_ROWS
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.reader import rowmerge
+from test_column_layout import cell_table as table
 
 PUT = int(CellType.PUT)
 DC = int(CellType.DELETE_COLUMN)
@@ -47,19 +48,6 @@ def base_cells(ts: int) -> pa.Table:
         if i % 3:
             cells.append((row, b"x", b"x"))
     return table([(r, "f", q, ts, PUT, v) for r, q, v in cells])
-
-
-def table(cells: list[tuple[bytes, str, bytes, int, int, bytes]]) -> pa.Table:
-    return pa.table(
-        {
-            "row": pa.array([c[0] for c in cells], pa.binary()),
-            "family": pa.array([c[1] for c in cells], pa.string()),
-            "qualifier": pa.array([c[2] for c in cells], pa.binary()),
-            "ts": pa.array([c[3] for c in cells], pa.int64()),
-            "type": pa.array([c[4] for c in cells], pa.int8()),
-            "value": pa.array([c[5] for c in cells], pa.binary()),
-        }
-    )
 
 
 @st.composite

@@ -160,14 +160,12 @@ def test_write_from_csv_reads_back(tmp_path: Path) -> None:
     assert set(got.column("family").to_pylist()) == {"cf"}
 
 
-def test_write_from_parquet_with_options(tmp_path: Path) -> None:
+def _puts_file(tmp_path: Path, rows: list[bytes], value: bytes) -> Path:
+    """A Parquet cells file: one Put ``f:q`` at ts 5 of ``value`` per row."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cellstore.hbase import hfile_info, read_hfile
-
-    n = 2000
-    rows = [f"row{i:05d}".encode() for i in range(n)]
+    n = len(rows)
     cells = pa.table(
         {
             "row": pa.array(rows, pa.binary()),
@@ -175,11 +173,21 @@ def test_write_from_parquet_with_options(tmp_path: Path) -> None:
             "qualifier": pa.array([b"q"] * n, pa.binary()),
             "ts": pa.array([5] * n, pa.int64()),
             "type": pa.array([4] * n, pa.int8()),
-            "value": pa.array([b"x" * 50] * n, pa.binary()),
+            "value": pa.array([value] * n, pa.binary()),
         }
     )
     src = tmp_path / "cells.parquet"
     pq.write_table(cells, src)
+    return src
+
+
+def test_write_from_parquet_with_options(tmp_path: Path) -> None:
+
+    from cellstore.hbase import hfile_info, read_hfile
+
+    n = 2000
+    rows = [f"row{i:05d}".encode() for i in range(n)]
+    src = _puts_file(tmp_path, rows, b"x" * 50)
     out = tmp_path / "o.hfile"
     code, stdout, err = run(
         "--output", "json", "hfile", "write", str(src), str(out),
@@ -269,24 +277,12 @@ def test_threads_flag_of_cat_and_write(tmp_path: Path) -> None:
     """``--threads`` (HFileReadOptions/HFileOptions.threads): files written on 1 and 2
     threads hold the same cells (FileInfo's create time differs between any two writes),
     read the same on 1 and 2 threads; below 1 is a usage error."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from cellstore.hbase import read_hfile
 
     n = 3000
-    cells = pa.table(
-        {
-            "row": pa.array([f"r{i:05d}".encode() for i in range(n)], pa.binary()),
-            "family": pa.array(["f"] * n),
-            "qualifier": pa.array([b"q"] * n, pa.binary()),
-            "ts": pa.array([5] * n, pa.int64()),
-            "type": pa.array([4] * n, pa.int8()),
-            "value": pa.array([b"v" * 40] * n, pa.binary()),
-        }
-    )
-    src = tmp_path / "cells.parquet"
-    pq.write_table(cells, src)
+    rows = [f"r{i:05d}".encode() for i in range(n)]
+    src = _puts_file(tmp_path, rows, b"v" * 40)
     outs = []
     for threads in ("1", "2"):
         out = tmp_path / f"t{threads}.hfile"
@@ -297,7 +293,7 @@ def test_threads_flag_of_cat_and_write(tmp_path: Path) -> None:
         assert code == 0, err
         outs.append(read_hfile(str(out)))
     assert outs[0].equals(outs[1])
-    assert outs[0].column("row").to_pylist() == cells.column("row").to_pylist()
+    assert outs[0].column("row").to_pylist() == rows
     shown = [
         run("--output", "json", "hfile", "cat", str(tmp_path / "t1.hfile"), "--threads", t)
         for t in ("1", "2")

@@ -276,15 +276,12 @@ def _merged_family(
     files = sorted((f for f in read if f is not None), key=lambda f: f.first_row)
     name = fam.family.name
     ttl = fam.family.ttl_ms
-    columns: dict[bytes, list[tuple[int, pa.Array, ColumnSpec]]] = {}
-    for i, f in enumerate(files):
-        for s, arr in f.values.items():
-            columns.setdefault(s.qualifier, []).append((i, arr, s))
+    columns = _held_by_qualifier(files)
     sizes = [len(f.present) for f in files]
     values: dict[bytes, tuple[pa.Array, Codec]] = {}
     stamps: dict[bytes, np.ndarray] = {}
     for q, held in columns.items():
-        values[q] = _concat_column(files, sizes, held, (name, q))
+        values[q] = _concat_column(sizes, held, (name, q))
         by_file = {j: f_spec for j, _, f_spec in held}
         stamps[q] = np.concatenate(
             [
@@ -323,13 +320,26 @@ def _merged_family(
     return _Part(merged.rows, out, merged.present)
 
 
-def _concat_column(
+def _held_by_qualifier(
     files: Sequence[_Base],
+) -> dict[bytes, list[tuple[int, pa.Array, ColumnSpec]]]:
+    """Per qualifier, which files (by position) hold its values, the values and the spec."""
+    out: dict[bytes, list[tuple[int, pa.Array, ColumnSpec]]] = {}
+    for i, f in enumerate(files):
+        for s, arr in f.values.items():
+            out.setdefault(s.qualifier, []).append((i, arr, s))
+    return out
+
+
+def _concat_column(
     sizes: Sequence[int],
     held: Sequence[tuple[int, pa.Array, ColumnSpec]],
     key: Column,
 ) -> Typed:
-    """One qualifier's values over several column files (nulls where a file lacks it)."""
+    """One qualifier's values over several column files (nulls where a file lacks it).
+
+    Files that typed the column differently (a mapping changed its codec) give bytes.
+    """
     first = held[0][2]
     arrs = []
     for i, n in enumerate(sizes):
@@ -568,22 +578,11 @@ def _concat_files(
         arrays = [f.row_keys() for f in files]
         rows = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
     present = np.concatenate([f.present for f in files])
-    keys: dict[Column, ColumnSpec] = {}
-    for f in files:
-        for s in f.values:
-            keys.setdefault((name, s.qualifier), s)
-    out: dict[Column, Typed] = {}
-    for key, first in keys.items():
-        arrs: list[pa.Array] = []
-        codec = first.codec
-        for f in files:
-            own = next((v for s, v in f.values.items() if s.qualifier == key[1]), None)
-            arrs.append(pa.nulls(len(f.present), first.arrow_type) if own is None else own)
-        if any(a.type != first.arrow_type for a in arrs):
-            # files typed the column differently (a mapping changed its codec): as bytes
-            arrs = [_bytes_of(a, key) for a in arrs]
-            codec = Codec.BYTES
-        out[key] = (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
+    sizes = [len(f.present) for f in files]
+    out = {
+        (name, q): _concat_column(sizes, held, (name, q))
+        for q, held in _held_by_qualifier(files).items()
+    }
     return rows, out, present
 
 
