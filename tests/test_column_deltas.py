@@ -105,7 +105,7 @@ def test_deltas_merged_by_row_read_like_the_cells_twin(
         merged.append(out is not None)
         return out
 
-    monkeypatch.setattr("cellstore.reader.columnar.merge_by_row", spy)
+    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
     with tempfile.TemporaryDirectory() as root:
         wh = cellstore.connect(root)
         props = {"mapping.codecs": json.dumps({"columns": TYPES})}

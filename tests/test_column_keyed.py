@@ -276,7 +276,7 @@ def test_two_families_share_or_join_their_rows(
 ) -> None:
     """Families whose keyed files hold the same rows (equal rows digests) are read with the
     rows of the first alone; others are joined on the row. Both agree with the twin."""
-    from cellstore.reader import columnar
+    from cellstore.reader.columnar import fast as columnar
 
     wh = cellstore.connect(str(tmp_path))
     fams = [Family(name="f", max_versions=1), Family(name="g", max_versions=1)]
@@ -318,7 +318,7 @@ def test_key_ranges_cut_keyed_row_groups_like_the_twin(
 ) -> None:
     """A key range that cuts row groups of keyed files finds its cut points from the key
     fields (a sample, then the bracketing records): every cut agrees with the twin."""
-    from cellstore.reader import columnar
+    from cellstore.reader.columnar import base as columnar
 
     cuts: list[int] = []
     real = columnar._bisect_keyed

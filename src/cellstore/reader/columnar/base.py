@@ -1,0 +1,274 @@
+"""Reading a family's column files: the base records, cut to the task's key range."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.codecs import Codec, valid_mask
+from cellstore.core.columnar import (
+    ROW_COLUMN,
+    TS_COLUMN,
+    ColumnSpec,
+    key_names,
+)
+from cellstore.core.metadata import FileEntry
+from cellstore.core.regions import bisect_rows
+from cellstore.core.rowkey import RowKeySpec
+from cellstore.reader.columnar.union import _bytes_of
+from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.storefiles.reader import RowGroupStats, slice_rows
+
+#: A wide column: (family, qualifier).
+Column = tuple[str, bytes]
+#: A column's values and the codec they are typed with (the file's).
+Typed = tuple[pa.Array, Codec]
+
+#: Why a task takes the general path (for tests and ``explain``).
+NOT_COLUMNS: Final = "a family has cell files"
+
+
+@dataclass(frozen=True)
+class _Base:
+    """One column file's part of a family read.
+
+    Its rows are ``rows``, or (a keyed file of the read's spec, read whole) ``keys``: the
+    key fields, encoded to rows only when a join or a merge needs them.
+    """
+
+    rows: pa.Array | None  # every record's row in range
+    present: np.ndarray  # whether the row has a visible cell the read covers
+    values: dict[ColumnSpec, pa.Array]  # wanted columns, hidden values nulled, per row
+    records: pa.Table  # every record in range (all columns when deltas need them)
+    specs: tuple[ColumnSpec, ...]
+    seq: int
+    first_row: bytes  # the file's first row (files sort by it)
+    keys: pa.Table | None = None  # the key fields (named by field), when rows is None
+    key: RowKeySpec | None = None
+    digest: str | None = None  # the rows digest of a file read whole
+    stamps: dict[ColumnSpec, np.ndarray] = field(default_factory=dict)  # values' timestamps
+
+    def row_keys(self) -> pa.Array:
+        """The rows (encoded from the key fields when only those were read)."""
+        if self.rows is not None:
+            return self.rows
+        assert self.keys is not None and self.key is not None
+        return self.key.encode(self.keys)
+
+
+def _read_base(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    entry: FileEntry,
+    wanted: set[Column] | None,
+    *,
+    whole: bool,
+    key: RowKeySpec | None = None,
+    stamped: bool = False,
+    rowless: bool = False,
+) -> _Base | None:
+    """A column file's visible wanted values in the task's range.
+
+    ``whole``: read every column, so rows touched by deltas can be expanded to cells.
+    ``stamped``: read the values of every column the read covers with their timestamps
+    (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``rowless``: read
+    neither rows nor key fields (another family's file holds the same rows).
+    ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
+    range holds all its rows) gives its key fields, not rows.
+    """
+    name = fam.family.name
+    spec = fam.spec
+    ttl = fam.family.ttl_ms
+    oldest = None if ttl is None else spec.now_ms - ttl
+    window = spec.time_range
+    if (task.stop and entry.first_row >= task.stop) or entry.last_row < task.start:
+        return None
+    with task.open_file(fs, fam, entry.path) as reader:
+        every = reader.info.columns
+        read_specs = [s for s in every if spec.qualifiers is None or s.qualifier in spec.qualifiers]
+        out_specs = [s for s in read_specs if wanted is None or (name, s.qualifier) in wanted]
+        stats = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
+        if not stats:
+            return None
+        timed = oldest is not None or window is not None or stamped
+        file_key = reader.info.row_key
+        inside = entry.first_row >= task.start and (not task.stop or entry.last_row < task.stop)
+        # the file's fields are the read's when the specs differ at most in the salt
+        # (the read decodes rows without it; the key columns never hold it)
+        by_keys = (
+            not whole and file_key is not None and key is not None and _same_fields(file_key, key)
+        )
+        head = key_names(file_key) if by_keys and file_key is not None else [ROW_COLUMN]
+        if rowless and by_keys:
+            head = []
+        digest = reader.info.rows_digest
+        # A row is in the result when one of its cells the read covers is visible: with
+        # the whole family read and no time range, every record is (it holds a value)
+        # unless TTL expired its newest cell (__ts); otherwise decide per cell.
+        per_cell = spec.qualifiers is not None or window is not None
+        seen = read_specs if per_cell or stamped else out_specs
+        if whole:  # the read's columns, with timestamps: touched rows expand to cells
+            cols = [
+                *head,
+                TS_COLUMN,
+                *(s.value_name for s in read_specs),
+                *(s.ts_name for s in read_specs),
+            ]
+        else:
+            cols = [*head, *(s.value_name for s in seen)]
+            if timed:
+                cols += [TS_COLUMN, *(s.ts_name for s in seen)]
+        records = reader.read_records([g.index for g in stats], columns=cols)
+    if not by_keys:
+        records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
+    elif not inside and file_key is not None:
+        records = _cut_keyed(records, file_key, stats, task.start, task.stop)
+    n = records.num_rows
+    row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
+    present = np.zeros(n, dtype=bool) if per_cell else np.ones(n, dtype=bool)
+    if not per_cell and oldest is not None and row_ts is not None:
+        present = row_ts >= oldest
+    shown: dict[ColumnSpec, pa.Array] = {}
+    stamps: dict[ColumnSpec, np.ndarray] = {}
+    for s in seen:
+        values = records.column(s.value_name).combine_chunks()
+        visible = valid_mask(values)
+        if row_ts is not None:
+            own = records.column(s.ts_name).combine_chunks()
+            ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
+            stamps[s] = ts
+            if oldest is not None:
+                visible &= ts >= oldest
+            if window is not None:
+                visible &= (ts >= window[0]) & (ts < window[1])
+            values = pc.if_else(pa.array(visible), values, None)
+        if per_cell:
+            present |= visible
+        shown[s] = values
+    keys = None
+    rows = None
+    if by_keys and file_key is not None:
+        if head:
+            names = [f.name for f in file_key.fields]
+            keys = pa.table([records.column(n) for n in head], names=names)
+    else:
+        rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
+    return _Base(
+        rows=rows,
+        present=present,
+        values={s: shown[s] for s in (seen if stamped else out_specs)},
+        records=records,
+        specs=tuple(read_specs),
+        seq=entry.seq,
+        first_row=entry.first_row,
+        stamps=stamps if stamped else {},
+        keys=keys,
+        key=file_key,
+        digest=digest if by_keys and inside and len(stats) == reader.info.row_groups else None,
+    )
+
+
+def _cut_keyed(
+    records: pa.Table, key: RowKeySpec, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
+) -> pa.Table:
+    """A keyed file's records (the row groups ``stats``) whose row is in ``[start, stop)``.
+
+    The rows are encoded only where the cut points lie (:func:`_bisect_keyed`), not for
+    every record read.
+    """
+    if all(g.within(start, stop) for g in stats):
+        return records
+    fields = pa.table(
+        [records.column(n) for n in key_names(key)], names=[f.name for f in key.fields]
+    )
+    lo = _bisect_keyed(fields, key, start) if start else 0
+    hi = _bisect_keyed(fields, key, stop) if stop else records.num_rows
+    return records.slice(lo, max(hi - lo, 0))
+
+
+def _bisect_keyed(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:
+    """The first record whose row (``key``'s encoding of ``fields``) is ``>= target``.
+
+    Two steps of one encode each: every ``sqrt(n)``-th record, then the records between the
+    two samples that bracket ``target`` (rows ascend, so the answer lies there).
+    """
+    n = fields.num_rows
+    step = max(1, int(np.sqrt(n)))
+    idx = np.arange(0, n, step, dtype=np.int64)
+    j = bisect_rows(key.encode(fields.take(pa.array(idx))), target)
+    lo = int(idx[j - 1]) if j > 0 else 0
+    hi = int(idx[j]) if j < len(idx) else n
+    if hi <= lo:
+        return lo
+    return lo + bisect_rows(key.encode(fields.slice(lo, hi - lo)), target)
+
+
+def _concat_files(
+    name: str, files: Sequence[_Base], *, keyed: bool = False
+) -> tuple[Any, dict[Column, Typed], np.ndarray]:
+    """Column files' parts (row ranges disjoint) as one family part, in row order.
+
+    Returns the rows (``keyed``: the key fields, a table), the values, and which rows are
+    in the result.
+    """
+    files = sorted(files, key=lambda f: f.first_row)
+    if not files:
+        return pa.array([], pa.binary()), {}, np.zeros(0, dtype=bool)
+    if keyed:
+        tables = [f.keys for f in files if f.keys is not None]
+        rows: Any = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    else:
+        arrays = [f.row_keys() for f in files]
+        rows = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
+    present = np.concatenate([f.present for f in files])
+    sizes = [len(f.present) for f in files]
+    out = {
+        (name, q): _concat_column(sizes, held, (name, q))
+        for q, held in _held_by_qualifier(files).items()
+    }
+    return rows, out, present
+
+
+def _held_by_qualifier(
+    files: Sequence[_Base],
+) -> dict[bytes, list[tuple[int, pa.Array, ColumnSpec]]]:
+    """Per qualifier, which files (by position) hold its values, the values and the spec."""
+    out: dict[bytes, list[tuple[int, pa.Array, ColumnSpec]]] = {}
+    for i, f in enumerate(files):
+        for s, arr in f.values.items():
+            out.setdefault(s.qualifier, []).append((i, arr, s))
+    return out
+
+
+def _concat_column(
+    sizes: Sequence[int],
+    held: Sequence[tuple[int, pa.Array, ColumnSpec]],
+    key: Column,
+) -> Typed:
+    """One qualifier's values over several column files (nulls where a file lacks it).
+
+    Files that typed the column differently (a mapping changed its codec) give bytes.
+    """
+    first = held[0][2]
+    arrs = []
+    for i, n in enumerate(sizes):
+        own = next((a for j, a, _ in held if j == i), None)
+        arrs.append(pa.nulls(n, first.arrow_type) if own is None else own)
+    codec = first.codec
+    if any(a.type != first.arrow_type for a in arrs):
+        arrs = [_bytes_of(a, key) for a in arrs]
+        codec = Codec.BYTES
+    return (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
+
+
+def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:
+    """Whether two specs have the same fields (they may differ in the salt)."""
+    return dataclasses.replace(a, salt_buckets=None) == dataclasses.replace(b, salt_buckets=None)

@@ -1,0 +1,234 @@
+"""The column layout's fast path: wide reads answered from column files alone.
+
+A wide read (one row per row key, the newest visible value of each column) of a task
+whose every family is held by column files only (docs/format.md section 14) needs no
+merge and no semantics pass: a column file holds at most one Put per (row, qualifier)
+and no delete markers, so the newest visible value of a column is the file's value,
+unless the family's TTL or the read's time range hides it (its timestamp decides). The
+fast path reads only the requested qualifiers' value columns (and their timestamps only
+when TTL or a time range needs them), masks hidden values, and joins the families on the
+row. It gives exactly what ``to_wide(read_task(...))`` gives; where a task does not
+qualify (:func:`fast_wide_families` says why not), the caller takes the general path.
+
+A task qualifies when:
+
+- the read is a normal one: not raw, no filters, no per-family limits or offsets;
+- every family read is of cellstore store files, all of them column files, whose row
+  ranges do not overlap (one write's rolled files, or a major compaction's);
+- a family with a TTL has no ``min_versions`` (R8.4 would keep expired versions).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Final
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.codecs import Codec, arrow_type
+from cellstore.core.columnar import (
+    expand_records,
+)
+from cellstore.core.rowkey import RowKeySpec
+from cellstore.core.semantics import merge_resolve
+from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
+from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
+from cellstore.reader.columnar.merge import _mergeable, _merged_family, older_companions
+from cellstore.reader.columnar.union import _pivot, _union
+from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.reader.shapes import WideSpec, column_name, with_key_columns
+
+__all__ = ["fast_wide_families", "read_wide_fast"]
+
+
+#: A wide column: (family, qualifier).
+Column = tuple[str, bytes]
+#: A column's values and the codec they are typed with (the file's).
+Typed = tuple[pa.Array, Codec]
+
+#: Why a task takes the general path (for tests and ``explain``).
+NOT_COLUMNS: Final = "a family has cell files"
+
+
+def fast_wide_families(task: ScanTask) -> str | None:
+    """None when :func:`read_wide_fast` can answer ``task``, else why not."""
+    if task.filters is not None:
+        return "the read has filters"
+    for fam in task.families:
+        spec = fam.spec
+        if fam.source is not None:
+            return "the family is read from another source"
+        if spec.raw or spec.compaction is not None:
+            return "the read is raw"
+        if spec.max_results_per_family is not None or spec.row_offset_per_family:
+            return "the read has per-family limits"
+        if fam.family.ttl is not None and fam.family.min_versions:
+            return "the family keeps min versions under a TTL"
+        if len(fam.entries) != len(fam.files):
+            return "the task does not carry its manifest entries"
+        if fam.entries and all(e.layout != "columns" for e in fam.entries):
+            return NOT_COLUMNS
+        ranges = sorted((e.first_row, e.last_row) for e in fam.entries if e.layout == "columns")
+        if any(a[1] >= b[0] for a, b in itertools.pairwise(ranges)):
+            return "the family's column files overlap"
+    return None
+
+
+def read_wide_fast(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    wide: WideSpec,
+    *,
+    reverse: bool = False,
+    key: RowKeySpec | None = None,
+) -> pa.Table:
+    """The wide result of ``task`` from its column files (see the module docstring).
+
+    The task must qualify (:func:`fast_wide_families` returns None).
+
+    Args:
+        fs: The filesystem.
+        task: The scan task.
+        wide: The wide shape's columns and codecs.
+        reverse: Rows descending.
+        key: The table's row-key spec: its decoded fields follow ``row``
+            (:func:`~cellstore.reader.shapes.with_key_columns`), taken from keyed column
+            files as they are when their spec is this one.
+
+    Returns:
+        ``row`` (then the key fields, with ``key``) then the wanted columns, as
+        :func:`~cellstore.reader.shapes.to_wide` of the task's cells returns them (rows
+        ascending; descending when ``reverse``).
+    """
+    codecs = dict(wide.codecs)
+    wanted = None if wide.columns is None else set(wide.columns)
+    shared = _shared_rows(fs, task, key)
+    parts = [
+        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
+        for i, fam in enumerate(task.families)
+    ]
+    joined = _join([p for p in parts if p.size])
+    found = joined.columns
+    rows = joined.row_keys()
+    if wide.columns is None:
+        order = sorted(c for c, (a, _) in found.items() if a.null_count < len(a))
+    else:
+        order = list(wide.columns)
+    names = ["row"]
+    arrays: list[pa.Array] = [rows]
+    for col in order:
+        codec = codecs.get(col, Codec.BYTES)
+        names.append(column_name(*col))
+        typed = found.get(col)
+        if typed is None:
+            arrays.append(pa.nulls(len(rows), arrow_type(codec)))
+        else:
+            arrays.append(_as_codec(typed, codec, names[-1], wide.decode_errors))
+    out = pa.Table.from_arrays(arrays, names=names)
+    if task.strip_salt:
+        out = out.set_column(0, "row", _strip_first_byte(out.column(0).combine_chunks()))
+    if key is not None:
+        out = with_key_columns(out, key, fields=joined.keys)
+    if reverse and out.num_rows:
+        out = out.take(pa.array(np.arange(out.num_rows - 1, -1, -1)))
+    return out
+
+
+def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
+    """Whether every family of ``task`` is one keyed column file of the same rows.
+
+    Each family then holds one file inside the task's range, keyed with the read's spec,
+    and all have the same rows digest (docs/format.md 14.2): the rows (key fields) are
+    read from the first family only, the others' records line up with them.
+    """
+    if key is None or len(task.families) < 2:
+        return False
+    digests = set()
+    for fam in task.families:
+        if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
+            return False
+        entry = fam.entries[0]
+        if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
+            return False
+        with task.open_file(fs, fam, entry.path) as reader:
+            info = reader.info
+        if info.row_key is None or not _same_fields(info.row_key, key):
+            return False
+        digests.add((info.rows_digest, info.rows))
+    return len(digests) == 1
+
+
+def _read_family(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    wanted: set[Column] | None,
+    key: RowKeySpec | None = None,
+    *,
+    rowless: bool = False,
+) -> _Part:
+    """One family's rows and their visible wanted values.
+
+    Rows no cell file (delta) touches come from the column files alone; rows a delta
+    touches are expanded to cells (only those rows), merged with the deltas and resolved
+    with the read's semantics, then pivoted; the two parts are joined in row order.
+    """
+    bases = [e for e in fam.entries if e.layout == "columns"]
+    deltas = [e for e in fam.entries if e.layout != "columns"]
+    older = older_companions(fs, task, fam, bases, deltas)
+    deltas = [e for e in deltas if e.path not in older]
+    delta_runs: list[pa.Table] = []
+    delta_seqs: list[int] = []
+    for entry in deltas:
+        with task.open_file(fs, fam, entry.path) as reader:
+            cells = reader.read(start=task.start, stop=task.stop)
+        if cells.num_rows:
+            delta_runs.append(cells)
+            delta_seqs.append(entry.seq)
+    if delta_runs and fam.spec.time_range is None and _mergeable(delta_runs):
+        part = _merged_family(fs, task, fam, bases, wanted, key, delta_runs, delta_seqs)
+        if part is not None:
+            return part
+    touched = None
+    if delta_runs:
+        every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
+        touched = pc.unique(every)
+    whole = touched is not None
+    read = [
+        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless) for e in bases
+    ]
+    files = [f for f in read if f is not None]
+    if rowless and len(files) == 1:
+        # the rows are another family's (:func:`_shared_rows`): values and presence only
+        f = files[0]
+        named = {(fam.family.name, sp.qualifier): (a, sp.codec) for sp, a in f.values.items()}
+        return _Part(None, named, f.present, digest=f.digest, count=len(f.present))
+    if not whole and files and all(f.keys is not None for f in files):
+        # keyed files of the table's spec: rows stay key columns until they are needed
+        keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
+        digest = files[0].digest if len(files) == 1 else None
+        return _Part(None, columns, present, keys=keys, key=files[0].key, digest=digest)
+    rows, columns, present = _concat_files(fam.family.name, files)
+    if touched is None:
+        return _Part(rows, columns, present)
+    if not present.all():
+        keep = pa.array(present)
+        rows = rows.filter(keep)
+        columns = {k: (a.filter(keep), c) for k, (a, c) in columns.items()}
+    # rows a delta touches: base cells of those rows + the deltas, resolved (HBase's rules)
+    untouched = pc.invert(pc.is_in(rows, value_set=touched))
+    runs, seqs = list(delta_runs), list(delta_seqs)
+    for f in files:
+        hit = pc.is_in(f.row_keys(), value_set=touched)
+        if pc.any(hit).as_py():
+            runs.append(expand_records(f.records.filter(hit), f.specs))
+            seqs.append(f.seq)
+    order = sorted(range(len(runs)), key=lambda i: seqs[i])  # oldest first
+    cells = merge_resolve(
+        [runs[i] for i in order], [seqs[i] for i in order], family=fam.family, spec=fam.spec
+    )
+    t_rows, t_columns = _pivot(fam.family.name, cells, wanted)
+    return _Part(*_union(rows, untouched, columns, (t_rows, t_columns)))

@@ -1,0 +1,134 @@
+"""Column-layout families with deltas: a family's runs merged (by row where it can)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellstore.core.cells import CellType
+from cellstore.core.codecs import Codec
+from cellstore.core.metadata import FileEntry
+from cellstore.core.rowkey import RowKeySpec
+from cellstore.reader.columnar.base import _concat_column, _held_by_qualifier, _read_base
+from cellstore.reader.columnar.join import _Part
+from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.reader.rowmerge import BaseColumns, merge_by_row
+from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
+
+#: A wide column: (family, qualifier).
+Column = tuple[str, bytes]
+#: A column's values and the codec they are typed with (the file's).
+Typed = tuple[pa.Array, Codec]
+
+#: Why a task takes the general path (for tests and ``explain``).
+NOT_COLUMNS: Final = "a family has cell files"
+
+
+def _mergeable(runs: Sequence[pa.Table]) -> bool:
+    """Whether delta cells hold only what :func:`merge_by_row` decides.
+
+    Puts, DeleteColumns and DeleteFamilies.
+    """
+    kinds = pa.array([int(CellType.PUT), int(CellType.DELETE_COLUMN), int(CellType.DELETE_FAMILY)])
+    return all(
+        pc.all(
+            pc.is_in(r.column("type"), value_set=kinds.cast(r.schema.field("type").type))
+        ).as_py()
+        for r in runs
+    )
+
+
+def _merged_family(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: Sequence[FileEntry],
+    wanted: set[Column] | None,
+    key: RowKeySpec | None,
+    runs: list[pa.Table],
+    seqs: list[int],
+) -> _Part | None:
+    """One family's part with deltas merged into the records by row (module rowmerge)."""
+    read = [_read_base(fs, task, fam, e, wanted, whole=False, key=key, stamped=True) for e in bases]
+    files = sorted((f for f in read if f is not None), key=lambda f: f.first_row)
+    name = fam.family.name
+    ttl = fam.family.ttl_ms
+    columns = _held_by_qualifier(files)
+    sizes = [len(f.present) for f in files]
+    values: dict[bytes, tuple[pa.Array, Codec]] = {}
+    stamps: dict[bytes, np.ndarray] = {}
+    for q, held in columns.items():
+        values[q] = _concat_column(sizes, held, (name, q))
+        by_file = {j: f_spec for j, _, f_spec in held}
+        stamps[q] = np.concatenate(
+            [
+                f.stamps[by_file[i]] if i in by_file else np.zeros(n, dtype=np.int64)
+                for i, (f, n) in enumerate(zip(files, sizes, strict=True))
+            ]
+        )
+    rows = pa.concat_arrays([f.row_keys() for f in files]) if files else pa.array([], pa.binary())
+    base = BaseColumns(
+        rows=rows,
+        seq=np.concatenate(
+            [np.full(n, f.seq, dtype=np.int64) for f, n in zip(files, sizes, strict=True)]
+        )
+        if files
+        else np.zeros(0, dtype=np.int64),
+        values=values,
+        stamps=stamps,
+        present=np.concatenate([f.present for f in files]) if files else np.zeros(0, dtype=bool),
+    )
+    merged = merge_by_row(
+        base,
+        runs,
+        seqs,
+        qualifiers=fam.spec.qualifiers,
+        oldest=None if ttl is None else fam.spec.now_ms - ttl,
+    )
+    if merged is None:
+        return None
+    out = {(name, q): v for q, v in merged.values.items() if wanted is None or (name, q) in wanted}
+    keyed = [f for f in files if f.keys is not None]
+    if len(merged.rows) == len(rows) and files and len(keyed) == len(files):
+        # no row added: the key fields read still line up with the rows
+        tables = [f.keys for f in keyed if f.keys is not None]
+        keys = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        return _Part(merged.rows, out, merged.present, keys=keys, key=files[0].key)
+    return _Part(merged.rows, out, merged.present)
+
+
+def older_companions(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: Sequence[FileEntry],
+    deltas: Sequence[FileEntry],
+) -> set[str]:
+    """Cell files a wide read may skip: companions holding only older versions.
+
+    A column file whose footer says ``complete`` holds the newest Put of every (row,
+    qualifier) of its write; its companion cell file (``<stem>.parquet`` beside
+    ``<stem>-c.parquet``, same sequence number) then holds older Puts, and delete markers
+    if its entry counts any. Without markers and without a time range (which could hide a
+    newest value but not an older one), the newest visible value of every column is the
+    column file's (an older version expires before it under TTL), so the companion cannot
+    change a wide read.
+    """
+    if fam.spec.time_range is not None or not deltas:
+        return set()
+    by_path = {d.path: d for d in deltas}
+    out: set[str] = set()
+    for base in bases:
+        stem = base.path.removesuffix(f"{COLUMN_FILE_SUFFIX}.parquet")
+        companion = by_path.get(f"{stem}.parquet")
+        if companion is None or companion.delete_markers or companion.seq != base.seq:
+            continue
+        with task.open_file(fs, fam, base.path) as reader:
+            if reader.info.complete:
+                out.add(companion.path)
+    return out
