@@ -26,6 +26,7 @@ from cellstore.cli.context import CliContext, pass_cli_context
 from cellstore.cli.output import JsonOutput, Output, format_ts, grid, human_bytes
 from cellstore.cli.params import LOAD_ID, other_storage_options
 from cellstore.cli.scanflags import EXPORT_FLAGS, FLAGS, RAW_VALUES, ScanFlags, scan_flags
+from cellstore.core.text import plural
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -161,7 +162,8 @@ def snapshot_create_cmd(cli_ctx: CliContext, *, table: str, name: str, version: 
         info.to_dict(),
         lambda: [
             f"Snapshot {info.name} of table {info.table}: version {info.version} "
-            f"({info.files} files, {info.cells} cells, {human_bytes(info.bytes)})"
+            f"({plural(info.files, 'file')}, {plural(info.cells, 'cell')}, "
+            f"{human_bytes(info.bytes)})"
         ],
     )
 
@@ -223,7 +225,7 @@ def clone_cmd(cli_ctx: CliContext, *, table: str, snapshot: str, new_table: str)
         r.to_dict(),
         lambda: [
             f"Cloned snapshot {r.snapshot} of table {r.source} (version {r.snapshot_version}) "
-            f"into table {r.table}: {r.files} files linked ({r.cells} cells, "
+            f"into table {r.table}: {plural(r.files, 'file')} linked ({plural(r.cells, 'cell')}, "
             f"{human_bytes(r.bytes)}), no data copied"
         ],
     )
@@ -254,8 +256,9 @@ def restore_cmd(cli_ctx: CliContext, *, table: str, snapshot: str, yes: bool) ->
         r.to_dict(),
         lambda: [
             f"Restored table {r.table} to snapshot {r.snapshot} (version "
-            f"{r.snapshot_version}): now version {r.version}, {r.files} files, {r.cells} "
-            f"cells ({r.files_removed} files removed, {r.files_restored} restored)"
+            f"{r.snapshot_version}): now version {r.version}, {plural(r.files, 'file')}, "
+            f"{plural(r.cells, 'cell')} ({plural(r.files_removed, 'file')} removed, "
+            f"{r.files_restored} restored)"
         ],
     )
 
@@ -424,7 +427,7 @@ def copy_cmd(
         made = " (created)" if r.created else ""
         return [
             f"Copied {r.cells} cells of table {r.source} version {r.source_version} into "
-            f"table {r.dest}{made} at {r.dest_root}: {r.files_written} files, "
+            f"table {r.dest}{made} at {r.dest_root}: {plural(r.files_written, 'file')}, "
             f"{human_bytes(r.bytes)}; version {r.version}, job id {r.job_id}"
         ]
 
@@ -505,7 +508,8 @@ def vacuum_cmd(
         verb = "Would delete" if r.dry_run else "Deleted"
         kept = ", ".join(f"{n} {reason}" for reason, n in r.kept.items() if n) or "none"
         out = [
-            f"{verb} {r.files_deleted} of {r.files} data files ({human_bytes(r.bytes_deleted)}) of "
+            f"{verb} {r.files_deleted} of {plural(r.files, 'data file')} "
+            f"({human_bytes(r.bytes_deleted)}) of "
             f"table {r.table}, unreferenced and older than {_human_ms(r.retention_ms)}",
             *(f"  {p}" for p in r.deleted),
             f"Kept: {kept}",
@@ -548,8 +552,8 @@ def verify_cmd(cli_ctx: CliContext, *, table: str, version: int | None, workers:
 
     def lines() -> list[str]:
         head = (
-            f"Verified table {r.table} version {r.version}: {r.files} files, {r.cells} "
-            f"cells, {human_bytes(r.bytes)}"
+            f"Verified table {r.table} version {r.version}: {plural(r.files, 'file')}, "
+            f"{plural(r.cells, 'cell')}, {human_bytes(r.bytes)}"
         )
         if r.ok:
             return [f"{head}: OK"]

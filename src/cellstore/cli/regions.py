@@ -19,6 +19,7 @@ from cellstore.cli.optionkit import value_option
 from cellstore.cli.output import Output, human_bytes
 from cellstore.cli.params import PRINTABLE_KEY
 from cellstore.core.keys import to_string_binary
+from cellstore.core.text import plural
 from cellstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -53,10 +54,12 @@ def _split_lines(report: SplitReport) -> list[str]:
             f"{verb} region {s.parent} {_bounds(s.start, s.end)} at {_keys(s.keys)} into "
             f"{', '.join(s.children)}"
         )
-        moved = f"  {s.files_reassigned} files re-assigned, {s.files_cut} files cut"
+        moved = (
+            f"  {plural(s.files_reassigned, 'file')} re-assigned, {plural(s.files_cut, 'file')} cut"
+        )
         if not report.dry_run:
             moved += (
-                f" into {s.files_written} files ({s.cells_rewritten} cells, "
+                f" into {plural(s.files_written, 'file')} ({plural(s.cells_rewritten, 'cell')}, "
                 f"{human_bytes(s.bytes_written)})"
             )
         lines.append(moved)
@@ -69,7 +72,7 @@ def _merge_lines(report: MergeReport) -> list[str]:
     verb = "Would merge" if report.dry_run else "Merged"
     merges = [
         f"{verb} regions {', '.join(m.merged)} into {m.region} {_bounds(m.start, m.end)}: "
-        f"{m.files_reassigned} files re-assigned ({human_bytes(m.bytes)}), none rewritten"
+        f"{plural(m.files_reassigned, 'file')} re-assigned ({human_bytes(m.bytes)}), none rewritten"
         for m in report.merges
     ]
     return [*merges, *_outcome(report, report.merges, "merge")]
