@@ -41,7 +41,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from cellstore.core.cells import CELL_SCHEMA, run_starts
+from cellstore.core.cells import RESULT_CELL_SCHEMA, run_starts
 from cellstore.core.semantics import merge_resolve
 from cellstore.core.semantics.merge import merge_resolve_rows
 from cellstore.core.semantics.runs import merge_families
@@ -53,8 +53,8 @@ from cellstore.storefiles.reader import slice_rows
 __all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task"]
 
 #: Schema of scan results in the "cells" shape (HBase result order): a store file's
-#: cells (:data:`~cellstore.core.cells.CELL_SCHEMA`) with their family after the row.
-RESULT_SCHEMA: Final = CELL_SCHEMA.insert(1, pa.field("family", pa.string(), nullable=False))
+#: cells with their family after the row (defined once, in core/cells.py).
+RESULT_SCHEMA: Final = RESULT_CELL_SCHEMA
 
 #: Target cells per chunk of a family read (several row groups of the default size).
 CHUNK_CELLS: Final = 1 << 19
