@@ -321,3 +321,59 @@ def test_stored_aliased_column_is_refused(tmp_path: Path) -> None:
     pq.write_table(table.replace_schema_metadata(pf.metadata.metadata), bad)
     with pytest.raises(CorruptFileError, match=r"extra-c\.parquet"):
         StoreFileReader(fsspec.filesystem("file"), bad)
+
+
+@pytest.mark.parametrize("ttl", [None, 86_400])
+def test_shared_rows_take_aliased_values_from_the_first_family(
+    tmp_path: Path, ttl: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two families of the same rows: the second's aliased columns are not read but taken
+    from the first family's key fields (unless a TTL makes their timestamps count); every
+    read agrees with the twin."""
+    import time
+
+    from cellstore.reader.columnar import fast as columnar
+
+    now = int(time.time() * 1000)
+    wh = cellstore.connect(str(tmp_path))
+    fams = [Family(name="f", max_versions=1), Family(name="g", max_versions=1, ttl=ttl)]
+    props = {
+        "mapping.codecs": json.dumps(
+            {"columns": {**TYPES, **{k.replace("f:", "g:"): v for k, v in TYPES.items()}}}
+        )
+    }
+    made = [
+        wh.create_table(
+            layout,
+            families=[f.replace(layout=layout) for f in fams],
+            row_key=KEY,
+            properties=props,
+        )
+        for layout in ("cells", "columns")
+    ]
+    f_cells = flight_cells(120, ts=now)
+    # g's carrier cells: some a week old (expired under the TTL)
+    g_cells = flight_cells(120, ts=now, stamp_of=lambda i: now - 7 * 86_400_000 * (i % 5 == 0))
+    g_cells = g_cells.set_column(1, "family", pa.array(["g"] * g_cells.num_rows))
+    for t in made:
+        t.load_cells(pa.concat_tables([f_cells, g_cells]))
+    filled: list[int] = []
+    real = columnar._aliases_from_keys
+
+    def spy(part: Any, first: Any) -> Any:
+        filled.append(len(getattr(part, "aliased", {})))
+        return real(part, first)
+
+    monkeypatch.setattr(columnar, "_aliases_from_keys", spy)
+    a, b = (t.refresh() for t in made)
+    (g_entry,) = [e for e in column_entries(b) if e.family == "g"]
+    assert StoreFileReader(b.fs, b.file_path(g_entry)).info.aliases
+    for opts in (
+        {"shape": "wide", "column_types": "table"},
+        {"shape": "wide", "columns": ["g:carrier", "f:dep"], "column_types": "table"},
+        {"shape": "wide", "columns": ["g:n"], "reversed": True},
+        {"shape": "wide", "columns": ["g:carrier"], "time_range": (0, now - 1)},
+    ):
+        assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist(), opts
+    assert filled
+    assert any(filled) is (ttl is None)

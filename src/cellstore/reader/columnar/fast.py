@@ -20,7 +20,9 @@ A task qualifies when:
 
 from __future__ import annotations
 
+import functools
 import itertools
+from dataclasses import dataclass, field
 from typing import Final
 
 import fsspec
@@ -38,6 +40,7 @@ from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fiel
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import _mergeable, _merged_family, older_companions
 from cellstore.reader.columnar.union import _pivot, _union
+from cellstore.reader.execute import run_together
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.shapes import WideSpec, column_name, with_key_columns
 
@@ -106,10 +109,16 @@ def read_wide_fast(
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
     shared = _shared_rows(fs, task, key)
-    parts = [
-        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
-        for i, fam in enumerate(task.families)
-    ]
+    # the families' files are read at once: one file's decode is too short for pyarrow's
+    # column threads to keep two cores busy (docs/performance.md)
+    parts = run_together(
+        [
+            functools.partial(_read_family, fs, task, fam, wanted, key, rowless=shared and i > 0)
+            for i, fam in enumerate(task.families)
+        ]
+    )
+    if shared:
+        parts = [parts[0], *(_aliases_from_keys(p, parts[0]) for p in parts[1:])]
     joined = _join([p for p in parts if p.size])
     found = joined.columns
     rows = joined.row_keys()
@@ -135,6 +144,33 @@ def read_wide_fast(
     if reverse and out.num_rows:
         out = out.take(pa.array(np.arange(out.num_rows - 1, -1, -1)))
     return out
+
+
+@dataclass(frozen=True)
+class _Shared(_Part):
+    """A part whose rows are the first family's, with the aliased columns not read.
+
+    ``aliased``: per wanted column that is an alias of a key field (docs/format.md 14.2)
+    and was not read, the field's name and the column's codec
+    (:func:`_aliases_from_keys` takes its values from the first family's key fields).
+    """
+
+    aliased: dict[Column, tuple[str, Codec]] = field(default_factory=dict)
+
+
+def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
+    """``part`` with its aliased columns' values: the first family's key fields.
+
+    Both parts hold the same records in the same order (:func:`_shared_rows`), and an
+    aliased column holds its key field's value in every record.
+    """
+    if not isinstance(part, _Shared) or not part.aliased:
+        return part
+    assert first.keys is not None  # the first family of shared rows holds the key fields
+    columns = dict(part.columns)
+    for col, (name, codec) in part.aliased.items():
+        columns[col] = (first.keys.column(name).combine_chunks(), codec)
+    return _Part(None, columns, part.present, digest=part.digest, count=part.count)
 
 
 def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
@@ -198,14 +234,22 @@ def _read_family(
         touched = pc.unique(every)
     whole = touched is not None
     read = [
-        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless) for e in bases
+        _read_base(
+            fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless, aliases_apart=rowless
+        )
+        for e in bases
     ]
     files = [f for f in read if f is not None]
     if rowless and len(files) == 1:
         # the rows are another family's (:func:`_shared_rows`): values and presence only
         f = files[0]
         named = {(fam.family.name, sp.qualifier): (a, sp.codec) for sp, a in f.values.items()}
-        return _Part(None, named, f.present, digest=f.digest, count=len(f.present))
+        aliased = {
+            (fam.family.name, sp.qualifier): (name, sp.codec) for sp, name in f.aliased.items()
+        }
+        return _Shared(
+            None, named, f.present, digest=f.digest, count=len(f.present), aliased=aliased
+        )
     if not whole and files and all(f.keys is not None for f in files):
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
