@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -154,6 +153,9 @@ def _read_base(
     stamps: dict[ColumnSpec, np.ndarray] = {}
     for s in seen:
         values = records.column(s.value_name).combine_chunks()
+        if row_ts is None and not per_cell:  # every value shown: no mask to compute
+            shown[s] = values
+            continue
         visible = valid_mask(values)
         if row_ts is not None:
             own = records.column(s.ts_name).combine_chunks()
@@ -286,4 +288,4 @@ def _concat_column(
 
 def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:
     """Whether two specs have the same fields (they may differ in the salt)."""
-    return dataclasses.replace(a, salt_buckets=None) == dataclasses.replace(b, salt_buckets=None)
+    return a.fields == b.fields
