@@ -68,7 +68,13 @@ from cellstore.storefiles.footer import (
 )
 from cellstore.storefiles.footer import footer_digest as _digest_of
 
-__all__ = ["RowGroupStats", "StoreFileReader", "clear_footer_cache", "read_store_file"]
+__all__ = [
+    "RowGroupStats",
+    "StoreFileReader",
+    "clear_footer_cache",
+    "known_info",
+    "read_store_file",
+]
 
 #: Columns a dictionary-encoded read (``encoded=True``) returns as Arrow dictionaries.
 ENCODED_COLUMNS: Final = ("row", "qualifier")
@@ -141,6 +147,19 @@ def _cache_put(key: tuple[str, int, str], entry: _Footer) -> None:
         _cache.move_to_end(key)
         while len(_cache) > _CACHE_ENTRIES:
             _cache.popitem(last=False)
+
+
+def known_info(path: str, entry: FileEntry) -> StoreFileInfo | None:
+    """The footer of the file at ``path`` as an earlier open checked it, or None.
+
+    From the footer cache, for a file of ``entry``'s size and footer digest (None when
+    it is not cached or the entry records no digest). For planning only: a read still
+    opens the file, which checks it against the entry.
+    """
+    if entry.footer_digest is None:
+        return None
+    cached = _cache_get((path, entry.size, entry.footer_digest))
+    return cached.info if cached is not None else None
 
 
 class StoreFileReader(FileContext):

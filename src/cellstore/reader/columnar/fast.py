@@ -43,6 +43,8 @@ from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.execute import run_together
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.shapes import WideSpec, column_name, with_key_columns
+from cellstore.storefiles.layout import entry_path
+from cellstore.storefiles.reader import known_info
 
 __all__ = ["fast_wide_families", "read_wide_fast"]
 
@@ -189,8 +191,11 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
         entry = fam.entries[0]
         if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
             return False
-        with task.open_file(fs, fam, entry.path) as reader:
-            info = reader.info
+        path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
+        info = known_info(path, entry)  # (the read opens and checks the file itself)
+        if info is None:
+            with task.open_file(fs, fam, entry.path) as reader:
+                info = reader.info
         if info.row_key is None or not _same_fields(info.row_key, key):
             return False
         digests.add((info.rows_digest, info.rows))
