@@ -33,6 +33,8 @@ from cellstore.jobs.compact import compact
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.columns import ColumnPlan, LayoutSink
 from cellstore.storefiles.footer import FOOTER_KEY
+from test_column_keyed import assert_footer_refused, column_entries
+from test_column_keyed import assert_same_reads as assert_keyed_reads
 
 PUT = int(CellType.PUT)
 KEY = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
@@ -102,22 +104,14 @@ def tables(root: str) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def column_entries(t: Any) -> list[Any]:
-    return [e for e in t.refresh().files if e.layout == "columns"]
-
-
 def assert_same_reads(a: Any, b: Any) -> None:
     """Every read shape and option gives the same answer on the twins."""
+    assert_keyed_reads(a, b)
     a, b = a.refresh(), b.refresh()
     for opts in (
-        {},
-        {"shape": "wide", "column_types": "table"},
-        {"shape": "wide", "column_types": "table", "key": {"carrier": "DL"}},
-        {"shape": "wide", "column_types": "table", "key": {"carrier": "UA", "n": (-10, 5)}},
         {"shape": "wide", "columns": ["f:carrier", "f:dep"]},
         {"shape": "wide", "columns": ["f:carrier"], "reversed": True},
         {"columns": ["f:n"]},
-        {"max_versions": 5, "raw": True},
         {"max_versions": 5},
         {"time_range": (0, 7)},
     ):
@@ -271,15 +265,6 @@ def test_major_compaction_and_deltas_keep_aliases_exact(tmp_path: Path) -> None:
     assert verify(b).ok
 
 
-def _rewrite_footer(src: str, dst: str, change: Any) -> None:
-    pf = pq.ParquetFile(src)
-    meta = dict(pf.metadata.metadata)
-    footer = json.loads(meta[FOOTER_KEY])
-    change(footer)
-    meta[FOOTER_KEY] = json.dumps(footer).encode()
-    pq.write_table(pf.read().replace_schema_metadata(meta), dst)
-
-
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -299,23 +284,21 @@ def _rewrite_footer(src: str, dst: str, change: Any) -> None:
 def test_damaged_alias_footer_is_refused_naming_the_file(
     tmp_path: Path, change: Any, message: str
 ) -> None:
+    assert_footer_refused(_aliased_file(tmp_path), tmp_path, change, message)
+
+
+def _aliased_file(tmp_path: Path) -> str:
+    """The path of a column file with aliases (``carrier`` and ``n``)."""
     _, b = tables(str(tmp_path))
     b.load_cells(flight_cells(30))
     (entry,) = column_entries(b)
-    bad = str(tmp_path / "bad-c.parquet")
-    _rewrite_footer(b.file_path(entry), bad, change)
-    with pytest.raises(CorruptFileError, match=r"bad-c\.parquet") as err:
-        StoreFileReader(fsspec.filesystem("file"), bad)
-    assert message in str(err.value)
+    return str(b.file_path(entry))
 
 
 def test_stored_aliased_column_is_refused(tmp_path: Path) -> None:
     """A file that stores a column its footer calls an alias has the wrong columns."""
-    _, b = tables(str(tmp_path))
-    b.load_cells(flight_cells(30))
-    (entry,) = column_entries(b)
     bad = str(tmp_path / "extra-c.parquet")
-    pf = pq.ParquetFile(b.file_path(entry))
+    pf = pq.ParquetFile(_aliased_file(tmp_path))
     table = pf.read()
     table = table.append_column("n", table.column("__key:n"))
     pq.write_table(table.replace_schema_metadata(pf.metadata.metadata), bad)
