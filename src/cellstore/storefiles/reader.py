@@ -489,7 +489,8 @@ class StoreFileReader(FileContext):
 
         A keyed file's rows (``__row``) are encoded from its key columns when asked for
         (first, as in an unkeyed file); its key columns (``__key:<field>``) can be read
-        as they are.
+        as they are. An aliased value column (docs/format.md 14.2) is its key column's
+        values, read from that column.
 
         Args:
             groups: Row-group numbers.
