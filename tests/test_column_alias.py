@@ -360,3 +360,32 @@ def test_shared_rows_take_aliased_values_from_the_first_family(
         assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist(), opts
     assert filled
     assert any(filled) is (ttl is None)
+
+
+def test_export_and_export_hfiles_of_an_aliased_table(tmp_path: Path) -> None:
+    """jobs.export (cells and wide) and export_hfiles write the twin's cells."""
+    from cellstore.hbase import read_hfile
+    from cellstore.jobs import export, export_hfiles
+
+    a, b = tables(str(tmp_path / "wh"))
+    for t in (a, b):
+        t.load_cells(flight_cells(90))
+    (entry,) = column_entries(b)
+    assert StoreFileReader(b.fs, b.file_path(entry)).info.aliases
+    got = []
+    for t in (a.refresh(), b.refresh()):
+        out = tmp_path / f"export-{t.name}"
+        export(t, str(out), raw=True)
+        cells = pq.read_table(sorted(out.rglob("*.parquet")))
+        got.append(cells.sort_by([("row", "ascending"), ("qualifier", "ascending")]).to_pylist())
+        wide = tmp_path / f"wide-{t.name}"
+        export(t, str(wide), shape="wide")
+        got.append(pq.read_table(sorted(wide.rglob("*.parquet"))).to_pylist())
+        hf = tmp_path / f"hfiles-{t.name}"
+        export_hfiles(t, str(hf), raw=True)
+        hcells = pa.concat_tables(
+            [read_hfile(str(p)) for p in sorted(hf.rglob("*")) if p.is_file() and "_" not in p.name]
+        )
+        got.append(sorted(tuple(r.values()) for r in hcells.to_pylist()))
+    assert got[:3] == got[3:]
+    assert len(got[0]) == 360
