@@ -306,20 +306,24 @@ def test_stored_aliased_column_is_refused(tmp_path: Path) -> None:
         StoreFileReader(fsspec.filesystem("file"), bad)
 
 
+@pytest.mark.parametrize("compacted", [False, True])
 @pytest.mark.parametrize("ttl", [None, 86_400])
 def test_shared_rows_take_aliased_values_from_the_first_family(
-    tmp_path: Path, ttl: int | None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ttl: int | None, compacted: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two families of the same rows: the second's aliased columns are not read but taken
     from the first family's key fields (unless a TTL makes their timestamps count); every
-    read agrees with the twin."""
+    read agrees with the twin. ``compacted``: after a major compaction that kept versions
+    (each family a column file and its companion of older versions, which the read
+    skips: the rows are still shared)."""
     import time
 
     from cellstore.reader.columnar import fast as columnar
 
     now = int(time.time() * 1000)
     wh = cellstore.connect(str(tmp_path))
-    fams = [Family(name="f", max_versions=1), Family(name="g", max_versions=1, ttl=ttl)]
+    kept = 3 if compacted else 1
+    fams = [Family(name="f", max_versions=kept), Family(name="g", max_versions=kept, ttl=ttl)]
     props = {
         "mapping.codecs": json.dumps(
             {"columns": {**TYPES, **{k.replace("f:", "g:"): v for k, v in TYPES.items()}}}
@@ -340,6 +344,11 @@ def test_shared_rows_take_aliased_values_from_the_first_family(
     g_cells = g_cells.set_column(1, "family", pa.array(["g"] * g_cells.num_rows))
     for t in made:
         t.load_cells(pa.concat_tables([f_cells, g_cells]))
+        if compacted:
+            newer = flight_cells(30, ts=now + 1)
+            both = [newer, newer.set_column(1, "family", pa.array(["g"] * newer.num_rows))]
+            t.load_cells(pa.concat_tables(both))
+            compact(t, major=True)
     filled: list[int] = []
     real = columnar._aliases_from_keys
 
@@ -351,6 +360,7 @@ def test_shared_rows_take_aliased_values_from_the_first_family(
     a, b = (t.refresh() for t in made)
     (g_entry,) = [e for e in column_entries(b) if e.family == "g"]
     assert StoreFileReader(b.fs, b.file_path(g_entry)).info.aliases
+    assert any(e.layout == "cells" for e in b.files) is compacted  # the companions
     for opts in (
         {"shape": "wide", "column_types": "table"},
         {"shape": "wide", "columns": ["g:carrier", "f:dep"], "column_types": "table"},

@@ -178,17 +178,23 @@ def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
 def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
     """Whether every family of ``task`` is one keyed column file of the same rows.
 
-    Each family then holds one file inside the task's range, keyed with the read's spec,
-    and all have the same rows digest (docs/format.md 14.2): the rows (key fields) are
-    read from the first family only, the others' records line up with them.
+    Each family then holds one file inside the task's range (and at most its companion
+    cell file, when the read may skip it: :func:`older_companions`, as after a major
+    compaction that kept versions), keyed with the read's spec, and all have the same
+    rows digest (docs/format.md 14.2): the rows (key fields) are read from the first
+    family only, the others' records line up with them.
     """
     if key is None or len(task.families) < 2:
         return False
     digests = set()
     for fam in task.families:
-        if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
+        bases = [e for e in fam.entries if e.layout == "columns"]
+        deltas = [e for e in fam.entries if e.layout != "columns"]
+        if len(bases) != 1:
             return False
-        entry = fam.entries[0]
+        if deltas and len(older_companions(fs, task, fam, bases, deltas)) < len(deltas):
+            return False
+        entry = bases[0]
         if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
             return False
         path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
