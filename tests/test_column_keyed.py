@@ -244,8 +244,13 @@ def test_damaged_keyed_footer_is_refused_naming_the_file(
     _, b = tables(str(tmp_path))
     b.load_cells(keyed_cells(30))
     (entry,) = column_entries(b)
+    assert_footer_refused(b.file_path(entry), tmp_path, change, message)
+
+
+def assert_footer_refused(src: str, tmp_path: Path, change: Any, message: str) -> None:
+    """A copy of ``src`` whose footer JSON ``change`` damaged is refused, naming it."""
     bad = str(tmp_path / "bad-c.parquet")
-    _rewrite_footer(b.file_path(entry), bad, change)
+    _rewrite_footer(src, bad, change)
     with pytest.raises(CorruptFileError, match=r"bad-c\.parquet") as err:
         StoreFileReader(fsspec.filesystem("file"), bad)
     assert message in str(err.value)

@@ -170,3 +170,37 @@ def test_a_replaced_pool_is_shut_down_and_running_reads_move_on(
     got = execute._in_order(run, 40, 3)  # chunks after the replacement go to the new pool
     assert [t.column("i")[0].as_py() for t in got] == list(range(40))
     assert execute._read_pool(2) is not replaced
+
+
+def test_run_together_runs_calls_at_once_in_order(two_cores: int) -> None:
+    """The calls of ``run_together`` overlap (a barrier only two running calls pass), come
+    back in order, and a call the busy pool has not started runs in the caller."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet(i: int) -> int:
+        barrier.wait()
+        return i
+
+    assert execute.run_together([lambda: meet(0), lambda: meet(1)]) == [0, 1]
+    # every pool thread busy until the caller is done: the queued call runs in the caller
+    release = threading.Event()
+    pool = execute._read_pool(two_cores)
+    blockers = [pool.submit(release.wait, 10) for _ in range(two_cores)]
+    try:
+        callers: list[str] = []
+        calls = [lambda: 0, lambda: callers.append(threading.current_thread().name) or 1]
+        assert execute.run_together(calls) == [0, 1]
+        assert callers == [threading.current_thread().name]
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+
+
+def test_run_together_raises_the_first_error(two_cores: int) -> None:
+    def fail() -> int:
+        raise CorruptFileError("bad file")
+
+    with pytest.raises(CorruptFileError, match="bad file"):
+        execute.run_together([lambda: 1, fail, lambda: 3])
+    assert execute.run_together([lambda: 1, lambda: 2]) == [1, 2]  # the pool still works

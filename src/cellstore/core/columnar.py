@@ -36,6 +36,7 @@ from cellstore.core.rowkey import RowKeySpec
 
 __all__ = [
     "AUTO_MAX_COLUMNS",
+    "Aliases",
     "AUTO_MIN_ROWS",
     "MAX_COLUMNS",
     "KEY_PREFIX",
@@ -45,12 +46,17 @@ __all__ = [
     "column_set",
     "put_columns",
     "expand_records",
+    "alias_mismatch",
+    "check_aliases",
+    "choose_aliases",
     "key_names",
     "keyable_rows",
     "keyed",
     "record_rows",
     "records_schema",
+    "restore_aliases",
     "split_cells",
+    "stored_names",
 ]
 
 #: The record's row key column.
@@ -70,6 +76,11 @@ AUTO_MIN_ROWS: Final = 4096
 MAX_COLUMNS: Final = 1024
 
 _PUT: Final = int(CellType.PUT)
+
+#: A keyed column file's key-field aliases (docs/format.md 14.2): ``(qualifier, field)``
+#: pairs, in qualifier order, for the columns whose every value in the file equals a key
+#: field of the same type and so is not stored (its values are the key column's).
+Aliases = tuple[tuple[bytes, str], ...]
 
 
 @dataclass(frozen=True, order=True)
@@ -161,12 +172,16 @@ def key_names(key: RowKeySpec) -> list[str]:
     return [KEY_PREFIX + f.name for f in key.fields]
 
 
-def records_schema(specs: Sequence[ColumnSpec], key: RowKeySpec | None = None) -> pa.Schema:
+def records_schema(
+    specs: Sequence[ColumnSpec], key: RowKeySpec | None = None, aliases: Aliases = ()
+) -> pa.Schema:
     """The Arrow schema of a column file: row (or key columns), ts, values, timestamps.
 
     ``key``: a keyed file (:func:`keyed`): the row key's fields, typed, in place of
-    ``__row``.
+    ``__row``. ``aliases``: columns whose values the file does not store (their key
+    field's column holds them); their timestamp columns stay.
     """
+    held = {q for q, _ in aliases}
     if key is None:
         head = [pa.field(ROW_COLUMN, pa.binary(), nullable=False)]
     else:
@@ -178,10 +193,134 @@ def records_schema(specs: Sequence[ColumnSpec], key: RowKeySpec | None = None) -
         [
             *head,
             pa.field(TS_COLUMN, pa.int64(), nullable=False),
-            *(pa.field(s.value_name, s.arrow_type) for s in specs),
+            *(pa.field(s.value_name, s.arrow_type) for s in specs if s.qualifier not in held),
             *(pa.field(s.ts_name, pa.int64()) for s in specs),
         ]
     )
+
+
+def check_aliases(aliases: Aliases, specs: Sequence[ColumnSpec], key: RowKeySpec | None) -> None:
+    """Refuse aliases that do not fit the file (docs/format.md 14.2).
+
+    Raises:
+        ValueError: aliases without a row-key spec, not in strictly increasing qualifier
+            order, naming a qualifier outside the column set, a key field the spec does
+            not have, or a field whose type is not the column's.
+    """
+    if not aliases:
+        return
+    if key is None:
+        raise ValueError("aliases in a file without row-key")
+    by_q = {s.qualifier: s for s in specs}
+    types = {f.name: f.type.arrow_type for f in key.fields}
+    previous = None
+    for q, name in aliases:
+        if previous is not None and q <= previous:
+            raise ValueError("aliases are not in strictly increasing qualifier order")
+        previous = q
+        if q not in by_q:
+            raise ValueError(f"alias of qualifier {q.hex()} names no column")
+        if name not in types:
+            raise ValueError(f"alias of qualifier {q.hex()} names key field {name!r}, not a field")
+        if types[name] != by_q[q].arrow_type:
+            raise ValueError(f"alias of qualifier {q.hex()}: key field {name!r} is not its type")
+
+
+def _same_bits(values: pa.Array, keys: pa.Array) -> np.ndarray:
+    """Per record, whether a value is held and equals the key field bit for bit.
+
+    Floats compare by their bits (``-0.0`` is not ``0.0``, a NaN equals only the same
+    NaN), so an alias gives back every value's exact bytes.
+    """
+    values, keys = _flat(values), _flat(keys)
+    if pa.types.is_floating(values.type):
+        width = pa.int64() if values.type == pa.float64() else pa.int32()
+        values, keys = values.view(width), keys.view(width)
+    same: np.ndarray = pc.fill_null(pc.equal(values, keys), False).to_numpy(zero_copy_only=False)
+    return same
+
+
+def choose_aliases(
+    records: pa.Table, fields: pa.Table, specs: Sequence[ColumnSpec], key: RowKeySpec
+) -> Aliases:
+    """The columns of ``records`` that are aliases of a key field (the first such field).
+
+    A column is an alias of a field when its type is the field's and every record holds
+    a value equal to the record's field (``fields``: the records' key fields, named by
+    field). Decided on the first records a writer sees (docs/format.md 14.2).
+    """
+    if not records.num_rows:
+        return ()
+    out: list[tuple[bytes, str]] = []
+    for s in specs:
+        for f in key.fields:
+            if f.type.arrow_type != s.arrow_type:
+                continue
+            if _same_bits(records.column(s.value_name), fields.column(f.name)).all():
+                out.append((s.qualifier, f.name))
+                break
+    return tuple(out)
+
+
+def alias_mismatch(
+    records: pa.Table, fields: pa.Table, specs: Sequence[ColumnSpec], aliases: Aliases
+) -> np.ndarray:
+    """Per record, whether an aliased column's value is missing or not its key field's.
+
+    Such a record cannot be held by a file with those aliases: its row's cells go to the
+    companion cell file.
+    """
+    bad = np.zeros(records.num_rows, dtype=bool)
+    by_q = {s.qualifier: s for s in specs}
+    for q, name in aliases:
+        bad |= ~_same_bits(records.column(by_q[q].value_name), fields.column(name))
+    return bad
+
+
+def stored_names(
+    names: Sequence[str], specs: Sequence[ColumnSpec], key: RowKeySpec | None, aliases: Aliases
+) -> list[str]:
+    """The file's columns to read for record columns ``names`` (aliases: their key columns)."""
+    if not aliases or key is None:
+        return list(names)
+    by_name = _alias_names(specs, aliases)
+    out: list[str] = []
+    for n in names:
+        stored = KEY_PREFIX + by_name[n] if n in by_name else n
+        if stored not in out:
+            out.append(stored)
+    return out
+
+
+def _alias_names(specs: Sequence[ColumnSpec], aliases: Aliases) -> dict[str, str]:
+    """Aliased value column name -> key field name."""
+    fields = dict(aliases)
+    return {s.value_name: fields[s.qualifier] for s in specs if s.qualifier in fields}
+
+
+def restore_aliases(
+    table: pa.Table,
+    names: Sequence[str] | None,
+    specs: Sequence[ColumnSpec],
+    key: RowKeySpec | None,
+    aliases: Aliases,
+) -> pa.Table:
+    """Records read with :func:`stored_names`, as the record columns ``names`` asked for.
+
+    An aliased value column is its key column (typed alike: no copy); key columns read
+    only for an alias are dropped. ``names`` None: every record column, in
+    :func:`records_schema` order (``__row`` first when read).
+    """
+    if not aliases or key is None:
+        return table
+    by_name = _alias_names(specs, aliases)
+    if names is None:
+        lead = [ROW_COLUMN] if ROW_COLUMN in table.column_names else []
+        names = [*lead, *records_schema(specs, key).names]
+    cols = [
+        table.column(KEY_PREFIX + by_name[n]) if n in by_name else table.column(n) for n in names
+    ]
+    return pa.Table.from_arrays(cols, names=list(names))
 
 
 def record_rows(records: pa.Table, key: RowKeySpec | None) -> pa.Array:

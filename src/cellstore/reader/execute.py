@@ -35,7 +35,7 @@ from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Final
+from typing import Final, TypeVar
 
 import fsspec
 import numpy as np
@@ -50,7 +50,7 @@ from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import RowGroupStats, StoreFileReader
 from cellstore.storefiles.reader import slice_rows
 
-__all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task"]
+__all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task", "run_together"]
 
 #: Schema of scan results in the "cells" shape (HBase result order): a store file's
 #: cells with their family after the row (defined once, in core/cells.py).
@@ -65,6 +65,8 @@ CHUNK_CELLS: Final = 1 << 19
 SOURCE_CHUNK_CELLS: Final = CHUNK_CELLS // 4
 #: Most threads one read uses (also capped by ``pyarrow.cpu_count()``).
 MAX_THREADS: Final = 8
+
+_T = TypeVar("_T")
 
 
 def read_task(
@@ -499,6 +501,35 @@ def _in_order(run: Callable[[int], pa.Table], n: int, threads: int) -> list[pa.T
         wait_futures(pending)
         raise
     return results
+
+
+def run_together(calls: Sequence[Callable[[], _T]]) -> list[_T]:
+    """``[c() for c in calls]``, the calls running at once on the shared read pool.
+
+    The first call runs in this thread, the others on the pool (:func:`_read_pool`); a
+    call the pool has not started by the time this thread wants its result runs here, so
+    a caller never waits on a queued call (no deadlock when the pool is busy, also when
+    the caller is itself a pool thread). On an error the calls not started are
+    cancelled and the running ones finish before it propagates.
+    """
+    threads = min(pa.cpu_count(), MAX_THREADS)
+    if len(calls) < 2 or threads < 2:
+        return [c() for c in calls]
+    try:
+        pool = _read_pool(threads)
+        futures = [pool.submit(c) for c in calls[1:]]
+    except RuntimeError:  # another scan replaced the pool meanwhile: run them here
+        return [c() for c in calls]
+    try:
+        out = [calls[0]()]
+        for future, call in zip(futures, calls[1:], strict=True):
+            out.append(call() if future.cancel() else future.result())
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        wait_futures(futures)
+        raise
+    return out
 
 
 _pool_lock = threading.Lock()

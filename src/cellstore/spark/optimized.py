@@ -114,8 +114,9 @@ def _region_files(
                 path = entry_path(task.table_path, entry.path)
                 with StoreFileReader(t.fs, path, entry=entry) as reader:
                     specs = reader.info.columns
-                    if reader.info.row_key is not None:
-                        # a keyed file holds key fields, not rows (section 14.2): Spark
+                    if reader.info.row_key is not None or reader.info.aliases:
+                        # a keyed file holds key fields, not rows (section 14.2), and an
+                        # aliased column's values only in its key field's column: Spark
                         # cannot encode them to row keys, the source does
                         return None
                 name = fam.family.name

@@ -36,7 +36,10 @@ from cellstore.core.columnar import (
     MAX_COLUMNS,
     ROW_COLUMN,
     TS_COLUMN,
+    Aliases,
     ColumnSpec,
+    alias_mismatch,
+    choose_aliases,
     column_set,
     key_names,
     keyable_rows,
@@ -51,6 +54,7 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.fs import join
 from cellstore.storefiles.footer import (
+    ALIASED_FILE_FORMAT_VERSION,
     COLUMN_FILE_FORMAT_VERSION,
     KEYED_FILE_FORMAT_VERSION,
     StoreFileInfo,
@@ -167,13 +171,14 @@ class ColumnPlan:
         return self.declared
 
 
-def _record_stats(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> dict[str, Any]:
+def _record_stats(
+    records: pa.Table, specs: tuple[ColumnSpec, ...], aliases: Aliases = ()
+) -> dict[str, Any]:
     """Footer statistics of records, over the cells they hold (vectorized)."""
     n = records.num_rows
-    cells = 0
+    cells = _group_cells(records, specs, aliases)
     low = None
     for s in specs:
-        cells += len(records) - records.column(s.value_name).null_count
         own = records.column(s.ts_name)
         if own.null_count < len(own):
             m = pc.min(own).as_py()
@@ -217,8 +222,14 @@ class RowsDigest:
         return self._lengths.hexdigest() + self._bytes.hexdigest()
 
 
-def _group_cells(records: pa.Table, specs: tuple[ColumnSpec, ...]) -> int:
-    return sum(len(records) - records.column(s.value_name).null_count for s in specs)
+def _group_cells(records: pa.Table, specs: tuple[ColumnSpec, ...], aliases: Aliases = ()) -> int:
+    """Cells of records (an aliased column holds a value in every record)."""
+    held = {q for q, _ in aliases}
+    return len(held) * len(records) + sum(
+        len(records) - int(records.column(s.value_name).null_count)
+        for s in specs
+        if s.qualifier not in held
+    )
 
 
 class ColumnFileWriter(ParquetFileSink):
@@ -238,6 +249,10 @@ class ColumnFileWriter(ParquetFileSink):
         key: Write the rows as the key columns of this spec (a keyed file, format
             version 3): every record's row must be one the spec gives back
             (:func:`~cellstore.core.columnar.keyable_rows`). None: ``__row``.
+        aliases: Of a keyed file, the columns not stored because every record's value
+            is its key field's (:func:`~cellstore.core.columnar.choose_aliases`; format
+            version 4): every record written must hold exactly that value
+            (:func:`~cellstore.core.columnar.alias_mismatch` false).
     """
 
     def __init__(
@@ -251,13 +266,15 @@ class ColumnFileWriter(ParquetFileSink):
         load_id: str,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
         key: RowKeySpec | None = None,
+        aliases: Aliases = (),
     ) -> None:
         self.fs = fs
         self.path = path
         self.family = family
         self.columns = columns
         self.key = keyed(key)
-        self.schema = records_schema(columns, self.key)
+        self.aliases = aliases if self.key is not None else ()
+        self.schema = records_schema(columns, self.key, self.aliases)
         self._digest = RowsDigest() if self.key is not None else None
         self._group_rows_seen: list[tuple[bytes, bytes]] = []
         self.seq = seq
@@ -269,8 +286,12 @@ class ColumnFileWriter(ParquetFileSink):
         self._group_cells: list[int] = []
         self._start(self.group_records)
 
-    def write(self, records: pa.Table) -> None:
-        """Append records (the next rows of the file)."""
+    def write(self, records: pa.Table, *, fields: pa.Table | None = None) -> None:
+        """Append records (the next rows of the file).
+
+        ``fields``: of a keyed file, the records' key fields when the caller decoded
+        them already (named by field; decoded here otherwise).
+        """
         if self._closed:
             raise ValueError(f"{self.path}: writer is closed")
         if records.num_rows == 0:
@@ -282,14 +303,15 @@ class ColumnFileWriter(ParquetFileSink):
             rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
             assert self._digest is not None
             self._digest.update(rows)
-            fields = self.key.decode(rows)
+            if fields is None:
+                fields = self.key.decode(rows)
             keys = [fields.column(f.name) for f in self.key.fields]
             names = key_names(self.key)
             table = pa.Table.from_arrays(
                 [rows, *keys, *(records.column(n) for n in self.schema.names[len(names) :])],
                 names=[ROW_COLUMN, *self.schema.names],
             ).cast(pa.schema([pa.field(ROW_COLUMN, pa.binary()), *self.schema]))
-        stats = _record_stats(table, self.columns)
+        stats = _record_stats(records, self.columns, self.aliases)
         if self._stats is None:
             self._stats = stats
         else:
@@ -316,7 +338,9 @@ class ColumnFileWriter(ParquetFileSink):
         first = first.slice(0, _TRIAL_RECORDS)
         out = [TS_COLUMN]
         names = key_names(self.key) if self.key is not None else []
-        for name in [*names, *(s.value_name for s in self.columns)]:
+        stored = set(self.schema.names)
+        values = [s.value_name for s in self.columns if s.value_name in stored]
+        for name in [*names, *values]:
             col = first.column(name)
             held = len(col) - col.null_count
             if held and 2 * pc.count_distinct(col).as_py() <= held and self._smaller_dict(col):
@@ -372,7 +396,7 @@ class ColumnFileWriter(ParquetFileSink):
                 self._group_rows_seen.append((rows[0].as_py(), rows[len(rows) - 1].as_py()))
                 group = group.drop_columns([ROW_COLUMN])
             writer.write_table(group, row_group_size=size)
-            self._group_cells.append(_group_cells(group, self.columns))
+            self._group_cells.append(_group_cells(group, self.columns, self.aliases))
             self._row_groups += 1
 
     def close(self) -> StoreFileInfo:
@@ -398,6 +422,9 @@ class ColumnFileWriter(ParquetFileSink):
             fields["row_key"] = self.key
             fields["group_rows"] = tuple(self._group_rows_seen)
             fields["rows_digest"] = self._digest.hexdigest()
+        if self.aliases:
+            fields["format_version"] = ALIASED_FILE_FORMAT_VERSION
+            fields["aliases"] = self.aliases
         return fields
 
 
@@ -540,6 +567,8 @@ class LayoutSink:
         self._cells: StoreFileWriter | None = None
         self._records: ColumnFileWriter | None = None
         self._complete = True
+        #: The key-field aliases, decided on the first records (None: not yet).
+        self._aliases: Aliases | None = None
 
     @property
     def bytes(self) -> int:
@@ -585,12 +614,27 @@ class LayoutSink:
     def _put(self, cells: pa.Table) -> None:
         rows = None
         key = self.plan.key
-        if key is not None and self._specs:
+        specs = self._specs or ()
+        fields = None
+        if key is not None and specs:
             # a keyed file holds only rows the spec gives back; others stay cells
             row = cells.column("row")
             distinct = row.take(pa.array(run_starts(row))).combine_chunks().cast(pa.binary())
             rows, _ = keyable_rows(distinct, key)
-        records, rest = split_cells(cells, self._specs or (), rows=rows)
+        records, rest = split_cells(cells, specs, rows=rows)
+        if key is not None and records.num_rows:
+            fields = key.decode(records.column(ROW_COLUMN).combine_chunks())
+            if self._aliases is None:  # decided on the file's first records
+                self._aliases = choose_aliases(records, fields, specs, key)
+            bad = alias_mismatch(records, fields, specs, self._aliases)
+            if bad.any():
+                # a record whose aliased value is not its key field's: its row stays cells
+                assert rows is not None
+                at = pc.index_in(records.column(ROW_COLUMN), value_set=distinct)
+                rows = rows.copy()
+                rows[at.to_numpy(zero_copy_only=False)[bad]] = False
+                records, rest = split_cells(cells, specs, rows=rows)
+                fields = fields.filter(pa.array(~bad))
         if self._complete:
             self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
         if records.num_rows:
@@ -604,8 +648,9 @@ class LayoutSink:
                     load_id=self.load_id,
                     row_group_cells=self.row_group_cells,
                     key=key,
+                    aliases=self._aliases or (),
                 )
-            self._records.write(records)
+            self._records.write(records, fields=fields)
         if rest.num_rows:
             if self._cells is None:
                 self._cells = StoreFileWriter(

@@ -16,12 +16,13 @@ from typing import Any, Final
 
 import xxhash
 
-from cellstore.core.columnar import MAX_COLUMNS, ColumnSpec, keyed
+from cellstore.core.columnar import MAX_COLUMNS, Aliases, ColumnSpec, check_aliases, keyed
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError, CorruptFileError, FormatVersionError
 
 __all__ = [
+    "ALIASED_FILE_FORMAT_VERSION",
     "CELL_FILE_FORMAT_VERSION",
     "CHECKED_FIELDS",
     "COLUMN_FILE_FORMAT_VERSION",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 #: The highest store-file format version this release reads.
-STORE_FILE_FORMAT_VERSION: Final = 3
+STORE_FILE_FORMAT_VERSION: Final = 4
 #: The version cell-layout files are written with (readable by every release).
 CELL_FILE_FORMAT_VERSION: Final = 1
 #: The version column-layout files are written with (docs/format.md section 14).
@@ -45,6 +46,9 @@ COLUMN_FILE_FORMAT_VERSION: Final = 2
 #: The version keyed column files are written with: the row key's fields as typed
 #: columns in place of ``__row`` (docs/format.md 14.2).
 KEYED_FILE_FORMAT_VERSION: Final = 3
+#: The version keyed column files with key-field aliases are written with: value columns
+#: equal to a key field are not stored (docs/format.md 14.2).
+ALIASED_FILE_FORMAT_VERSION: Final = 4
 #: Parquet key-value metadata key holding the footer JSON.
 FOOTER_KEY: Final = b"cellstore"
 #: Footer fields every open compares with the file's manifest entry (besides the size).
@@ -156,7 +160,7 @@ class StoreFileInfo:
         bloom_filter: Whether the row column carries a Parquet Bloom filter.
         writer_version: cellstore version that wrote the file.
         format_version: Store-file format version (1: a cell file, 2: a column file, 3: a
-            keyed column file).
+            keyed column file, 4: a keyed column file with aliases).
         layout: ``"cells"`` or ``"columns"`` (docs/format.md section 14).
         columns: A column file's column set, in qualifier order (empty for cells).
         group_cells: A column file's cells per row group (its records hold that many
@@ -169,6 +173,8 @@ class StoreFileInfo:
         group_rows: A keyed column file's first and last row of every row group.
         rows_digest: A keyed column file's digest of its rows (:func:`rows_digest`): two
             files with the same digest hold records of the same rows.
+        aliases: A keyed column file's key-field aliases: ``(qualifier, field)`` pairs
+            whose value column is not stored (the key field's column holds its values).
         footer_digest: The file's footer digest (:func:`footer_digest`), not part of the
             footer JSON (which cannot hold its own digest): set by the writer and by a
             reader that opened the file; None when unknown.
@@ -198,6 +204,7 @@ class StoreFileInfo:
     row_key: RowKeySpec | None = None
     group_rows: tuple[tuple[bytes, bytes], ...] = ()
     rows_digest: str | None = None
+    aliases: Aliases = ()
     footer_digest: str | None = None
 
     def footer_dict(self) -> dict[str, Any]:
@@ -227,6 +234,8 @@ class StoreFileInfo:
             doc["row-key"] = self.row_key.to_dict()
             doc["row-group-rows"] = [[a.hex(), b.hex()] for a, b in self.group_rows]
             doc["rows-digest"] = self.rows_digest
+        if self.aliases:
+            doc["aliases"] = {q.hex(): name for q, name in self.aliases}
         return doc
 
     @classmethod
@@ -267,6 +276,7 @@ class StoreFileInfo:
             layout, columns = _layout_of(d, version)
             group_cells = _group_cells(d, layout, row_groups, int(d["cells"]))
             row_key, group_rows, digest = _keyed_of(d, version, row_groups)
+            aliases = _aliases_of(d, version, columns, row_key)
             return cls(
                 path=path,
                 family=d["family"],
@@ -292,6 +302,7 @@ class StoreFileInfo:
                 row_key=row_key,
                 group_rows=group_rows,
                 rows_digest=digest,
+                aliases=aliases,
                 footer_digest=footer_digest,
             )
         except (KeyError, TypeError, ValueError, CellstoreError) as e:
@@ -366,6 +377,32 @@ def _keyed_of(
         raise ValueError("rows-digest is not 32 hex digits")
     int(digest, 16)
     return spec, tuple(pairs), digest
+
+
+def _aliases_of(
+    d: dict[str, Any], version: int, columns: tuple[ColumnSpec, ...], key: RowKeySpec | None
+) -> Aliases:
+    """A keyed column file's key-field aliases (format version 4).
+
+    Raises:
+        ValueError: aliases in a footer below version 4, a version-4 footer without
+            them, or aliases that do not fit the column set and the row-key spec
+            (:func:`~cellstore.core.columnar.check_aliases`).
+    """
+    raw = d.get("aliases")
+    if raw is None:
+        if version >= ALIASED_FILE_FORMAT_VERSION:
+            raise ValueError(f"a format-version-{version} footer has no aliases")
+        return ()
+    if version < ALIASED_FILE_FORMAT_VERSION:
+        raise ValueError(f"aliases in a format-version-{version} footer")
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError("aliases is not a non-empty object")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise ValueError("aliases is not an object of hex qualifiers to key field names")
+    aliases = tuple((bytes.fromhex(k), v) for k, v in raw.items())
+    check_aliases(aliases, columns, key)
+    return aliases
 
 
 def _group_cells(d: dict[str, Any], layout: str, row_groups: int, cells: int) -> tuple[int, ...]:

@@ -203,8 +203,12 @@ def table_dir(root: str, location: str) -> str:
     return join(root, location)
 
 
+#: A control character (C0 or DEL).
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
+
+
 def _has_control(text: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+    return _CONTROL.search(text) is not None
 
 
 def entry_path_problem(path: str) -> str | None:

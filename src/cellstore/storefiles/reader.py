@@ -36,11 +36,14 @@ from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.columnar import (
     ROW_COLUMN,
     TS_COLUMN,
+    Aliases,
     ColumnSpec,
     expand_records,
     key_names,
     record_rows,
     records_schema,
+    restore_aliases,
+    stored_names,
 )
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
@@ -65,7 +68,13 @@ from cellstore.storefiles.footer import (
 )
 from cellstore.storefiles.footer import footer_digest as _digest_of
 
-__all__ = ["RowGroupStats", "StoreFileReader", "clear_footer_cache", "read_store_file"]
+__all__ = [
+    "RowGroupStats",
+    "StoreFileReader",
+    "clear_footer_cache",
+    "known_info",
+    "read_store_file",
+]
 
 #: Columns a dictionary-encoded read (``encoded=True``) returns as Arrow dictionaries.
 ENCODED_COLUMNS: Final = ("row", "qualifier")
@@ -138,6 +147,19 @@ def _cache_put(key: tuple[str, int, str], entry: _Footer) -> None:
         _cache.move_to_end(key)
         while len(_cache) > _CACHE_ENTRIES:
             _cache.popitem(last=False)
+
+
+def known_info(path: str, entry: FileEntry) -> StoreFileInfo | None:
+    """The footer of the file at ``path`` as an earlier open checked it, or None.
+
+    From the footer cache, for a file of ``entry``'s size and footer digest (None when
+    it is not cached or the entry records no digest). For planning only: a read still
+    opens the file, which checks it against the entry.
+    """
+    if entry.footer_digest is None:
+        return None
+    cached = _cache_get((path, entry.size, entry.footer_digest))
+    return cached.info if cached is not None else None
 
 
 class StoreFileReader(FileContext):
@@ -238,7 +260,9 @@ class StoreFileReader(FileContext):
                 if mismatch is not None:
                     raise _entry_mismatch_error(where, path, mismatch)
             if known is None:  # a cached footer passed this check when first opened
-                _check_schema(self._pf, path, where, self.info.columns, self.info.row_key)
+                _check_schema(
+                    self._pf, path, where, self.info.columns, self.info.row_key, self.info.aliases
+                )
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
             groups = cached.row_groups if cached is not None else None
@@ -421,6 +445,7 @@ class StoreFileReader(FileContext):
             read = [*head, TS_COLUMN, *(s.value_name for s in specs)]
             if "ts" in cols:
                 read += [s.ts_name for s in specs]
+            logical, read = read, stored_names(read, specs, key, self.info.aliases)
             dictionary = None
         else:
             read = cols
@@ -437,6 +462,7 @@ class StoreFileReader(FileContext):
             table = pf.read_row_groups(list(groups), columns=read, use_threads=use_threads)
             if specs:
                 # a column file: its records' cells, in cell order (lossless, section 14)
+                table = restore_aliases(table, logical, specs, key, self.info.aliases)
                 table = self._with_rows(table)
                 if rows is not None:
                     lo = bisect_rows(table.column(ROW_COLUMN), rows[0]) if rows[0] else 0
@@ -463,7 +489,8 @@ class StoreFileReader(FileContext):
 
         A keyed file's rows (``__row``) are encoded from its key columns when asked for
         (first, as in an unkeyed file); its key columns (``__key:<field>``) can be read
-        as they are.
+        as they are. An aliased value column (docs/format.md 14.2) is its key column's
+        values, read from that column.
 
         Args:
             groups: Row-group numbers.
@@ -484,6 +511,15 @@ class StoreFileReader(FileContext):
             columns = [c for c in columns if c != ROW_COLUMN]
             if want_rows:
                 columns = [*(n for n in names if n not in columns), *columns]
+        aliases = self.info.aliases
+        logical = columns
+        if aliases and key is not None:
+            logical = (
+                columns if columns is not None else records_schema(self.info.columns, key).names
+            )
+            # an aliased value column is read as its key column; __row needs every key column
+            extra = key_names(key) if want_rows else []
+            columns = stored_names([*extra, *logical], self.info.columns, key, aliases)
         source: Any = None
         try:
             source = self._open_source()
@@ -495,6 +531,9 @@ class StoreFileReader(FileContext):
             table = pf.read_row_groups(list(groups), columns=columns, use_threads=use_threads)
             if want_rows:
                 table = self._with_rows(table)
+            if aliases and key is not None:
+                names = [*([ROW_COLUMN] if want_rows else []), *(logical or ())]
+                table = restore_aliases(table, names, self.info.columns, key, aliases)
         except (OSError, pa.ArrowException, ValueError, IndexError) as e:
             raise CorruptFileError(f"{self.path}: cannot decode records ({e})") from e
         except BadCellError as e:
@@ -535,7 +574,11 @@ def _row_group_stats(meta: pq.FileMetaData, name: str, info: StoreFileInfo) -> l
     """
     out = []
     heads = 1 if info.row_key is None else len(info.row_key.fields)
-    width = heads + 1 + 2 * len(info.columns) if info.columns else len(_PHYSICAL_TYPES)
+    width = (
+        heads + 1 + 2 * len(info.columns) - len(info.aliases)
+        if info.columns
+        else len(_PHYSICAL_TYPES)
+    )
     for i in range(meta.num_row_groups):
         rg = meta.row_group(i)
         if rg.num_columns != width or rg.num_rows < 0:
@@ -600,6 +643,7 @@ def _check_schema(
     where: str,
     columns: Sequence[ColumnSpec] = (),
     key: RowKeySpec | None = None,
+    aliases: Aliases = (),
 ) -> None:
     """Refuse a Parquet file whose columns are not the cell schema (it is no store file).
 
@@ -613,7 +657,7 @@ def _check_schema(
     except (pa.ArrowException, ValueError, IndexError) as e:
         raise CorruptFileError(f"{where}{path}: unreadable Parquet schema ({e})") from e
     if columns:
-        _check_records_schema(physical, schema, path, where, columns, key)
+        _check_records_schema(physical, schema, path, where, columns, key, aliases)
         return
     if physical != _PHYSICAL_TYPES:
         raise CorruptFileError(
@@ -653,9 +697,10 @@ def _check_records_schema(
     where: str,
     columns: Sequence[ColumnSpec],
     key: RowKeySpec | None,
+    aliases: Aliases,
 ) -> None:
     """Refuse a column file whose columns are not its footer's column set's (section 14)."""
-    want = records_schema(columns, key)
+    want = records_schema(columns, key, aliases)
     if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in want] or physical != tuple(
         _PHYSICAL_OF[f.type] for f in want
     ):

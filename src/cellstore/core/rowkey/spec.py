@@ -27,6 +27,7 @@ from cellstore.core.regions import MAX_SALT_BUCKETS
 from cellstore.core.rowkey.decode import decode_keys
 from cellstore.core.rowkey.fields import KeyField, Parts, concat_parts, encode_pieces
 from cellstore.core.rowkey.hashing import salt_parts
+from cellstore.core.rowkey.onepass import encode_one_pass
 from cellstore.core.rowkey.ranges import (
     KeyRange,
     bucket_ranges,
@@ -160,7 +161,12 @@ class RowKeySpec:
 
     # -- encoding ----------------------------------------------------------------------
 
-    def _encode_parts(self, table: pa.Table) -> tuple[Parts, Problems]:
+    def _encode_parts(self, table: pa.Table, *, one_pass: bool = True) -> tuple[Parts, Problems]:
+        """The keys' ``(offsets, data)`` and the bad records.
+
+        ``one_pass``: try :func:`~cellstore.core.rowkey.onepass.encode_one_pass` first
+        (False: the field-by-field encoder, which it must agree with byte for byte).
+        """
         missing = [name for name in self.columns if name not in table.column_names]
         if missing:
             raise InvalidArgumentError(
@@ -169,20 +175,25 @@ class RowKeySpec:
             )
         problems = Problems(table.num_rows)
         last = len(self.fields) - 1
-        pieces = [
-            piece
-            for i, f in enumerate(self.fields)
-            for piece in encode_pieces(
-                f, as_array(table.column(f.name)), last=i == last, problems=problems
-            )
-        ]
-        offsets, data = concat_parts(pieces)
-        lengths = np.diff(offsets)
-        problems.add(lengths == 0, "row", "empty row key")
+        columns = [as_array(table.column(f.name)) for f in self.fields]
         salted = self.salt_buckets is not None
-        problems.add(
-            lengths + int(salted) > MAX_ROW_LENGTH, "row", f"row key longer than {MAX_ROW_LENGTH}"
-        )
+        fast = encode_one_pass(self.fields, columns, salted=salted) if one_pass else None
+        if fast is not None:  # typed, no null, nothing to check: one kernel pass
+            offsets, data = fast
+        else:
+            pieces = [
+                piece
+                for i, (f, col) in enumerate(zip(self.fields, columns, strict=True))
+                for piece in encode_pieces(f, col, last=i == last, problems=problems)
+            ]
+            offsets, data = concat_parts(pieces)
+            lengths = np.diff(offsets)
+            problems.add(lengths == 0, "row", "empty row key")
+            problems.add(
+                lengths + int(salted) > MAX_ROW_LENGTH,
+                "row",
+                f"row key longer than {MAX_ROW_LENGTH}",
+            )
         if self.salt_buckets is not None:
             salt = salt_parts(offsets, data, self.salt_buckets)
             n = len(salt)

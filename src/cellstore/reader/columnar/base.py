@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -54,6 +53,7 @@ class _Base:
     key: RowKeySpec | None = None
     digest: str | None = None  # the rows digest of a file read whole
     stamps: dict[ColumnSpec, np.ndarray] = field(default_factory=dict)  # values' timestamps
+    aliased: dict[ColumnSpec, str] = field(default_factory=dict)  # wanted, not read: key field
 
     def row_keys(self) -> pa.Array:
         """The rows (encoded from the key fields when only those were read)."""
@@ -74,6 +74,7 @@ def _read_base(
     key: RowKeySpec | None = None,
     stamped: bool = False,
     rowless: bool = False,
+    aliases_apart: bool = False,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
@@ -82,7 +83,10 @@ def _read_base(
     (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``rowless``: read
     neither rows nor key fields (another family's file holds the same rows).
     ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
-    range holds all its rows) gives its key fields, not rows.
+    range holds all its rows) gives its key fields, not rows. ``aliases_apart`` (with
+    ``rowless``): a wanted column that is an alias of a key field (docs/format.md 14.2) is
+    not read when no timestamp decides its visibility; ``aliased`` names its field, and
+    the caller takes its values from the rows' key fields.
     """
     name = fam.family.name
     spec = fam.spec
@@ -110,11 +114,17 @@ def _read_base(
         if rowless and by_keys:
             head = []
         digest = reader.info.rows_digest
+        fields = dict(reader.info.aliases)
+        apart: dict[ColumnSpec, str] = {}
+        if aliases_apart and rowless and by_keys and not timed and not whole:
+            apart = {s: fields[s.qualifier] for s in read_specs if s.qualifier in fields}
         # A row is in the result when one of its cells the read covers is visible: with
         # the whole family read and no time range, every record is (it holds a value)
         # unless TTL expired its newest cell (__ts); otherwise decide per cell.
         per_cell = spec.qualifiers is not None or window is not None
         seen = read_specs if per_cell or stamped else out_specs
+        aliased_seen = [s for s in seen if s in apart]
+        seen = [s for s in seen if s not in apart]
         if whole:  # the read's columns, with timestamps: touched rows expand to cells
             cols = [
                 *head,
@@ -126,6 +136,8 @@ def _read_base(
             cols = [*head, *(s.value_name for s in seen)]
             if timed:
                 cols += [TS_COLUMN, *(s.ts_name for s in seen)]
+            # (no column: __ts, the smallest, says how many records there are)
+            cols = cols or [TS_COLUMN]
         records = reader.read_records([g.index for g in stats], columns=cols)
     if not by_keys:
         records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
@@ -133,13 +145,17 @@ def _read_base(
         records = _cut_keyed(records, file_key, stats, task.start, task.stop)
     n = records.num_rows
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
-    present = np.zeros(n, dtype=bool) if per_cell else np.ones(n, dtype=bool)
+    # an aliased column holds a value in every record (visible: nothing timed here)
+    present = np.zeros(n, dtype=bool) if per_cell and not aliased_seen else np.ones(n, dtype=bool)
     if not per_cell and oldest is not None and row_ts is not None:
         present = row_ts >= oldest
     shown: dict[ColumnSpec, pa.Array] = {}
     stamps: dict[ColumnSpec, np.ndarray] = {}
     for s in seen:
         values = records.column(s.value_name).combine_chunks()
+        if row_ts is None and not per_cell:  # every value shown: no mask to compute
+            shown[s] = values
+            continue
         visible = valid_mask(values)
         if row_ts is not None:
             own = records.column(s.ts_name).combine_chunks()
@@ -164,7 +180,7 @@ def _read_base(
     return _Base(
         rows=rows,
         present=present,
-        values={s: shown[s] for s in (seen if stamped else out_specs)},
+        values={s: shown[s] for s in (seen if stamped else out_specs) if s in shown},
         records=records,
         specs=tuple(read_specs),
         seq=entry.seq,
@@ -173,6 +189,7 @@ def _read_base(
         keys=keys,
         key=file_key,
         digest=digest if by_keys and inside and len(stats) == reader.info.row_groups else None,
+        aliased={s: apart[s] for s in out_specs if s in apart},
     )
 
 
@@ -271,4 +288,4 @@ def _concat_column(
 
 def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:
     """Whether two specs have the same fields (they may differ in the salt)."""
-    return dataclasses.replace(a, salt_buckets=None) == dataclasses.replace(b, salt_buckets=None)
+    return a.fields == b.fields

@@ -20,7 +20,9 @@ A task qualifies when:
 
 from __future__ import annotations
 
+import functools
 import itertools
+from dataclasses import dataclass, field
 from typing import Final
 
 import fsspec
@@ -38,8 +40,11 @@ from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fiel
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import _mergeable, _merged_family, older_companions
 from cellstore.reader.columnar.union import _pivot, _union
+from cellstore.reader.execute import run_together
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.shapes import WideSpec, column_name, with_key_columns
+from cellstore.storefiles.layout import entry_path
+from cellstore.storefiles.reader import known_info
 
 __all__ = ["fast_wide_families", "read_wide_fast"]
 
@@ -106,10 +111,16 @@ def read_wide_fast(
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
     shared = _shared_rows(fs, task, key)
-    parts = [
-        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
-        for i, fam in enumerate(task.families)
-    ]
+    # the families' files are read at once: one file's decode is too short for pyarrow's
+    # column threads to keep two cores busy (docs/performance.md)
+    parts = run_together(
+        [
+            functools.partial(_read_family, fs, task, fam, wanted, key, rowless=shared and i > 0)
+            for i, fam in enumerate(task.families)
+        ]
+    )
+    if shared:
+        parts = [parts[0], *(_aliases_from_keys(p, parts[0]) for p in parts[1:])]
     joined = _join([p for p in parts if p.size])
     found = joined.columns
     rows = joined.row_keys()
@@ -137,24 +148,60 @@ def read_wide_fast(
     return out
 
 
+@dataclass(frozen=True)
+class _Shared(_Part):
+    """A part whose rows are the first family's, with the aliased columns not read.
+
+    ``aliased``: per wanted column that is an alias of a key field (docs/format.md 14.2)
+    and was not read, the field's name and the column's codec
+    (:func:`_aliases_from_keys` takes its values from the first family's key fields).
+    """
+
+    aliased: dict[Column, tuple[str, Codec]] = field(default_factory=dict)
+
+
+def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
+    """``part`` with its aliased columns' values: the first family's key fields.
+
+    Both parts hold the same records in the same order (:func:`_shared_rows`), and an
+    aliased column holds its key field's value in every record.
+    """
+    if not isinstance(part, _Shared) or not part.aliased:
+        return part
+    assert first.keys is not None  # the first family of shared rows holds the key fields
+    columns = dict(part.columns)
+    for col, (name, codec) in part.aliased.items():
+        columns[col] = (first.keys.column(name).combine_chunks(), codec)
+    return _Part(None, columns, part.present, digest=part.digest, count=part.count)
+
+
 def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
     """Whether every family of ``task`` is one keyed column file of the same rows.
 
-    Each family then holds one file inside the task's range, keyed with the read's spec,
-    and all have the same rows digest (docs/format.md 14.2): the rows (key fields) are
-    read from the first family only, the others' records line up with them.
+    Each family then holds one file inside the task's range (and at most its companion
+    cell file, when the read may skip it: :func:`older_companions`, as after a major
+    compaction that kept versions), keyed with the read's spec, and all have the same
+    rows digest (docs/format.md 14.2): the rows (key fields) are read from the first
+    family only, the others' records line up with them.
     """
     if key is None or len(task.families) < 2:
         return False
     digests = set()
     for fam in task.families:
-        if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
+        bases = [e for e in fam.entries if e.layout == "columns"]
+        deltas = [e for e in fam.entries if e.layout != "columns"]
+        if len(bases) != 1:
             return False
-        entry = fam.entries[0]
+        if deltas and len(older_companions(fs, task, fam, bases, deltas)) < len(deltas):
+            return False
+        entry = bases[0]
         if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
             return False
-        with task.open_file(fs, fam, entry.path) as reader:
-            info = reader.info
+        path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
+        info = known_info(path, entry)  # (the read opens and checks the file itself)
+        if info is None:
+            with task.open_file(fs, fam, entry.path) as reader:
+                info = reader.info
         if info.row_key is None or not _same_fields(info.row_key, key):
             return False
         digests.add((info.rows_digest, info.rows))
@@ -198,14 +245,22 @@ def _read_family(
         touched = pc.unique(every)
     whole = touched is not None
     read = [
-        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless) for e in bases
+        _read_base(
+            fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless, aliases_apart=rowless
+        )
+        for e in bases
     ]
     files = [f for f in read if f is not None]
     if rowless and len(files) == 1:
         # the rows are another family's (:func:`_shared_rows`): values and presence only
         f = files[0]
         named = {(fam.family.name, sp.qualifier): (a, sp.codec) for sp, a in f.values.items()}
-        return _Part(None, named, f.present, digest=f.digest, count=len(f.present))
+        aliased = {
+            (fam.family.name, sp.qualifier): (name, sp.codec) for sp, name in f.aliased.items()
+        }
+        return _Shared(
+            None, named, f.present, digest=f.digest, count=len(f.present), aliased=aliased
+        )
     if not whole and files and all(f.keys is not None for f in files):
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
