@@ -13,14 +13,15 @@ qualify (:func:`fast_wide_families` says why not), the caller takes the general 
 A task qualifies when:
 
 - the read is a normal one: not raw, no filters, no per-family limits or offsets;
-- every family read is of cellstore store files, all of them column files, whose row
-  ranges do not overlap (one write's rolled files, or a major compaction's);
+- every family read is of cellstore store files, at least one of them a column file;
+  the oldest column files whose row ranges do not overlap are the base, every other
+  file (cell files, and column files of later writes: column deltas) is a delta merged
+  into it (:func:`~cellstore.reader.columnar.merge.split_bases`);
 - a family with a TTL has no ``min_versions`` (R8.4 would keep expired versions).
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Final
 
 import fsspec
@@ -36,7 +37,12 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
-from cellstore.reader.columnar.merge import _mergeable, _merged_family, older_companions
+from cellstore.reader.columnar.merge import (
+    _mergeable,
+    _merged_family,
+    older_companions,
+    split_bases,
+)
 from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.shapes import WideSpec, column_name, with_key_columns
@@ -71,9 +77,6 @@ def fast_wide_families(task: ScanTask) -> str | None:
             return "the task does not carry its manifest entries"
         if fam.entries and all(e.layout != "columns" for e in fam.entries):
             return NOT_COLUMNS
-        ranges = sorted((e.first_row, e.last_row) for e in fam.entries if e.layout == "columns")
-        if any(a[1] >= b[0] for a, b in itertools.pairwise(ranges)):
-            return "the family's column files overlap"
     return None
 
 
@@ -176,9 +179,10 @@ def _read_family(
     touches are expanded to cells (only those rows), merged with the deltas and resolved
     with the read's semantics, then pivoted; the two parts are joined in row order.
     """
-    bases = [e for e in fam.entries if e.layout == "columns"]
-    deltas = [e for e in fam.entries if e.layout != "columns"]
-    older = older_companions(fs, task, fam, bases, deltas)
+    bases, deltas = split_bases(fam.entries)
+    older = older_companions(
+        fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas
+    )
     deltas = [e for e in deltas if e.path not in older]
     delta_runs: list[pa.Table] = []
     delta_seqs: list[int] = []

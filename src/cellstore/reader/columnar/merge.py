@@ -29,6 +29,31 @@ Typed = tuple[pa.Array, Codec]
 NOT_COLUMNS: Final = "a family has cell files"
 
 
+def split_bases(entries: Sequence[FileEntry]) -> tuple[list[FileEntry], list[FileEntry]]:
+    """A family's files as the base (column files) and the deltas merged into it.
+
+    The base is the oldest column files (by sequence id) whose row ranges do not
+    overlap: one write's rolled files, or a major compaction's. A column file that
+    overlaps an older one (a later write under ``layout="columns"``) is a column delta:
+    it holds only Puts, the newest of its write per (row, qualifier), and is read as
+    those cells beside the cell files, so the rules decide between it and the base
+    exactly as between any two files (R3.3: by timestamp, then sequence id).
+
+    Returns:
+        The base files and the deltas (every cell file, and the column deltas).
+    """
+    base: list[FileEntry] = []
+    deltas: list[FileEntry] = []
+    for e in sorted(entries, key=lambda e: (e.layout != "columns", e.seq, e.first_row)):
+        if e.layout == "columns" and all(
+            e.last_row < b.first_row or b.last_row < e.first_row for b in base
+        ):
+            base.append(e)
+        else:
+            deltas.append(e)
+    return base, deltas
+
+
 def _mergeable(runs: Sequence[pa.Table]) -> bool:
     """Whether delta cells hold only what :func:`merge_by_row` decides.
 
