@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec, binary_parts, decode_values, encode_values, valid_mask
 
-__all__ = ["BaseColumns", "Merged", "merge_by_row"]
+__all__ = ["BaseColumns", "Merged", "decidable", "merge_by_row"]
 
 _PUT: Final = int(CellType.PUT)
 _DELETE_COLUMN: Final = int(CellType.DELETE_COLUMN)
@@ -101,14 +101,14 @@ def merge_by_row(
     seq = np.concatenate(
         [np.full(r.num_rows, s, dtype=np.int64) for r, s in zip(runs, seqs, strict=True)]
     )
-    types = cells.column("type").to_numpy(zero_copy_only=False).astype(np.int64)
-    if not np.isin(types, (_PUT, _DELETE_COLUMN, _DELETE_FAMILY)).all():
+    types = cells.column("type").to_numpy(zero_copy_only=False)
+    if not decidable(types):
         return None
     row_col = cells.column("row").combine_chunks().cast(pa.binary())
     touched = pc.unique(row_col)
     touched = touched.take(pc.sort_indices(touched))
     ridx = np.concatenate([locate_sorted(r.column("row").combine_chunks(), touched) for r in runs])
-    ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
+    ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     n_t = len(touched)
     # the largest DeleteFamily timestamp of each touched row
     family_mark = np.full(n_t, _NONE, dtype=np.int64)
@@ -156,7 +156,7 @@ def merge_by_row(
             b_valid = np.zeros(n_t, dtype=bool)
             b_ts = np.full(n_t, _NONE, dtype=np.int64)
         else:
-            b_valid = valid_mask(held[0])[where]
+            b_valid = valid_mask(held[0].take(pa.array(where)))
             b_ts = np.where(b_valid, base.stamps[q][where], _NONE)
         b_seq = base.seq[where]
         has_d = d_src >= 0
@@ -171,6 +171,14 @@ def merge_by_row(
     present = base.present.copy()
     present[where] = visible_any
     return Merged(base.rows, out, present)
+
+
+def decidable(types: np.ndarray) -> bool:
+    """Whether delta cells of these types are all ones :func:`merge_by_row` decides.
+
+    Puts, DeleteColumns and DeleteFamilies.
+    """
+    return bool(((types == _PUT) | (types == _DELETE_COLUMN) | (types == _DELETE_FAMILY)).all())
 
 
 def locate_sorted(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
@@ -245,12 +253,36 @@ def _column(
             base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
     if codec is Codec.BYTES:
         base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
+    return _patched(base_arr, where, visible, taking, new.cast(base_arr.type)), codec
+
+
+def _patched(
+    base: pa.Array, where: np.ndarray, visible: np.ndarray, taking: np.ndarray, new: pa.Array
+) -> pa.Array:
+    """``base`` with its touched rows ``where`` patched.
+
+    A touched row takes ``new``'s next value where ``taking``, is null where not
+    ``visible``, and keeps the base's value elsewhere. Only the changed positions are
+    written: a fixed-width column is patched (``replace_with_mask``), a variable-width
+    one gathered once (``take``).
+    """
+    change = taking | ~visible
+    if not change.any():
+        return base
+    n = len(base)
+    pos = where[change]
+    slot = np.cumsum(taking) - 1  # each taking row's value in ``new``
+    if pa.types.is_primitive(base.type):
+        mask = np.zeros(n, dtype=bool)
+        mask[pos] = True
+        repl = new.take(pa.array(slot[change], mask=~taking[change]))
+        return pc.replace_with_mask(base, pa.array(mask), repl)
     index = np.arange(n, dtype=np.int64)
-    index[where[taking]] = n + np.arange(len(new), dtype=np.int64)
+    index[where[taking]] = n + slot[taking]
     hidden = np.zeros(n, dtype=bool)
     hidden[where[~visible]] = True
-    both = pa.concat_arrays([base_arr, new.cast(base_arr.type)]) if len(new) else base_arr
-    return both.take(pa.array(index, mask=hidden)), codec
+    both = pa.concat_arrays([base, new]) if len(new) else base
+    return both.take(pa.array(index, mask=hidden))
 
 
 def _as_bytes(arr: pa.Array, codec: Codec) -> pa.Array:

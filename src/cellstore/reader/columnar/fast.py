@@ -109,8 +109,9 @@ def read_wide_fast(
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
     shared = _shared_rows(fs, task, key)
+    encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
     parts = [
-        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
+        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0, encoded=encoded)
         for i, fam in enumerate(task.families)
     ]
     joined = _join([p for p in parts if p.size])
@@ -172,6 +173,7 @@ def _read_family(
     key: RowKeySpec | None = None,
     *,
     rowless: bool = False,
+    encoded: dict[tuple[str, int], pa.Array] | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -193,7 +195,9 @@ def _read_family(
             delta_runs.append(cells)
             delta_seqs.append(entry.seq)
     if delta_runs and fam.spec.time_range is None and _mergeable(delta_runs):
-        part = _merged_family(fs, task, fam, bases, wanted, key, delta_runs, delta_seqs)
+        part = _merged_family(
+            fs, task, fam, bases, wanted, key, delta_runs, delta_seqs, encoded=encoded
+        )
         if part is not None:
             return part
     touched = None

@@ -8,16 +8,19 @@ from typing import Final
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
-from cellstore.reader.columnar.base import _concat_column, _held_by_qualifier, _read_base
+from cellstore.reader.columnar.base import (
+    _Base,
+    _concat_column,
+    _held_by_qualifier,
+    _read_base,
+)
 from cellstore.reader.columnar.join import _Part
 from cellstore.reader.plan import FamilyRead, ScanTask
-from cellstore.reader.rowmerge import BaseColumns, merge_by_row
+from cellstore.reader.rowmerge import BaseColumns, decidable, merge_by_row
 from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
 
 #: A wide column: (family, qualifier).
@@ -59,13 +62,7 @@ def _mergeable(runs: Sequence[pa.Table]) -> bool:
 
     Puts, DeleteColumns and DeleteFamilies.
     """
-    kinds = pa.array([int(CellType.PUT), int(CellType.DELETE_COLUMN), int(CellType.DELETE_FAMILY)])
-    return all(
-        pc.all(
-            pc.is_in(r.column("type"), value_set=kinds.cast(r.schema.field("type").type))
-        ).as_py()
-        for r in runs
-    )
+    return all(decidable(r.column("type").to_numpy()) for r in runs)
 
 
 def _merged_family(
@@ -77,8 +74,15 @@ def _merged_family(
     key: RowKeySpec | None,
     runs: list[pa.Table],
     seqs: list[int],
+    *,
+    encoded: dict[tuple[str, int], pa.Array] | None = None,
 ) -> _Part | None:
-    """One family's part with deltas merged into the records by row (module rowmerge)."""
+    """One family's part with deltas merged into the records by row (module rowmerge).
+
+    ``encoded``: rows already encoded in this task, by (rows digest, count) of a keyed
+    file read whole; a family whose base is one such file of the same rows (another
+    family of the same write) takes them from there, and adds its own.
+    """
     read = [_read_base(fs, task, fam, e, wanted, whole=False, key=key, stamped=True) for e in bases]
     files = sorted((f for f in read if f is not None), key=lambda f: f.first_row)
     name = fam.family.name
@@ -96,7 +100,7 @@ def _merged_family(
                 for i, (f, n) in enumerate(zip(files, sizes, strict=True))
             ]
         )
-    rows = pa.concat_arrays([f.row_keys() for f in files]) if files else pa.array([], pa.binary())
+    rows = _base_rows(files, encoded)
     base = BaseColumns(
         rows=rows,
         seq=np.concatenate(
@@ -123,8 +127,22 @@ def _merged_family(
         # no row added: the key fields read still line up with the rows
         tables = [f.keys for f in keyed if f.keys is not None]
         keys = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        return _Part(merged.rows, out, merged.present, keys=keys, key=files[0].key)
+        digest = files[0].digest if len(files) == 1 else None
+        return _Part(merged.rows, out, merged.present, keys=keys, key=files[0].key, digest=digest)
     return _Part(merged.rows, out, merged.present)
+
+
+def _base_rows(files: Sequence[_Base], encoded: dict[tuple[str, int], pa.Array] | None) -> pa.Array:
+    """The base files' rows, in order; one keyed file's rows encoded once per task."""
+    if not files:
+        return pa.array([], pa.binary())
+    if len(files) > 1 or files[0].digest is None or encoded is None:
+        arrays = [f.row_keys() for f in files]
+        return pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
+    at = (files[0].digest, len(files[0].present))
+    if at not in encoded:
+        encoded[at] = files[0].row_keys()
+    return encoded[at]
 
 
 def older_companions(
