@@ -67,11 +67,16 @@ class BaseColumns:
 
 @dataclass(frozen=True)
 class Merged:
-    """The merged family: rows ascending, values per qualifier, rows in the result."""
+    """The merged family: rows ascending, values per qualifier, rows in the result.
+
+    ``kept``: with ``compact``, which rows (of the base's, with any rows the deltas
+    added) the result keeps; the other attributes then hold those rows only.
+    """
 
     rows: pa.Array
     values: dict[bytes, tuple[pa.Array, Codec]]
     present: np.ndarray
+    kept: np.ndarray | None = None
 
 
 def merge_by_row(
@@ -81,6 +86,8 @@ def merge_by_row(
     *,
     qualifiers: frozenset[bytes] | None,
     oldest: int | None,
+    returned: frozenset[bytes] | None = None,
+    compact: bool = False,
 ) -> Merged | None:
     """``base`` with the delta cells ``runs`` (sequence ids ``seqs``) merged in by row.
 
@@ -90,6 +97,10 @@ def merge_by_row(
         seqs: Each run's sequence id.
         qualifiers: The qualifiers the read covers (None: all).
         oldest: The oldest live timestamp under the family's TTL (None: no TTL).
+        returned: The qualifiers whose values are returned (None: all); the others
+            decide only which rows are in the result.
+        compact: Leave out the rows with no visible value (``kept`` says which base
+            rows stay), in the same pass that patches each column.
 
     Returns:
         The merged family, or None when a delta holds a cell this merge does not decide
@@ -146,7 +157,7 @@ def merge_by_row(
         base = _with_rows(base, touched.filter(pa.array(where < 0)))
         where = locate_sorted(touched, base.rows)
     n = len(base.rows)
-    out: dict[bytes, tuple[pa.Array, Codec]] = {}
+    decided = []  # per qualifier: which touched rows show a value, and whose
     visible_any = np.zeros(n_t, dtype=bool)
     for j, q in enumerate(quals):
         span = slice(j, n_t * n_q, n_q) if n_q else slice(0, 0)
@@ -167,10 +178,18 @@ def merge_by_row(
         if oldest is not None:
             visible &= win_ts >= oldest
         visible_any |= visible
-        out[q] = _column(held, n, where, visible, delta_wins, values, d_src)
+        decided.append((q, held, visible, delta_wins, d_src))
     present = base.present.copy()
     present[where] = visible_any
-    return Merged(base.rows, out, present)
+    keep = present if compact and not present.all() else None
+    out = {
+        q: _column(held, n, where, visible, wins, values, src, keep=keep)
+        for q, held, visible, wins, src in decided
+        if returned is None or q in returned
+    }
+    if keep is None:
+        return Merged(base.rows, out, present)
+    return Merged(base.rows.filter(pa.array(keep)), out, np.ones(int(keep.sum()), bool), keep)
 
 
 def decidable(types: np.ndarray) -> bool:
@@ -229,8 +248,12 @@ def _column(
     delta_wins: np.ndarray,
     values: pa.Array,
     src: np.ndarray,
+    *,
+    keep: np.ndarray | None = None,
 ) -> tuple[pa.Array, Codec]:
     """One column over the base rows: the base's values, touched rows replaced.
+
+    ``keep``: only these rows (a mask over the base's) are returned.
 
     A touched row takes the delta's value where it wins, keeps the base's where that
     wins, and is null where nothing is visible. The delta's bytes are typed with the
@@ -253,26 +276,32 @@ def _column(
             base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
     if codec is Codec.BYTES:
         base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
-    return _patched(base_arr, where, visible, taking, new.cast(base_arr.type)), codec
+    return _patched(base_arr, where, visible, taking, new.cast(base_arr.type), keep), codec
 
 
 def _patched(
-    base: pa.Array, where: np.ndarray, visible: np.ndarray, taking: np.ndarray, new: pa.Array
+    base: pa.Array,
+    where: np.ndarray,
+    visible: np.ndarray,
+    taking: np.ndarray,
+    new: pa.Array,
+    keep: np.ndarray | None,
 ) -> pa.Array:
     """``base`` with its touched rows ``where`` patched.
 
     A touched row takes ``new``'s next value where ``taking``, is null where not
     ``visible``, and keeps the base's value elsewhere. Only the changed positions are
     written: a fixed-width column is patched (``replace_with_mask``), a variable-width
-    one gathered once (``take``).
+    one gathered once (``take``); with ``keep`` (the rows returned), one gather both
+    patches and drops rows.
     """
     change = taking | ~visible
     if not change.any():
-        return base
+        return base if keep is None else base.filter(pa.array(keep))
     n = len(base)
     pos = where[change]
     slot = np.cumsum(taking) - 1  # each taking row's value in ``new``
-    if pa.types.is_primitive(base.type):
+    if keep is None and pa.types.is_primitive(base.type):
         mask = np.zeros(n, dtype=bool)
         mask[pos] = True
         repl = new.take(pa.array(slot[change], mask=~taking[change]))
@@ -281,6 +310,8 @@ def _patched(
     index[where[taking]] = n + slot[taking]
     hidden = np.zeros(n, dtype=bool)
     hidden[where[~visible]] = True
+    if keep is not None:
+        index, hidden = index[keep], hidden[keep]
     both = pa.concat_arrays([base, new]) if len(new) else base
     return both.take(pa.array(index, mask=hidden))
 

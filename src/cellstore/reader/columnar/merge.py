@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Final
 
@@ -118,17 +119,24 @@ def _merged_family(
         seqs,
         qualifiers=fam.spec.qualifiers,
         oldest=None if ttl is None else fam.spec.now_ms - ttl,
+        returned=None if wanted is None else frozenset(q for f, q in wanted if f == name),
+        compact=True,
     )
     if merged is None:
         return None
-    out = {(name, q): v for q, v in merged.values.items() if wanted is None or (name, q) in wanted}
+    out = {(name, q): v for q, v in merged.values.items()}
     keyed = [f for f in files if f.keys is not None]
-    if len(merged.rows) == len(rows) and files and len(keyed) == len(files):
+    kept = merged.kept
+    if len(merged.rows if kept is None else kept) == len(rows) and len(keyed) == len(files) > 0:
         # no row added: the key fields read still line up with the rows
         tables = [f.keys for f in keyed if f.keys is not None]
         keys = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         digest = files[0].digest if len(files) == 1 else None
-        return _Part(merged.rows, out, merged.present, keys=keys, key=files[0].key, digest=digest)
+        if kept is not None:
+            keys = keys.filter(pa.array(kept))
+            if digest is not None:  # the same rows as another family's kept alike
+                digest = f"{digest}/{hashlib.blake2b(np.packbits(kept).tobytes()).hexdigest()}"
+        return _Part(merged.rows, out, None, keys=keys, key=files[0].key, digest=digest)
     return _Part(merged.rows, out, merged.present)
 
 
