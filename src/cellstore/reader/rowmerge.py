@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CellType
+from cellstore.core.cells import CELL_SCHEMA, CellType
 from cellstore.core.codecs import Codec, binary_parts, decode_values, encode_values, valid_mask
 
 __all__ = ["BaseColumns", "Merged", "decidable", "merge_by_row"]
@@ -86,10 +86,15 @@ def merge_by_row(
     *,
     qualifiers: frozenset[bytes] | None,
     oldest: int | None,
+    records: Sequence[BaseColumns] = (),
     returned: frozenset[bytes] | None = None,
     compact: bool = False,
 ) -> Merged | None:
     """``base`` with the delta cells ``runs`` (sequence ids ``seqs``) merged in by row.
+
+    ``records`` are column deltas: later column files' records (Puts only, one per
+    row and qualifier, typed), each a candidate for its (row, qualifier) beside the
+    base's value and the cells' newest Put; the newest by (timestamp, sequence id) wins.
 
     Args:
         base: The column files' records.
@@ -97,6 +102,8 @@ def merge_by_row(
         seqs: Each run's sequence id.
         qualifiers: The qualifiers the read covers (None: all).
         oldest: The oldest live timestamp under the family's TTL (None: no TTL).
+        records: Column deltas (their ``seq`` the file's sequence id; values TTL-masked
+            like the base's).
         returned: The qualifiers whose values are returned (None: all); the others
             decide only which rows are in the result.
         compact: Leave out the rows with no visible value (``kept`` says which base
@@ -104,21 +111,27 @@ def merge_by_row(
 
     Returns:
         The merged family, or None when a delta holds a cell this merge does not decide
-        (a Delete or DeleteFamilyVersion marker), or too many pairs are touched.
+        (a Delete or DeleteFamilyVersion marker), too many pairs are touched, or a
+        column delta types a column unlike the base.
     """
     cells = pa.concat_tables(
-        [r.select(["row", "qualifier", "ts", "type", "value"]) for r in runs]
+        [r.select(CELL_SCHEMA.names).cast(CELL_SCHEMA) for r in runs] or [CELL_SCHEMA.empty_table()]
     ).combine_chunks()
     seq = np.concatenate(
         [np.full(r.num_rows, s, dtype=np.int64) for r, s in zip(runs, seqs, strict=True)]
+        or [np.zeros(0, dtype=np.int64)]
     )
     types = cells.column("type").to_numpy(zero_copy_only=False)
     if not decidable(types):
         return None
     row_col = cells.column("row").combine_chunks().cast(pa.binary())
-    touched = pc.unique(row_col)
+    touched = pc.unique(pa.concat_arrays([row_col, *(d.rows.cast(pa.binary()) for d in records)]))
     touched = touched.take(pc.sort_indices(touched))
-    ridx = np.concatenate([locate_sorted(r.column("row").combine_chunks(), touched) for r in runs])
+    ridx = np.concatenate(
+        [locate_sorted(r.column("row").combine_chunks(), touched) for r in runs]
+        or [np.zeros(0, dtype=np.int64)]
+    )
+    rec_at = [locate_sorted(d.rows, touched) for d in records]
     ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     n_t = len(touched)
     # the largest DeleteFamily timestamp of each touched row
@@ -128,7 +141,15 @@ def merge_by_row(
     # the qualifiers: the base's and the deltas' Puts and DeleteColumns the read covers
     qual_col = cells.column("qualifier").combine_chunks().cast(pa.binary())
     seen = pc.unique(qual_col.filter(pa.array(~df))).to_pylist()
-    quals = sorted({q for q in (*base.values, *seen) if qualifiers is None or q in qualifiers})
+    in_records = [q for d in records for q in d.values]
+    quals = sorted(
+        {q for q in (*base.values, *seen, *in_records) if qualifiers is None or q in qualifiers}
+    )
+    for d in records:
+        for q, (_, codec) in d.values.items():
+            held = base.values.get(q)
+            if q in quals and (held[1] if held is not None else Codec.BYTES) is not codec:
+                return None
     n_q = len(quals)
     if n_t * max(n_q, 1) > MAX_PAIRS:
         return None
@@ -170,7 +191,14 @@ def merge_by_row(
             b_valid = valid_mask(held[0].take(pa.array(where)))
             b_ts = np.where(b_valid, base.stamps[q][where], _NONE)
         b_seq = base.seq[where]
-        has_d = d_src >= 0
+        from_rec = np.zeros(n_t, dtype=bool)
+        extra = None
+        if records:
+            r_ts, r_seq, extra = _newest_record(records, rec_at, q, n_t)
+            from_rec = (r_ts > d_ts) | ((r_ts == d_ts) & (r_seq > d_seq))
+            d_ts, d_seq = np.where(from_rec, r_ts, d_ts), np.where(from_rec, r_seq, d_seq)
+            from_rec &= r_ts > _NONE
+        has_d = (d_src >= 0) | from_rec
         delta_wins = has_d & (~b_valid | (d_ts > b_ts) | ((d_ts == b_ts) & (d_seq > b_seq)))
         win_ts = np.where(delta_wins, d_ts, b_ts)
         mark = np.maximum(family_mark, column_mark[span])
@@ -178,13 +206,13 @@ def merge_by_row(
         if oldest is not None:
             visible &= win_ts >= oldest
         visible_any |= visible
-        decided.append((q, held, visible, delta_wins, d_src))
+        decided.append((q, held, visible, delta_wins, d_src, from_rec, extra))
     present = base.present.copy()
     present[where] = visible_any
     keep = present if compact and not present.all() else None
     out = {
-        q: _column(held, n, where, visible, wins, values, src, keep=keep)
-        for q, held, visible, wins, src in decided
+        q: _column(held, n, where, visible, wins, values, src, keep=keep, rec=(from_rec, extra))
+        for q, held, visible, wins, src, from_rec, extra in decided
         if returned is None or q in returned
     }
     if keep is None:
@@ -250,10 +278,13 @@ def _column(
     src: np.ndarray,
     *,
     keep: np.ndarray | None = None,
+    rec: tuple[np.ndarray, pa.Array | None] | None = None,
 ) -> tuple[pa.Array, Codec]:
     """One column over the base rows: the base's values, touched rows replaced.
 
-    ``keep``: only these rows (a mask over the base's) are returned.
+    ``keep``: only these rows (a mask over the base's) are returned. ``rec``: which
+    touched rows take their delta value from a column delta (not from ``values``),
+    and those values per touched row (typed with the base's codec).
 
     A touched row takes the delta's value where it wins, keeps the base's where that
     wins, and is null where nothing is visible. The delta's bytes are typed with the
@@ -261,8 +292,11 @@ def _column(
     bytes (as the general path gives it).
     """
     taking = visible & delta_wins
-    raw = values.take(pa.array(src[taking]))
+    from_rec, extra = rec if rec is not None else (np.zeros(len(where), dtype=bool), None)
+    from_cells = taking & ~from_rec
+    raw = values.take(pa.array(src[from_cells]))
     base_arr, codec = held if held is not None else (pa.nulls(n, pa.binary()), Codec.BYTES)
+    typed_codec = codec
     new = raw
     if codec is not Codec.BYTES:
         typed = decode_values(raw, codec, field="value", errors="null")
@@ -276,6 +310,11 @@ def _column(
             base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
     if codec is Codec.BYTES:
         base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
+    if extra is not None and (taking & from_rec).any():
+        more = extra.filter(pa.array(taking & from_rec))
+        if typed_codec is not codec:
+            more = _as_bytes(more, typed_codec)
+        new = _interleave(new, more.cast(new.type), from_rec[taking])
     return _patched(base_arr, where, visible, taking, new.cast(base_arr.type), keep), codec
 
 
@@ -314,6 +353,46 @@ def _patched(
         index, hidden = index[keep], hidden[keep]
     both = pa.concat_arrays([base, new]) if len(new) else base
     return both.take(pa.array(index, mask=hidden))
+
+
+def _newest_record(
+    records: Sequence[BaseColumns], at: Sequence[np.ndarray], q: bytes, n_t: int
+) -> tuple[np.ndarray, np.ndarray, pa.Array | None]:
+    """Per touched row, the column deltas' newest value of ``q``.
+
+    Returns its timestamp (``_NONE``: none), sequence id, and the values (null: none).
+    """
+    best_ts = np.full(n_t, _NONE, dtype=np.int64)
+    best_seq = np.zeros(n_t, dtype=np.int64)
+    best_src = np.full(n_t, -1, dtype=np.int64)
+    arrays: list[pa.Array] = []
+    offset = 0
+    for d, pos in zip(records, at, strict=True):
+        held = d.values.get(q)
+        if held is None:
+            continue
+        arr = held[0]
+        valid = valid_mask(arr)
+        ts = np.where(valid, d.stamps[q], _NONE)
+        seq = d.seq
+        newer = valid & ((ts > best_ts[pos]) | ((ts == best_ts[pos]) & (seq > best_seq[pos])))
+        best_ts[pos[newer]] = ts[newer]
+        best_seq[pos[newer]] = seq[newer]
+        best_src[pos[newer]] = offset + np.flatnonzero(newer)
+        arrays.append(arr)
+        offset += len(arr)
+    if not arrays:
+        return best_ts, best_seq, None
+    every = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
+    return best_ts, best_seq, every.take(pa.array(best_src, mask=best_src < 0))
+
+
+def _interleave(first: pa.Array, second: pa.Array, from_second: np.ndarray) -> pa.Array:
+    """``first``'s and ``second``'s values in order: ``from_second`` says whose is next."""
+    index = np.empty(len(from_second), dtype=np.int64)
+    index[~from_second] = np.arange(len(first))
+    index[from_second] = len(first) + np.arange(len(second))
+    return pa.concat_arrays([first, second]).take(pa.array(index))
 
 
 def _as_bytes(arr: pa.Array, codec: Codec) -> pa.Array:

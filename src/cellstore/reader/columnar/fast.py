@@ -33,6 +33,7 @@ from cellstore.core.codecs import Codec, arrow_type
 from cellstore.core.columnar import (
     expand_records,
 )
+from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
@@ -165,6 +166,24 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
     return len(digests) == 1
 
 
+def _cells_of(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, entries: list[FileEntry]
+) -> tuple[list[pa.Table], list[int]]:
+    """The cells of ``entries`` in the task's range, and their sequence ids.
+
+    Column files are expanded to their cells; files with none in range are left out.
+    """
+    runs: list[pa.Table] = []
+    seqs: list[int] = []
+    for entry in entries:
+        with task.open_file(fs, fam, entry.path) as reader:
+            cells = reader.read(start=task.start, stop=task.stop)
+        if cells.num_rows:
+            runs.append(cells)
+            seqs.append(entry.seq)
+    return runs, seqs
+
+
 def _read_family(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
@@ -186,20 +205,16 @@ def _read_family(
         fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas
     )
     deltas = [e for e in deltas if e.path not in older]
-    delta_runs: list[pa.Table] = []
-    delta_seqs: list[int] = []
-    for entry in deltas:
-        with task.open_file(fs, fam, entry.path) as reader:
-            cells = reader.read(start=task.start, stop=task.stop)
-        if cells.num_rows:
-            delta_runs.append(cells)
-            delta_seqs.append(entry.seq)
-    if delta_runs and fam.spec.time_range is None and _mergeable(delta_runs):
+    newer = [e for e in deltas if e.layout == "columns"]  # column deltas
+    delta_runs, delta_seqs = _cells_of(fs, task, fam, [e for e in deltas if e not in newer])
+    if (delta_runs or newer) and fam.spec.time_range is None and _mergeable(delta_runs):
         part = _merged_family(
-            fs, task, fam, bases, wanted, key, delta_runs, delta_seqs, encoded=encoded
+            fs, task, fam, bases, wanted, key, delta_runs, delta_seqs, newer=newer, encoded=encoded
         )
         if part is not None:
             return part
+    more_runs, more_seqs = _cells_of(fs, task, fam, newer)
+    delta_runs, delta_seqs = delta_runs + more_runs, delta_seqs + more_seqs
     touched = None
     if delta_runs:
         every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])

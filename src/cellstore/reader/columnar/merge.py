@@ -76,9 +76,12 @@ def _merged_family(
     runs: list[pa.Table],
     seqs: list[int],
     *,
+    newer: Sequence[FileEntry] = (),
     encoded: dict[tuple[str, int], pa.Array] | None = None,
 ) -> _Part | None:
     """One family's part with deltas merged into the records by row (module rowmerge).
+
+    ``runs`` are cell deltas; ``newer`` are column deltas, read as typed records.
 
     ``encoded``: rows already encoded in this task, by (rows digest, count) of a keyed
     file read whole; a family whose base is one such file of the same rows (another
@@ -88,37 +91,20 @@ def _merged_family(
     files = sorted((f for f in read if f is not None), key=lambda f: f.first_row)
     name = fam.family.name
     ttl = fam.family.ttl_ms
-    columns = _held_by_qualifier(files)
-    sizes = [len(f.present) for f in files]
-    values: dict[bytes, tuple[pa.Array, Codec]] = {}
-    stamps: dict[bytes, np.ndarray] = {}
-    for q, held in columns.items():
-        values[q] = _concat_column(sizes, held, (name, q))
-        by_file = {j: f_spec for j, _, f_spec in held}
-        stamps[q] = np.concatenate(
-            [
-                f.stamps[by_file[i]] if i in by_file else np.zeros(n, dtype=np.int64)
-                for i, (f, n) in enumerate(zip(files, sizes, strict=True))
-            ]
-        )
     rows = _base_rows(files, encoded)
-    base = BaseColumns(
-        rows=rows,
-        seq=np.concatenate(
-            [np.full(n, f.seq, dtype=np.int64) for f, n in zip(files, sizes, strict=True)]
-        )
-        if files
-        else np.zeros(0, dtype=np.int64),
-        values=values,
-        stamps=stamps,
-        present=np.concatenate([f.present for f in files]) if files else np.zeros(0, dtype=bool),
-    )
+    base = _columns_of(name, files, rows)
+    records = []
+    for e in newer:
+        f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=True)
+        if f is not None:
+            records.append(_columns_of(name, [f], f.row_keys()))
     merged = merge_by_row(
         base,
         runs,
         seqs,
         qualifiers=fam.spec.qualifiers,
         oldest=None if ttl is None else fam.spec.now_ms - ttl,
+        records=records,
         returned=None if wanted is None else frozenset(q for f, q in wanted if f == name),
         compact=True,
     )
@@ -138,6 +124,33 @@ def _merged_family(
                 digest = f"{digest}/{hashlib.blake2b(np.packbits(kept).tobytes()).hexdigest()}"
         return _Part(merged.rows, out, None, keys=keys, key=files[0].key, digest=digest)
     return _Part(merged.rows, out, merged.present)
+
+
+def _columns_of(name: str, files: Sequence[_Base], rows: pa.Array) -> BaseColumns:
+    """Column files' parts (rows ``rows``, in file order) as the merge takes them."""
+    sizes = [len(f.present) for f in files]
+    values: dict[bytes, tuple[pa.Array, Codec]] = {}
+    stamps: dict[bytes, np.ndarray] = {}
+    for q, held in _held_by_qualifier(files).items():
+        values[q] = _concat_column(sizes, held, (name, q))
+        by_file = {j: f_spec for j, _, f_spec in held}
+        stamps[q] = np.concatenate(
+            [
+                f.stamps[by_file[i]] if i in by_file else np.zeros(n, dtype=np.int64)
+                for i, (f, n) in enumerate(zip(files, sizes, strict=True))
+            ]
+        )
+    return BaseColumns(
+        rows=rows,
+        seq=np.concatenate(
+            [np.full(n, f.seq, dtype=np.int64) for f, n in zip(files, sizes, strict=True)]
+        )
+        if files
+        else np.zeros(0, dtype=np.int64),
+        values=values,
+        stamps=stamps,
+        present=np.concatenate([f.present for f in files]) if files else np.zeros(0, dtype=bool),
+    )
 
 
 def _base_rows(files: Sequence[_Base], encoded: dict[tuple[str, int], pa.Array] | None) -> pa.Array:
