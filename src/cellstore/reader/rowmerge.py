@@ -209,7 +209,7 @@ def merge_by_row(
         decided.append((q, held, visible, delta_wins, d_src, from_rec, extra))
     present = base.present.copy()
     present[where] = visible_any
-    keep = present if compact and not present.all() else None
+    keep = _Kept.of(present) if compact and not present.all() else None
     out = {
         q: _column(held, n, where, visible, wins, values, src, keep=keep, rec=(from_rec, extra))
         for q, held, visible, wins, src, from_rec, extra in decided
@@ -217,7 +217,8 @@ def merge_by_row(
     }
     if keep is None:
         return Merged(base.rows, out, present)
-    return Merged(base.rows.filter(pa.array(keep)), out, np.ones(int(keep.sum()), bool), keep)
+    kept = base.rows.take(pa.array(keep.index))
+    return Merged(kept, out, np.ones(len(kept), dtype=bool), present)
 
 
 def decidable(types: np.ndarray) -> bool:
@@ -277,7 +278,7 @@ def _column(
     values: pa.Array,
     src: np.ndarray,
     *,
-    keep: np.ndarray | None = None,
+    keep: _Kept | None = None,
     rec: tuple[np.ndarray, pa.Array | None] | None = None,
 ) -> tuple[pa.Array, Codec]:
     """One column over the base rows: the base's values, touched rows replaced.
@@ -324,7 +325,7 @@ def _patched(
     visible: np.ndarray,
     taking: np.ndarray,
     new: pa.Array,
-    keep: np.ndarray | None,
+    keep: _Kept | None,
 ) -> pa.Array:
     """``base`` with its touched rows ``where`` patched.
 
@@ -336,23 +337,44 @@ def _patched(
     """
     change = taking | ~visible
     if not change.any():
-        return base if keep is None else base.filter(pa.array(keep))
+        return base if keep is None else base.take(pa.array(keep.index))
     n = len(base)
-    pos = where[change]
     slot = np.cumsum(taking) - 1  # each taking row's value in ``new``
     if keep is None and pa.types.is_primitive(base.type):
         mask = np.zeros(n, dtype=bool)
-        mask[pos] = True
+        mask[where[change]] = True
         repl = new.take(pa.array(slot[change], mask=~taking[change]))
         return pc.replace_with_mask(base, pa.array(mask), repl)
-    index = np.arange(n, dtype=np.int64)
-    index[where[taking]] = n + slot[taking]
-    hidden = np.zeros(n, dtype=bool)
-    hidden[where[~visible]] = True
-    if keep is not None:
-        index, hidden = index[keep], hidden[keep]
+    if keep is None:
+        index = np.arange(n, dtype=np.int64)
+        at = where
+    else:  # positions among the kept rows (a taking row is visible, so kept)
+        index = keep.index.copy()
+        at = keep.position[where]
+    index[at[taking]] = n + slot[taking]
+    hidden = np.zeros(len(index), dtype=bool)
+    gone = at[~visible]
+    hidden[gone[gone >= 0]] = True
     both = pa.concat_arrays([base, new]) if len(new) else base
     return both.take(pa.array(index, mask=hidden))
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The rows a compacted merge keeps.
+
+    ``index``: their base positions; ``position``: each base row's place among them
+    (-1: dropped).
+    """
+
+    index: np.ndarray
+    position: np.ndarray
+
+    @classmethod
+    def of(cls, keep: np.ndarray) -> _Kept:
+        position = np.cumsum(keep) - 1
+        position[~keep] = -1
+        return cls(np.flatnonzero(keep), position)
 
 
 def _newest_record(
