@@ -218,3 +218,42 @@ def test_delete_family_and_update_in_one_region(
     assert by_row[b"r00003"] == (3, "new3")
     assert by_row[b"r00005"] == (500, "s5")
     assert by_row[b"r00007"] == (7, "s7")
+
+
+@pytest.mark.parametrize("layout", ["auto", "columns"])
+def test_two_families_deleted_apart(layout: str) -> None:
+    """Two families of the same rows, each with its own deltas: a DeleteFamily in one
+    family hides only that family's cells (R5.1 is per family), so the row stays while
+    the other family shows a value; the families' kept rows differ and are joined."""
+    base = base_cells(10)
+    both = pa.concat_tables([base, base.set_column(1, "family", pa.array(["g"] * len(base)))])
+    update = [
+        (b"r00001", "g", b"l", 20, PUT, struct.pack(">q", 100)),
+        (b"r00002", "f", b"l", 20, PUT, struct.pack(">q", 200)),
+    ]
+    markers = [
+        (b"r00001", "f", b"", 30, DF, b""),  # f gone, g stays
+        (b"r00002", "g", b"", 30, DF, b""),  # g gone, f's update stays
+        (b"r00003", "f", b"", 30, DF, b""),
+        (b"r00003", "g", b"", 30, DF, b""),  # the whole row gone
+    ]
+    types = {**TYPES, "g:l": "long", "g:s": "string"}
+    with tempfile.TemporaryDirectory() as root:
+        wh = cellstore.connect(root)
+        props = {"mapping.codecs": json.dumps({"columns": types})}
+        fams = [Family(name="f", layout=layout), Family(name="g", layout=layout)]
+        twin = wh.create_table(
+            "cells", families=[f.replace(layout="cells") for f in fams], properties=props
+        )
+        t = wh.create_table("t", families=fams, properties=props)
+        for tab in (twin, t):
+            tab.load_cells(both)
+            for cells_of_load in (update, markers):
+                tab.load_cells(table(sorted(cells_of_load)))
+        opts: dict[str, Any] = {"shape": "wide", "column_types": types}
+        got = t.refresh().scan(**opts).to_arrow()
+        assert got.to_pylist() == twin.refresh().scan(**opts).to_arrow().to_pylist()
+    by_row = {r["row"]: r for r in got.to_pylist()}
+    assert len(by_row) == BASE_ROWS - 1 and b"r00003" not in by_row
+    assert (by_row[b"r00001"]["f:l"], by_row[b"r00001"]["g:l"]) == (None, 100)
+    assert (by_row[b"r00002"]["f:l"], by_row[b"r00002"]["g:l"]) == (200, None)
