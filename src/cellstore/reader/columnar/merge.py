@@ -106,7 +106,10 @@ def _merged_family(
         oldest=None if ttl is None else fam.spec.now_ms - ttl,
         records=records,
         returned=None if wanted is None else frozenset(q for f, q in wanted if f == name),
-        compact=True,
+        # A whole family read: a row's presence is "any visible cell", which row-wide
+        # deletes decide alike in every family, so the families' kept rows mostly agree
+        # (joinless, :func:`_join`); a column selection keeps every row, presence apart.
+        compact=fam.spec.qualifiers is None,
     )
     if merged is None:
         return None
@@ -122,7 +125,8 @@ def _merged_family(
             keys = keys.filter(pa.array(kept))
             if digest is not None:  # the same rows as another family's kept alike
                 digest = f"{digest}/{hashlib.blake2b(np.packbits(kept).tobytes()).hexdigest()}"
-        return _Part(merged.rows, out, None, keys=keys, key=files[0].key, digest=digest)
+        present = merged.present if kept is None else None  # compacted: every row kept
+        return _Part(merged.rows, out, present, keys=keys, key=files[0].key, digest=digest)
     return _Part(merged.rows, out, merged.present)
 
 
