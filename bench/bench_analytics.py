@@ -10,7 +10,9 @@ row key ``carrier`` (string) + ``date`` (int32, yyyymmdd) + ``flight`` (int32) +
 one int) and ``i`` (info: 4 short strings, 3 ints). The same data is written as one plain
 typed Parquet file (zstd), which is what such a user keeps today. The table has 4 regions
 (split on the carrier) and is bulk loaded from that file with a mapping (codecs recorded),
-once per layout (``cells`` and ``auto``, whose fresh load writes column files).
+once per layout: ``cells``; ``auto``, whose fresh load writes column files and whose
+later loads write cell files (deltas); ``columns``, where every load writes column files
+for its newest Puts (later loads are column deltas, merged by row like cell deltas).
 
 Measured, each contender interleaved run by run (best of REPEATS after a warm-up), in
 three states of each table: ``loaded``; ``updated`` (a later load rewrote 5% of the
@@ -301,7 +303,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=340_000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--layouts", nargs="+", default=["cells", "auto"])
+    ap.add_argument("--layouts", nargs="+", default=["cells", "auto", "columns"])
     ap.add_argument("--only", nargs="+", default=["wide", "dask", "bytes", "select"])
     ap.add_argument("--spark", action="store_true", help="also measure the Spark source")
     args = ap.parse_args()

@@ -32,10 +32,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CellType
+from cellstore.core.cells import CELL_SCHEMA, CellType
 from cellstore.core.codecs import Codec, binary_parts, decode_values, encode_values, valid_mask
 
-__all__ = ["BaseColumns", "Merged", "merge_by_row"]
+__all__ = ["BaseColumns", "Merged", "decidable", "merge_by_row"]
 
 _PUT: Final = int(CellType.PUT)
 _DELETE_COLUMN: Final = int(CellType.DELETE_COLUMN)
@@ -67,11 +67,16 @@ class BaseColumns:
 
 @dataclass(frozen=True)
 class Merged:
-    """The merged family: rows ascending, values per qualifier, rows in the result."""
+    """The merged family: rows ascending, values per qualifier, rows in the result.
+
+    ``kept``: with ``compact``, which rows (of the base's, with any rows the deltas
+    added) the result keeps; the other attributes then hold those rows only.
+    """
 
     rows: pa.Array
     values: dict[bytes, tuple[pa.Array, Codec]]
     present: np.ndarray
+    kept: np.ndarray | None = None
 
 
 def merge_by_row(
@@ -81,8 +86,15 @@ def merge_by_row(
     *,
     qualifiers: frozenset[bytes] | None,
     oldest: int | None,
+    records: Sequence[BaseColumns] = (),
+    returned: frozenset[bytes] | None = None,
+    compact: bool = False,
 ) -> Merged | None:
     """``base`` with the delta cells ``runs`` (sequence ids ``seqs``) merged in by row.
+
+    ``records`` are column deltas: later column files' records (Puts only, one per
+    row and qualifier, typed), each a candidate for its (row, qualifier) beside the
+    base's value and the cells' newest Put; the newest by (timestamp, sequence id) wins.
 
     Args:
         base: The column files' records.
@@ -90,25 +102,37 @@ def merge_by_row(
         seqs: Each run's sequence id.
         qualifiers: The qualifiers the read covers (None: all).
         oldest: The oldest live timestamp under the family's TTL (None: no TTL).
+        records: Column deltas (their ``seq`` the file's sequence id; values TTL-masked
+            like the base's).
+        returned: The qualifiers whose values are returned (None: all); the others
+            decide only which rows are in the result.
+        compact: Leave out the rows with no visible value (``kept`` says which base
+            rows stay), in the same pass that patches each column.
 
     Returns:
         The merged family, or None when a delta holds a cell this merge does not decide
-        (a Delete or DeleteFamilyVersion marker), or too many pairs are touched.
+        (a Delete or DeleteFamilyVersion marker), too many pairs are touched, or a
+        column delta types a column unlike the base.
     """
     cells = pa.concat_tables(
-        [r.select(["row", "qualifier", "ts", "type", "value"]) for r in runs]
+        [r.select(CELL_SCHEMA.names).cast(CELL_SCHEMA) for r in runs] or [CELL_SCHEMA.empty_table()]
     ).combine_chunks()
     seq = np.concatenate(
         [np.full(r.num_rows, s, dtype=np.int64) for r, s in zip(runs, seqs, strict=True)]
+        or [np.zeros(0, dtype=np.int64)]
     )
-    types = cells.column("type").to_numpy(zero_copy_only=False).astype(np.int64)
-    if not np.isin(types, (_PUT, _DELETE_COLUMN, _DELETE_FAMILY)).all():
+    types = cells.column("type").to_numpy(zero_copy_only=False)
+    if not decidable(types):
         return None
     row_col = cells.column("row").combine_chunks().cast(pa.binary())
-    touched = pc.unique(row_col)
+    touched = pc.unique(pa.concat_arrays([row_col, *(d.rows.cast(pa.binary()) for d in records)]))
     touched = touched.take(pc.sort_indices(touched))
-    ridx = np.concatenate([locate_sorted(r.column("row").combine_chunks(), touched) for r in runs])
-    ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
+    ridx = np.concatenate(
+        [locate_sorted(r.column("row").combine_chunks(), touched) for r in runs]
+        or [np.zeros(0, dtype=np.int64)]
+    )
+    rec_at = [locate_sorted(d.rows, touched) for d in records]
+    ts = cells.column("ts").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     n_t = len(touched)
     # the largest DeleteFamily timestamp of each touched row
     family_mark = np.full(n_t, _NONE, dtype=np.int64)
@@ -117,7 +141,15 @@ def merge_by_row(
     # the qualifiers: the base's and the deltas' Puts and DeleteColumns the read covers
     qual_col = cells.column("qualifier").combine_chunks().cast(pa.binary())
     seen = pc.unique(qual_col.filter(pa.array(~df))).to_pylist()
-    quals = sorted({q for q in (*base.values, *seen) if qualifiers is None or q in qualifiers})
+    in_records = [q for d in records for q in d.values]
+    quals = sorted(
+        {q for q in (*base.values, *seen, *in_records) if qualifiers is None or q in qualifiers}
+    )
+    for d in records:
+        for q, (_, codec) in d.values.items():
+            held = base.values.get(q)
+            if q in quals and (held[1] if held is not None else Codec.BYTES) is not codec:
+                return None
     n_q = len(quals)
     if n_t * max(n_q, 1) > MAX_PAIRS:
         return None
@@ -146,7 +178,7 @@ def merge_by_row(
         base = _with_rows(base, touched.filter(pa.array(where < 0)))
         where = locate_sorted(touched, base.rows)
     n = len(base.rows)
-    out: dict[bytes, tuple[pa.Array, Codec]] = {}
+    decided = []  # per qualifier: which touched rows show a value, and whose
     visible_any = np.zeros(n_t, dtype=bool)
     for j, q in enumerate(quals):
         span = slice(j, n_t * n_q, n_q) if n_q else slice(0, 0)
@@ -156,10 +188,17 @@ def merge_by_row(
             b_valid = np.zeros(n_t, dtype=bool)
             b_ts = np.full(n_t, _NONE, dtype=np.int64)
         else:
-            b_valid = valid_mask(held[0])[where]
+            b_valid = valid_mask(held[0].take(pa.array(where)))
             b_ts = np.where(b_valid, base.stamps[q][where], _NONE)
         b_seq = base.seq[where]
-        has_d = d_src >= 0
+        from_rec = np.zeros(n_t, dtype=bool)
+        extra = None
+        if records:
+            r_ts, r_seq, extra = _newest_record(records, rec_at, q, n_t)
+            from_rec = (r_ts > d_ts) | ((r_ts == d_ts) & (r_seq > d_seq))
+            d_ts, d_seq = np.where(from_rec, r_ts, d_ts), np.where(from_rec, r_seq, d_seq)
+            from_rec &= r_ts > _NONE
+        has_d = (d_src >= 0) | from_rec
         delta_wins = has_d & (~b_valid | (d_ts > b_ts) | ((d_ts == b_ts) & (d_seq > b_seq)))
         win_ts = np.where(delta_wins, d_ts, b_ts)
         mark = np.maximum(family_mark, column_mark[span])
@@ -167,10 +206,27 @@ def merge_by_row(
         if oldest is not None:
             visible &= win_ts >= oldest
         visible_any |= visible
-        out[q] = _column(held, n, where, visible, delta_wins, values, d_src)
+        decided.append((q, held, visible, delta_wins, d_src, from_rec, extra))
     present = base.present.copy()
     present[where] = visible_any
-    return Merged(base.rows, out, present)
+    keep = _Kept.of(present) if compact and not present.all() else None
+    out = {
+        q: _column(held, n, where, visible, wins, values, src, keep=keep, rec=(from_rec, extra))
+        for q, held, visible, wins, src, from_rec, extra in decided
+        if returned is None or q in returned
+    }
+    if keep is None:
+        return Merged(base.rows, out, present)
+    kept = base.rows.take(pa.array(keep.index))
+    return Merged(kept, out, np.ones(len(kept), dtype=bool), present)
+
+
+def decidable(types: np.ndarray) -> bool:
+    """Whether delta cells of these types are all ones :func:`merge_by_row` decides.
+
+    Puts, DeleteColumns and DeleteFamilies.
+    """
+    return bool(((types == _PUT) | (types == _DELETE_COLUMN) | (types == _DELETE_FAMILY)).all())
 
 
 def locate_sorted(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
@@ -221,8 +277,15 @@ def _column(
     delta_wins: np.ndarray,
     values: pa.Array,
     src: np.ndarray,
+    *,
+    keep: _Kept | None = None,
+    rec: tuple[np.ndarray, pa.Array | None] | None = None,
 ) -> tuple[pa.Array, Codec]:
     """One column over the base rows: the base's values, touched rows replaced.
+
+    ``keep``: only these rows (a mask over the base's) are returned. ``rec``: which
+    touched rows take their delta value from a column delta (not from ``values``),
+    and those values per touched row (typed with the base's codec).
 
     A touched row takes the delta's value where it wins, keeps the base's where that
     wins, and is null where nothing is visible. The delta's bytes are typed with the
@@ -230,8 +293,11 @@ def _column(
     bytes (as the general path gives it).
     """
     taking = visible & delta_wins
-    raw = values.take(pa.array(src[taking]))
+    from_rec, extra = rec if rec is not None else (np.zeros(len(where), dtype=bool), None)
+    from_cells = taking & ~from_rec
+    raw = values.take(pa.array(src[from_cells]))
     base_arr, codec = held if held is not None else (pa.nulls(n, pa.binary()), Codec.BYTES)
+    typed_codec = codec
     new = raw
     if codec is not Codec.BYTES:
         typed = decode_values(raw, codec, field="value", errors="null")
@@ -245,12 +311,110 @@ def _column(
             base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
     if codec is Codec.BYTES:
         base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
-    index = np.arange(n, dtype=np.int64)
-    index[where[taking]] = n + np.arange(len(new), dtype=np.int64)
-    hidden = np.zeros(n, dtype=bool)
-    hidden[where[~visible]] = True
-    both = pa.concat_arrays([base_arr, new.cast(base_arr.type)]) if len(new) else base_arr
-    return both.take(pa.array(index, mask=hidden)), codec
+    if extra is not None and (taking & from_rec).any():
+        more = extra.filter(pa.array(taking & from_rec))
+        if typed_codec is not codec:
+            more = _as_bytes(more, typed_codec)
+        new = _interleave(new, more.cast(new.type), from_rec[taking])
+    return _patched(base_arr, where, visible, taking, new.cast(base_arr.type), keep), codec
+
+
+def _patched(
+    base: pa.Array,
+    where: np.ndarray,
+    visible: np.ndarray,
+    taking: np.ndarray,
+    new: pa.Array,
+    keep: _Kept | None,
+) -> pa.Array:
+    """``base`` with its touched rows ``where`` patched.
+
+    A touched row takes ``new``'s next value where ``taking``, is null where not
+    ``visible``, and keeps the base's value elsewhere. Only the changed positions are
+    written: a fixed-width column is patched (``replace_with_mask``), a variable-width
+    one gathered once (``take``); with ``keep`` (the rows returned), one gather both
+    patches and drops rows.
+    """
+    change = taking | ~visible
+    if not change.any():
+        return base if keep is None else base.take(pa.array(keep.index))
+    n = len(base)
+    slot = np.cumsum(taking) - 1  # each taking row's value in ``new``
+    if keep is None and pa.types.is_primitive(base.type):
+        mask = np.zeros(n, dtype=bool)
+        mask[where[change]] = True
+        repl = new.take(pa.array(slot[change], mask=~taking[change]))
+        return pc.replace_with_mask(base, pa.array(mask), repl)
+    if keep is None:
+        index = np.arange(n, dtype=np.int64)
+        at = where
+    else:  # positions among the kept rows (a taking row is visible, so kept)
+        index = keep.index.copy()
+        at = keep.position[where]
+    index[at[taking]] = n + slot[taking]
+    hidden = np.zeros(len(index), dtype=bool)
+    gone = at[~visible]
+    hidden[gone[gone >= 0]] = True
+    both = pa.concat_arrays([base, new]) if len(new) else base
+    return both.take(pa.array(index, mask=hidden))
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The rows a compacted merge keeps.
+
+    ``index``: their base positions; ``position``: each base row's place among them
+    (-1: dropped).
+    """
+
+    index: np.ndarray
+    position: np.ndarray
+
+    @classmethod
+    def of(cls, keep: np.ndarray) -> _Kept:
+        position = np.cumsum(keep) - 1
+        position[~keep] = -1
+        return cls(np.flatnonzero(keep), position)
+
+
+def _newest_record(
+    records: Sequence[BaseColumns], at: Sequence[np.ndarray], q: bytes, n_t: int
+) -> tuple[np.ndarray, np.ndarray, pa.Array | None]:
+    """Per touched row, the column deltas' newest value of ``q``.
+
+    Returns its timestamp (``_NONE``: none), sequence id, and the values (null: none).
+    """
+    best_ts = np.full(n_t, _NONE, dtype=np.int64)
+    best_seq = np.zeros(n_t, dtype=np.int64)
+    best_src = np.full(n_t, -1, dtype=np.int64)
+    arrays: list[pa.Array] = []
+    offset = 0
+    for d, pos in zip(records, at, strict=True):
+        held = d.values.get(q)
+        if held is None:
+            continue
+        arr = held[0]
+        valid = valid_mask(arr)
+        ts = np.where(valid, d.stamps[q], _NONE)
+        seq = d.seq
+        newer = valid & ((ts > best_ts[pos]) | ((ts == best_ts[pos]) & (seq > best_seq[pos])))
+        best_ts[pos[newer]] = ts[newer]
+        best_seq[pos[newer]] = seq[newer]
+        best_src[pos[newer]] = offset + np.flatnonzero(newer)
+        arrays.append(arr)
+        offset += len(arr)
+    if not arrays:
+        return best_ts, best_seq, None
+    every = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
+    return best_ts, best_seq, every.take(pa.array(best_src, mask=best_src < 0))
+
+
+def _interleave(first: pa.Array, second: pa.Array, from_second: np.ndarray) -> pa.Array:
+    """``first``'s and ``second``'s values in order: ``from_second`` says whose is next."""
+    index = np.empty(len(from_second), dtype=np.int64)
+    index[~from_second] = np.arange(len(first))
+    index[from_second] = len(first) + np.arange(len(second))
+    return pa.concat_arrays([first, second]).take(pa.array(index))
 
 
 def _as_bytes(arr: pa.Array, codec: Codec) -> pa.Array:

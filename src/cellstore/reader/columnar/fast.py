@@ -13,15 +13,16 @@ qualify (:func:`fast_wide_families` says why not), the caller takes the general 
 A task qualifies when:
 
 - the read is a normal one: not raw, no filters, no per-family limits or offsets;
-- every family read is of cellstore store files, all of them column files, whose row
-  ranges do not overlap (one write's rolled files, or a major compaction's);
+- every family read is of cellstore store files, at least one of them a column file;
+  the oldest column files whose row ranges do not overlap are the base, every other
+  file (cell files, and column files of later writes: column deltas) is a delta merged
+  into it (:func:`~cellstore.reader.columnar.merge.split_bases`);
 - a family with a TTL has no ``min_versions`` (R8.4 would keep expired versions).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -34,11 +35,17 @@ from cellstore.core.codecs import Codec, arrow_type
 from cellstore.core.columnar import (
     expand_records,
 )
+from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
-from cellstore.reader.columnar.merge import _mergeable, _merged_family, older_companions
+from cellstore.reader.columnar.merge import (
+    _mergeable,
+    _merged_family,
+    older_companions,
+    split_bases,
+)
 from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.execute import run_together
 from cellstore.reader.plan import FamilyRead, ScanTask
@@ -76,9 +83,6 @@ def fast_wide_families(task: ScanTask) -> str | None:
             return "the task does not carry its manifest entries"
         if fam.entries and all(e.layout != "columns" for e in fam.entries):
             return NOT_COLUMNS
-        ranges = sorted((e.first_row, e.last_row) for e in fam.entries if e.layout == "columns")
-        if any(a[1] >= b[0] for a, b in itertools.pairwise(ranges)):
-            return "the family's column files overlap"
     return None
 
 
@@ -113,9 +117,12 @@ def read_wide_fast(
     shared = _shared_rows(fs, task, key)
     # the families' files are read at once: one file's decode is too short for pyarrow's
     # column threads to keep two cores busy (docs/performance.md)
+    encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
     parts = run_together(
         [
-            functools.partial(_read_family, fs, task, fam, wanted, key, rowless=shared and i > 0)
+            functools.partial(
+                _read_family, fs, task, fam, wanted, key, rowless=shared and i > 0, encoded=encoded
+            )
             for i, fam in enumerate(task.families)
         ]
     )
@@ -208,6 +215,24 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
     return len(digests) == 1
 
 
+def _cells_of(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, entries: list[FileEntry]
+) -> tuple[list[pa.Table], list[int]]:
+    """The cells of ``entries`` in the task's range, and their sequence ids.
+
+    Column files are expanded to their cells; files with none in range are left out.
+    """
+    runs: list[pa.Table] = []
+    seqs: list[int] = []
+    for entry in entries:
+        with task.open_file(fs, fam, entry.path) as reader:
+            cells = reader.read(start=task.start, stop=task.stop)
+        if cells.num_rows:
+            runs.append(cells)
+            seqs.append(entry.seq)
+    return runs, seqs
+
+
 def _read_family(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
@@ -216,6 +241,7 @@ def _read_family(
     key: RowKeySpec | None = None,
     *,
     rowless: bool = False,
+    encoded: dict[tuple[str, int], pa.Array] | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -223,22 +249,21 @@ def _read_family(
     touches are expanded to cells (only those rows), merged with the deltas and resolved
     with the read's semantics, then pivoted; the two parts are joined in row order.
     """
-    bases = [e for e in fam.entries if e.layout == "columns"]
-    deltas = [e for e in fam.entries if e.layout != "columns"]
-    older = older_companions(fs, task, fam, bases, deltas)
+    bases, deltas = split_bases(fam.entries)
+    older = older_companions(
+        fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas
+    )
     deltas = [e for e in deltas if e.path not in older]
-    delta_runs: list[pa.Table] = []
-    delta_seqs: list[int] = []
-    for entry in deltas:
-        with task.open_file(fs, fam, entry.path) as reader:
-            cells = reader.read(start=task.start, stop=task.stop)
-        if cells.num_rows:
-            delta_runs.append(cells)
-            delta_seqs.append(entry.seq)
-    if delta_runs and fam.spec.time_range is None and _mergeable(delta_runs):
-        part = _merged_family(fs, task, fam, bases, wanted, key, delta_runs, delta_seqs)
+    newer = [e for e in deltas if e.layout == "columns"]  # column deltas
+    delta_runs, delta_seqs = _cells_of(fs, task, fam, [e for e in deltas if e not in newer])
+    if (delta_runs or newer) and fam.spec.time_range is None and _mergeable(delta_runs):
+        part = _merged_family(
+            fs, task, fam, bases, wanted, key, delta_runs, delta_seqs, newer=newer, encoded=encoded
+        )
         if part is not None:
             return part
+    more_runs, more_seqs = _cells_of(fs, task, fam, newer)
+    delta_runs, delta_seqs = delta_runs + more_runs, delta_seqs + more_seqs
     touched = None
     if delta_runs:
         every = pa.concat_arrays([r.column("row").combine_chunks() for r in delta_runs])
