@@ -22,6 +22,7 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
 from cellstore.core.rowkey import RowKeySpec
+from cellstore.reader.columnar.keycut import narrow
 from cellstore.reader.columnar.union import _bytes_of
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles.reader import RowGroupStats, slice_rows
@@ -181,17 +182,68 @@ def _cut_keyed(
 ) -> pa.Table:
     """A keyed file's records (the row groups ``stats``) whose row is in ``[start, stop)``.
 
-    The rows are encoded only where the cut points lie (:func:`_bisect_keyed`), not for
+    The cut points are found on the typed key fields (:func:`_key_cut`), not by encoding
     every record read.
     """
+    lo, hi = _cut_range(records, key, stats, start, stop)
+    return records if (lo, hi) == (0, records.num_rows) else records.slice(lo, hi - lo)
+
+
+def _cut_range(
+    records: pa.Table, key: RowKeySpec, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
+) -> tuple[int, int]:
+    """:func:`_cut_keyed`'s records as positions ``[lo, hi)`` of ``records``.
+
+    A bound is searched for only in the row group that may hold it: the groups before it
+    lie wholly below ``start`` (or wholly at or above ``stop``, after it).
+    """
+    n = records.num_rows
     if all(g.within(start, stop) for g in stats):
-        return records
+        return 0, n
     fields = pa.table(
-        [records.column(n) for n in key_names(key)], names=[f.name for f in key.fields]
+        [records.column(name) for name in key_names(key)], names=[f.name for f in key.fields]
     )
-    lo = _bisect_keyed(fields, key, start) if start else 0
-    hi = _bisect_keyed(fields, key, stop) if stop else records.num_rows
-    return records.slice(lo, max(hi - lo, 0))
+    ends = np.cumsum([g.num_cells for g in stats])
+    if ends.size and int(ends[-1]) != n:
+        ends = np.array([n])  # the groups' counts do not add up: search the whole read
+    lo = _key_cut(fields, key, start, _bracket(stats, ends, start)) if start else 0
+    hi = _key_cut(fields, key, stop, _bracket(stats, ends, stop)) if stop else n
+    return lo, max(hi, lo)
+
+
+def _bracket(stats: Sequence[RowGroupStats], ends: np.ndarray, target: bytes) -> tuple[int, int]:
+    """The records ``[a, b)`` of the one row group whose rows straddle ``target``.
+
+    Every record before ``a`` is below ``target``, every record from ``b`` at or above it
+    (by the groups' row bounds); without those bounds, every record.
+    """
+    if len(ends) != len(stats):
+        return 0, int(ends[-1]) if len(ends) else 0
+    a = 0
+    for g, end in zip(stats, ends, strict=True):
+        if g.max_row is None or g.min_row is None:
+            return 0, int(ends[-1])
+        if g.max_row < target:
+            a = int(end)
+            continue
+        return a, int(end) if g.min_row < target else a
+    return a, a
+
+
+def _key_cut(fields: pa.Table, key: RowKeySpec, target: bytes, within: tuple[int, int]) -> int:
+    """The first record whose row (``key``'s encoding of ``fields``) is ``>= target``.
+
+    Searched for in the records ``within`` (the answer lies there): on the typed key
+    fields (:func:`~cellstore.reader.columnar.keycut.narrow`), then, where those cannot
+    place the target, by encoding only the records they leave.
+    """
+    a, b = within
+    if b <= a:
+        return a
+    lo, hi, exact = narrow(fields.slice(a, b - a), key, target)
+    if exact:
+        return a + lo
+    return a + lo + _bisect_keyed(fields.slice(a + lo, hi - lo), key, target)
 
 
 def _bisect_keyed(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:
