@@ -53,7 +53,8 @@ class _Base:
     first_row: bytes  # the file's first row (files sort by it)
     keys: pa.Table | None = None  # the key fields (named by field), when rows is None
     key: RowKeySpec | None = None
-    digest: str | None = None  # the rows digest of a file read whole
+    digest: str | None = None  # the rows digest of a file read whole (or of a span of it)
+    span: tuple[int, int] | None = None  # the file's records read, by position (keyed)
     stamps: dict[ColumnSpec, np.ndarray] = field(default_factory=dict)  # values' timestamps
 
     def row_keys(self) -> pa.Array:
@@ -75,6 +76,7 @@ def _read_base(
     key: RowKeySpec | None = None,
     stamped: bool = False,
     rowless: bool = False,
+    span: tuple[int, int] | None = None,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
@@ -128,11 +130,23 @@ def _read_base(
             if timed:
                 cols += [TS_COLUMN, *(s.ts_name for s in seen)]
         records = reader.read_records([g.index for g in stats], columns=cols)
+        whole_file = inside and len(stats) == reader.info.row_groups
+        meta = reader.parquet.metadata
+        first = sum(meta.row_group(i).num_rows for i in range(stats[0].index))
+        counts = [meta.row_group(g.index).num_rows for g in stats]
+    cut = None
     if not by_keys:
         records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
+    elif rowless and not inside:
+        # the rows are another family's: its cut, or none (it read no records)
+        lo, hi = (first, first) if span is None else span
+        cut = (max(lo - first, 0), max(min(hi - first, records.num_rows), 0))
     elif not inside and file_key is not None:
-        records = _cut_keyed(records, file_key, stats, task.start, task.stop)
+        cut = _cut_range(records, file_key, stats, counts, task.start, task.stop)
+    if cut is not None and cut != (0, records.num_rows):
+        records = records.slice(cut[0], max(cut[1] - cut[0], 0))
     n = records.num_rows
+    read_span = (first + (cut[0] if cut else 0), first + (cut[0] if cut else 0) + n)
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
     present = np.zeros(n, dtype=bool) if per_cell else np.ones(n, dtype=bool)
     if not per_cell and oldest is not None and row_ts is not None:
@@ -173,29 +187,36 @@ def _read_base(
         stamps=stamps if stamped else {},
         keys=keys,
         key=file_key,
-        digest=digest if by_keys and inside and len(stats) == reader.info.row_groups else None,
+        digest=None
+        if not by_keys or digest is None
+        else _span_digest(digest, whole_file, read_span),
+        span=read_span if by_keys else None,
     )
 
 
-def _cut_keyed(
-    records: pa.Table, key: RowKeySpec, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
-) -> pa.Table:
-    """A keyed file's records (the row groups ``stats``) whose row is in ``[start, stop)``.
+def _span_digest(digest: str, whole: bool, span: tuple[int, int]) -> str:
+    """What identifies the rows read of a keyed file: its digest, or part of it.
 
-    The cut points are found on the typed key fields (:func:`_key_cut`), not by encoding
-    every record read.
+    A read of part of the file adds the records' positions: files of one rows digest hold
+    the same rows in the same order, so the same positions hold the same rows.
     """
-    lo, hi = _cut_range(records, key, stats, start, stop)
-    return records if (lo, hi) == (0, records.num_rows) else records.slice(lo, hi - lo)
+    return digest if whole else f"{digest}@{span[0]}:{span[1]}"
 
 
 def _cut_range(
-    records: pa.Table, key: RowKeySpec, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
+    records: pa.Table,
+    key: RowKeySpec,
+    stats: Sequence[RowGroupStats],
+    counts: Sequence[int],
+    start: bytes,
+    stop: bytes,
 ) -> tuple[int, int]:
-    """:func:`_cut_keyed`'s records as positions ``[lo, hi)`` of ``records``.
+    """Where a keyed file's records with their row in ``[start, stop)`` are in ``records``.
 
-    A bound is searched for only in the row group that may hold it: the groups before it
-    lie wholly below ``start`` (or wholly at or above ``stop``, after it).
+    ``records`` are the row groups ``stats``, of ``counts`` records each; the answer is
+    positions ``[lo, hi)`` of them. The cut points are found on the typed key fields
+    (:func:`_key_cut`), not by encoding every record read; a bound is searched for only
+    in the row group that may hold it (the groups before it lie wholly below it).
     """
     n = records.num_rows
     if all(g.within(start, stop) for g in stats):
@@ -203,7 +224,7 @@ def _cut_range(
     fields = pa.table(
         [records.column(name) for name in key_names(key)], names=[f.name for f in key.fields]
     )
-    ends = np.cumsum([g.num_cells for g in stats])
+    ends = np.cumsum(counts)
     if ends.size and int(ends[-1]) != n:
         ends = np.array([n])  # the groups' counts do not add up: search the whole read
     lo = _key_cut(fields, key, start, _bracket(stats, ends, start)) if start else 0

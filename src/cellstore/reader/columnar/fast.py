@@ -106,10 +106,11 @@ def read_wide_fast(
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
     shared = _shared_rows(fs, task, key)
-    parts = [
-        _read_family(fs, task, fam, wanted, key, rowless=shared and i > 0)
-        for i, fam in enumerate(task.families)
-    ]
+    parts: list[_Part] = []
+    for i, fam in enumerate(task.families):
+        # shared rows: the first family's cut is every family's
+        span = parts[0].span if shared and i > 0 else None
+        parts.append(_read_family(fs, task, fam, wanted, key, rowless=shared and i > 0, span=span))
     joined = _join([p for p in parts if p.size])
     found = joined.columns
     rows = joined.row_keys()
@@ -140,9 +141,10 @@ def read_wide_fast(
 def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
     """Whether every family of ``task`` is one keyed column file of the same rows.
 
-    Each family then holds one file inside the task's range, keyed with the read's spec,
-    and all have the same rows digest (docs/format.md 14.2): the rows (key fields) are
-    read from the first family only, the others' records line up with them.
+    Each family then holds one file, keyed with the read's spec, and all have the same
+    rows digest (docs/format.md 14.2): the rows (key fields) are read from the first
+    family only, and cut to the task's range there; the others' records line up with
+    them (the same positions in each file).
     """
     if key is None or len(task.families) < 2:
         return False
@@ -151,8 +153,6 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
         if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
             return False
         entry = fam.entries[0]
-        if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
-            return False
         with task.open_file(fs, fam, entry.path) as reader:
             info = reader.info
         if info.row_key is None or not _same_fields(info.row_key, key):
@@ -169,6 +169,7 @@ def _read_family(
     key: RowKeySpec | None = None,
     *,
     rowless: bool = False,
+    span: tuple[int, int] | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -198,7 +199,8 @@ def _read_family(
         touched = pc.unique(every)
     whole = touched is not None
     read = [
-        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless) for e in bases
+        _read_base(fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless, span=span)
+        for e in bases
     ]
     files = [f for f in read if f is not None]
     if rowless and len(files) == 1:
@@ -209,8 +211,16 @@ def _read_family(
     if not whole and files and all(f.keys is not None for f in files):
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
-        digest = files[0].digest if len(files) == 1 else None
-        return _Part(None, columns, present, keys=keys, key=files[0].key, digest=digest)
+        one = len(files) == 1
+        return _Part(
+            None,
+            columns,
+            present,
+            keys=keys,
+            key=files[0].key,
+            digest=files[0].digest if one else None,
+            span=files[0].span if one else None,
+        )
     rows, columns, present = _concat_files(fam.family.name, files)
     if touched is None:
         return _Part(rows, columns, present)
