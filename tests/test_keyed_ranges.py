@@ -171,3 +171,20 @@ def test_families_of_the_same_rows_share_one_cut(
     opts = {"shape": "wide", "column_types": "table", "key": {"carrier": "DL", "n": (30, 200)}}
     _check(twins, "ascending", opts)
     assert shared == [True] and len(cuts) == 1 and not joined
+
+
+def test_key_ranges_are_planned_once_per_predicate(twins: dict[str, tuple[Any, Any]]) -> None:
+    """A ``key=`` predicate's row ranges are computed once per spec and predicate; values
+    equal in Python but of other types (``1``, ``1.0``, ``True``) are not confused, and an
+    unhashable value is planned without the cache."""
+    from cellstore.reader import scan
+
+    _, b = twins["ascending"]
+    opts = {"shape": "wide", "key": {"carrier": "DL", "n": (3, 9)}}
+    first = b.scan(**opts).to_arrow()
+    before = scan._cached_key_ranges.cache_info().hits
+    assert b.scan(**opts).to_arrow().equals(first)
+    assert scan._cached_key_ranges.cache_info().hits == before + 1
+    typed = {scan._typed_items({"n": v}) for v in (1, 1.0, True)}
+    assert len(typed) == 3
+    assert scan._typed_items({"carrier": ["DL"]}) is None

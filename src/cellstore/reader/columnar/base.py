@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -344,4 +343,4 @@ def _concat_column(
 
 def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:
     """Whether two specs have the same fields (they may differ in the salt)."""
-    return dataclasses.replace(a, salt_buckets=None) == dataclasses.replace(b, salt_buckets=None)
+    return a.fields == b.fields
