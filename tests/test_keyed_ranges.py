@@ -171,6 +171,21 @@ def test_families_of_the_same_rows_share_one_cut(
     opts = {"shape": "wide", "column_types": "table", "key": {"carrier": "DL", "n": (30, 200)}}
     _check(twins, "ascending", opts)
     assert shared == [True] and len(cuts) == 1 and not joined
+    # a second read opens each family's file once: whether the rows are shared is known
+    # from the first (by the manifest entry's footer digest)
+    from cellstore.reader import plan
+
+    opened: list[str] = []
+    real_open = plan.ScanTask.open_file
+
+    def spy_open(self: Any, fs: Any, fam: Any, path: str) -> Any:
+        opened.append(path)
+        return real_open(self, fs, fam, path)
+
+    monkeypatch.setattr(plan.ScanTask, "open_file", spy_open)
+    _check(twins, "ascending", opts)
+    columns = [p for p in opened if p.endswith("-c.parquet")]  # not the cells twin's
+    assert shared == [True, True] and len(columns) == len(set(columns)) == 2
 
 
 def test_key_ranges_are_planned_once_per_predicate(twins: dict[str, tuple[Any, Any]]) -> None:

@@ -32,6 +32,7 @@ from cellstore.core.codecs import Codec, arrow_type
 from cellstore.core.columnar import (
     expand_records,
 )
+from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
 from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
@@ -152,13 +153,40 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
     for fam in task.families:
         if len(fam.entries) != 1 or fam.entries[0].layout != "columns":
             return False
-        entry = fam.entries[0]
-        with task.open_file(fs, fam, entry.path) as reader:
-            info = reader.info
-        if info.row_key is None or not _same_fields(info.row_key, key):
+        rows = _keyed_rows(fs, task, fam, fam.entries[0])
+        if rows is None or not _same_fields(rows[0], key):
             return False
-        digests.add((info.rows_digest, info.rows))
+        digests.add(rows[1:])
     return len(digests) == 1
+
+
+#: :func:`_keyed_rows` of files already opened, by (table path, file, footer digest, size).
+_KEYED_ROWS: dict[tuple[str, str, str, int], tuple[RowKeySpec, str | None, int] | None] = {}
+_KEYED_ROWS_MAX: Final = 4096
+
+
+def _keyed_rows(
+    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, entry: FileEntry
+) -> tuple[RowKeySpec, str | None, int] | None:
+    """A column file's row-key spec, rows digest and row count (None: not keyed).
+
+    Read from the footer once per file: a manifest entry's footer digest names the
+    file's footer, so a later read of the same entry (which opens and checks the file
+    anyway) is answered without opening it here again.
+    """
+    memo = None
+    if entry.footer_digest is not None:
+        memo = (task.table_path, entry.path, entry.footer_digest, entry.size)
+        if memo in _KEYED_ROWS:
+            return _KEYED_ROWS[memo]
+    with task.open_file(fs, fam, entry.path) as reader:
+        info = reader.info
+    out = None if info.row_key is None else (info.row_key, info.rows_digest, info.rows)
+    if memo is not None:
+        if len(_KEYED_ROWS) >= _KEYED_ROWS_MAX:
+            _KEYED_ROWS.clear()
+        _KEYED_ROWS[memo] = out
+    return out
 
 
 def _read_family(
