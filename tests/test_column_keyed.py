@@ -321,18 +321,25 @@ def test_two_families_share_or_join_their_rows(
 def test_key_ranges_cut_keyed_row_groups_like_the_twin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A key range that cuts row groups of keyed files finds its cut points from the key
-    fields (a sample, then the bracketing records): every cut agrees with the twin."""
+    """A key range that cuts row groups of keyed files finds its cut points from the typed
+    key fields (encoding rows only where those cannot place a bound): every cut agrees
+    with the twin."""
     from cellstore.reader.columnar import base as columnar
 
     cuts: list[int] = []
-    real = columnar._bisect_keyed
+    encoded: list[int] = []
+    real, real_bisect = columnar._key_cut, columnar._bisect_keyed
 
-    def spy(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:
-        cuts.append(real(fields, key, target))
+    def spy(fields: pa.Table, key: RowKeySpec, target: bytes, within: tuple[int, int]) -> int:
+        cuts.append(real(fields, key, target, within))
         return cuts[-1]
 
-    monkeypatch.setattr(columnar, "_bisect_keyed", spy)
+    def spy_bisect(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:
+        encoded.append(fields.num_rows)
+        return real_bisect(fields, key, target)
+
+    monkeypatch.setattr(columnar, "_key_cut", spy)
+    monkeypatch.setattr(columnar, "_bisect_keyed", spy_bisect)
     a, b = tables(str(tmp_path))
     for t in (a, b):
         t.load_cells(keyed_cells(3000), row_group_cells=400)  # 200-record groups
@@ -353,3 +360,6 @@ def test_key_ranges_cut_keyed_row_groups_like_the_twin(
         opts = {"shape": "wide", "start_row": start, "stop_row": stop}
         assert a.scan(**opts).to_arrow().to_pylist() == b.scan(**opts).to_arrow().to_pylist()
     assert len(cuts) >= 10 and len(set(cuts)) > 3  # the cuts were found from key fields
+    # b"UA\x00\x80" and b"AA\x00\x7f\xff" end inside a number: only the records of that
+    # carrier in the one row group the bound falls in were encoded
+    assert len(encoded) == 2 and all(n <= 200 for n in encoded)

@@ -11,6 +11,7 @@ a :class:`ScanPartitionReader` (:mod:`cellstore.reader.execute` does one task's 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -211,7 +212,10 @@ class Scan:
             )
         if any(v is not None for v in (o.start_row, o.stop_row, o.row_prefix)):
             raise InvalidRowRangeError("key= cannot be combined with start/stop/prefix")
-        return _key_ranges(self.metadata.row_key, dict(o.key))
+        typed = _typed_items(o.key)
+        if typed is None:
+            return _key_ranges(self.metadata.row_key, dict(o.key))
+        return list(_cached_key_ranges(self.metadata.row_key, typed))
 
     def _key_decoder(self) -> RowKeySpec | None:
         o, spec = self.options, self.metadata.row_key
@@ -490,6 +494,37 @@ def _read_spec(o: ScanOptions, now_ms: int) -> ReadSpec:
         max_results_per_family=o.max_results_per_family,
         row_offset_per_family=o.row_offset_per_family,
     )
+
+
+#: One ``key=`` predicate as a cache key: ``(field, value type, (type, value))`` items, a
+#: range's bounds each typed (so that ``1``, ``1.0`` and ``True``, equal in Python, stay
+#: apart).
+_TypedKey = tuple[tuple[str, Any, Any], ...]
+
+
+def _typed_items(key: Any) -> _TypedKey | None:
+    """``key``'s items as :data:`_TypedKey`, or None when a value cannot be hashed."""
+    out = []
+    for name, value in dict(key).items():
+        typed = (
+            tuple((type(v), v) for v in value) if isinstance(value, tuple) else (type(value), value)
+        )
+        try:
+            hash(typed)
+        except TypeError:
+            return None
+        out.append((name, type(value), typed))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_key_ranges(spec: RowKeySpec, typed: _TypedKey) -> tuple[RowRange, ...]:
+    """:func:`_key_ranges`, computed once per spec and predicate (a select's planning)."""
+    key = {
+        name: tuple(v for _, v in packed) if kind is tuple else packed[1]
+        for name, kind, packed in typed
+    }
+    return tuple(_key_ranges(spec, key))
 
 
 def _key_ranges(spec: RowKeySpec, key: dict[str, Any]) -> list[RowRange]:

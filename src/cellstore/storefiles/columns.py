@@ -109,16 +109,18 @@ def _is_ts(name: str) -> bool:
 
 
 def group_records(row_group_cells: int, columns: int) -> int:
-    """Records per row group of a column file: half of ``row_group_cells``.
+    """Records per row group of a column file: a quarter of ``row_group_cells``.
 
-    32,768 records at the default, the balance measured on bench/bench_analytics.py's
-    table (docs/performance.md): 16K-record groups make a key-range read decode half as
-    much but the files 10% larger, 64K-record groups the files 3% smaller and key-range
-    reads twice as slow; whole-table reads are about the same. A record holds up to
-    ``columns`` cells, so a group expands to more cells than a cell file's.
+    16,384 records at the default, the balance measured on bench/bench_analytics.py's
+    table (docs/performance.md, session 14, one run side by side): against 32K-record
+    groups, a key-range read (one carrier's month, whose records lie in one group per
+    family) decodes half as much and took 0.69x the time, the files are 5% larger
+    (7.23 MB against 6.87 MB) and a whole-table wide read took 1.07x the time. 8K-record
+    groups: the select 0.52x, the files 16% larger, the whole-table read 1.3x. A record
+    holds up to ``columns`` cells, so a group expands to more cells than a cell file's.
     """
     del columns
-    return max(1, row_group_cells // 2)
+    return max(1, row_group_cells // 4)
 
 
 @dataclass(frozen=True)

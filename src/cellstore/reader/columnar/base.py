@@ -21,6 +21,7 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
 from cellstore.core.rowkey import RowKeySpec
+from cellstore.reader.columnar.keycut import narrow
 from cellstore.reader.columnar.union import _bytes_of
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles.reader import RowGroupStats, slice_rows
@@ -51,7 +52,8 @@ class _Base:
     first_row: bytes  # the file's first row (files sort by it)
     keys: pa.Table | None = None  # the key fields (named by field), when rows is None
     key: RowKeySpec | None = None
-    digest: str | None = None  # the rows digest of a file read whole
+    digest: str | None = None  # the rows digest of a file read whole (or of a span of it)
+    span: tuple[int, int] | None = None  # the file's records read, by position (keyed)
     stamps: dict[ColumnSpec, np.ndarray] = field(default_factory=dict)  # values' timestamps
     aliased: dict[ColumnSpec, str] = field(default_factory=dict)  # wanted, not read: key field
 
@@ -75,6 +77,7 @@ def _read_base(
     stamped: bool = False,
     rowless: bool = False,
     aliases_apart: bool = False,
+    span: tuple[int, int] | None = None,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
@@ -139,11 +142,23 @@ def _read_base(
             # (no column: __ts, the smallest, says how many records there are)
             cols = cols or [TS_COLUMN]
         records = reader.read_records([g.index for g in stats], columns=cols)
+        whole_file = inside and len(stats) == reader.info.row_groups
+        meta = reader.parquet.metadata
+        first = sum(meta.row_group(i).num_rows for i in range(stats[0].index))
+        counts = [meta.row_group(g.index).num_rows for g in stats]
+    cut = None
     if not by_keys:
         records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
+    elif rowless and not inside:
+        # the rows are another family's: its cut, or none (it read no records)
+        lo, hi = (first, first) if span is None else span
+        cut = (max(lo - first, 0), max(min(hi - first, records.num_rows), 0))
     elif not inside and file_key is not None:
-        records = _cut_keyed(records, file_key, stats, task.start, task.stop)
+        cut = _cut_range(records, file_key, stats, counts, task.start, task.stop)
+    if cut is not None and cut != (0, records.num_rows):
+        records = records.slice(cut[0], max(cut[1] - cut[0], 0))
     n = records.num_rows
+    read_span = (first + (cut[0] if cut else 0), first + (cut[0] if cut else 0) + n)
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
     # an aliased column holds a value in every record (visible: nothing timed here)
     present = np.zeros(n, dtype=bool) if per_cell and not aliased_seen else np.ones(n, dtype=bool)
@@ -188,27 +203,85 @@ def _read_base(
         stamps=stamps if stamped else {},
         keys=keys,
         key=file_key,
-        digest=digest if by_keys and inside and len(stats) == reader.info.row_groups else None,
+        digest=None
+        if not by_keys or digest is None
+        else _span_digest(digest, whole_file, read_span),
+        span=read_span if by_keys else None,
         aliased={s: apart[s] for s in out_specs if s in apart},
     )
 
 
-def _cut_keyed(
-    records: pa.Table, key: RowKeySpec, stats: Sequence[RowGroupStats], start: bytes, stop: bytes
-) -> pa.Table:
-    """A keyed file's records (the row groups ``stats``) whose row is in ``[start, stop)``.
+def _span_digest(digest: str, whole: bool, span: tuple[int, int]) -> str:
+    """What identifies the rows read of a keyed file: its digest, or part of it.
 
-    The rows are encoded only where the cut points lie (:func:`_bisect_keyed`), not for
-    every record read.
+    A read of part of the file adds the records' positions: files of one rows digest hold
+    the same rows in the same order, so the same positions hold the same rows.
     """
+    return digest if whole else f"{digest}@{span[0]}:{span[1]}"
+
+
+def _cut_range(
+    records: pa.Table,
+    key: RowKeySpec,
+    stats: Sequence[RowGroupStats],
+    counts: Sequence[int],
+    start: bytes,
+    stop: bytes,
+) -> tuple[int, int]:
+    """Where a keyed file's records with their row in ``[start, stop)`` are in ``records``.
+
+    ``records`` are the row groups ``stats``, of ``counts`` records each; the answer is
+    positions ``[lo, hi)`` of them. The cut points are found on the typed key fields
+    (:func:`_key_cut`), not by encoding every record read; a bound is searched for only
+    in the row group that may hold it (the groups before it lie wholly below it).
+    """
+    n = records.num_rows
     if all(g.within(start, stop) for g in stats):
-        return records
+        return 0, n
     fields = pa.table(
-        [records.column(n) for n in key_names(key)], names=[f.name for f in key.fields]
+        [records.column(name) for name in key_names(key)], names=[f.name for f in key.fields]
     )
-    lo = _bisect_keyed(fields, key, start) if start else 0
-    hi = _bisect_keyed(fields, key, stop) if stop else records.num_rows
-    return records.slice(lo, max(hi - lo, 0))
+    ends = np.cumsum(counts)
+    if ends.size and int(ends[-1]) != n:
+        ends = np.array([n])  # the groups' counts do not add up: search the whole read
+    lo = _key_cut(fields, key, start, _bracket(stats, ends, start)) if start else 0
+    hi = _key_cut(fields, key, stop, _bracket(stats, ends, stop)) if stop else n
+    return lo, max(hi, lo)
+
+
+def _bracket(stats: Sequence[RowGroupStats], ends: np.ndarray, target: bytes) -> tuple[int, int]:
+    """The records ``[a, b)`` of the one row group whose rows straddle ``target``.
+
+    Every record before ``a`` is below ``target``, every record from ``b`` at or above it
+    (by the groups' row bounds); without those bounds, every record.
+    """
+    if len(ends) != len(stats):
+        return 0, int(ends[-1]) if len(ends) else 0
+    a = 0
+    for g, end in zip(stats, ends, strict=True):
+        if g.max_row is None or g.min_row is None:
+            return 0, int(ends[-1])
+        if g.max_row < target:
+            a = int(end)
+            continue
+        return a, int(end) if g.min_row < target else a
+    return a, a
+
+
+def _key_cut(fields: pa.Table, key: RowKeySpec, target: bytes, within: tuple[int, int]) -> int:
+    """The first record whose row (``key``'s encoding of ``fields``) is ``>= target``.
+
+    Searched for in the records ``within`` (the answer lies there): on the typed key
+    fields (:func:`~cellstore.reader.columnar.keycut.narrow`), then, where those cannot
+    place the target, by encoding only the records they leave.
+    """
+    a, b = within
+    if b <= a:
+        return a
+    lo, hi, exact = narrow(fields.slice(a, b - a), key, target)
+    if exact:
+        return a + lo
+    return a + lo + _bisect_keyed(fields.slice(a + lo, hi - lo), key, target)
 
 
 def _bisect_keyed(fields: pa.Table, key: RowKeySpec, target: bytes) -> int:

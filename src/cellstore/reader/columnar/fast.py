@@ -115,17 +115,22 @@ def read_wide_fast(
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
     shared = _shared_rows(fs, task, key)
-    # the families' files are read at once: one file's decode is too short for pyarrow's
-    # column threads to keep two cores busy (docs/performance.md)
     encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
-    parts = run_together(
-        [
-            functools.partial(
-                _read_family, fs, task, fam, wanted, key, rowless=shared and i > 0, encoded=encoded
-            )
-            for i, fam in enumerate(task.families)
-        ]
-    )
+
+    def family(i: int, span: tuple[int, int] | None = None) -> _Part:
+        fam = task.families[i]
+        rowless = shared and i > 0
+        return _read_family(fs, task, fam, wanted, key, rowless=rowless, encoded=encoded, span=span)
+
+    # the families' files are read at once: one file's decode is too short for pyarrow's
+    # column threads to keep two cores busy (docs/performance.md); families of shared rows
+    # cut by the range take the first family's cut, so that one is read first
+    first: list[_Part] = []
+    if shared and not _inside(task):
+        first = [family(0)]
+    rest = range(len(first), len(task.families))
+    span = first[0].span if first else None
+    parts = first + run_together([functools.partial(family, i, span) for i in rest])
     if shared:
         parts = [parts[0], *(_aliases_from_keys(p, parts[0]) for p in parts[1:])]
     joined = _join([p for p in parts if p.size])
@@ -185,11 +190,12 @@ def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
 def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
     """Whether every family of ``task`` is one keyed column file of the same rows.
 
-    Each family then holds one file inside the task's range (and at most its companion
-    cell file, when the read may skip it: :func:`older_companions`, as after a major
-    compaction that kept versions), keyed with the read's spec, and all have the same
-    rows digest (docs/format.md 14.2): the rows (key fields) are read from the first
-    family only, the others' records line up with them.
+    Each family then holds one file (and at most its companion cell file, when the read
+    may skip it: :func:`older_companions`, as after a major compaction that kept
+    versions), keyed with the read's spec, and all have the same rows digest
+    (docs/format.md 14.2): the rows (key fields) are read from the first family only,
+    and cut to the task's range there; the others' records line up with them (the same
+    positions in each file).
     """
     if key is None or len(task.families) < 2:
         return False
@@ -202,8 +208,6 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
         if deltas and len(older_companions(fs, task, fam, bases, deltas)) < len(deltas):
             return False
         entry = bases[0]
-        if entry.first_row < task.start or (task.stop and entry.last_row >= task.stop):
-            return False
         path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
         info = known_info(path, entry)  # (the read opens and checks the file itself)
         if info is None:
@@ -213,6 +217,16 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
             return False
         digests.add((info.rows_digest, info.rows))
     return len(digests) == 1
+
+
+def _inside(task: ScanTask) -> bool:
+    """Whether every column file of ``task`` lies inside its row range (no cut)."""
+    return all(
+        e.first_row >= task.start and not (task.stop and e.last_row >= task.stop)
+        for fam in task.families
+        for e in fam.entries
+        if e.layout == "columns"
+    )
 
 
 def _cells_of(
@@ -242,6 +256,7 @@ def _read_family(
     *,
     rowless: bool = False,
     encoded: dict[tuple[str, int], pa.Array] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -271,7 +286,16 @@ def _read_family(
     whole = touched is not None
     read = [
         _read_base(
-            fs, task, fam, e, wanted, whole=whole, key=key, rowless=rowless, aliases_apart=rowless
+            fs,
+            task,
+            fam,
+            e,
+            wanted,
+            whole=whole,
+            key=key,
+            rowless=rowless,
+            aliases_apart=rowless,
+            span=span,
         )
         for e in bases
     ]
@@ -289,8 +313,16 @@ def _read_family(
     if not whole and files and all(f.keys is not None for f in files):
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
-        digest = files[0].digest if len(files) == 1 else None
-        return _Part(None, columns, present, keys=keys, key=files[0].key, digest=digest)
+        one = len(files) == 1
+        return _Part(
+            None,
+            columns,
+            present,
+            keys=keys,
+            key=files[0].key,
+            digest=files[0].digest if one else None,
+            span=files[0].span if one else None,
+        )
     rows, columns, present = _concat_files(fam.family.name, files)
     if touched is None:
         return _Part(rows, columns, present)

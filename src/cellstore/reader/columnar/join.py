@@ -39,6 +39,7 @@ class _Part:
     key: RowKeySpec | None = None
     digest: str | None = None
     count: int = 0  # the rows' count when neither rows nor keys are held (shared rows)
+    span: tuple[int, int] | None = None  # one keyed file's records read, by position
 
     @property
     def size(self) -> int:
