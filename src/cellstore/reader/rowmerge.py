@@ -352,11 +352,10 @@ def _patched(
         index = keep.index.copy()
         at = keep.position[where]
     index[at[taking]] = n + slot[taking]
-    hidden = np.zeros(len(index), dtype=bool)
     gone = at[~visible]
-    hidden[gone[gone >= 0]] = True
-    both = pa.concat_arrays([base, new]) if len(new) else base
-    return both.take(pa.array(index, mask=hidden))
+    index[gone[gone >= 0]] = n + len(new)  # the null appended below
+    both = pa.concat_arrays([base, new, pa.nulls(1, base.type)])
+    return both.take(pa.array(index))
 
 
 @dataclass(frozen=True)
