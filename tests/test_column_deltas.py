@@ -257,3 +257,39 @@ def test_two_families_deleted_apart(layout: str) -> None:
     assert len(by_row) == BASE_ROWS - 1 and b"r00003" not in by_row
     assert (by_row[b"r00001"]["f:l"], by_row[b"r00001"]["g:l"]) == (None, 100)
     assert (by_row[b"r00002"]["f:l"], by_row[b"r00002"]["g:l"]) == (200, None)
+
+
+def test_column_delta_typed_unlike_the_base_takes_the_general_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A column delta whose file types a column unlike the base (the mapping's codec
+    changed between loads) is not merged by row: the merge declines and the rows it
+    touches are resolved by the general rules, exactly as the cells twin reads them."""
+    merged: list[bool] = []
+    real = rowmerge.merge_by_row
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        out = real(*args, **kw)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
+    update = [(b"r00001", "f", b"l", 20, PUT, b"now a string")]
+    with tempfile.TemporaryDirectory() as root:
+        wh = cellstore.connect(root)
+        props = {"mapping.codecs": json.dumps({"columns": TYPES})}
+        fam = Family(name="f", layout="columns")
+        twin = wh.create_table("cells", families=[fam.replace(layout="cells")], properties=props)
+        t = wh.create_table("t", families=[fam], properties=props)
+        changed = {"mapping.codecs": json.dumps({"columns": {**TYPES, "f:l": "string"}})}
+        for tab in (twin, t):
+            tab.load_cells(base_cells(10))
+            wh.alter_table(tab.name, properties=changed)
+            tab.refresh().load_cells(table(update))
+        assert [e.layout for e in t.refresh().files].count("columns") == 2
+        for opts in ({"shape": "wide"}, {"shape": "wide", "columns": ["f:l"]}):
+            got = t.refresh().scan(**opts).to_arrow()
+            assert got.to_pylist() == twin.refresh().scan(**opts).to_arrow().to_pylist()
+    assert merged and not any(merged)
+    by_row = {r["row"]: r["f:l"] for r in got.to_pylist()}
+    assert by_row[b"r00001"] == b"now a string"

@@ -260,8 +260,11 @@ def _read_family(
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
-    Rows no cell file (delta) touches come from the column files alone; rows a delta
-    touches are expanded to cells (only those rows), merged with the deltas and resolved
+    The base (:func:`~cellstore.reader.columnar.merge.split_bases`) takes its deltas by
+    row where the merge decides them (cell deltas of Puts, DeleteColumns and
+    DeleteFamilies, column deltas as typed records, no time range). Otherwise rows no
+    delta touches come from the base alone; rows a delta touches are expanded to cells
+    (only those rows), merged with the deltas (column deltas expanded too) and resolved
     with the read's semantics, then pivoted; the two parts are joined in row order.
     """
     bases, deltas = split_bases(fam.entries)

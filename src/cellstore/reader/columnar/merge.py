@@ -97,7 +97,7 @@ def _merged_family(
     for e in newer:
         f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=True)
         if f is not None:
-            records.append(_columns_of(name, [f], f.row_keys()))
+            records.append(_columns_of(name, [f], _base_rows([f], encoded)))
     merged = merge_by_row(
         base,
         runs,
@@ -158,7 +158,11 @@ def _columns_of(name: str, files: Sequence[_Base], rows: pa.Array) -> BaseColumn
 
 
 def _base_rows(files: Sequence[_Base], encoded: dict[tuple[str, int], pa.Array] | None) -> pa.Array:
-    """The base files' rows, in order; one keyed file's rows encoded once per task."""
+    """Column files' rows, in order; one keyed file's rows encoded once per task.
+
+    Families of one write (a base, or a column delta) hold the same rows: the second
+    family's file of the same rows digest takes the first one's encoded rows.
+    """
     if not files:
         return pa.array([], pa.binary())
     if len(files) > 1 or files[0].digest is None or encoded is None:
