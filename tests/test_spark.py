@@ -1246,7 +1246,12 @@ def test_row_expression_is_byte_identical_to_the_spec(spark, tmp_path: Path) -> 
 
     import pyarrow.parquet as pq
 
-    from cellstore.spark.rowexpr import expressible, key_column, row_expression
+    from cellstore.spark.rowexpr import (
+        expressible,
+        key_column,
+        key_spark_type,
+        row_expression,
+    )
 
     for number, fields in enumerate(_SPECS):
         spec = RowKeySpec(
@@ -1271,7 +1276,12 @@ def test_row_expression_is_byte_identical_to_the_spec(spark, tmp_path: Path) -> 
             ),
             path,
         )
-        df = spark.read.parquet(str(path)).select("i", row_expression(spec).alias("row"))
+        schema = ", ".join(f"`{key_column(f)}` {key_spark_type(f)}" for f in spec.fields)
+        df = (
+            spark.read.schema(f"{schema}, i bigint")  # the types read_optimized declares
+            .parquet(str(path))
+            .select("i", row_expression(spec).alias("row"))
+        )
         got = [bytes(r["row"]) for r in sorted(df.collect(), key=lambda r: r["i"])]
         assert got == want, spec.describe()
     for fields in (

@@ -43,7 +43,7 @@ from cellstore.core.rowkey import RowKeySpec
 from cellstore.reader import ScanTask
 from cellstore.reader.columnar import fast_wide_families, older_companions
 from cellstore.reader.shapes import WideSpec, column_name
-from cellstore.spark.rowexpr import expressible, key_column, row_expression
+from cellstore.spark.rowexpr import expressible, key_column, key_spark_type, row_expression
 from cellstore.storefiles.layout import entry_path
 from cellstore.storefiles.reader import StoreFileReader
 from cellstore.warehouse import Table, connect
@@ -267,17 +267,26 @@ def _family_frame(
     specs = {s.qualifier: s for s in plan.specs[fam]}
     key = plan.row_keys.get(fam)
     if key is None:
-        picks = [F.col(f"`{ROW_COLUMN}`").alias("row")]
+        heads = [(ROW_COLUMN, "binary", "row")]
     else:
-        picks = [F.col(f"`{key_column(f)}`") for f in key.fields]
+        heads = [(key_column(f), key_spark_type(f), key_column(f)) for f in key.fields]
     values = [
-        F.col(f"`{specs[q].value_name}`").alias(name)
+        (specs[q].value_name, _spark_type(specs[q].codec), name)
         for (f, q), name in zip(plan.columns, names, strict=True)
         if f == fam and q in specs
     ]
     if not values and not bare:
         return None
-    return spark.read.parquet(*paths).select(*picks, *values)
+    # the schema is known from the footers: Spark need not read one to infer it
+    read = [*heads, *values]
+    schema = ", ".join(f"{_quoted(n)} {kind}" for n, kind, _ in read)
+    frame = spark.read.schema(schema).parquet(*paths)
+    return frame.select(*[F.col(_quoted(n)).alias(alias) for n, _, alias in read])
+
+
+def _quoted(name: str) -> str:
+    """A column name quoted for Spark SQL (backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _joined(frames: Mapping[str, Any], plan: OptimizedPlan) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 from cellstore.core.rowkey import KeyField, KeyHash, KeyType, RowKeySpec
 
-__all__ = ["expressible", "key_column", "row_expression"]
+__all__ = ["expressible", "key_column", "key_spark_type", "row_expression"]
 
 #: Hexadecimal digits, and each one's complement (``F - d``): a byte-wise NOT on hex text.
 _HEX = "0123456789ABCDEF"
@@ -40,6 +40,25 @@ _UNSIGNED_BITS = {KeyType.UINT8: 8, KeyType.UINT16: 16, KeyType.UINT32: 32}
 def key_column(field: KeyField) -> str:
     """The name of a field's column in a keyed column file (``__key:<field>``)."""
     return f"__key:{field.name}"
+
+
+#: The Spark SQL type Spark's Parquet reader gives a key column of each expressible type.
+_SPARK_TYPES = {
+    KeyType.STRING: "string",
+    KeyType.BYTES: "binary",
+    KeyType.INT8: "tinyint",
+    KeyType.INT16: "smallint",
+    KeyType.INT32: "int",
+    KeyType.INT64: "bigint",
+    KeyType.UINT8: "smallint",
+    KeyType.UINT16: "int",
+    KeyType.UINT32: "bigint",
+}
+
+
+def key_spark_type(field: KeyField) -> str:
+    """The Spark SQL type of a field's key column as Spark reads it (expressible types)."""
+    return _SPARK_TYPES[field.type]
 
 
 def _field_expressible(field: KeyField) -> bool:
