@@ -21,7 +21,11 @@ reads them too, joins the families on the key fields and builds ``row`` from the
 SQL (:mod:`cellstore.spark.rowexpr`, byte-identical to the spec's encoding). ``row`` is
 then an expression Spark computes only when the query uses it: a count or a groupby over
 value columns never encodes a key. A spec Spark SQL cannot encode (float fields,
-``uint64``, ``reverse``) keeps such regions on the source.
+``uint64``, ``reverse``) keeps such regions on the source. When every region's families
+hold the same rows (:attr:`OptimizedPlan.shared_rows`), the families are left-joined as
+sides unique on the key, which Spark drops when a query uses none of their columns (a
+count reads one family's footers); a read naming columns of several such families goes
+through the source, which joins them by position where Spark would shuffle both sides.
 
 Spark must be able to read the table's files by their URLs (local paths, or ``s3a://``
 with Spark's S3 support configured).
