@@ -206,3 +206,35 @@ def test_merge_on_a_local_cluster_with_worker_processes(tmp_path: Path):
     assert max(per_store(t).values()) <= 2 and len(per_store(t)) == 4
     assert data_files(t) == {f.path for f in t.files}
     assert t.scan().count_rows() == 6_000
+
+
+def test_spill_merge_sizes_column_row_groups_to_the_budget(tmp_path: Path):
+    """A spill merge writing column files under a small memory budget gives them smaller
+    row groups (their writer holds a whole group: bench/bench_memory.py), and the cells
+    are those of a merge-mode load."""
+    from cellstore.storefiles import StoreFileReader
+
+    df = frame(40_000)
+    wh = connect(str(tmp_path / "wh"))
+    spec = dict(
+        families=[Family(name="f", layout="columns"), Family(name="g", layout="cells")],
+        splits=[b"row020000"],
+    )
+    spilled = wh.create_table("spilled", **spec)
+    report = spilled.load(
+        df, mapping=MAPPING, memory_budget=1 << 20, workers=2, now_ms=7, key_advice="off"
+    )
+    assert report.mode == "spill" and report.merged_runs > 0
+    groups: dict[str, list[int]] = {"columns": [], "cells": []}
+    for f in spilled.files:
+        with StoreFileReader(spilled.fs, spilled.file_path(f), entry=f) as r:
+            meta = r.parquet.metadata
+            groups[f.layout] += [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        assert check(spilled.fs, spilled.file_path(f), entry=f).ok
+    # 20,000 records a region: one 32,768-record group at the default, 8,192 here
+    assert groups["columns"] and max(groups["columns"]) == 8192
+    assert len(groups["columns"]) > sum(f.layout == "columns" for f in spilled.files)
+    merged = wh.create_table("merged", **spec)
+    assert merged.load(df, mapping=MAPPING, now_ms=7, key_advice="off").mode == "merge"
+    assert all(f.layout == "columns" for f in merged.files if f.family == "f")
+    pd.testing.assert_frame_equal(raw_cells(spilled), raw_cells(merged))

@@ -1102,11 +1102,14 @@ def test_read_optimized_equals_the_source(spark, tmp_path: Path) -> None:
 
 
 def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path: Path) -> None:
-    """Keyed column files (docs/format.md 14.2) hold key fields, not rows: every region goes
-    through the source, in one read of the neighbouring regions, with the source's rows."""
+    """Keyed column files (docs/format.md 14.2) hold key fields, not rows: Spark reads them
+    with its Parquet reader, joins the families on the key fields and builds ``row`` in
+    Spark SQL; a region with a delta goes through the source; the union equals the
+    source's wide shape, for every column choice and for a count. A spec Spark SQL cannot
+    encode (a float field) keeps every region on the source."""
     from cellstore import Family
     from cellstore.loader import LoadMapping
-    from cellstore.spark.optimized import _adjacent_merged, plan_optimized, read_optimized
+    from cellstore.spark.optimized import plan_optimized, read_optimized
 
     root = str(tmp_path / "wh")
     spec = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
@@ -1116,13 +1119,13 @@ def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path:
         row_key=spec,
         splits=[b"DL", b"UA"],
     )
-    n = 3000
+    n = 1200
     frame = pd.DataFrame(
         {
             "carrier": [["AA", "DL", "UA"][i % 3] for i in range(n)],
-            "n": list(range(n)),
+            "n": [i - 600 for i in range(n)],  # negative ints: the sign bit in the key
             "delay": [None if i % 31 == 0 else i / 4 for i in range(n)],
-            "tail": [f"N{i % 50}" for i in range(n)],
+            "tail": [None if i % 7 == 0 else f"N{i % 50}" for i in range(n)],
         }
     )
     mapping = LoadMapping.from_dict(
@@ -1137,11 +1140,157 @@ def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path:
     t.load(frame, mapping=mapping, key_advice="off")
     t = connect(root).table("keyed")
     plan = plan_optimized(t)
-    assert not plan.files and len(plan.ranges) == 3
-    assert _adjacent_merged(plan.ranges) == [(b"", b"")]
-    got = read_optimized(spark, root=root, table="keyed")
-    want = t.scan(shape="wide", column_types="table", key_columns=False).to_arrow()
-    assert got.columns == want.column_names
-    assert sorted(tuple(r) for r in got.collect()) == sorted(
-        tuple(r.values()) for r in want.to_pylist()
+    assert plan.ranges == [] and plan.row_keys == {"d": spec, "i": spec}
+    assert all(len(paths) == 3 for paths in plan.files.values())
+    # family i misses some rows (no tail): no shared rows, a full join on the key fields
+    assert not plan.shared_rows
+    later = frame.iloc[2:300:3].assign(delay=-1.0)  # UA rows only: a delta in region 3
+    t.load(later, mapping=mapping, key_advice="off")
+    t = connect(root).table("keyed")
+    assert plan_optimized(t).ranges == [(b"UA", b"")]
+    for table, columns in (
+        (t, None),
+        (t, ["d:delay", "i:tail"]),
+        (t, ["i:tail"]),
+        (shared := _keyed_pair(root, spec, mapping, frame), None),
+        (shared, ["d:delay"]),
+    ):
+        got = read_optimized(spark, root=root, table=table.name, columns=columns)
+        want = table.scan(
+            shape="wide", columns=columns, column_types="table", key_columns=False
+        ).to_arrow()
+        assert got.columns == want.column_names
+        assert sorted(tuple(r) for r in got.collect()) == sorted(
+            tuple(r.values()) for r in want.to_pylist()
+        )
+        if columns is None:
+            assert got.count() == want.num_rows
+    # Spark drops the join of a family whose columns a query does not use
+    counted = read_optimized(spark, root=root, table=shared.name).groupBy().count()
+    assert "Join" not in counted._jdf.queryExecution().optimizedPlan().toString()
+    whole = read_optimized(spark, root=root, table=t.name).groupBy().count()
+    assert "Join" in whole._jdf.queryExecution().optimizedPlan().toString()
+    floats = connect(root).create_table(
+        "floatkey",
+        families=[Family(name="d", layout="columns")],
+        row_key=RowKeySpec(fields=(KeyField(name="x", type="float64"),)),
     )
+    floats.load(
+        pd.DataFrame({"x": [0.5, -1.0, 2.0], "delay": [1.0, 2.0, 3.0]}),
+        mapping=LoadMapping.from_dict(
+            {
+                "row_key": {"fields": [{"name": "x", "type": "float64"}]},
+                "cells": [
+                    {"family": "d", "qualifier": "delay", "value": "delay", "codec": "double"}
+                ],
+            }
+        ),
+        key_advice="off",
+    )
+    float_plan = plan_optimized(connect(root).table("floatkey"))
+    assert not float_plan.files and float_plan.ranges == [(b"", b"")]
+
+
+def _keyed_pair(root: str, spec: RowKeySpec, mapping, frame: pd.DataFrame):
+    """A two-family keyed table whose families hold the same rows (one load)."""
+    from cellstore import Family
+    from cellstore.spark.optimized import plan_optimized
+
+    t = connect(root).create_table(
+        "shared",
+        families=[Family(name="d", layout="columns"), Family(name="i", layout="columns")],
+        row_key=spec,
+        splits=[b"DL"],
+    )
+    some = frame.iloc[:600]
+    t.load(some.assign(tail="N1", delay=some.delay.fillna(0.5)), mapping=mapping, key_advice="off")
+    t = connect(root).table("shared")
+    plan = plan_optimized(t)
+    assert plan.shared_rows and not plan.ranges
+    # values of both families: the source joins them by position, Spark would shuffle
+    assert not plan_optimized(t, columns=["d:delay", "i:tail"]).files
+    return t
+
+
+# ------------------------------------------------- row keys in Spark SQL (issue 28, part K)
+_KEY_VALUES = {
+    "string": ["", "a", "UA", "zz\u00e9\u4e2d", "N123", "x" * 9],
+    "bytes": [b"", b"\x01", b"\xff\xfe", b"ab", b"\x7f\x80", b"q" * 9],
+    "int8": [-128, -1, 0, 1, 127, 5],
+    "int16": [-(2**15), -300, 0, 255, 2**15 - 1, 7],
+    "int32": [-(2**31), -1, 0, 20240301, 2**31 - 1, 9000],
+    "int64": [-(2**63), -1, 0, 2**40, 2**63 - 1, 1_700_000_000_000],
+    "uint8": [0, 1, 127, 128, 255, 9],
+    "uint16": [0, 1, 2**15, 2**16 - 1, 300, 9],
+    "uint32": [0, 1, 2**31, 2**32 - 1, 70000, 9],
+}
+
+_SPECS = [
+    # the analytics benchmark's key: terminated strings, ints, an open-ended last string
+    (("s", "string", {}), ("d", "int32", {}), ("f", "int32", {}), ("o", "string", {})),
+    (("s", "string", {"descending": True}), ("n", "int64", {"descending": True})),
+    (("b", "bytes", {"width": 10}), ("u8", "uint8", {}), ("u32", "uint32", {})),
+    (("t", "int64", {"reverse_timestamp": True}), ("b", "bytes", {})),
+    (("s", "string", {"hash": "md5_prefix", "hash_bytes": 3}), ("i8", "int8", {})),
+    (("i", "int32", {"hash": "md5_prefix"}), ("i16", "int16", {"descending": True})),
+    (("u16", "uint16", {"hash": "md5_prefix", "hash_bytes": 16}), ("s", "string", {})),
+    (("b", "bytes", {"width": 9, "descending": True}), ("n", "int64", {"hash": "md5_prefix"})),
+]
+
+
+def test_row_expression_is_byte_identical_to_the_spec(spark, tmp_path: Path) -> None:
+    """Spark's row keys from the key fields, as Spark's Parquet reader gives them from a
+    file typed like a keyed column file, equal ``RowKeySpec.encode`` byte for byte for every
+    expressible field type and option; inexpressible specs are told apart."""
+    import itertools
+
+    import pyarrow.parquet as pq
+
+    from cellstore.spark.rowexpr import (
+        expressible,
+        key_column,
+        key_spark_type,
+        row_expression,
+    )
+
+    for number, fields in enumerate(_SPECS):
+        spec = RowKeySpec(
+            fields=tuple(KeyField(name=n, type=t, **kw) for n, t, kw in fields)  # type: ignore[arg-type]
+        )
+        assert expressible(spec)
+        combos = list(itertools.product(*(_KEY_VALUES[t] for _, t, _ in fields)))
+        data = pa.table(
+            {
+                f.name: pa.array([c[i] for c in combos], f.type.arrow_type)
+                for i, f in enumerate(spec.fields)
+            }
+        )
+        encoded = spec.encode(data, errors="mask")
+        data = data.filter(pa.array(~encoded.bad))
+        want = encoded.values.filter(pa.array(~encoded.bad)).to_pylist()
+        assert len(want) > len(combos) // 2
+        path = tmp_path / f"keys{number}.parquet"
+        pq.write_table(
+            pa.table({key_column(f): data.column(f.name) for f in spec.fields}).append_column(
+                "i", pa.array(range(data.num_rows))
+            ),
+            path,
+        )
+        schema = ", ".join(f"`{key_column(f)}` {key_spark_type(f)}" for f in spec.fields)
+        df = (
+            spark.read.schema(f"{schema}, i bigint")  # the types read_optimized declares
+            .parquet(str(path))
+            .select("i", row_expression(spec).alias("row"))
+        )
+        got = [bytes(r["row"]) for r in sorted(df.collect(), key=lambda r: r["i"])]
+        assert got == want, spec.describe()
+    for fields in (
+        (KeyField(name="x", type="float64"),),
+        (KeyField(name="x", type="uint64"),),
+        (KeyField(name="x", reverse=True),),
+        (KeyField(name="x", hash="md5"), KeyField(name="y")),
+    ):
+        assert not expressible(RowKeySpec(fields=fields))
+    assert not expressible(RowKeySpec(fields=(KeyField(name="x"),), salt_buckets=4))
+    with pytest.raises(ValueError, match="no Spark SQL encoding"):
+        row_expression(RowKeySpec(fields=(KeyField(name="x", type="float32"),)))

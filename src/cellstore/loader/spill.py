@@ -64,6 +64,13 @@ MERGE_FAN_IN: Final = 32
 MIN_CHUNK_CELLS: Final = 256
 #: Merged chunks between two :func:`~cellstore.loader.memory.release_memory` calls.
 RELEASE_EVERY: Final = 8
+#: A column file's writer's memory per byte of the cells of the row group it holds (the
+#: records, their concatenation, Parquet's encoders; bench/bench_memory.py, 1.7-1.8x).
+COLUMN_GROUP_FACTOR: Final = 2
+#: Columns a column file is assumed to hold when its plan declares fewer.
+DEFAULT_GROUP_COLUMNS: Final = 8
+#: Fewest ``row_group_cells`` a merge gives column files to fit its memory share.
+MIN_COLUMN_GROUP_CELLS: Final = 16384
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,14 +102,44 @@ def _family(plan: LoadPlan, name: str) -> Family:
     raise KeyError(name)  # pragma: no cover - written files name the table's families
 
 
-def _chunk_cells(plan: LoadPlan, readers: Sequence[StoreFileReader]) -> int:
-    """Cells to read per run at once so that all buffers fit the task's memory share."""
+def _per_cell(readers: Sequence[StoreFileReader]) -> float:
+    """The runs' largest uncompressed bytes per cell (at least 1)."""
     per_cell = 1.0
     for r in readers:
         meta = r.parquet.metadata
         if meta.num_rows:
             size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
             per_cell = max(per_cell, size / meta.num_rows)
+    return per_cell
+
+
+def column_group_cells(plan: LoadPlan, task: MergeTask, per_cell: float) -> int:
+    """``row_group_cells`` for a merge task's files, so that a column file fits its share.
+
+    A column file's writer holds a row group of records (half ``row_group_cells``
+    records, :func:`~cellstore.storefiles.columns.group_records`) and Parquet's buffers
+    for it: about :data:`COLUMN_GROUP_FACTOR` times the group's cells' bytes in the runs
+    (measured). The setting is halved (down to :data:`MIN_COLUMN_GROUP_CELLS`) while
+    that is more than half the task's share of the memory budget; a region and family
+    written as cells keeps the setting.
+    """
+    cells = plan.settings.row_group_cells
+    col_plan = plan.target.layouts.plan_for(task.region, task.family)
+    if col_plan is None:
+        return cells
+    columns = max(len(col_plan.declared), DEFAULT_GROUP_COLUMNS)
+    share = plan.settings.memory_budget // max(1, plan.settings.task_count)
+    while (
+        cells > MIN_COLUMN_GROUP_CELLS
+        and COLUMN_GROUP_FACTOR * (cells // 2) * columns * per_cell > share / 2
+    ):
+        cells //= 2
+    return max(cells, min(MIN_COLUMN_GROUP_CELLS, plan.settings.row_group_cells))
+
+
+def _chunk_cells(plan: LoadPlan, readers: Sequence[StoreFileReader]) -> int:
+    """Cells to read per run at once so that all buffers fit the task's memory share."""
+    per_cell = _per_cell(readers)
     budget = plan.settings.memory_budget // max(1, plan.settings.task_count)
     cells = int(budget / (MEMORY_FACTOR * max(1, len(readers)) * per_cell))
     return max(MIN_CHUNK_CELLS, min(cells, plan.settings.row_group_cells))
@@ -190,6 +227,9 @@ def _merge_into(
         ]
         total_in = sum(r.info.cells for r in readers)
         chunk = _chunk_cells(plan, readers)
+        if isinstance(format, ParquetFormat):
+            cells = column_group_cells(plan, task, _per_cell(readers))
+            format = dataclasses.replace(format, row_group_cells=cells)
         with RollingWriter(
             out_fs,
             out_root,

@@ -14,8 +14,18 @@ family, typed with the codecs the read asks for, and
 neither the family's TTL nor a time range could hide a value, on an unsalted table:
 then the newest visible value of each column is the file's (section 14.3) and a row is
 in the result when one of its requested cells is. Everything else (deltas, TTL, salted
-tables, mixed column sets, and keyed column files: docs/format.md 14.2, whose rows Spark
-cannot encode from the key fields) goes through the ``cellstore`` source.
+tables, mixed column sets) goes through the ``cellstore`` source.
+
+Keyed column files (docs/format.md 14.2) hold a record's key fields, not its row: Spark
+reads them too, joins the families on the key fields and builds ``row`` from them in Spark
+SQL (:mod:`cellstore.spark.rowexpr`, byte-identical to the spec's encoding). ``row`` is
+then an expression Spark computes only when the query uses it: a count or a groupby over
+value columns never encodes a key. A spec Spark SQL cannot encode (float fields,
+``uint64``, ``reverse``) keeps such regions on the source. When every region's families
+hold the same rows (:attr:`OptimizedPlan.shared_rows`), the families are left-joined as
+sides unique on the key, which Spark drops when a query uses none of their columns (a
+count reads one family's footers); a read naming columns of several such families goes
+through the source, which joins them by position where Spark would shuffle both sides.
 
 Spark must be able to read the table's files by their URLs (local paths, or ``s3a://``
 with Spark's S3 support configured).
@@ -23,6 +33,7 @@ with Spark's S3 support configured).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -30,11 +41,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cellstore.core.codecs import Codec
-from cellstore.core.columnar import ColumnSpec
+from cellstore.core.columnar import ROW_COLUMN, ColumnSpec
 from cellstore.core.keys import to_string_binary
+from cellstore.core.rowkey import RowKeySpec
 from cellstore.reader import ScanTask
 from cellstore.reader.columnar import fast_wide_families, older_companions
 from cellstore.reader.shapes import WideSpec, column_name
+from cellstore.spark.rowexpr import expressible, key_column, key_spark_type, row_expression
 from cellstore.storefiles.layout import entry_path
 from cellstore.storefiles.reader import StoreFileReader
 from cellstore.warehouse import Table, connect
@@ -52,6 +65,10 @@ class OptimizedPlan:
         ranges: Row ranges ``(start, stop)`` read through the ``cellstore`` source.
         columns: The output columns ``(family, qualifier)``, in order.
         codecs: Each output column's codec.
+        row_keys: Family to the row-key spec its column files hold key fields of (keyed
+            files, docs/format.md 14.2); families absent hold ``__row``.
+        shared_rows: Every region read from files holds one keyed file per family, all
+            with the same rows digest (the same rows): the families need no full join.
     """
 
     files: dict[str, list[str]] = field(default_factory=dict)
@@ -59,6 +76,8 @@ class OptimizedPlan:
     ranges: list[tuple[bytes, bytes]] = field(default_factory=list)
     columns: tuple[tuple[str, bytes], ...] = ()
     codecs: dict[tuple[str, bytes], Codec] = field(default_factory=dict)
+    row_keys: dict[str, RowKeySpec] = field(default_factory=dict)
+    shared_rows: bool = True
 
 
 def plan_optimized(t: Table, *, columns: Sequence[str] | None = None) -> OptimizedPlan:
@@ -79,27 +98,50 @@ def plan_optimized(t: Table, *, columns: Sequence[str] | None = None) -> Optimiz
     by_region: dict[str, list[ScanTask]] = defaultdict(list)
     for task in scan.plan():
         by_region[task.region].append(task)
-    for region, tasks in by_region.items():
-        found = _region_files(t, tasks, wide)
-        if found is None or t.metadata.salt_buckets is not None:
+    found_by_region = {region: _region_files(t, tasks, wide) for region, tasks in by_region.items()}
+    held = [found for found in found_by_region.values() if found]
+    shared = all(map(_shares_rows, held)) and len({frozenset(f) for f in held}) <= 1
+    by_family = {f for found in found_by_region.values() if found for f in found}
+    valued = {f for f, q in wide.columns if f in by_family}
+    if columns is not None and shared and len(valued) > 1:
+        # values of several families of keyed files with the same rows: the source joins
+        # them by position, Spark would shuffle both (docs/cluster.md, measured)
+        found_by_region = dict.fromkeys(found_by_region)
+    for region, found in found_by_region.items():
+        if found is None or t.metadata.salt_buckets is not None or not _fits(plan, found):
             bounds = t.metadata.region(region)
             plan.ranges.append((bounds.start, bounds.end))
             continue
-        for fam, (paths, specs) in found.items():
-            if plan.specs.setdefault(fam, specs) != specs:
-                bounds = t.metadata.region(region)
-                plan.ranges.append((bounds.start, bounds.end))
-                break
+        for fam, (paths, specs, key, _) in found.items():
+            plan.specs[fam] = specs
+            if key is not None:
+                plan.row_keys[fam] = key
             plan.files.setdefault(fam, []).extend(paths)
-    return plan
+    return dataclasses.replace(plan, shared_rows=shared and bool(plan.files))
 
 
-def _region_files(
-    t: Table, tasks: Sequence[ScanTask], wide: WideSpec
-) -> dict[str, tuple[list[str], tuple[ColumnSpec, ...]]] | None:
+#: Per family: the file URLs, the column set, the row-key spec, the rows digests.
+_Found = dict[str, tuple[list[str], tuple[ColumnSpec, ...], RowKeySpec | None, list[str | None]]]
+
+
+def _fits(plan: OptimizedPlan, found: _Found) -> bool:
+    """Whether a region's families have the column sets and keys of the regions planned."""
+    return all(
+        fam not in plan.specs or (plan.specs[fam] == specs and plan.row_keys.get(fam) == key)
+        for fam, (_, specs, key, _) in found.items()
+    )
+
+
+def _shares_rows(found: _Found) -> bool:
+    """Whether a region's families are one keyed file each, all holding the same rows."""
+    digests = {tuple(d) for _, _, _, d in found.values()}
+    return len(digests) == 1 and all(len(d) == 1 and d[0] is not None for d in digests)
+
+
+def _region_files(t: Table, tasks: Sequence[ScanTask], wide: WideSpec) -> _Found | None:
     """A region's column files per family, or None when it needs the source."""
     codecs = dict(wide.codecs)
-    out: dict[str, tuple[list[str], tuple[ColumnSpec, ...]]] = {}
+    out: _Found = {}
     for task in tasks:
         if fast_wide_families(task) is not None:
             return None
@@ -114,22 +156,27 @@ def _region_files(
                 path = entry_path(task.table_path, entry.path)
                 with StoreFileReader(t.fs, path, entry=entry) as reader:
                     specs = reader.info.columns
-                    if reader.info.row_key is not None or reader.info.aliases:
-                        # a keyed file holds key fields, not rows (section 14.2), and an
-                        # aliased column's values only in its key field's column: Spark
-                        # cannot encode them to row keys, the source does
-                        return None
+                    key = reader.info.row_key
+                    digest = reader.info.rows_digest
+                    aliased = bool(reader.info.aliases)
+                if aliased:
+                    # an aliased column's values are only in its key field's column
+                    # (section 14.2): the source restores them
+                    return None
+                if key is not None and not expressible(key):
+                    return None  # a keyed file whose rows Spark SQL cannot encode
                 name = fam.family.name
                 for s in specs:
                     want = codecs.get((name, s.qualifier), Codec.BYTES)
                     if (name, s.qualifier) in (wide.columns or ()) and s.codec is not want:
                         return None
-                paths, have = out.setdefault(name, ([], specs))
-                if have != specs:
+                paths, have, have_key, digests = out.setdefault(name, ([], specs, key, []))
+                if have != specs or have_key != key:
                     return None
                 url = t.fs.unstrip_protocol(path)
                 if url not in paths:
                     paths.append(url)
+                    digests.append(digest)
     return out
 
 
@@ -162,19 +209,13 @@ def read_optimized(
     plan = plan_optimized(t, columns=columns)
     names = [column_name(f, q) for f, q in plan.columns]
     parts = []
-    fam_frames = []
+    fam_frames = {}
     for fam, paths in plan.files.items():
-        specs = {s.qualifier: s for s in plan.specs[fam]}
-        picks = [F.col("`__row`").alias("row")]
-        for (f, q), name in zip(plan.columns, names, strict=True):
-            if f == fam and q in specs:
-                picks.append(F.col(f"`{specs[q].value_name}`").alias(name))
-        if len(picks) > 1 or columns is None:
-            fam_frames.append(spark.read.parquet(*paths).select(*picks))
+        frame = _family_frame(spark, fam, paths, plan, names, bare=columns is None)
+        if frame is not None:
+            fam_frames[fam] = frame
     if fam_frames:
-        joined = fam_frames[0]
-        for other in fam_frames[1:]:
-            joined = joined.join(other, on="row", how="full_outer")
+        joined = _joined(fam_frames, plan)
         present = [F.col(f"`{n}`") for n in names if n in joined.columns]
         if columns is not None and present:
             # a row is in the result when one of its requested cells is (R11.1)
@@ -213,6 +254,94 @@ def read_optimized(
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def _family_frame(
+    spark: Any,
+    fam: str,
+    paths: Sequence[str],
+    plan: OptimizedPlan,
+    names: Sequence[str],
+    *,
+    bare: bool,
+) -> Any:
+    """A family's column files as a DataFrame, or None.
+
+    Returns:
+        The family's row (``row``, or the key fields of a keyed file) and its requested
+        columns; None when it has no requested column and ``bare`` is false.
+    """
+    from pyspark.sql import functions as F
+
+    specs = {s.qualifier: s for s in plan.specs[fam]}
+    key = plan.row_keys.get(fam)
+    if key is None:
+        heads = [(ROW_COLUMN, "binary", "row")]
+    else:
+        heads = [(key_column(f), key_spark_type(f), key_column(f)) for f in key.fields]
+    values = [
+        (specs[q].value_name, _spark_type(specs[q].codec), name)
+        for (f, q), name in zip(plan.columns, names, strict=True)
+        if f == fam and q in specs
+    ]
+    if not values and not bare:
+        return None
+    # the schema is known from the footers: Spark need not read one to infer it
+    read = [*heads, *values]
+    schema = ", ".join(f"{_quoted(n)} {kind}" for n, kind, _ in read)
+    frame = spark.read.schema(schema).parquet(*paths)
+    return frame.select(*[F.col(_quoted(n)).alias(alias) for n, _, alias in read])
+
+
+def _quoted(name: str) -> str:
+    """A column name quoted for Spark SQL (backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _joined(frames: Mapping[str, Any], plan: OptimizedPlan) -> Any:
+    """The families' frames joined on the row, with ``row`` (binary) and their columns.
+
+    When every family holds the same key's fields, they are joined on those fields and
+    ``row`` is built once, after the join, as an expression (computed only where a query
+    uses it); otherwise a keyed family's ``row`` is built before its join on ``row``.
+    With :attr:`OptimizedPlan.shared_rows` the first family's rows are every family's, so
+    the others are left-joined as sides unique on the key (one ``first`` per key), and
+    Spark drops the join of a family whose columns a query does not use: a count reads
+    one family's footers only.
+    """
+    from pyspark.sql import functions as F
+
+    keys = {plan.row_keys.get(fam) for fam in frames}
+    if len(keys) == 1 and (spec := next(iter(keys))) is not None:
+        on = [key_column(f) for f in spec.fields]
+        first, *others = frames.values()
+        joined = first
+        for frame in others:
+            if plan.shared_rows:
+                # the same rows in every family: a left join on a side Spark knows to be
+                # unique, which it drops when a query uses none of its columns (a count)
+                values = [c for c in frame.columns if c not in on]
+                if not values:
+                    continue
+                frame = frame.groupBy(*on).agg(*[F.first(F.col(f"`{c}`")).alias(c) for c in values])
+                joined = joined.join(frame, on=on, how="left_outer")
+            else:
+                joined = joined.join(frame, on=on, how="full_outer")
+        rest = [F.col(f"`{c}`") for c in joined.columns if c not in on]
+        return joined.select(row_expression(spec).alias("row"), *rest)
+    rowed = []
+    for fam, frame in frames.items():
+        spec = plan.row_keys.get(fam)
+        if spec is not None:
+            frame = frame.select(
+                row_expression(spec).alias("row"),
+                *[F.col(f"`{c}`") for c in frame.columns if not c.startswith("__key:")],
+            )
+        rowed.append(frame)
+    joined = rowed[0]
+    for other in rowed[1:]:
+        joined = joined.join(other, on="row", how="full_outer")
+    return joined
 
 
 def _adjacent_merged(ranges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -92,6 +93,9 @@ COLUMN_PAGE_BYTES: Final = 1 << 20
 #: step within ~1.5x of level 1's time; measured in docs/performance.md).
 COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"))
 
+
+#: Most cells cut into records at once by a :class:`LayoutSink` (its temporaries).
+_SPLIT_CELLS: Final = 16384
 
 #: Records a column file's writer tries both encodings of a column on (see
 #: :meth:`ColumnFileWriter._dictionary_columns`).
@@ -614,6 +618,25 @@ class LayoutSink:
             self._put(cells.slice(0, last))
 
     def _put(self, cells: pa.Table) -> None:
+        """Write whole rows' cells, in pieces of about :data:`_SPLIT_CELLS` cells.
+
+        Cutting records out of cells (:func:`~cellstore.core.columnar.split_cells`) takes
+        about 110 bytes of numpy temporaries a cell (7 MiB for a 64K-cell chunk of a
+        spill merge); pieces keep that at a quarter beside the row group of records the
+        column file holds (the load's memory budget: bench/bench_memory.py).
+        """
+        n = cells.num_rows
+        if n <= _SPLIT_CELLS:
+            self._put_piece(cells)
+            return
+        starts = run_starts(cells.column("row"))
+        # the row start at or before each multiple of _SPLIT_CELLS (a row is never cut)
+        at = starts[np.searchsorted(starts, np.arange(_SPLIT_CELLS, n, _SPLIT_CELLS), "right") - 1]
+        cuts = [0, *np.unique(at[at > 0]).tolist(), n]
+        for lo, hi in itertools.pairwise(cuts):
+            self._put_piece(cells.slice(lo, hi - lo))
+
+    def _put_piece(self, cells: pa.Table) -> None:
         rows = None
         key = self.plan.key
         specs = self._specs or ()
