@@ -1191,6 +1191,56 @@ def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path:
     assert not float_plan.files and float_plan.ranges == [(b"", b"")]
 
 
+def test_read_optimized_reads_aliased_columns_from_their_key_fields(spark, tmp_path: Path) -> None:
+    """A keyed column file stores no value column equal to a key field (an alias,
+    docs/format.md 14.2): Spark's Parquet reader takes the column from the key field's
+    column, typed as the column; the result equals the source's, every region is read
+    from the files."""
+    from cellstore import Family
+    from cellstore.loader import LoadMapping
+    from cellstore.spark.optimized import plan_optimized, read_optimized
+
+    root = str(tmp_path / "wh")
+    spec = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
+    t = connect(root).create_table(
+        "aliased",
+        families=[Family(name="d", layout="columns"), Family(name="i", layout="columns")],
+        row_key=spec,
+        splits=[b"DL"],
+    )
+    n = 600
+    frame = pd.DataFrame(
+        {
+            "carrier": [["AA", "DL", "UA"][i % 3] for i in range(n)],
+            "n": [i - 300 for i in range(n)],
+            "delay": [i / 4 for i in range(n)],
+        }
+    )
+    mapping = LoadMapping.from_dict(
+        {
+            "row_key": spec.to_dict(),
+            "cells": [
+                {"family": "d", "qualifier": "delay", "value": "delay", "codec": "double"},
+                {"family": "i", "qualifier": "carrier", "value": "carrier", "codec": "string"},
+                {"family": "i", "qualifier": "n", "value": "n", "codec": "int"},
+            ],
+        }
+    )
+    t.load(frame, mapping=mapping, key_advice="off")
+    t = connect(root).table("aliased")
+    plan = plan_optimized(t)
+    assert plan.ranges == [] and dict(plan.aliases["i"]) == {b"carrier": "carrier", b"n": "n"}
+    for columns in (None, ["i:carrier", "d:delay"], ["i:n"]):
+        got = read_optimized(spark, root=root, table="aliased", columns=columns)
+        want = t.scan(
+            shape="wide", columns=columns, column_types="table", key_columns=False
+        ).to_arrow()
+        assert got.columns == want.column_names
+        assert sorted(tuple(r) for r in got.collect()) == sorted(
+            tuple(r.values()) for r in want.to_pylist()
+        )
+
+
 def _keyed_pair(root: str, spec: RowKeySpec, mapping, frame: pd.DataFrame):
     """A two-family keyed table whose families hold the same rows (one load)."""
     from cellstore import Family

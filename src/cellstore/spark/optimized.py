@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cellstore.core.codecs import Codec
-from cellstore.core.columnar import ROW_COLUMN, ColumnSpec
+from cellstore.core.columnar import ROW_COLUMN, Aliases, ColumnSpec
 from cellstore.core.keys import to_string_binary
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.reader import ScanTask
 from cellstore.reader.columnar import fast_wide_families, older_companions
+from cellstore.reader.columnar.merge import split_bases
 from cellstore.reader.shapes import WideSpec, column_name
 from cellstore.spark.rowexpr import expressible, key_column, key_spark_type, row_expression
 from cellstore.storefiles.layout import entry_path
@@ -69,6 +70,8 @@ class OptimizedPlan:
             files, docs/format.md 14.2); families absent hold ``__row``.
         shared_rows: Every region read from files holds one keyed file per family, all
             with the same rows digest (the same rows): the families need no full join.
+        aliases: Family to its files' key-field aliases (docs/format.md 14.2): those
+            columns are read from their key field's column.
     """
 
     files: dict[str, list[str]] = field(default_factory=dict)
@@ -78,6 +81,7 @@ class OptimizedPlan:
     codecs: dict[tuple[str, bytes], Codec] = field(default_factory=dict)
     row_keys: dict[str, RowKeySpec] = field(default_factory=dict)
     shared_rows: bool = True
+    aliases: dict[str, Aliases] = field(default_factory=dict)
 
 
 def plan_optimized(t: Table, *, columns: Sequence[str] | None = None) -> OptimizedPlan:
@@ -112,29 +116,39 @@ def plan_optimized(t: Table, *, columns: Sequence[str] | None = None) -> Optimiz
             bounds = t.metadata.region(region)
             plan.ranges.append((bounds.start, bounds.end))
             continue
-        for fam, (paths, specs, key, _) in found.items():
+        for fam, (paths, specs, key, _, aliases) in found.items():
             plan.specs[fam] = specs
             if key is not None:
                 plan.row_keys[fam] = key
+            if aliases:
+                plan.aliases[fam] = aliases
             plan.files.setdefault(fam, []).extend(paths)
     return dataclasses.replace(plan, shared_rows=shared and bool(plan.files))
 
 
-#: Per family: the file URLs, the column set, the row-key spec, the rows digests.
-_Found = dict[str, tuple[list[str], tuple[ColumnSpec, ...], RowKeySpec | None, list[str | None]]]
+#: Per family: the file URLs, the column set, the row-key spec, the rows digests, the
+#: key-field aliases.
+_Found = dict[
+    str, tuple[list[str], tuple[ColumnSpec, ...], RowKeySpec | None, list[str | None], Aliases]
+]
 
 
 def _fits(plan: OptimizedPlan, found: _Found) -> bool:
     """Whether a region's families have the column sets and keys of the regions planned."""
     return all(
-        fam not in plan.specs or (plan.specs[fam] == specs and plan.row_keys.get(fam) == key)
-        for fam, (_, specs, key, _) in found.items()
+        fam not in plan.specs
+        or (
+            plan.specs[fam] == specs
+            and plan.row_keys.get(fam) == key
+            and plan.aliases.get(fam, ()) == aliases
+        )
+        for fam, (_, specs, key, _, aliases) in found.items()
     )
 
 
 def _shares_rows(found: _Found) -> bool:
     """Whether a region's families are one keyed file each, all holding the same rows."""
-    digests = {tuple(d) for _, _, _, d in found.values()}
+    digests = {tuple(d) for _, _, _, d, _ in found.values()}
     return len(digests) == 1 and all(len(d) == 1 and d[0] is not None for d in digests)
 
 
@@ -148,8 +162,7 @@ def _region_files(t: Table, tasks: Sequence[ScanTask], wide: WideSpec) -> _Found
         for fam in task.families:
             if fam.family.ttl is not None or fam.spec.time_range is not None:
                 return None
-            bases = [e for e in fam.entries if e.layout == "columns"]
-            deltas = [e for e in fam.entries if e.layout != "columns"]
+            bases, deltas = split_bases(fam.entries)  # a later column file is a delta too
             if deltas and len(older_companions(t.fs, task, fam, bases, deltas)) < len(deltas):
                 return None  # a delta that can change a value: the source merges it
             for entry in bases:
@@ -158,11 +171,7 @@ def _region_files(t: Table, tasks: Sequence[ScanTask], wide: WideSpec) -> _Found
                     specs = reader.info.columns
                     key = reader.info.row_key
                     digest = reader.info.rows_digest
-                    aliased = bool(reader.info.aliases)
-                if aliased:
-                    # an aliased column's values are only in its key field's column
-                    # (section 14.2): the source restores them
-                    return None
+                    aliases = reader.info.aliases
                 if key is not None and not expressible(key):
                     return None  # a keyed file whose rows Spark SQL cannot encode
                 name = fam.family.name
@@ -170,8 +179,10 @@ def _region_files(t: Table, tasks: Sequence[ScanTask], wide: WideSpec) -> _Found
                     want = codecs.get((name, s.qualifier), Codec.BYTES)
                     if (name, s.qualifier) in (wide.columns or ()) and s.codec is not want:
                         return None
-                paths, have, have_key, digests = out.setdefault(name, ([], specs, key, []))
-                if have != specs or have_key != key:
+                paths, have, have_key, digests, have_aliases = out.setdefault(
+                    name, ([], specs, key, [], aliases)
+                )
+                if have != specs or have_key != key or have_aliases != aliases:
                     return None
                 url = t.fs.unstrip_protocol(path)
                 if url not in paths:
@@ -279,18 +290,32 @@ def _family_frame(
         heads = [(ROW_COLUMN, "binary", "row")]
     else:
         heads = [(key_column(f), key_spark_type(f), key_column(f)) for f in key.fields]
-    values = [
-        (specs[q].value_name, _spark_type(specs[q].codec), name)
+    aliases = dict(plan.aliases.get(fam, ()))
+    wanted = [
+        (q, name)
         for (f, q), name in zip(plan.columns, names, strict=True)
         if f == fam and q in specs
     ]
-    if not values and not bare:
+    if not wanted and not bare:
         return None
+    values = [
+        (specs[q].value_name, _spark_type(specs[q].codec), name)
+        for q, name in wanted
+        if q not in aliases
+    ]
     # the schema is known from the footers: Spark need not read one to infer it
     read = [*heads, *values]
     schema = ", ".join(f"{_quoted(n)} {kind}" for n, kind, _ in read)
     frame = spark.read.schema(schema).parquet(*paths)
-    return frame.select(*[F.col(_quoted(n)).alias(alias) for n, _, alias in read])
+    picked = {alias: F.col(_quoted(n)).alias(alias) for n, _, alias in read}
+    if aliases:
+        # an aliased column is its key field's column, typed as the column (section 14.2)
+        fields = {f.name: f for f in key.fields} if key is not None else {}
+        for q, name in wanted:
+            if q in aliases:
+                source = F.col(_quoted(key_column(fields[aliases[q]])))
+                picked[name] = source.cast(_spark_type(specs[q].codec)).alias(name)
+    return frame.select(*[picked[alias] for _, _, alias in heads], *[picked[n] for _, n in wanted])
 
 
 def _quoted(name: str) -> str:
