@@ -595,17 +595,35 @@ class LayoutSink:
         column file holds (the load's memory budget: bench/bench_memory.py).
         """
         n = cells.num_rows
-        if n <= _SPLIT_CELLS:
-            self._put_piece(cells)
+        pieces = [cells]
+        if n > _SPLIT_CELLS:
+            starts = run_starts(cells.column("row"))
+            # the row start at or before each multiple of _SPLIT_CELLS (never cut a row)
+            at = starts[
+                np.searchsorted(starts, np.arange(_SPLIT_CELLS, n, _SPLIT_CELLS), "right") - 1
+            ]
+            cuts = [0, *np.unique(at[at > 0]).tolist(), n]
+            pieces = [cells.slice(lo, hi - lo) for lo, hi in itertools.pairwise(cuts)]
+        # the chunk's records go to the column file at once (no copy: chunks of a table),
+        # as without pieces: its first records decide the dictionaries
+        records = [r for piece in pieces if (r := self._put_piece(piece)).num_rows]
+        if not records:
             return
-        starts = run_starts(cells.column("row"))
-        # the row start at or before each multiple of _SPLIT_CELLS (a row is never cut)
-        at = starts[np.searchsorted(starts, np.arange(_SPLIT_CELLS, n, _SPLIT_CELLS), "right") - 1]
-        cuts = [0, *np.unique(at[at > 0]).tolist(), n]
-        for lo, hi in itertools.pairwise(cuts):
-            self._put_piece(cells.slice(lo, hi - lo))
+        if self._records is None:
+            self._records = ColumnFileWriter(
+                self.fs,
+                join(self.root, self.records_relpath),
+                family=self.family,
+                columns=self._specs or (),
+                seq=self.seq,
+                load_id=self.load_id,
+                row_group_cells=self.row_group_cells,
+                key=self.plan.key,
+            )
+        self._records.write(pa.concat_tables(records))
 
-    def _put_piece(self, cells: pa.Table) -> None:
+    def _put_piece(self, cells: pa.Table) -> pa.Table:
+        """Write a piece's other cells to the cell file; returns its records."""
         rows = None
         key = self.plan.key
         if key is not None and self._specs:
@@ -616,19 +634,6 @@ class LayoutSink:
         records, rest = split_cells(cells, self._specs or (), rows=rows)
         if self._complete:
             self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
-        if records.num_rows:
-            if self._records is None:
-                self._records = ColumnFileWriter(
-                    self.fs,
-                    join(self.root, self.records_relpath),
-                    family=self.family,
-                    columns=self._specs or (),
-                    seq=self.seq,
-                    load_id=self.load_id,
-                    row_group_cells=self.row_group_cells,
-                    key=key,
-                )
-            self._records.write(records)
         if rest.num_rows:
             if self._cells is None:
                 self._cells = StoreFileWriter(
@@ -640,6 +645,7 @@ class LayoutSink:
                     row_group_cells=self.row_group_cells,
                 )
             self._cells.write(rest)
+        return records
 
     def close(self) -> list[WrittenFile]:
         """Write what is held, close both files; returns them (cells first)."""
