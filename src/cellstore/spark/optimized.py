@@ -123,7 +123,18 @@ def plan_optimized(t: Table, *, columns: Sequence[str] | None = None) -> Optimiz
             if aliases:
                 plan.aliases[fam] = aliases
             plan.files.setdefault(fam, []).extend(paths)
+    if plan.row_keys and (
+        set(plan.row_keys) != set(plan.files) or len(set(plan.row_keys.values())) > 1
+    ):
+        # families of keyed and unkeyed files (or of two specs): no common join key,
+        # every region through the source
+        return dataclasses.replace(plan, files={}, specs={}, row_keys={}, ranges=_every(t))
     return dataclasses.replace(plan, shared_rows=shared and bool(plan.files))
+
+
+def _every(t: Table) -> list[tuple[bytes, bytes]]:
+    """Every region's row range."""
+    return [(r.start, r.end) for r in t.metadata.regions]
 
 
 #: Per family: the file URLs, the column set, the row-key spec, the rows digests, the
@@ -328,7 +339,8 @@ def _joined(frames: Mapping[str, Any], plan: OptimizedPlan) -> Any:
 
     When every family holds the same key's fields, they are joined on those fields and
     ``row`` is built once, after the join, as an expression (computed only where a query
-    uses it); otherwise a keyed family's ``row`` is built before its join on ``row``.
+    uses it); families of ``__row`` files are joined on ``row`` (the plan never mixes the
+    two).
     With :attr:`OptimizedPlan.shared_rows` the first family's rows are every family's, so
     the others are left-joined as sides unique on the key (one ``first`` per key), and
     Spark drops the join of a family whose columns a query does not use: a count reads
@@ -354,18 +366,9 @@ def _joined(frames: Mapping[str, Any], plan: OptimizedPlan) -> Any:
                 joined = joined.join(frame, on=on, how="full_outer")
         rest = [F.col(f"`{c}`") for c in joined.columns if c not in on]
         return joined.select(row_expression(spec).alias("row"), *rest)
-    rowed = []
-    for fam, frame in frames.items():
-        spec = plan.row_keys.get(fam)
-        if spec is not None:
-            frame = frame.select(
-                row_expression(spec).alias("row"),
-                *[F.col(f"`{c}`") for c in frame.columns if not c.startswith("__key:")],
-            )
-        rowed.append(frame)
-    joined = rowed[0]
-    for other in rowed[1:]:
-        joined = joined.join(other, on="row", how="full_outer")
+    joined = None  # __row files: joined on row
+    for frame in frames.values():
+        joined = frame if joined is None else joined.join(frame, on="row", how="full_outer")
     return joined
 
 

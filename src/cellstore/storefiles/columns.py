@@ -626,17 +626,42 @@ class LayoutSink:
         column file holds (the load's memory budget: bench/bench_memory.py).
         """
         n = cells.num_rows
-        if n <= _SPLIT_CELLS:
-            self._put_piece(cells)
+        pieces = [cells]
+        if n > _SPLIT_CELLS:
+            starts = run_starts(cells.column("row"))
+            # the row start at or before each multiple of _SPLIT_CELLS (never cut a row)
+            at = starts[
+                np.searchsorted(starts, np.arange(_SPLIT_CELLS, n, _SPLIT_CELLS), "right") - 1
+            ]
+            cuts = [0, *np.unique(at[at > 0]).tolist(), n]
+            pieces = [cells.slice(lo, hi - lo) for lo, hi in itertools.pairwise(cuts)]
+        # the chunk's records go to the column file at once (no copy: chunks of a table),
+        # as without pieces: its first records decide the dictionaries
+        done = [(r, f) for r, f in map(self._put_piece, pieces) if r.num_rows]
+        if not done:
             return
-        starts = run_starts(cells.column("row"))
-        # the row start at or before each multiple of _SPLIT_CELLS (a row is never cut)
-        at = starts[np.searchsorted(starts, np.arange(_SPLIT_CELLS, n, _SPLIT_CELLS), "right") - 1]
-        cuts = [0, *np.unique(at[at > 0]).tolist(), n]
-        for lo, hi in itertools.pairwise(cuts):
-            self._put_piece(cells.slice(lo, hi - lo))
+        if self._records is None:
+            self._records = ColumnFileWriter(
+                self.fs,
+                join(self.root, self.records_relpath),
+                family=self.family,
+                columns=self._specs or (),
+                seq=self.seq,
+                load_id=self.load_id,
+                row_group_cells=self.row_group_cells,
+                key=self.plan.key,
+                aliases=self._aliases or (),
+            )
+        records = pa.concat_tables([r for r, _ in done])
+        keyed = [f for _, f in done if f is not None]
+        self._records.write(records, fields=pa.concat_tables(keyed) if keyed else None)
 
-    def _put_piece(self, cells: pa.Table) -> None:
+    def _put_piece(self, cells: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """Write a piece's other cells to the cell file.
+
+        Returns:
+            The piece's records, and their decoded key fields (a keyed file; else None).
+        """
         rows = None
         key = self.plan.key
         specs = self._specs or ()
@@ -662,20 +687,6 @@ class LayoutSink:
                 fields = fields.filter(pa.array(~bad))
         if self._complete:
             self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
-        if records.num_rows:
-            if self._records is None:
-                self._records = ColumnFileWriter(
-                    self.fs,
-                    join(self.root, self.records_relpath),
-                    family=self.family,
-                    columns=self._specs or (),
-                    seq=self.seq,
-                    load_id=self.load_id,
-                    row_group_cells=self.row_group_cells,
-                    key=key,
-                    aliases=self._aliases or (),
-                )
-            self._records.write(records, fields=fields)
         if rest.num_rows:
             if self._cells is None:
                 self._cells = StoreFileWriter(
@@ -687,6 +698,7 @@ class LayoutSink:
                     row_group_cells=self.row_group_cells,
                 )
             self._cells.write(rest)
+        return records, fields
 
     def close(self) -> list[WrittenFile]:
         """Write what is held, close both files; returns them (cells first)."""
