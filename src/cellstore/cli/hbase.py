@@ -23,8 +23,11 @@ from cellstore.cli.optionkit import (
     HFILE_BLOOMS,
     HFILE_COMPRESSIONS,
     HFILE_ENCODINGS,
+    READ_THREADS_HELP,
+    WRITE_THREADS_HELP,
     choice_option,
     count_option,
+    threads_option,
     value_option,
 )
 from cellstore.cli.params import other_storage_options
@@ -71,6 +74,7 @@ def hbase_group() -> None:
 
 _SNAPSHOT = value_option("--snapshot", metavar="NAME", help="Snapshot to read.")
 _TABLE = value_option("--table", metavar="NS:TABLE", help="Table of the root directory to read.")
+_THREADS = threads_option(help=READ_THREADS_HELP)
 _FOLLOW_SYMLINKS = click.option(
     "--follow-symlinks",
     is_flag=True,
@@ -89,12 +93,15 @@ class HBaseSource:
         snapshot: The snapshot to read, or None.
         table: The table of the root directory to read, or None.
         follow_symlinks: Whether symlinks leading outside ``root`` are followed.
+        threads: ``--threads``: each HFile's blocks decoded on this many threads
+            (``HFileReadOptions.threads``; None: the default).
     """
 
     root: str
     snapshot: str | None
     table: str | None
     follow_symlinks: bool
+    threads: int | None = None
 
     def open(self, cli_ctx: CliContext) -> HBaseTable:
         """Open the snapshot or table; the names are checked by ``cellstore.hbase``.
@@ -103,18 +110,23 @@ class HBaseSource:
             click.UsageError: not exactly one of ``--snapshot`` and ``--table``.
         """
         from cellstore.hbase.tables import open_snapshot, open_table
+        from cellstore.storefiles.hfile.readoptions import HFileReadOptions
 
         if (self.snapshot is None) == (self.table is None):
             raise click.UsageError("give exactly one of --snapshot NAME or --table NS:TABLE")
         root = self.root
         options: dict[str, Any] | None = dict(cli_ctx.storage_options) if "://" in root else None
-        follow = self.follow_symlinks
+        common: dict[str, Any] = {
+            "storage_options": options,
+            "follow_symlinks": self.follow_symlinks,
+            "read_options": None
+            if self.threads is None
+            else HFileReadOptions(threads=self.threads),
+        }
         if self.snapshot is not None:
-            return open_snapshot(
-                root, self.snapshot, storage_options=options, follow_symlinks=follow
-            )
+            return open_snapshot(root, self.snapshot, **common)
         assert self.table is not None
-        return open_table(root, self.table, storage_options=options, follow_symlinks=follow)
+        return open_table(root, self.table, **common)
 
 
 def hbase_source(command: F) -> F:
@@ -123,15 +135,28 @@ def hbase_source(command: F) -> F:
     The command is called with one ``source`` keyword, an :class:`HBaseSource`, instead
     of a keyword per parameter.
     """
+    return _with_source(command, (click.argument("root"), _SNAPSHOT, _TABLE, _FOLLOW_SYMLINKS))
 
+
+def hbase_read_source(command: F) -> F:
+    """:func:`hbase_source` of a command that reads the HFiles' cells: also ``--threads``."""
+    options = (click.argument("root"), _SNAPSHOT, _TABLE, _THREADS, _FOLLOW_SYMLINKS)
+    return _with_source(command, options)
+
+
+def _with_source(command: F, options: tuple[Callable[[Any], Any], ...]) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         given = {name: kwargs.pop(name) for name in ("root", "snapshot", "table")}
-        source = HBaseSource(**given, follow_symlinks=kwargs.pop("follow_symlinks"))
+        source = HBaseSource(
+            **given,
+            follow_symlinks=kwargs.pop("follow_symlinks"),
+            threads=kwargs.pop("threads", None),
+        )
         return command(*args, source=source, **kwargs)
 
     out: Callable[..., Any] = wrapper
-    for add in reversed((click.argument("root"), _SNAPSHOT, _TABLE, _FOLLOW_SYMLINKS)):
+    for add in reversed(options):
         out = add(out)
     return out  # type: ignore[return-value]
 
@@ -168,7 +193,7 @@ def hbase_scan(
     """
 
     def decorate(command: Callable[[CliContext, PlannedScan], None]) -> Callable[..., None]:
-        @hbase_source
+        @hbase_read_source
         @scan_flags(*flags)
         @pass_cli_context
         @functools.wraps(command)
@@ -219,6 +244,7 @@ def count_cmd(cli_ctx: CliContext, read: PlannedScan) -> None:
     metavar="BYTES",
     help="Roll files at about this many uncompressed bytes, between rows (default 10 GiB).",
 )
+@threads_option(help=WRITE_THREADS_HELP)
 @click.option("--overwrite", is_flag=True, help="Replace what DIRECTORY holds.")
 @other_storage_options("--to-storage-option", "url_options", "DIRECTORY")
 @pass_cli_context
@@ -235,6 +261,7 @@ def export_hfiles_cmd(
     encoding: str,
     bloom: str,
     max_file_bytes: int | None,
+    threads: int | None,
     overwrite: bool,
     url_options: tuple[tuple[str, Any], ...],
 ) -> None:
@@ -251,6 +278,7 @@ def export_hfiles_cmd(
     from cellstore.cli.admin import _emit, _output_options, _progress
     from cellstore.cli.output import human_bytes
     from cellstore.jobs.hfile_export import DEFAULT_HFILE_MAX_FILE_BYTES, export_hfiles
+    from cellstore.storefiles.hfile.options import DEFAULT_WRITE_THREADS, HFileOptions
 
     if all_versions and raw:
         raise click.UsageError("give at most one of --all-versions and --raw")
@@ -263,9 +291,12 @@ def export_hfiles_cmd(
             max_versions=2**31 - 1 if all_versions else None,
             raw=raw,
             time_range=time_range,
-            compression=compression,
-            encoding=encoding,
-            bloom=bloom,
+            hfile_settings=HFileOptions(
+                compression=compression,  # type: ignore[arg-type]
+                encoding=encoding,  # type: ignore[arg-type]
+                bloom=bloom,  # type: ignore[arg-type]
+                threads=DEFAULT_WRITE_THREADS if threads is None else threads,
+            ),
             max_file_bytes=max_file_bytes or DEFAULT_HFILE_MAX_FILE_BYTES,
             overwrite=overwrite,
             storage_options=_output_options(cli_ctx, directory, url_options),
@@ -284,7 +315,7 @@ def export_hfiles_cmd(
 
 
 @click.command("import")
-@hbase_source
+@hbase_read_source
 @click.argument("warehouse")
 @click.argument("dest")
 @value_option(

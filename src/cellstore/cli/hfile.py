@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellstore.cli.context import CliContext, pass_cli_context
+from cellstore.cli.optionkit import READ_THREADS_HELP, WRITE_THREADS_HELP, threads_option
 from cellstore.cli.output import JsonOutput
 from cellstore.core.keys import from_string_binary
 from cellstore.errors import CellstoreError, InputNotFoundError, VerifyError
@@ -150,12 +151,7 @@ def _limited(batches: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Tabl
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N cells.")
 @click.option("--start-row", default=None, help=r"First row (printable form, \x00 escapes).")
 @click.option("--stop-row", default=None, help="Row to stop before (exclusive).")
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Blocks decompressed and decoded on N threads (default: the cores, at most 2).",
-)
+@threads_option(help=READ_THREADS_HELP)
 @pass_cli_context
 def cat_cmd(
     cli_ctx: CliContext,
@@ -304,13 +300,7 @@ def _table_cells(
 @click.option(
     "--bloom", type=click.Choice(["row", "rowcol", "none"]), default="row", show_default=True
 )
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Data blocks encoded and compressed on N threads (default: the cores, at most 2; "
-    "the file's bytes do not depend on it).",
-)
+@threads_option(help=WRITE_THREADS_HELP)
 @pass_cli_context
 def write_cmd(
     cli_ctx: CliContext,

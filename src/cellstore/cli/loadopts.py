@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import click
 
+from cellstore.cli.optionkit import WRITE_THREADS_HELP
 from cellstore.cli.params import LOAD_ID, STORAGE_OPTION, _ParamType
 from cellstore.errors import InvalidArgumentError
 
@@ -436,6 +437,8 @@ class HFileFlags:
         hfile_block_size: ``--hfile-block-size``.
         hfile_bloom: ``--hfile-bloom``.
         hfile_storage_options: ``--hfile-storage-option`` pairs.
+        hfile_threads: ``--threads``: each HFile's blocks encoded and compressed on this
+            many threads (``HFileOptions.threads``, every family; None: the default).
     """
 
     hfile_output: str | None = None
@@ -448,6 +451,7 @@ class HFileFlags:
     hfile_block_size: int | None = None
     hfile_bloom: str | None = None
     hfile_storage_options: tuple[tuple[str, Any], ...] = ()
+    hfile_threads: int | None = None
 
     def output(self) -> HFileOutput | None:
         """The :class:`~cellstore.loader.HFileOutput` the flags describe (None: none).
@@ -462,11 +466,12 @@ class HFileFlags:
             self.hfile_encoding,
             self.hfile_block_size,
             self.hfile_bloom,
+            self.hfile_threads,
         )
         if self.hfile_output is None:
             if any(o is not None for o in (*given, *settings)) or self.hfile_storage_options:
                 raise click.UsageError(
-                    "--split-keys, --hbase-*, --hfile-* options need --hfile-output"
+                    "--split-keys, --hbase-*, --hfile-* and --threads options need --hfile-output"
                 )
             return None
         if self.split_keys is not None and self.hbase_root is not None:
@@ -480,7 +485,7 @@ class HFileFlags:
         ):
             raise click.UsageError("--hbase-table and --hbase-snapshot need --hbase-root")
         from cellstore.loader import HFileOutput
-        from cellstore.storefiles.hfile.options import HFileOptions
+        from cellstore.storefiles.hfile.options import DEFAULT_WRITE_THREADS, HFileOptions
 
         sources = ("split_keys", "hbase_root", "hbase_table", "hbase_snapshot")
         options = HFileOptions(
@@ -488,6 +493,7 @@ class HFileFlags:
             encoding=cast(Any, self.hfile_encoding or "none"),
             block_size=self.hfile_block_size,
             bloom=cast(Any, self.hfile_bloom or "row"),
+            threads=self.hfile_threads or DEFAULT_WRITE_THREADS,
         )
         return HFileOutput(
             output=self.hfile_output,
@@ -561,6 +567,13 @@ def hfile_options() -> Callable[[F], F]:
             type=STORAGE_OPTION,
             multiple=True,
             help="fsspec option for --hfile-output, --split-keys and --hbase-root (repeatable).",
+        ),
+        _opt(
+            "--threads",
+            "hfile_threads",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help=with_output + WRITE_THREADS_HELP,
         ),
     ]
     return _collect(specs, "hfile_flags", lambda values: HFileFlags(**values))

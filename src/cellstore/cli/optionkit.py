@@ -15,8 +15,11 @@ __all__ = [
     "HFILE_BLOOMS",
     "HFILE_COMPRESSIONS",
     "HFILE_ENCODINGS",
+    "READ_THREADS_HELP",
+    "WRITE_THREADS_HELP",
     "choice_option",
     "count_option",
+    "threads_option",
     "value_option",
 ]
 
@@ -28,6 +31,15 @@ HFILE_COMPRESSIONS: Final = ("none", "gz", "snappy", "lz4", "zstd")
 HFILE_ENCODINGS: Final = ("none", "prefix", "diff", "fast_diff", "row_index_v1")
 #: HFile Bloom filter types, as ``--bloom`` takes them.
 HFILE_BLOOMS: Final = ("row", "rowcol", "none")
+#: ``--threads`` of the commands reading HFiles (``HFileReadOptions.threads``).
+READ_THREADS_HELP: Final = (
+    "HFile blocks decompressed and decoded on N threads (default: the cores, at most 2)."
+)
+#: ``--threads`` of the commands writing HFiles (``HFileOptions.threads``).
+WRITE_THREADS_HELP: Final = (
+    "HFile data blocks encoded and compressed on N threads (default: the cores, at most 2; "
+    "the files' bytes do not depend on it)."
+)
 
 
 def choice_option(
@@ -49,3 +61,14 @@ def value_option(
 ) -> Callable[[F], F]:
     """``flag`` takes one value (of click type ``type``, text by default); None when not given."""
     return click.option(flag, type=type, default=None, metavar=metavar, help=help)
+
+
+def threads_option(*, help: str) -> Callable[[F], F]:
+    """``--threads N`` (at least 1; None when not given): the HFile reader's or writer's threads.
+
+    What ``hfile cat``/``hfile write``, the ``hbase`` commands and ``load --hfile-output``
+    take, handed on as the ``threads`` of ``HFileReadOptions`` or ``HFileOptions``.
+    """
+    return click.option(
+        "--threads", type=click.IntRange(min=1), default=None, metavar="N", help=help
+    )

@@ -19,7 +19,7 @@ each equal key are dropped first, which is what R3.3 does with them anyway.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import fsspec
@@ -34,12 +34,19 @@ from cellstore.errors import InvalidArgumentError, UnsupportedFormatError
 from cellstore.hbasefiles.descriptors import FamilyDescriptor
 from cellstore.hbasefiles.layout import HBaseLayout, HFileRef
 from cellstore.hbasefiles.roots import open_snapshot_layout, open_table_layout
-from cellstore.hbasefiles.store import MAX_EXPANSION, HFileStore, cut_at_blocks, open_hfile
+from cellstore.hbasefiles.store import (
+    MAX_EXPANSION,
+    HFileStore,
+    cut_at_blocks,
+    open_hfile,
+    scan_read_options,
+)
 from cellstore.reader import TableReads
 from cellstore.reader.describe import DescriptionText, families_block, regions_block
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.source import TaskRequest
 from cellstore.storefiles.hfile.index import key_row
+from cellstore.storefiles.hfile.readoptions import HFileReadOptions
 
 __all__ = [
     "HBaseFamilyDescription",
@@ -69,12 +76,14 @@ class HFileSource:
         layout: The table or snapshot as found under the root.
         metadata: The table as the planner sees it (families, regions, no store files).
         path: The root directory (carried by tasks, for messages).
+        read_options: How each store's HFiles are read (``threads``, ``batch_bytes``).
     """
 
     fs: fsspec.AbstractFileSystem
     layout: HBaseLayout
     metadata: TableMetadata
     path: str
+    read_options: HFileReadOptions = field(default_factory=HFileReadOptions)
 
     def plan(self, request: TaskRequest) -> list[ScanTask]:
         """One task per range and region with files; large ones cut at data blocks."""
@@ -111,7 +120,7 @@ class HFileSource:
                     self.metadata.family(fname),
                     tuple((f.path, i) for i, f in enumerate(refs)),
                     spec,
-                    source=HFileStore(fname, refs),
+                    source=HFileStore(fname, refs, self.read_options),
                 )
             )
         if not any(r.files for r in reads):
@@ -152,7 +161,7 @@ class HFileSource:
                     replace(
                         fam,
                         files=tuple((f.path, i) for i, f in enumerate(files)),
-                        source=HFileStore(store.family, store.files),
+                        source=HFileStore(store.family, store.files, store.read_options),
                     )
                 )
             out.append(replace(task, start=lo, stop=hi, families=tuple(reads)))
@@ -312,7 +321,13 @@ class HBaseTable(TableReads[HBaseTableDescription]):
     (UnsupportedFormatError).
     """
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, layout: HBaseLayout) -> None:
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        layout: HBaseLayout,
+        *,
+        read_options: HFileReadOptions | None = None,
+    ) -> None:
         self._fs = fs
         self.layout = layout
         self._families = layout.core_families()
@@ -329,7 +344,9 @@ class HBaseTable(TableReads[HBaseTableDescription]):
             next_region_id=0,
             last_history=HistoryEntry(version=0, operation="hbase", timestamp_ms=0),
         )
-        self._source = HFileSource(fs, layout, self._metadata, layout.root)
+        self._source = HFileSource(
+            fs, layout, self._metadata, layout.root, scan_read_options(read_options)
+        )
 
     def __repr__(self) -> str:
         snap = self.layout.snapshot
@@ -377,6 +394,7 @@ def open_table(
     storage_options: Mapping[str, Any] | None = None,
     use_meta: bool = True,
     follow_symlinks: bool = False,
+    read_options: HFileReadOptions | None = None,
 ) -> HBaseTable:
     """Open a table of an HBase root directory (0.94 or 2.x/3.x, or a copy of one).
 
@@ -394,6 +412,9 @@ def open_table(
         follow_symlinks: Follow symlinks that lead outside ``root`` (local disk); by
             default only those that stay inside it are followed (``docs/hbase.md``,
             "Untrusted input").
+        read_options: How scans read the HFiles: only ``threads`` (blocks decompressed
+            and decoded at once per file) and ``batch_bytes`` may be set; default
+            ``HFileReadOptions()``. Results do not depend on them.
 
     Raises:
         InvalidNameError: ``table`` breaks HBase's naming rules.
@@ -403,6 +424,8 @@ def open_table(
         CorruptFileError: a descriptor, region info or file list that does not parse, a
             name in one that breaks HBase's rules, a symlink leading outside ``root``.
         UnsupportedFormatError: MOB, encrypted data or a catalog table.
+        InvalidArgumentError: ``read_options`` sets more than ``threads`` and
+            ``batch_bytes``.
     """
     fs, layout = open_table_layout(
         root,
@@ -411,7 +434,7 @@ def open_table(
         use_meta=use_meta,
         follow_symlinks=follow_symlinks,
     )
-    return HBaseTable(fs, layout)
+    return HBaseTable(fs, layout, read_options=read_options)
 
 
 def open_snapshot(
@@ -420,6 +443,7 @@ def open_snapshot(
     *,
     storage_options: Mapping[str, Any] | None = None,
     follow_symlinks: bool = False,
+    read_options: HFileReadOptions | None = None,
 ) -> HBaseTable:
     """Open a snapshot of an HBase root directory, or an exported snapshot.
 
@@ -429,6 +453,7 @@ def open_snapshot(
         name: The snapshot name.
         storage_options: fsspec options for ``root``'s filesystem.
         follow_symlinks: Follow symlinks that lead outside ``root`` (as :func:`open_table`).
+        read_options: How scans read the HFiles (as :func:`open_table`).
 
     Raises:
         InvalidNameError: ``name`` breaks HBase's naming rules for snapshots.
@@ -437,8 +462,10 @@ def open_snapshot(
             HBase's rules, a symlink leading outside ``root``.
         MissingFileError: a store file is in none of the places HBase looks.
         UnsupportedFormatError: MOB or encrypted data.
+        InvalidArgumentError: ``read_options`` sets more than ``threads`` and
+            ``batch_bytes``.
     """
     fs, layout = open_snapshot_layout(
         root, name, storage_options=storage_options, follow_symlinks=follow_symlinks
     )
-    return HBaseTable(fs, layout)
+    return HBaseTable(fs, layout, read_options=read_options)

@@ -14,7 +14,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import fsspec
@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from cellstore.core.cells import equal_key_runs, sort_indices
 from cellstore.errors import (
     CorruptFileError,
+    InvalidArgumentError,
     MissingFileError,
     UnsupportedFormatError,
 )
@@ -32,8 +33,16 @@ from cellstore.hbasefiles.layout import HFileRef
 from cellstore.storefiles.hfile.index import key_row
 from cellstore.storefiles.hfile.keys import parse_key
 from cellstore.storefiles.hfile.reader import HFileReader
+from cellstore.storefiles.hfile.readoptions import HFileReadOptions
 
-__all__ = ["MAX_EXPANSION", "HFileStore", "cut_at_blocks", "open_hfile", "plain_keys"]
+__all__ = [
+    "MAX_EXPANSION",
+    "HFileStore",
+    "cut_at_blocks",
+    "open_hfile",
+    "plain_keys",
+    "scan_read_options",
+]
 
 _COLUMNS: Final = ["row", "qualifier", "ts", "type", "value", "seq_id"]
 _BULK_SEQ: Final = re.compile(r"_SeqId_([0-9]+)_$")
@@ -58,10 +67,13 @@ class HFileStore:
     Attributes:
         family: Family name.
         files: The store's files (References carry their half).
+        read_options: How the files are read: their ``threads`` and ``batch_bytes``
+            (the scan decides which cells; see :func:`scan_read_options`).
     """
 
     family: str
     files: tuple[HFileRef, ...]
+    read_options: HFileReadOptions = field(default_factory=HFileReadOptions)
 
     def read_runs(
         self, fs: fsspec.AbstractFileSystem, start: bytes, stop: bytes, *, point_row: bytes | None
@@ -139,6 +151,8 @@ class HFileStore:
             columns=_COLUMNS if not same_seq else _COLUMNS[:-1],
             with_seq_id=not same_seq,
             dictionary=True,
+            threads=self.read_options.threads,
+            batch_bytes=self.read_options.batch_bytes,
         )
         cells = _trim_rows(cells, lo, hi)
         if bulk_seq:
@@ -163,6 +177,33 @@ class HFileStore:
                     f"{ref.path} ({ref.name}): a store file of family {self.family!r} holds "
                     f"cells of family {got.decode('utf-8', 'replace')!r}"
                 )
+
+
+#: The :class:`HFileReadOptions` fields a scan of an HBase table takes from its caller (the
+#: scan itself decides the rows, columns and extras, and a damaged block always raises).
+_SCAN_READ_FIELDS: Final = ("threads", "batch_bytes")
+
+
+def scan_read_options(options: HFileReadOptions | None) -> HFileReadOptions:
+    """``options`` checked for a scan of HBase stores (default ``HFileReadOptions()``).
+
+    Raises:
+        InvalidArgumentError: ``options`` sets a field other than ``threads`` or
+            ``batch_bytes`` (rows, columns, extras and ``on_corrupt`` are the scan's).
+    """
+    if options is None:
+        return HFileReadOptions()
+    if not isinstance(options, HFileReadOptions):
+        raise InvalidArgumentError(
+            f"read_options must be an HFileReadOptions, not {type(options).__name__}"
+        )
+    default = HFileReadOptions(threads=options.threads, batch_bytes=options.batch_bytes)
+    if options != default:
+        raise InvalidArgumentError(
+            "an HBase table's read_options may set only threads and batch_bytes "
+            "(the scan decides rows, columns and extras; damaged blocks raise)"
+        )
+    return options
 
 
 #: Opened HFiles kept per process (trailer, indexes, FileInfo and Bloom meta parsed once).

@@ -397,11 +397,16 @@ def _write_staged(
     staged = stage_output(output.output, storage_options=storage, overwrite_allowed=False)
     try:
         scratch = staged.scratch("_runs")
+        default = output.hfile_settings or HFileOptions()
         hfiles = HFileTarget(
             output=staged,
             format=HFileFormat(
-                default=output.hfile_settings or HFileOptions(),
-                families=target.families,
+                default=default,
+                # The descriptor gives each family's settings; how many threads write
+                # them is the load's (``hfile_settings.threads``).
+                families={
+                    k: replace(v, threads=default.threads) for k, v in target.families.items()
+                },
                 bulkload_timestamp=settings.now_ms,
                 source_task=f"cellstore:{settings.load_id}",
             ),

@@ -225,7 +225,8 @@ class HFileOutput:
         hbase_table: The target table in ``hbase_root`` (``ns:table``).
         hbase_snapshot: Or a snapshot of it in ``hbase_root``.
         hfile_settings: HFile writer options of families without an HBase descriptor
-            (default: no compression, no encoding, the family's block size, ROW Bloom).
+            (default: no compression, no encoding, the family's block size, ROW Bloom);
+            its ``threads`` apply to every family's files.
         output_storage_options: fsspec options for ``output``, the split-key file and
             ``hbase_root``.
         table: The target's name in the report (default: the HBase table's, else the

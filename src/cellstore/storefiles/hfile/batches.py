@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from cellstore.errors import CorruptFileError
 from cellstore.storefiles.hfile.blocks import BlockHeader, check_block, verified_data_blocks
 from cellstore.storefiles.hfile.cells import PAD, cells_to_table, walk_cells
+from cellstore.storefiles.hfile.deltacols import FUSED_ENCODINGS, FusedRequest, fused_table
 from cellstore.storefiles.hfile.encodings import decode_encoded_array
 from cellstore.storefiles.hfile.index import IndexEntry
 
@@ -147,24 +148,61 @@ class DecodeStep:
 
     def _decode(self, batch: _Batch) -> tuple[pa.Table | None, _Batch | None]:
         """The batch's cells in the row range (None when none), and its blocks left over."""
-        buf, bstarts, bends, offs, rest = self._payloads(batch)
-        if not len(bstarts):
-            return None, rest
-        starts, counts, offs = self._walk(buf, bstarts, bends, offs)
-        if not len(starts):
-            return None, rest
         need_filter = bool(self.start_row) or bool(self.stop_row)
         build = self.columns
         if need_filter and build is not None and "row" not in build:
             build = ["row", *build]
-        table = self._cells(buf, starts, counts, offs, build)
-        if table is None:
+        table: pa.Table | None
+        if self.reader.encoding in FUSED_ENCODINGS:
+            table, rest, batch = self._fused(batch, build)
+            if table is None:
+                table, rest = self._blockwise(batch, build)
+        else:
+            table, rest = self._blockwise(batch, build)
+        if table is None or not table.num_rows:
             return None, rest
         if need_filter:
             table = _filter_rows(table, self.start_row, self.stop_row)
             if build is not self.columns and self.columns is not None:
                 table = table.select(self.columns)
         return (table if table.num_rows else None), rest
+
+    def _fused(
+        self, batch: _Batch, build: list[str] | None
+    ) -> tuple[pa.Table | None, _Batch | None, _Batch]:
+        """:func:`fused_table` of the batch: (cells, blocks left, the batch with its bytes).
+
+        The cells are None when the batch needs the block-by-block path (it then reuses
+        the bytes read here).
+        """
+        base, end = batch.span()
+        raw = batch.raw if batch.raw is not None else self.reader._read(base, end)
+        batch = _Batch(batch.entries, batch.size, raw=raw, base=base)
+        request = FusedRequest(
+            columns=build,
+            with_seq_id=bool(self.options.get("with_seq_id")),
+            with_tags=bool(self.options.get("with_tags")),
+            dictionary=bool(self.options.get("dictionary")),
+        )
+        got = fused_table(self.reader, raw, base, batch.entries, request, budget=self.budget)
+        if got is None:
+            return None, None, batch
+        table, used = got
+        left = batch.entries[used:]
+        rest = _Batch(left, sum(x.size for x in left), raw=raw, base=base) if left else None
+        return table, rest, batch
+
+    def _blockwise(
+        self, batch: _Batch, build: list[str] | None
+    ) -> tuple[pa.Table | None, _Batch | None]:
+        """The batch's cells decoded block by block (NONE layout, walked, gathered)."""
+        buf, bstarts, bends, offs, rest = self._payloads(batch)
+        if not len(bstarts):
+            return None, rest
+        starts, counts, offs = self._walk(buf, bstarts, bends, offs)
+        if not len(starts):
+            return None, rest
+        return self._cells(buf, starts, counts, offs, build), rest
 
     def _payloads(self, batch: _Batch) -> _Payloads:
         """Verify and decompress a batch's blocks into one buffer.

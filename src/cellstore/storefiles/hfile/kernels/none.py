@@ -6,6 +6,9 @@ cell's lengths); :func:`decode_cells_dictionary` reads every cell's key in one p
 out, :func:`order_flags` checks their order, :func:`murmur2_keys` hashes Bloom keys
 (HBase's Murmur2).
 
+The helpers of :mod:`.base` are inlined into these kernels (see :mod:`.delta` on
+numba's cache).
+
 Pure: no I/O.
 """
 
@@ -22,6 +25,7 @@ from cellstore.storefiles.hfile.kernels.base import (
     _inline,
     _jit,
     _put_u32,
+    _ts_type,
     vlong_size,
 )
 
@@ -259,13 +263,7 @@ def decode_cells_dictionary(
                 nq += 1
                 if nq * 2 > len(table):
                     table = _rehash(buf, q_first, qlens, nq, np.int64(len(table) * 4))
-        # timestamp (big-endian i64) and type
-        t = np.int64(0)
-        for j in range(8):
-            t = (t << 8) | np.int64(buf[kend - 9 + j])
-        ts[i] = t
-        b = np.int64(buf[kend - 1])
-        typ[i] = np.int8(b - 256 if b >= 128 else b)
+        ts[i], typ[i] = _ts_type(buf, kend)
         vlens[i] = vlen
         vend[i] = kend + vlen
     return (bad, row_idx, row_first[:nr], q_idx, q_first[:nq], qlens[:nq], ts, typ, vlens, vend)
