@@ -45,6 +45,7 @@ from cellstore.loader.direct import WrittenFile
 from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import MEMORY_FACTOR, LoadPlan
 from cellstore.storefiles import StoreFileReader
+from cellstore.storefiles.columns import group_records
 from cellstore.storefiles.rolling import BulkLoadFile, FileFormat, ParquetFormat, RollingWriter
 
 __all__ = [
@@ -116,12 +117,12 @@ def _per_cell(readers: Sequence[StoreFileReader]) -> float:
 def column_group_cells(plan: LoadPlan, task: MergeTask, per_cell: float) -> int:
     """``row_group_cells`` for a merge task's files, so that a column file fits its share.
 
-    A column file's writer holds a row group of records (half ``row_group_cells``
-    records, :func:`~cellstore.storefiles.columns.group_records`) and Parquet's buffers
-    for it: about :data:`COLUMN_GROUP_FACTOR` times the group's cells' bytes in the runs
-    (measured). The setting is halved (down to :data:`MIN_COLUMN_GROUP_CELLS`) while
-    that is more than half the task's share of the memory budget; a region and family
-    written as cells keeps the setting.
+    A column file's writer holds a row group of records
+    (:func:`~cellstore.storefiles.columns.group_records` of ``row_group_cells``) and
+    Parquet's buffers for it: about :data:`COLUMN_GROUP_FACTOR` times the group's cells'
+    bytes in the runs (measured). The setting is halved (down to
+    :data:`MIN_COLUMN_GROUP_CELLS`) while that is more than half the task's share of the
+    memory budget; a region and family written as cells keeps the setting.
     """
     cells = plan.settings.row_group_cells
     col_plan = plan.target.layouts.plan_for(task.region, task.family)
@@ -131,7 +132,7 @@ def column_group_cells(plan: LoadPlan, task: MergeTask, per_cell: float) -> int:
     share = plan.settings.memory_budget // max(1, plan.settings.task_count)
     while (
         cells > MIN_COLUMN_GROUP_CELLS
-        and COLUMN_GROUP_FACTOR * (cells // 2) * columns * per_cell > share / 2
+        and COLUMN_GROUP_FACTOR * group_records(cells, columns) * columns * per_cell > share / 2
     ):
         cells //= 2
     return max(cells, min(MIN_COLUMN_GROUP_CELLS, plan.settings.row_group_cells))
