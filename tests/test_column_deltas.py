@@ -84,6 +84,20 @@ def delta(draw: st.DrawFn, kinds: list[int]) -> list[tuple[bytes, str, bytes, in
 )
 @given(data=st.data())
 @pytest.mark.parametrize("layout", ["auto", "columns"])
+def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, for each call of the merge by row, whether it answered (not None)."""
+    merged: list[bool] = []
+    real = rowmerge.merge_by_row
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        out = real(*args, **kw)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
+    return merged
+
+
 def test_deltas_merged_by_row_read_like_the_cells_twin(
     layout: str, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,15 +115,7 @@ def test_deltas_merged_by_row_read_like_the_cells_twin(
     base_ts = data.draw(st.sampled_from([3, 6]))
     now_ms = data.draw(st.integers(0, 16)) + (5000 if fam.ttl else 0)
     loads = [data.draw(delta(kinds)) for _ in range(data.draw(st.integers(1, 2)))]
-    merged: list[bool] = []
-    real = rowmerge.merge_by_row
-
-    def spy(*args: Any, **kw: Any) -> Any:
-        out = real(*args, **kw)
-        merged.append(out is not None)
-        return out
-
-    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
+    merged = spy_merges(monkeypatch)
     with tempfile.TemporaryDirectory() as root:
         wh = cellstore.connect(root)
         props = {"mapping.codecs": json.dumps({"columns": TYPES})}
@@ -265,15 +271,7 @@ def test_column_delta_typed_unlike_the_base_takes_the_general_path(
     """A column delta whose file types a column unlike the base (the mapping's codec
     changed between loads) is not merged by row: the merge declines and the rows it
     touches are resolved by the general rules, exactly as the cells twin reads them."""
-    merged: list[bool] = []
-    real = rowmerge.merge_by_row
-
-    def spy(*args: Any, **kw: Any) -> Any:
-        out = real(*args, **kw)
-        merged.append(out is not None)
-        return out
-
-    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
+    merged = spy_merges(monkeypatch)
     update = [(b"r00001", "f", b"l", 20, PUT, b"now a string")]
     with tempfile.TemporaryDirectory() as root:
         wh = cellstore.connect(root)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -22,17 +22,10 @@ from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.reader.columnar.keycut import narrow
+from cellstore.reader.columnar.types import Column, Typed
 from cellstore.reader.columnar.union import _bytes_of
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles.reader import RowGroupStats, slice_rows
-
-#: A wide column: (family, qualifier).
-Column = tuple[str, bytes]
-#: A column's values and the codec they are typed with (the file's).
-Typed = tuple[pa.Array, Codec]
-
-#: Why a task takes the general path (for tests and ``explain``).
-NOT_COLUMNS: Final = "a family has cell files"
 
 
 @dataclass(frozen=True)

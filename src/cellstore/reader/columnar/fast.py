@@ -46,6 +46,7 @@ from cellstore.reader.columnar.merge import (
     older_companions,
     split_bases,
 )
+from cellstore.reader.columnar.types import Column
 from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.execute import run_together
 from cellstore.reader.plan import FamilyRead, ScanTask
@@ -55,11 +56,6 @@ from cellstore.storefiles.reader import known_info
 
 __all__ = ["fast_wide_families", "read_wide_fast"]
 
-
-#: A wide column: (family, qualifier).
-Column = tuple[str, bytes]
-#: A column's values and the codec they are typed with (the file's).
-Typed = tuple[pa.Array, Codec]
 
 #: Why a task takes the general path (for tests and ``explain``).
 NOT_COLUMNS: Final = "a family has cell files"

@@ -12,14 +12,7 @@ import pyarrow.compute as pc
 
 from cellstore.core.codecs import Codec, decode_values, encode_values
 from cellstore.core.rowkey import RowKeySpec
-
-#: A wide column: (family, qualifier).
-Column = tuple[str, bytes]
-#: A column's values and the codec they are typed with (the file's).
-Typed = tuple[pa.Array, Codec]
-
-#: Why a task takes the general path (for tests and ``explain``).
-NOT_COLUMNS: Final = "a family has cell files"
+from cellstore.reader.columnar.types import Column, Typed
 
 
 @dataclass(frozen=True)

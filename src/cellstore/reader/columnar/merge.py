@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Final
 
 import fsspec
 import numpy as np
@@ -20,17 +19,10 @@ from cellstore.reader.columnar.base import (
     _read_base,
 )
 from cellstore.reader.columnar.join import _Part
+from cellstore.reader.columnar.types import Column
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.reader.rowmerge import BaseColumns, decidable, merge_by_row
 from cellstore.storefiles.columns import COLUMN_FILE_SUFFIX
-
-#: A wide column: (family, qualifier).
-Column = tuple[str, bytes]
-#: A column's values and the codec they are typed with (the file's).
-Typed = tuple[pa.Array, Codec]
-
-#: Why a task takes the general path (for tests and ``explain``).
-NOT_COLUMNS: Final = "a family has cell files"
 
 
 def split_bases(entries: Sequence[FileEntry]) -> tuple[list[FileEntry], list[FileEntry]]:

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.codecs import Codec, arrow_type, decode_values, encode_values
+from cellstore.reader.columnar.types import Column, Typed
 from cellstore.reader.shapes import WideSpec, column_name, to_wide
-
-#: A wide column: (family, qualifier).
-Column = tuple[str, bytes]
-#: A column's values and the codec they are typed with (the file's).
-Typed = tuple[pa.Array, Codec]
-
-#: Why a task takes the general path (for tests and ``explain``).
-NOT_COLUMNS: Final = "a family has cell files"
 
 
 def _pivot(
