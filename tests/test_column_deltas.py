@@ -77,13 +77,6 @@ def delta(draw: st.DrawFn, kinds: list[int]) -> list[tuple[bytes, str, bytes, in
     return out
 
 
-@settings(
-    max_examples=int(os.environ.get("DELTA_EXAMPLES", "25")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(data=st.data())
-@pytest.mark.parametrize("layout", ["auto", "columns"])
 def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Record, for each call of the merge by row, whether it answered (not None)."""
     merged: list[bool] = []
@@ -98,6 +91,13 @@ def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return merged
 
 
+@settings(
+    max_examples=int(os.environ.get("DELTA_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+@pytest.mark.parametrize("layout", ["auto", "columns"])
 def test_deltas_merged_by_row_read_like_the_cells_twin(
     layout: str, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
