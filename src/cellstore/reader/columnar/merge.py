@@ -181,7 +181,9 @@ def older_companions(
     if its entry counts any. Without markers and without a time range (which could hide a
     newest value but not an older one), the newest visible value of every column is the
     column file's (an older version expires before it under TTL), so the companion cannot
-    change a wide read.
+    change a wide read. Markers in any other delta of the family (a Delete of the newest
+    version, R5.4, or a DeleteFamilyVersion, R5.3, written by another load) could hide the
+    column file's value and show an older one: then no companion is skipped.
     """
     if fam.spec.time_range is not None or not deltas:
         return set()
@@ -195,4 +197,6 @@ def older_companions(
         with task.open_file(fs, fam, base.path) as reader:
             if reader.info.complete:
                 out.add(companion.path)
+    if any(d.delete_markers for d in deltas if d.path not in out):
+        return set()
     return out
