@@ -269,3 +269,24 @@ def test_keep_ranges_cut_inclusive_dead_ranges() -> None:
         (b"d\x00", b"y")
     ]
     assert _keep_ranges(b"a", b"b", [(b"c", b"d")]) == [(b"a", b"b")]
+
+
+def test_keyed_column_files_prune_by_their_footer_row_bounds(tmp_path: Any) -> None:
+    """A keyed column file (rows kept as key fields) bounds its groups' rows from its
+    footer: ``dep >= 2900`` keeps each carrier's last groups only, exactly."""
+    from test_column_keyed import keyed_cells
+    from test_column_keyed import tables as keyed_tables
+
+    a, b = keyed_tables(str(tmp_path))
+    for t in (a, b):
+        t.load_cells(keyed_cells(3000), row_group_cells=400)  # 100-record groups
+    flt = SingleColumnValueFilter("f:dep", ">=", 2900, comparator="long", filter_if_missing=True)
+    planned = b.refresh().scan(filter=flt).plan()
+    with pushdown_disabled():
+        assert len(b.scan(filter=flt).plan()) == 1
+    assert 1 <= len(planned) <= 3  # one range per carrier at most
+    assert planned[0].start > b""  # the first groups are left out
+    for opts in ({"shape": "wide", "column_types": "table"}, {}, {"reversed": True}):
+        want = a.scan(filter=flt, **opts).to_arrow().to_pylist()
+        assert b.scan(filter=flt, **opts).to_arrow().to_pylist() == want
+        assert len({r["row"] for r in want}) == 100
