@@ -228,6 +228,13 @@ def test_groups_that_cannot_pass_are_left_out_of_the_plan(tmp_path: Any) -> None
     ge = SingleColumnValueFilter("d:n", ">=", 4, filter_if_missing=True)  # binary, long
     assert spans(cols.scan(filter=ge).plan()) == [(b"r0059\x00", b"r0200"), (b"r0200", b"")]
     assert result(cols, ge, {}) == result(cells, ge, {})
+    # Dask partitions follow the cut tasks (divisions start at the first kept row)
+    frames = [
+        t.scan(filter=ge, shape="wide", columns=["d:n", "e:x"]).to_dask() for t in (cells, cols)
+    ]
+    assert frames[1].divisions[0] == b"r0059\x00"
+    want, got = (f.compute(scheduler="sync") for f in frames)
+    assert len(got) == 320 and got.to_dict("records") == want.to_dict("records")
 
 
 @pytest.mark.parametrize(
