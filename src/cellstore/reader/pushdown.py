@@ -92,21 +92,22 @@ def _prune(fs: fsspec.AbstractFileSystem, task: ScanTask) -> list[ScanTask]:
         return [task]
     out = []
     for lo, hi in _keep_ranges(task.start, task.stop, dead):
-        reads = tuple(
-            replace(
-                fam,
-                files=tuple(
-                    (p, seq)
-                    for (p, seq), e in zip(fam.files, fam.entries, strict=True)
-                    if _overlaps(e, lo, hi)
-                ),
-                entries=tuple(e for e in fam.entries if _overlaps(e, lo, hi)),
-            )
-            for fam in task.families
-        )
+        reads = tuple(_narrowed(fam, lo, hi) for fam in task.families)
         if any(r.files for r in reads):
             out.append(replace(task, start=lo, stop=hi, families=reads))
     return out
+
+
+def _narrowed(fam: FamilyRead, lo: bytes, hi: bytes) -> FamilyRead:
+    """``fam`` with the files whose row span meets ``[lo, hi)`` (unknown spans stay)."""
+    by_path = {e.path: e for e in fam.entries}
+    return replace(
+        fam,
+        files=tuple(
+            (p, seq) for p, seq in fam.files if p not in by_path or _overlaps(by_path[p], lo, hi)
+        ),
+        entries=tuple(e for e in fam.entries if _overlaps(e, lo, hi)),
+    )
 
 
 def _pushable(task: ScanTask) -> list[tuple[FamilyRead, SingleColumnValueFilter]]:
