@@ -31,6 +31,7 @@ from cellstore.errors import TableNotFoundError
 from cellstore.manifest import TableLog
 from cellstore.reader.describe import Description, RegionDescription, TableDescription
 from cellstore.reader.plan import ScanTask, plan_tasks, split_tasks
+from cellstore.reader.pushdown import prune_tasks
 
 __all__ = [
     "ReadSource",
@@ -128,7 +129,7 @@ class StoreFileSource:
     name: str | None = None
 
     def plan(self, request: TaskRequest) -> list[ScanTask]:
-        """One task per range and region; large ones cut at row-group starts."""
+        """One task per range and region, cut by pushed-down filters; large ones cut too."""
         tasks = plan_tasks(
             self.metadata,
             table_path=self.path,
@@ -137,6 +138,8 @@ class StoreFileSource:
             filters=request.filters,
             strip_salt=self.metadata.salt_buckets is not None,
         )
+        if request.filters is not None:
+            tasks = prune_tasks(self.fs, tasks)  # reader/pushdown.py
         if request.budget is None:
             return tasks
         return split_tasks(self.fs, tasks, budget=request.budget, metadata=self.metadata)
