@@ -108,6 +108,18 @@ def test_filter_objects_take_typed_comparators(flights):
         SingleColumnValueFilter("d:dist", "<", "soon", comparator="long")
 
 
+def test_a_double_operand_compares_longs_beyond_2_to_the_53(root):
+    """Longs too large for a double's 53 bits compare as the nearest double (not an
+    error): 2**60 > 1.5, -(2**60) < 1.5."""
+    t = connect(root).create_table("big", families=[Family(name="d")])
+    frame = pd.DataFrame({"k": ["a", "b", "c"], "n": [2**60, -(2**60), 7]})
+    t.load(frame, mapping=LoadMapping.simple(row_key="k", columns=["d:n=n:long"]))
+    f = SingleColumnValueFilter("d:n", ">", 1.5, comparator="double")
+    assert rows(t.scan(filter=f).to_arrow()) == ["a", "c"]
+    f = SingleColumnValueFilter("d:n", "<", 1.5, comparator="double")
+    assert rows(t.scan(filter=f).to_arrow()) == ["b"]
+
+
 def test_value_filter_decodes_each_cell_with_its_columns_codec(flights):
     # d:arr_delay is double, d:dist long, d:carrier text (no number: never matches).
     out = flights.scan(filter="ValueFilter(>, 'double:1000')").to_arrow().to_pylist()

@@ -301,7 +301,9 @@ class ValueTest:
             or pa.types.is_floating(typed.type)
             or not -(2**63) <= int(value) < 2**63
         ):
-            typed, scalar = typed.cast(pa.float64()), pa.scalar(float(value), pa.float64())
+            # a long beyond ±2**53 rounds to the nearest double (compared as doubles)
+            typed = typed.cast(pa.float64(), safe=False)
+            scalar = pa.scalar(float(value), pa.float64())
         else:
             typed, scalar = typed.cast(pa.int64()), pa.scalar(int(value), pa.int64())
         return as_mask(_COMPARE_FUNCS[self.op](typed, scalar))
