@@ -1047,6 +1047,21 @@ def test_spark_read_options_are_the_text_forms():
 
 
 # ------------------------------------------------------------- read-optimized (issue 28)
+def _optimized_like_the_source(spark, root: str, t, columns):
+    """``read_optimized`` of ``t`` and the source's wide scan, asserted equal (columns and
+    rows, row order aside); returns both."""
+    from cellstore.spark.optimized import read_optimized
+
+    got = read_optimized(spark, root=root, table=t.name, columns=columns)
+    want = t.scan(shape="wide", columns=columns, column_types="table", key_columns=False)
+    want = want.to_arrow()
+    assert got.columns == want.column_names
+    assert sorted(tuple(r) for r in got.collect()) == sorted(
+        tuple(r.values()) for r in want.to_pylist()
+    )
+    return got, want
+
+
 def test_read_optimized_equals_the_source(spark, tmp_path: Path) -> None:
     """Column files through Spark's Parquet reader, the rest through the source: the same
     rows and typed values as the ``cellstore`` source's wide shape (docs/format.md 14).
@@ -1057,7 +1072,7 @@ def test_read_optimized_equals_the_source(spark, tmp_path: Path) -> None:
     """
     from cellstore import Family
     from cellstore.loader import LoadMapping
-    from cellstore.spark.optimized import plan_optimized, read_optimized
+    from cellstore.spark.optimized import plan_optimized
 
     root = str(tmp_path / "wh")
     t = connect(root).create_table(
@@ -1091,14 +1106,7 @@ def test_read_optimized_equals_the_source(spark, tmp_path: Path) -> None:
     plan = plan_optimized(t, columns=["d:delay", "i:carrier"])
     assert plan.files and plan.ranges == [(b"k05000", b"")]  # region 1 direct, 2 through
     for columns in (["d:delay", "i:carrier"], ["d:dist"], None):
-        got = read_optimized(spark, root=root, table="ns:flights", columns=columns)
-        want = t.scan(
-            shape="wide", columns=columns, column_types="table", key_columns=False
-        ).to_arrow()
-        got_rows = sorted(tuple(r) for r in got.collect())
-        want_rows = sorted(tuple(r.values()) for r in want.to_pylist())
-        assert got.columns == want.column_names
-        assert got_rows == want_rows
+        _optimized_like_the_source(spark, root, t, columns)
 
 
 def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path: Path) -> None:
@@ -1155,14 +1163,7 @@ def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path:
         (shared := _keyed_pair(root, spec, mapping, frame), None),
         (shared, ["d:delay"]),
     ):
-        got = read_optimized(spark, root=root, table=table.name, columns=columns)
-        want = table.scan(
-            shape="wide", columns=columns, column_types="table", key_columns=False
-        ).to_arrow()
-        assert got.columns == want.column_names
-        assert sorted(tuple(r) for r in got.collect()) == sorted(
-            tuple(r.values()) for r in want.to_pylist()
-        )
+        got, want = _optimized_like_the_source(spark, root, table, columns)
         if columns is None:
             assert got.count() == want.num_rows
     # Spark drops the join of a family whose columns a query does not use
@@ -1198,7 +1199,7 @@ def test_read_optimized_reads_aliased_columns_from_their_key_fields(spark, tmp_p
     from the files."""
     from cellstore import Family
     from cellstore.loader import LoadMapping
-    from cellstore.spark.optimized import plan_optimized, read_optimized
+    from cellstore.spark.optimized import plan_optimized
 
     root = str(tmp_path / "wh")
     spec = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
@@ -1231,14 +1232,7 @@ def test_read_optimized_reads_aliased_columns_from_their_key_fields(spark, tmp_p
     plan = plan_optimized(t)
     assert plan.ranges == [] and dict(plan.aliases["i"]) == {b"carrier": "carrier", b"n": "n"}
     for columns in (None, ["i:carrier", "d:delay"], ["i:n"]):
-        got = read_optimized(spark, root=root, table="aliased", columns=columns)
-        want = t.scan(
-            shape="wide", columns=columns, column_types="table", key_columns=False
-        ).to_arrow()
-        assert got.columns == want.column_names
-        assert sorted(tuple(r) for r in got.collect()) == sorted(
-            tuple(r.values()) for r in want.to_pylist()
-        )
+        _optimized_like_the_source(spark, root, t, columns)
 
 
 def _keyed_pair(root: str, spec: RowKeySpec, mapping, frame: pd.DataFrame):
