@@ -55,6 +55,7 @@ from cellstore.jobs.selection import (
     select_exploring,
     select_minor,
     selected_stores,
+    writes,
 )
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
@@ -246,12 +247,16 @@ class CompactionReport(JsonForm):
 
 
 def _expired_files(files: Sequence[FileEntry], family: Family, now: int) -> list[FileEntry]:
-    """Files made only of expired cells, droppable unread when MIN_VERSIONS = 0 (R8.7)."""
+    """Files made only of expired cells, droppable unread when MIN_VERSIONS = 0 (R8.7).
+
+    A column file and its companion cell file are one write (:func:`writes`): dropped
+    together when every cell of both expired, as the cell layout's one file would be.
+    """
     ttl = family.ttl_ms
     if ttl is None or family.min_versions > 0:
         return []
     oldest = now - ttl
-    return [f for f in files if f.max_ts < oldest]
+    return [f for group in writes(files) if max(g.max_ts for g in group) < oldest for f in group]
 
 
 def _already_compact(files: Sequence[FileEntry], family: Family, now: int) -> bool:

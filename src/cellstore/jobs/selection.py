@@ -53,6 +53,7 @@ __all__ = [
     "select_files",
     "select_minor",
     "selected_stores",
+    "writes",
 ]
 
 #: HBase's ``hbase.hstore.compaction.min``: fewest files a minor compaction takes.
@@ -334,17 +335,37 @@ def select_minor(
 
 
 def _file_count(files: Sequence[FileEntry]) -> int:
-    """Files as selection counts them: a column file and its companion count once.
+    """Files as selection counts them: a column file and its companion count once."""
+    return len(writes(files))
 
-    The one write's ``<stem>-c.parquet`` and ``<stem>.parquet`` stand for the one file the
-    same write makes in the cell layout (docs/format.md 14.2).
+
+def writes(files: Sequence[FileEntry]) -> list[list[FileEntry]]:
+    """``files`` grouped by the file the cell layout would have written for them.
+
+    The one write's ``<stem>-c.parquet`` (a column file) and ``<stem>.parquet`` (its
+    companion cell file) stand for the one file the same write makes in the cell layout
+    (docs/format.md 14.2): compactions count them once and drop them together, so a
+    column-layout table compacts as its cells twin does. Every other file is its own
+    group. Groups keep the order of their first file.
     """
-    paths = {f.path for f in files}
     suffix = f"{COLUMN_FILE_SUFFIX}.parquet"
-    companions = sum(
-        1 for p in paths if p.endswith(suffix) and p.removesuffix(suffix) + ".parquet" in paths
-    )
-    return len(files) - companions
+    by_path = {f.path: f for f in files}
+    partner = {}
+    for f in files:
+        if f.path.endswith(suffix):
+            companion = f.path.removesuffix(suffix) + ".parquet"
+            if companion in by_path:
+                partner[companion] = f.path
+                partner[f.path] = companion
+    out: list[list[FileEntry]] = []
+    placed: set[str] = set()
+    for f in files:
+        if f.path in placed:
+            continue
+        group = [f] + ([by_path[partner[f.path]]] if f.path in partner else [])
+        placed.update(g.path for g in group)
+        out.append(group)
+    return out
 
 
 def select_exploring(
