@@ -13,6 +13,10 @@ bytes in each phase of the load (input tasks, run writing, spill merge, other). 
 ``--before DIR`` (a checkout's ``src``, e.g. from ``git archive``) runs alternate between
 that code and this one (A B A B). ``--layouts`` (default ``cells columns``) runs the load
 into a family of each layout (issue 28: a load writing column files keeps its budget).
+``--compact ROWS`` measures a major compaction the same way: the same input loaded in two
+halves of interleaved keys (the second load a delta under ``auto``), then
+``compact(major=True, memory_budget=...)`` in a fresh subprocess, the budget a quarter of
+the input's Arrow size (issue 28: a compaction writing column files keeps its budget).
 
 Tables have the shape of bench_scan.py (ROWS rows x 5 qualifiers x 2 versions, one region,
 one family, FILES store files). Every case runs in a fresh subprocess, which reports its
@@ -128,6 +132,105 @@ print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
 """
 
 
+_COMPACT_CHILD = r"""
+import json, sys, threading, time
+import pyarrow as pa
+from cellstore.jobs import compact
+from cellstore.warehouse import connect
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+t = connect({root!r}).table("bench:mem")
+base = status("VmRSS")
+peak_arrow, stop = 0.0, False
+def sample():
+    global peak_arrow
+    while not stop:
+        peak_arrow = max(peak_arrow, pa.total_allocated_bytes() / 2**20)
+        time.sleep(0.003)
+th = threading.Thread(target=sample, daemon=True)
+th.start()
+t0 = time.perf_counter()
+report = compact(t, major=True, memory_budget={budget})
+seconds = time.perf_counter() - t0
+stop = True
+th.join()
+t = t.refresh()
+print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
+                  "arrow_max": peak_arrow, "cells": report.output_cells,
+                  "layouts": sorted(f.layout for f in t.files)}}))
+"""
+
+
+def compact_case(
+    tmp: str, path: str, rows: int, budget: int, src: str | None, layout: str
+) -> dict[str, Any]:
+    """A table of ``layout`` loaded in two halves, major-compacted in a fresh subprocess."""
+    import shutil
+
+    import bench_load
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from cellstore import Family
+
+    root = os.path.join(tmp, "wh")
+    shutil.rmtree(root, ignore_errors=True)
+    t = connect(root).create_table(
+        "bench:mem",
+        families=[Family(name="cf", layout=layout)],
+        splits=bench_load.split_keys(rows),
+    )
+    data = pq.read_table(path)
+    odd = pc.equal(pc.bit_wise_and(pa_arange(len(data)), 1), 1)
+    for half in (pc.invert(odd), odd):  # interleaved keys: the second load overlaps the first
+        t.load(data.filter(half), mapping=bench_load.mapping())
+    code = _COMPACT_CHILD.format(root=root, budget=budget)
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def pa_arange(n: int) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.array(np.arange(n))
+
+
+def main_compact(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
+    import bench_load
+    import pyarrow.parquet as pq
+
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as tmp:
+        path = os.path.join(tmp, "in.parquet")
+        bench_load.make_input(Path(path), rows, seed=3)
+        budget = pq.read_table(path).nbytes // 4
+        print(f"input {rows:,} records in two loads, budget {budget / 2**20:.1f} MiB")
+        contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        for _ in range(repeats):
+            for name, src in contenders:
+                for layout in layouts:
+                    r = compact_case(tmp, path, rows, budget, src, layout)
+                    print(
+                        f"  {name}/{layout:7s} base {r['base']:.0f} MiB  peak {r['peak']:.0f} "
+                        f"MiB  above base {r['peak'] - r['base']:.0f} MiB (budget "
+                        f"{budget / 2**20:.0f}: fixed overhead "
+                        f"{r['peak'] - r['base'] - budget / 2**20:.0f})  Arrow max "
+                        f"{r['arrow_max']:.0f} MiB  {r['seconds']:.1f} s  {r['cells']:,} cells "
+                        f"-> {' '.join(r['layouts'])}",
+                        flush=True,
+                    )
+    print(f"load average after: {os.getloadavg()}")
+
+
 def load_case(
     tmp: str, path: str, rows: int, budget: int, src: str | None, layout: str = "auto"
 ) -> dict[str, Any]:
@@ -212,6 +315,7 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--load", type=int, default=0, help="measure a load of this many records")
+    ap.add_argument("--compact", type=int, default=0, help="measure a major compaction")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--before", default=None, help="src directory of the code to compare")
     ap.add_argument(
@@ -230,6 +334,9 @@ def main() -> None:
         help="extra memory_budget values to measure (bytes)",
     )
     args = ap.parse_args()
+    if args.compact:
+        main_compact(args.compact, args.repeats, args.before, args.layouts)
+        return
     if args.load:
         main_load(args.load, args.repeats, args.before, args.layouts)
         return

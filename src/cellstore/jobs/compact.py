@@ -459,6 +459,13 @@ def _store_tasks(
     )
     pieces = split_tasks(table.fs, [whole], budget=memory_budget, metadata=meta)
     out_seq = max(f.seq for f in inputs)
+    if len(pieces) > 1 and layouts.plans:
+        # A store cut into pieces by the budget is large: every piece is written as
+        # columns. ``auto``'s fewest rows (AUTO_MIN_ROWS) is for a whole store; a short
+        # piece written as cells would be a delta to every later wide read.
+        layouts = replace(
+            layouts, plans=tuple((n, replace(p, min_rows=1)) for n, p in layouts.plans)
+        )
     return tuple(
         CompactionTask(
             scan=piece,
