@@ -148,6 +148,25 @@ def test_memory_budget_splits_large_regions_at_row_boundaries(tmp_path):
     assert t.scan(memory_budget=40_000, reversed=True).count_rows() == 3000
 
 
+def test_memory_budget_cuts_overlapping_files_where_their_row_groups_end(tmp_path):
+    """Two loads of interleaved rows (every row group of one overlaps one of the other):
+    pieces are cut only where a row group ends, so none holds a single row and each
+    holds about one row group of each file (a cut one row after a group's first row made
+    a one-row piece and left the rest of the store whole)."""
+    t = connect(tmp_path).create_table("mixed", families=["cf"])
+    for parity in (0, 1):
+        data = [
+            (b"row%05d" % i, "cf", b"q", 1, PUT, b"x" * 50) for i in range(3000) if i % 2 == parity
+        ]
+        t.load_cells(cells_table(data), row_group_cells=300)
+    scan = t.scan(memory_budget=40_000)
+    tasks = scan.plan()
+    assert len(tasks) > 3
+    counts = [b.num_rows for b in scan.to_batches()]
+    assert sum(counts) == 3000 and min(counts) >= 300, counts
+    assert scan.to_arrow().equals(t.scan().to_arrow())
+
+
 def test_memory_budget_validation(web):
     with pytest.raises(InvalidArgumentError, match="memory_budget"):
         web.scan(memory_budget=0)

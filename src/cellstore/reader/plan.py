@@ -353,8 +353,16 @@ def _cut_points(
     paths: Sequence[tuple[FamilyRead, str]],
     budget: int,
 ) -> list[bytes]:
-    """Row keys that cut the task's row groups into pieces of at most ``budget`` bytes."""
-    groups: list[tuple[bytes, int]] = []  # (first row of the row group, uncompressed bytes)
+    """Row keys that cut the task's row groups into pieces of at most ``budget`` bytes.
+
+    A piece holds every row group that overlaps it (a row group is read whole), so a cut
+    is made only where it leaves some row group behind: at the first row of a group that
+    starts after another group of the piece ended. Files that overlap (a later load's
+    rows between an earlier one's) are then cut where their groups end, not one row after
+    a group's first row (which made a piece of one row and left the rest whole); the
+    groups still open at a cut count toward the next piece too.
+    """
+    groups: list[tuple[bytes, bytes | None, int]] = []  # (first row, last row, bytes)
     for fam, path in paths:
         with task.open_file(fs, fam, path) as reader:
             meta = reader.parquet.metadata
@@ -368,17 +376,21 @@ def _cut_points(
                     # key (plus qualifier, timestamp and type): count what a read holds
                     row_bytes = group.column(0).total_uncompressed_size / group.num_rows
                     size += int(rg.num_cells * (row_bytes + _CELL_OVERHEAD))
-                groups.append((rg.min_row or task.start, size))
+                groups.append((rg.min_row or task.start, rg.max_row, size))
     groups.sort(key=lambda g: g[0])
     cuts: list[bytes] = []
-    acc = 0
-    for first_row, size in groups:
+    held: list[tuple[bytes | None, int]] = []  # the current piece's groups: (last row, bytes)
+    for first_row, last_row, size in groups:
+        acc = sum(b for _, b in held)
         after_last_cut = first_row > (cuts[-1] if cuts else task.start)
         before_stop = not task.stop or first_row < task.stop
         if acc and acc + size > budget and after_last_cut and before_stop:
-            cuts.append(first_row)
-            acc = 0
-        acc += size
+            # a group whose last row is unknown is taken to end where the next one starts
+            ended = [g for g in held if g[0] is None or g[0] < first_row]
+            if ended:
+                cuts.append(first_row)
+                held = [g for g in held if not (g[0] is None or g[0] < first_row)]
+        held.append((last_row, size))
     return cuts
 
 
