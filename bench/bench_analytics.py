@@ -28,7 +28,7 @@ a major compaction):
   vs ``pq.read_table(plain, filters=...)`` (goal: 5x faster, i.e. ratio <= 0.2x);
 * ``spark`` (with ``--spark``): a count and a groupby mean over 2 columns through the
   cellstore Spark source (wide shape, typed) vs ``spark.read.parquet(plain)`` (goal:
-  <= 3x), local[2].
+  <= 3x), local[2], with ``read_optimized`` beside it, in each of the three states.
 
 Ratios are cellstore / plain: below 1 is faster than the plain file. The machine is
 shared: the load average is printed. Never part of the test suite.
@@ -339,6 +339,8 @@ def main() -> None:
             t = wh.table(name)
             print("  updated (5% rewritten, 1% deleted, not compacted)")
             measure(t, plain, args.repeats, only)
+            if spark is not None:
+                measure_spark(spark, os.path.join(root, "wh"), t, plain, args.repeats)
             compact(t, major=True)
             t = wh.table(name)
             print("  compacted")
