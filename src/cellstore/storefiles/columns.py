@@ -63,6 +63,7 @@ from cellstore.storefiles.footer import (
 from cellstore.storefiles.layout import store_file_relpath
 from cellstore.storefiles.writer import (
     DEFAULT_ROW_GROUP_CELLS,
+    CellEncoding,
     ParquetFileSink,
     StoreFileWriter,
     WrittenFile,
@@ -70,6 +71,7 @@ from cellstore.storefiles.writer import (
 
 __all__ = [
     "COLUMN_FILE_SUFFIX",
+    "COMPANION_ENCODING",
     "ColumnFileWriter",
     "ColumnPlan",
     "LayoutSink",
@@ -94,12 +96,35 @@ COLUMN_PAGE_BYTES: Final = 1 << 20
 COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"))
 
 
+#: The encoding of a column file's companion cell file (older versions, delete markers,
+#: values no column holds): written once, read only by reads the column file cannot
+#: answer alone. Its rows repeat runs of a record's cells, which zstd at the column
+#: files' level holds in fewer bytes than a dictionary does; values are mostly short
+#: numbers, their lengths kept apart. On bench/bench_analytics.py's compacted table the
+#: companions took 0.98 MB with :data:`~cellstore.storefiles.writer.CELL_ENCODING` and
+#: 0.73 MB with this; decoding them took about the same time (a read that asks for
+#: ``row`` as an Arrow dictionary hashes it: about 1.3x on its own). Not
+#: ``DELTA_BYTE_ARRAY`` rows: pyarrow cannot read those as an Arrow dictionary.
+COMPANION_ENCODING: Final = CellEncoding(
+    dictionary=("qualifier",),
+    encodings=(("value", "DELTA_LENGTH_BYTE_ARRAY"),),
+    zstd_level=COLUMN_ZSTD_LEVEL,
+)
+
 #: Most cells cut into records at once by a :class:`LayoutSink` (its temporaries).
 _SPLIT_CELLS: Final = 16384
 
-#: Records a column file's writer tries both encodings of a column on (see
-#: :meth:`ColumnFileWriter._dictionary_columns`).
+#: Records a column file's writer tries the encodings of a column on (see
+#: :meth:`ColumnFileWriter._encodings`).
 _TRIAL_RECORDS: Final = 16384
+
+#: A column file's encodings (the names pyarrow's ``column_encoding`` takes; a dictionary
+#: is ``use_dictionary``). No BYTE_STREAM_SPLIT: Spark's vectorized Parquet reader, which
+#: ``read_optimized`` uses, decodes it only in its newest releases.
+_DICTIONARY: Final = "dictionary"
+_PLAIN: Final = "PLAIN"
+_DELTA_INTS: Final = "DELTA_BINARY_PACKED"
+_DELTA_BYTES: Final = "DELTA_BYTE_ARRAY"
 
 
 def _level(compression: str) -> int | None:
@@ -331,47 +356,72 @@ class ColumnFileWriter(ParquetFileSink):
         self.bytes += table.nbytes
         self._queue(table)
 
-    def _dictionary_columns(self) -> list[str]:
-        """The columns written with dictionaries: ``__ts`` and repeating key/value columns.
+    def _encodings(self) -> tuple[list[str], dict[str, str]]:
+        """The columns written with dictionaries, and the other columns' own encodings.
 
-        Decided on the first records: a column of mostly distinct values (over half of
-        those held: random ids, raw measurements) is smaller plain; one that repeats
-        values takes a dictionary when a trial of both encodings on the first records
-        (:data:`_TRIAL_RECORDS`) says it is smaller that way (ordered numbers that repeat,
-        such as a key's trailing field, often compress better plain).
+        ``__ts`` takes a dictionary and ``__row`` ``DELTA_BYTE_ARRAY``. Each key and value
+        column is decided on the first records (:data:`_TRIAL_RECORDS`), by a trial of its
+        candidate encodings there, compressed as the file is: the smallest wins (a tie
+        goes to the earlier of dictionary, plain, delta). A dictionary is a candidate
+        when at most half the values held are distinct (random ids and raw measurements
+        are smaller plain), and wins without a trial when it holds at most one value in
+        16 of a column that is not an integer one; an integer column also tries
+        ``DELTA_BINARY_PACKED`` (ordered or close numbers, such as a key's trailing
+        field or times of day: about a fifth smaller than plain or a dictionary on
+        bench/bench_analytics.py's table, and decoded as fast as plain).
         """
         first = self._pending[0] if self._pending else self.schema.empty_table()
         first = first.slice(0, _TRIAL_RECORDS)
-        out = [TS_COLUMN]
+        dictionary = [TS_COLUMN]
+        encodings = {ROW_COLUMN: _DELTA_BYTES} if self.key is None else {}
         names = key_names(self.key) if self.key is not None else []
         stored = set(self.schema.names)
         values = [s.value_name for s in self.columns if s.value_name in stored]
         for name in [*names, *values]:
-            col = first.column(name)
-            held = len(col) - col.null_count
-            if held and 2 * pc.count_distinct(col).as_py() <= held and self._smaller_dict(col):
-                out.append(name)
-        return out
+            choice = self._encoding_of(first.column(name))
+            if choice == _DICTIONARY:
+                dictionary.append(name)
+            elif choice != _PLAIN:
+                encodings[name] = choice
+        return dictionary, encodings
 
-    def _smaller_dict(self, col: pa.ChunkedArray) -> bool:
-        """Whether ``col`` compresses smaller with a dictionary than plain (a trial)."""
-        if self.family.compression == "none" or 16 * pc.count_distinct(col).as_py() <= len(col):
-            return True  # few distinct values: a dictionary always wins
-        sizes = []
-        for dictionary in (True, False):
-            sink = pa.BufferOutputStream()
-            pq.write_table(
-                pa.table({"c": col}),
-                sink,
-                compression=self.family.compression,
-                compression_level=_level(self.family.compression),
-                use_dictionary=dictionary,
-                write_statistics=False,
-            )
-            sizes.append(sink.getvalue().size)
-        return bool(sizes[0] <= sizes[1])
+    def _encoding_of(self, col: pa.ChunkedArray) -> str:
+        """The encoding of a key or value column whose first records are ``col``."""
+        held = len(col) - col.null_count
+        if not held:
+            return _PLAIN
+        integer = pa.types.is_integer(col.type)
+        distinct = pc.count_distinct(col).as_py()
+        candidates = [_DICTIONARY] if 2 * distinct <= held else []
+        if candidates and not integer and 16 * distinct <= len(col):
+            return _DICTIONARY  # few distinct values: a dictionary always wins
+        candidates.append(_PLAIN)
+        if integer:
+            candidates.append(_DELTA_INTS)
+        if len(candidates) == 1:
+            return candidates[0]
+        if self.family.compression == "none" and not integer:
+            return candidates[0]  # uncompressed, a dictionary of repeats wins
+        sizes = [self._trial_size(col, c) for c in candidates]
+        return candidates[sizes.index(min(sizes))]
+
+    def _trial_size(self, col: pa.ChunkedArray, encoding: str) -> int:
+        """Bytes of ``col`` written alone with ``encoding``, compressed as the file is."""
+        sink = pa.BufferOutputStream()
+        pq.write_table(
+            pa.table({"c": col}),
+            sink,
+            compression=self.family.compression,
+            compression_level=_level(self.family.compression),
+            use_dictionary=encoding == _DICTIONARY,
+            column_encoding={"c": encoding} if encoding == _DELTA_INTS else None,
+            write_statistics=True,  # page headers as the file's (statistics, checksums)
+            write_page_checksum=True,
+        )
+        return int(sink.getvalue().size)
 
     def _open(self) -> pq.ParquetWriter:
+        dictionary, encodings = self._encodings()
         # No Bloom filter: a point read finds its one row group by the statistics of the
         # sorted, unique __row, and a filter would add about a fifth to the file's bytes
         # (9.6 bits a record at 1% false positives, against ~3 bytes a record of __row).
@@ -386,10 +436,11 @@ class ColumnFileWriter(ParquetFileSink):
             write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
             # (a keyed file is sorted by the encoded key, not by its fields' values)
             sorting_columns=[pq.SortingColumn(0)] if self.key is None else None,
-            # sorted unique keys share prefixes; values that repeat take dictionaries
-            # (decided on the first records); the cells' own timestamps are mostly null
-            use_dictionary=self._dictionary_columns(),
-            column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"} if self.key is None else None,
+            # sorted unique keys share prefixes; values that repeat take dictionaries,
+            # close integers deltas (decided on the first records); the cells' own
+            # timestamps are mostly null
+            use_dictionary=dictionary,
+            column_encoding=encodings or None,
         )
 
     def _write_groups(self, table: pa.Table, full: int) -> None:
@@ -696,6 +747,7 @@ class LayoutSink:
                     seq=self.seq,
                     load_id=self.load_id,
                     row_group_cells=self.row_group_cells,
+                    encoding=COMPANION_ENCODING,
                 )
             self._cells.write(rest)
         return records, fields
