@@ -102,9 +102,11 @@ COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"
 #: files' level holds in fewer bytes than a dictionary does; values are mostly short
 #: numbers, their lengths kept apart. On bench/bench_analytics.py's compacted table the
 #: companions took 0.98 MB with :data:`~cellstore.storefiles.writer.CELL_ENCODING` and
-#: 0.73 MB with this; decoding them took about the same time (a read that asks for
-#: ``row`` as an Arrow dictionary hashes it: about 1.3x on its own). Not
-#: ``DELTA_BYTE_ARRAY`` rows: pyarrow cannot read those as an Arrow dictionary.
+#: 0.73 MB with this. The trade: decoding them plain took 0.9x the CPU, but a read that
+#: asks for ``row`` as an Arrow dictionary (a merge's) hashes the rows: 1.6x (20 ms
+#: against 13 ms for those 233k cells), small beside the column files' expansion such a
+#: read also does. Not ``DELTA_BYTE_ARRAY`` rows: pyarrow cannot read those as an Arrow
+#: dictionary.
 COMPANION_ENCODING: Final = CellEncoding(
     dictionary=("qualifier",),
     encodings=(("value", "DELTA_LENGTH_BYTE_ARRAY"),),
