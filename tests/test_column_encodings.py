@@ -264,3 +264,17 @@ def test_companion_cell_files_are_encoded_smaller_and_read_by_every_reader(
         compact(t)
     assert_same_reads(a, b)
     assert verify(b).ok, verify(b).to_dict()
+
+
+def test_a_region_family_left_in_cells_writes_ordinary_cell_files(tmp_path: Path) -> None:
+    """An ``auto`` region-family too small for a column file (fewer than 4,096 rows) keeps
+    its cells in cell files with the cell encoding (rows and qualifiers as dictionaries,
+    values plain), not the companion's: such files are merged like any cell file."""
+    _, b = twins(str(tmp_path))
+    b.load(flights(500), mapping=mapping(), key_advice="off")
+    entries = b.refresh().files
+    assert entries and {e.layout for e in entries} == {"cells"}
+    for entry in entries:
+        found = encodings(b.file_path(entry))
+        assert found["row"] == found["qualifier"] == {"RLE_DICTIONARY"}
+        assert found["value"] == {"PLAIN"}

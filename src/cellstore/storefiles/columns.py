@@ -62,6 +62,7 @@ from cellstore.storefiles.footer import (
 )
 from cellstore.storefiles.layout import store_file_relpath
 from cellstore.storefiles.writer import (
+    CELL_ENCODING,
     DEFAULT_ROW_GROUP_CELLS,
     CellEncoding,
     ParquetFileSink,
@@ -749,7 +750,8 @@ class LayoutSink:
                     seq=self.seq,
                     load_id=self.load_id,
                     row_group_cells=self.row_group_cells,
-                    encoding=COMPANION_ENCODING,
+                    # a region-family left in cells (no column set) writes a cell file
+                    encoding=COMPANION_ENCODING if specs else CELL_ENCODING,
                 )
             self._cells.write(rest)
         return records, fields
