@@ -28,7 +28,7 @@ from cellstore.jobs import verify
 from cellstore.jobs.compact import compact
 from cellstore.loader import LoadMapping
 from cellstore.storefiles import StoreFileReader
-from cellstore.storefiles.columns import COLUMN_ZSTD_LEVEL, COMPANION_ENCODING
+from cellstore.storefiles.columnenc import COLUMN_ZSTD_LEVEL, COMPANION_ENCODING
 from cellstore.storefiles.writer import CELL_ENCODING, write_store_file
 
 SPEC = RowKeySpec(

@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import itertools
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -54,6 +53,12 @@ from cellstore.core.keys import from_string_binary
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.fs import join
+from cellstore.storefiles.columnenc import (
+    COLUMN_ZSTD_LEVEL,
+    COMPANION_ENCODING,
+    choose_encodings,
+    column_level,
+)
 from cellstore.storefiles.footer import (
     ALIASED_FILE_FORMAT_VERSION,
     COLUMN_FILE_FORMAT_VERSION,
@@ -64,7 +69,6 @@ from cellstore.storefiles.layout import store_file_relpath
 from cellstore.storefiles.writer import (
     CELL_ENCODING,
     DEFAULT_ROW_GROUP_CELLS,
-    CellEncoding,
     ParquetFileSink,
     StoreFileWriter,
     WrittenFile,
@@ -72,6 +76,7 @@ from cellstore.storefiles.writer import (
 
 __all__ = [
     "COLUMN_FILE_SUFFIX",
+    "COLUMN_ZSTD_LEVEL",
     "COMPANION_ENCODING",
     "ColumnFileWriter",
     "ColumnPlan",
@@ -91,50 +96,8 @@ COLUMN_FILE_SUFFIX: Final = "-c"
 COLUMN_PAGE_BYTES: Final = 1 << 20
 
 
-#: zstd level of column files: written once by a load or a major compaction and read by
-#: every analytics query, so smaller beats faster to write (level 6 keeps a load's write
-#: step within ~1.5x of level 1's time; measured in docs/performance.md).
-COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"))
-
-
-#: The encoding of a column file's companion cell file (older versions, delete markers,
-#: values no column holds): written once, read only by reads the column file cannot
-#: answer alone. Its rows repeat runs of a record's cells, which zstd at the column
-#: files' level holds in fewer bytes than a dictionary does; values are mostly short
-#: numbers, their lengths kept apart. On bench/bench_analytics.py's compacted table the
-#: companions took 0.98 MB with :data:`~cellstore.storefiles.writer.CELL_ENCODING` and
-#: 0.73 MB with this. The trade: decoding them plain took 0.9x the CPU, but a read that
-#: asks for ``row`` as an Arrow dictionary (a merge's) hashes the rows: 1.6x (20 ms
-#: against 13 ms for those 233k cells), small beside the column files' expansion such a
-#: read also does. Not ``DELTA_BYTE_ARRAY`` rows: pyarrow cannot read those as an Arrow
-#: dictionary.
-COMPANION_ENCODING: Final = CellEncoding(
-    dictionary=("qualifier",),
-    encodings=(("value", "DELTA_LENGTH_BYTE_ARRAY"),),
-    zstd_level=COLUMN_ZSTD_LEVEL,
-)
-
 #: Most cells cut into records at once by a :class:`LayoutSink` (its temporaries).
 _SPLIT_CELLS: Final = 16384
-
-#: Records a column file's writer tries the encodings of a column on (see
-#: :meth:`ColumnFileWriter._encodings`).
-_TRIAL_RECORDS: Final = 16384
-
-#: A column file's encodings (the names pyarrow's ``column_encoding`` takes; a dictionary
-#: is ``use_dictionary``). No BYTE_STREAM_SPLIT, though it would make a key's trailing
-#: int32 field a fifth smaller again: the vectorized Parquet reader of Spark 4.1 (our
-#: floor), which ``read_optimized`` uses, has no decoder for it (4.3 has; both decode
-#: DELTA_BINARY_PACKED).
-_DICTIONARY: Final = "dictionary"
-_PLAIN: Final = "PLAIN"
-_DELTA_INTS: Final = "DELTA_BINARY_PACKED"
-_DELTA_BYTES: Final = "DELTA_BYTE_ARRAY"
-
-
-def _level(compression: str) -> int | None:
-    """The compression level of a column file (zstd: :data:`COLUMN_ZSTD_LEVEL`)."""
-    return COLUMN_ZSTD_LEVEL if compression == "zstd" else None
 
 
 def _is_ts(name: str) -> bool:
@@ -362,68 +325,17 @@ class ColumnFileWriter(ParquetFileSink):
         self._queue(table)
 
     def _encodings(self) -> tuple[list[str], dict[str, str]]:
-        """The columns written with dictionaries, and the other columns' own encodings.
+        """The columns with dictionaries, and the others' encodings (a trial).
 
-        ``__ts`` takes a dictionary and ``__row`` ``DELTA_BYTE_ARRAY``. Each key and value
-        column is decided on the first records (:data:`_TRIAL_RECORDS`), by a trial of its
-        candidate encodings there, compressed as the file is: the smallest wins (a tie
-        goes to the earlier of dictionary, plain, delta). A dictionary is a candidate
-        when at most half the values held are distinct (random ids and raw measurements
-        are smaller plain), and wins without a trial when it holds at most one value in
-        16 of a column that is not an integer one; an integer column also tries
-        ``DELTA_BINARY_PACKED`` (ordered or close numbers, such as a key's trailing
-        field or times of day: about a fifth smaller than plain or a dictionary on
-        bench/bench_analytics.py's table, and decoded as fast as plain).
+        :func:`~cellstore.storefiles.columnenc.choose_encodings` on the first records.
         """
         first = self._pending[0] if self._pending else self.schema.empty_table()
-        first = first.slice(0, _TRIAL_RECORDS)
-        dictionary = [TS_COLUMN]
-        encodings = {ROW_COLUMN: _DELTA_BYTES} if self.key is None else {}
         names = key_names(self.key) if self.key is not None else []
         stored = set(self.schema.names)
         values = [s.value_name for s in self.columns if s.value_name in stored]
-        for name in [*names, *values]:
-            choice = self._encoding_of(first.column(name))
-            if choice == _DICTIONARY:
-                dictionary.append(name)
-            elif choice != _PLAIN:
-                encodings[name] = choice
-        return dictionary, encodings
-
-    def _encoding_of(self, col: pa.ChunkedArray) -> str:
-        """The encoding of a key or value column whose first records are ``col``."""
-        held = len(col) - col.null_count
-        if not held:
-            return _PLAIN
-        integer = pa.types.is_integer(col.type)
-        distinct = pc.count_distinct(col).as_py()
-        candidates = [_DICTIONARY] if 2 * distinct <= held else []
-        if candidates and not integer and 16 * distinct <= len(col):
-            return _DICTIONARY  # few distinct values: a dictionary always wins
-        candidates.append(_PLAIN)
-        if integer:
-            candidates.append(_DELTA_INTS)
-        if len(candidates) == 1:
-            return candidates[0]
-        if self.family.compression == "none" and not integer:
-            return candidates[0]  # uncompressed, a dictionary of repeats wins
-        sizes = [self._trial_size(col, c) for c in candidates]
-        return candidates[sizes.index(min(sizes))]
-
-    def _trial_size(self, col: pa.ChunkedArray, encoding: str) -> int:
-        """Bytes of ``col`` written alone with ``encoding``, compressed as the file is."""
-        sink = pa.BufferOutputStream()
-        pq.write_table(
-            pa.table({"c": col}),
-            sink,
-            compression=self.family.compression,
-            compression_level=_level(self.family.compression),
-            use_dictionary=encoding == _DICTIONARY,
-            column_encoding={"c": encoding} if encoding == _DELTA_INTS else None,
-            write_statistics=True,  # page headers as the file's (statistics, checksums)
-            write_page_checksum=True,
+        return choose_encodings(
+            first, [*names, *values], compression=self.family.compression, rows=self.key is None
         )
-        return int(sink.getvalue().size)
 
     def _open(self) -> pq.ParquetWriter:
         dictionary, encodings = self._encodings()
@@ -433,7 +345,7 @@ class ColumnFileWriter(ParquetFileSink):
         return self._open_parquet(
             self.schema,
             compression=self.family.compression,
-            compression_level=_level(self.family.compression),
+            compression_level=column_level(self.family.compression),
             # analytics reads decode whole row groups: pages as large as Parquet's
             # default (a point read decodes the row group either way)
             data_page_size=max(self.family.block_size, COLUMN_PAGE_BYTES),
