@@ -1355,21 +1355,26 @@ def test_row_expression_is_byte_identical_to_the_spec(spark, tmp_path: Path) -> 
         data = data.filter(pa.array(~encoded.bad))
         want = encoded.values.filter(pa.array(~encoded.bad)).to_pylist()
         assert len(want) > len(combos) // 2
-        path = tmp_path / f"keys{number}.parquet"
-        pq.write_table(
-            pa.table({key_column(f): data.column(f.name) for f in spec.fields}).append_column(
-                "i", pa.array(range(data.num_rows))
-            ),
-            path,
-        )
-        schema = ", ".join(f"`{key_column(f)}` {key_spark_type(f)}" for f in spec.fields)
-        df = (
-            spark.read.schema(f"{schema}, i bigint")  # the types read_optimized declares
-            .parquet(str(path))
-            .select("i", row_expression(spec).alias("row"))
-        )
-        got = [bytes(r["row"]) for r in sorted(df.collect(), key=lambda r: r["i"])]
-        assert got == want, spec.describe()
+        table = pa.table({key_column(f): data.column(f.name) for f in spec.fields})
+        table = table.append_column("i", pa.array(range(data.num_rows)))
+        # integer key columns as column files may hold them: plain, and delta-coded
+        ints = [n for n in table.column_names if pa.types.is_integer(table.schema.field(n).type)]
+        for delta in (False, True):
+            path = tmp_path / f"keys{number}-{delta}.parquet"
+            pq.write_table(
+                table,
+                path,
+                use_dictionary=not delta,
+                column_encoding=dict.fromkeys(ints, "DELTA_BINARY_PACKED") if delta else None,
+            )
+            schema = ", ".join(f"`{key_column(f)}` {key_spark_type(f)}" for f in spec.fields)
+            df = (
+                spark.read.schema(f"{schema}, i bigint")  # the types read_optimized declares
+                .parquet(str(path))
+                .select("i", row_expression(spec).alias("row"))
+            )
+            got = [bytes(r["row"]) for r in sorted(df.collect(), key=lambda r: r["i"])]
+            assert got == want, (spec.describe(), delta)
     for fields in (
         (KeyField(name="x", type="float64"),),
         (KeyField(name="x", type="uint64"),),
