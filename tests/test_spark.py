@@ -1192,6 +1192,48 @@ def test_read_optimized_on_keyed_column_files_equals_the_source(spark, tmp_path:
     assert not float_plan.files and float_plan.ranges == [(b"", b"")]
 
 
+def test_read_optimized_reads_delta_coded_integer_columns(spark, tmp_path: Path) -> None:
+    """Column files write ordered integers (a key's trailing field, a serial number) with
+    DELTA_BINARY_PACKED when a trial says it is smaller (docs/format.md 14.2): Spark's own
+    Parquet reader takes them, and ``read_optimized`` equals the source."""
+    import pyarrow.parquet as pq
+
+    from cellstore import Family
+    from cellstore.loader import LoadMapping
+    from cellstore.spark.optimized import plan_optimized
+
+    root = str(tmp_path / "wh")
+    spec = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
+    t = connect(root).create_table(
+        "deltas", families=[Family(name="d", layout="columns")], row_key=spec
+    )
+    n = 3000
+    frame = pd.DataFrame(
+        {
+            "carrier": [["AA", "DL", "UA"][i // 1000] for i in range(n)],
+            "n": [i * 7 - 5000 for i in range(n)],
+            "serial": [10**12 + 3 * i + i % 2 for i in range(n)],
+        }
+    )
+    mapping = LoadMapping.from_dict(
+        {
+            "row_key": spec.to_dict(),
+            "cells": [{"family": "d", "qualifier": "serial", "value": "serial", "codec": "long"}],
+        }
+    )
+    t.load(frame, mapping=mapping, key_advice="off")
+    t = connect(root).table("deltas")
+    assert plan_optimized(t).files  # read by Spark's Parquet reader
+    (entry,) = [e for e in t.files if e.layout == "columns"]
+    md = pq.ParquetFile(t.file_path(entry)).metadata
+    names = md.schema.names
+    for name in ("__key:n", "serial"):
+        assert "DELTA_BINARY_PACKED" in md.row_group(0).column(names.index(name)).encodings
+    for columns in (None, ["d:serial"]):
+        got, want = _optimized_like_the_source(spark, root, t, columns)
+        assert got.count() == want.num_rows == n
+
+
 def test_read_optimized_reads_aliased_columns_from_their_key_fields(spark, tmp_path: Path) -> None:
     """A keyed column file stores no value column equal to a key field (an alias,
     docs/format.md 14.2): Spark's Parquet reader takes the column from the key field's
@@ -1313,21 +1355,26 @@ def test_row_expression_is_byte_identical_to_the_spec(spark, tmp_path: Path) -> 
         data = data.filter(pa.array(~encoded.bad))
         want = encoded.values.filter(pa.array(~encoded.bad)).to_pylist()
         assert len(want) > len(combos) // 2
-        path = tmp_path / f"keys{number}.parquet"
-        pq.write_table(
-            pa.table({key_column(f): data.column(f.name) for f in spec.fields}).append_column(
-                "i", pa.array(range(data.num_rows))
-            ),
-            path,
-        )
-        schema = ", ".join(f"`{key_column(f)}` {key_spark_type(f)}" for f in spec.fields)
-        df = (
-            spark.read.schema(f"{schema}, i bigint")  # the types read_optimized declares
-            .parquet(str(path))
-            .select("i", row_expression(spec).alias("row"))
-        )
-        got = [bytes(r["row"]) for r in sorted(df.collect(), key=lambda r: r["i"])]
-        assert got == want, spec.describe()
+        table = pa.table({key_column(f): data.column(f.name) for f in spec.fields})
+        table = table.append_column("i", pa.array(range(data.num_rows)))
+        # integer key columns as column files may hold them: plain, and delta-coded
+        ints = [n for n in table.column_names if pa.types.is_integer(table.schema.field(n).type)]
+        for delta in (False, True):
+            path = tmp_path / f"keys{number}-{delta}.parquet"
+            pq.write_table(
+                table,
+                path,
+                use_dictionary=not delta,
+                column_encoding=dict.fromkeys(ints, "DELTA_BINARY_PACKED") if delta else None,
+            )
+            schema = ", ".join(f"`{key_column(f)}` {key_spark_type(f)}" for f in spec.fields)
+            df = (
+                spark.read.schema(f"{schema}, i bigint")  # the types read_optimized declares
+                .parquet(str(path))
+                .select("i", row_expression(spec).alias("row"))
+            )
+            got = [bytes(r["row"]) for r in sorted(df.collect(), key=lambda r: r["i"])]
+            assert got == want, (spec.describe(), delta)
     for fields in (
         (KeyField(name="x", type="float64"),),
         (KeyField(name="x", type="uint64"),),

@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import itertools
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -54,6 +53,12 @@ from cellstore.core.keys import from_string_binary
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.fs import join
+from cellstore.storefiles.columnenc import (
+    COLUMN_ZSTD_LEVEL,
+    COMPANION_ENCODING,
+    choose_encodings,
+    column_level,
+)
 from cellstore.storefiles.footer import (
     ALIASED_FILE_FORMAT_VERSION,
     COLUMN_FILE_FORMAT_VERSION,
@@ -62,6 +67,7 @@ from cellstore.storefiles.footer import (
 )
 from cellstore.storefiles.layout import store_file_relpath
 from cellstore.storefiles.writer import (
+    CELL_ENCODING,
     DEFAULT_ROW_GROUP_CELLS,
     ParquetFileSink,
     StoreFileWriter,
@@ -70,6 +76,8 @@ from cellstore.storefiles.writer import (
 
 __all__ = [
     "COLUMN_FILE_SUFFIX",
+    "COLUMN_ZSTD_LEVEL",
+    "COMPANION_ENCODING",
     "ColumnFileWriter",
     "ColumnPlan",
     "LayoutSink",
@@ -88,23 +96,8 @@ COLUMN_FILE_SUFFIX: Final = "-c"
 COLUMN_PAGE_BYTES: Final = 1 << 20
 
 
-#: zstd level of column files: written once by a load or a major compaction and read by
-#: every analytics query, so smaller beats faster to write (level 6 keeps a load's write
-#: step within ~1.5x of level 1's time; measured in docs/performance.md).
-COLUMN_ZSTD_LEVEL: Final = int(os.environ.get("CELLSTORE_COLUMN_ZSTD_LEVEL", "6"))
-
-
 #: Most cells cut into records at once by a :class:`LayoutSink` (its temporaries).
 _SPLIT_CELLS: Final = 16384
-
-#: Records a column file's writer tries both encodings of a column on (see
-#: :meth:`ColumnFileWriter._dictionary_columns`).
-_TRIAL_RECORDS: Final = 16384
-
-
-def _level(compression: str) -> int | None:
-    """The compression level of a column file (zstd: :data:`COLUMN_ZSTD_LEVEL`)."""
-    return COLUMN_ZSTD_LEVEL if compression == "zstd" else None
 
 
 def _is_ts(name: str) -> bool:
@@ -331,54 +324,28 @@ class ColumnFileWriter(ParquetFileSink):
         self.bytes += table.nbytes
         self._queue(table)
 
-    def _dictionary_columns(self) -> list[str]:
-        """The columns written with dictionaries: ``__ts`` and repeating key/value columns.
+    def _encodings(self) -> tuple[list[str], dict[str, str]]:
+        """The columns with dictionaries, and the others' encodings (a trial).
 
-        Decided on the first records: a column of mostly distinct values (over half of
-        those held: random ids, raw measurements) is smaller plain; one that repeats
-        values takes a dictionary when a trial of both encodings on the first records
-        (:data:`_TRIAL_RECORDS`) says it is smaller that way (ordered numbers that repeat,
-        such as a key's trailing field, often compress better plain).
+        :func:`~cellstore.storefiles.columnenc.choose_encodings` on the first records.
         """
         first = self._pending[0] if self._pending else self.schema.empty_table()
-        first = first.slice(0, _TRIAL_RECORDS)
-        out = [TS_COLUMN]
         names = key_names(self.key) if self.key is not None else []
         stored = set(self.schema.names)
         values = [s.value_name for s in self.columns if s.value_name in stored]
-        for name in [*names, *values]:
-            col = first.column(name)
-            held = len(col) - col.null_count
-            if held and 2 * pc.count_distinct(col).as_py() <= held and self._smaller_dict(col):
-                out.append(name)
-        return out
-
-    def _smaller_dict(self, col: pa.ChunkedArray) -> bool:
-        """Whether ``col`` compresses smaller with a dictionary than plain (a trial)."""
-        if self.family.compression == "none" or 16 * pc.count_distinct(col).as_py() <= len(col):
-            return True  # few distinct values: a dictionary always wins
-        sizes = []
-        for dictionary in (True, False):
-            sink = pa.BufferOutputStream()
-            pq.write_table(
-                pa.table({"c": col}),
-                sink,
-                compression=self.family.compression,
-                compression_level=_level(self.family.compression),
-                use_dictionary=dictionary,
-                write_statistics=False,
-            )
-            sizes.append(sink.getvalue().size)
-        return bool(sizes[0] <= sizes[1])
+        return choose_encodings(
+            first, [*names, *values], compression=self.family.compression, rows=self.key is None
+        )
 
     def _open(self) -> pq.ParquetWriter:
+        dictionary, encodings = self._encodings()
         # No Bloom filter: a point read finds its one row group by the statistics of the
         # sorted, unique __row, and a filter would add about a fifth to the file's bytes
         # (9.6 bits a record at 1% false positives, against ~3 bytes a record of __row).
         return self._open_parquet(
             self.schema,
             compression=self.family.compression,
-            compression_level=_level(self.family.compression),
+            compression_level=column_level(self.family.compression),
             # analytics reads decode whole row groups: pages as large as Parquet's
             # default (a point read decodes the row group either way)
             data_page_size=max(self.family.block_size, COLUMN_PAGE_BYTES),
@@ -386,10 +353,11 @@ class ColumnFileWriter(ParquetFileSink):
             write_statistics=[f.name for f in self.schema if not _is_ts(f.name)],
             # (a keyed file is sorted by the encoded key, not by its fields' values)
             sorting_columns=[pq.SortingColumn(0)] if self.key is None else None,
-            # sorted unique keys share prefixes; values that repeat take dictionaries
-            # (decided on the first records); the cells' own timestamps are mostly null
-            use_dictionary=self._dictionary_columns(),
-            column_encoding={ROW_COLUMN: "DELTA_BYTE_ARRAY"} if self.key is None else None,
+            # sorted unique keys share prefixes; values that repeat take dictionaries,
+            # close integers deltas (decided on the first records); the cells' own
+            # timestamps are mostly null
+            use_dictionary=dictionary,
+            column_encoding=encodings or None,
         )
 
     def _write_groups(self, table: pa.Table, full: int) -> None:
@@ -696,6 +664,8 @@ class LayoutSink:
                     seq=self.seq,
                     load_id=self.load_id,
                     row_group_cells=self.row_group_cells,
+                    # a region-family left in cells (no column set) writes a cell file
+                    encoding=COMPANION_ENCODING if specs else CELL_ENCODING,
                 )
             self._cells.write(rest)
         return records, fields

@@ -49,6 +49,8 @@ from cellstore.storefiles.footer import (
 
 __all__ = [
     "BLOOM_FPP",
+    "CELL_ENCODING",
+    "CellEncoding",
     "DEFAULT_ROW_GROUP_CELLS",
     "NO_ROLL",
     "ParquetFileSink",
@@ -73,6 +75,28 @@ _SORTING: Final = [
     pq.SortingColumn(2, descending=True),  # ts descending
     pq.SortingColumn(3, descending=True),  # type descending
 ]
+
+
+@dataclass(frozen=True)
+class CellEncoding:
+    """How a cell file's columns are encoded (any encoding reads the same: section 9).
+
+    Attributes:
+        dictionary: The columns written with a Parquet dictionary.
+        encodings: ``(column, encoding)`` pairs of other columns (pyarrow's
+            ``column_encoding`` names); every other column is plain.
+        zstd_level: The compression level when the family compresses with zstd (None:
+            pyarrow's default).
+    """
+
+    dictionary: tuple[str, ...] = ("row", "qualifier")
+    encodings: tuple[tuple[str, str], ...] = ()
+    zstd_level: int | None = None
+
+
+#: A cell file's encoding: rows and qualifiers repeat (a dictionary each), so a read that
+#: asks for them as Arrow dictionaries (``encoded=True``) takes the pages as they are.
+CELL_ENCODING: Final = CellEncoding()
 
 
 @dataclass(frozen=True)
@@ -309,6 +333,8 @@ class StoreFileWriter(ParquetFileSink):
         seq: Sequence number for the footer.
         load_id: Id of the load or job writing the file.
         row_group_cells: Cells per Parquet row group.
+        encoding: How the columns are encoded (:data:`CELL_ENCODING`; the companion cell
+            file of a column file has its own, in :mod:`~cellstore.storefiles.columns`).
     """
 
     def __init__(
@@ -320,6 +346,7 @@ class StoreFileWriter(ParquetFileSink):
         seq: int,
         load_id: str,
         row_group_cells: int = DEFAULT_ROW_GROUP_CELLS,
+        encoding: CellEncoding = CELL_ENCODING,
     ) -> None:
         if row_group_cells < 1:
             raise ValueError("row_group_cells must be positive")
@@ -329,6 +356,7 @@ class StoreFileWriter(ParquetFileSink):
         self.seq = seq
         self.load_id = load_id
         self.row_group_cells = row_group_cells
+        self.encoding = encoding
         self._start(row_group_cells)
 
     @property
@@ -353,13 +381,18 @@ class StoreFileWriter(ParquetFileSink):
         if self.family.bloom_filter:
             ndv = bloom_ndv(first, row_group_cells=self.row_group_cells)
             options["bloom_filter_options"] = {"row": {"ndv": ndv, "fpp": BLOOM_FPP}}
+        encoding = self.encoding
+        if encoding.encodings:
+            options["column_encoding"] = dict(encoding.encodings)
+        if encoding.zstd_level is not None and self.family.compression == "zstd":
+            options["compression_level"] = encoding.zstd_level
         return self._open_parquet(
             CELL_SCHEMA,
             compression=self.family.compression,
             data_page_size=self.family.block_size,
             write_statistics=True,
             sorting_columns=_SORTING,
-            use_dictionary=["row", "qualifier"],
+            use_dictionary=list(encoding.dictionary),
             **options,
         )
 
