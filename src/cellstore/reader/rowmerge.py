@@ -296,8 +296,28 @@ def _column(
     from_rec, extra = rec if rec is not None else (np.zeros(len(where), dtype=bool), None)
     from_cells = taking & ~from_rec
     raw = values.take(pa.array(src[from_cells]))
+    typed_codec = Codec.BYTES if held is None else held[1]
+    base_arr, codec, new = typed_like(held, n, raw)
+    if extra is not None and (taking & from_rec).any():
+        more = extra.filter(pa.array(taking & from_rec))
+        if typed_codec is not codec:
+            more = _as_bytes(more, typed_codec)
+        new = _interleave(new, more.cast(new.type), from_rec[taking])
+    return _patched(base_arr, where, visible, taking, new.cast(base_arr.type), keep), codec
+
+
+def typed_like(
+    held: tuple[pa.Array, Codec] | None, n: int, raw: pa.Array
+) -> tuple[pa.Array, Codec, pa.Array]:
+    """Delta values' bytes ``raw`` typed like a base column ``held`` (None: none, ``n`` rows).
+
+    The bytes are typed with the column's codec when every one of them gives its bytes
+    back; otherwise the column and the values are bytes (as the general path gives them).
+
+    Returns:
+        The base column (as held, or as bytes), its codec, and the typed values.
+    """
     base_arr, codec = held if held is not None else (pa.nulls(n, pa.binary()), Codec.BYTES)
-    typed_codec = codec
     new = raw
     if codec is not Codec.BYTES:
         typed = decode_values(raw, codec, field="value", errors="null")
@@ -311,12 +331,7 @@ def _column(
             base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
     if codec is Codec.BYTES:
         base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
-    if extra is not None and (taking & from_rec).any():
-        more = extra.filter(pa.array(taking & from_rec))
-        if typed_codec is not codec:
-            more = _as_bytes(more, typed_codec)
-        new = _interleave(new, more.cast(new.type), from_rec[taking])
-    return _patched(base_arr, where, visible, taking, new.cast(base_arr.type), keep), codec
+    return base_arr, codec, new
 
 
 def _patched(
