@@ -27,7 +27,7 @@ from cellstore.core.cells import CellType
 from cellstore.core.columnar import AUTO_MIN_ROWS
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.reader import rowmerge
-from cellstore.reader.columnar import fast
+from cellstore.reader.columnar import fast, merge
 from test_column_layout import cell_table as table
 
 PUT = int(CellType.PUT)
@@ -78,33 +78,29 @@ def delta(draw: st.DrawFn, kinds: list[int]) -> list[tuple[bytes, str, bytes, in
     return out
 
 
-def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Record, for each call of the merge by row, whether it answered (not None)."""
-    merged: list[bool] = []
-    real = rowmerge.merge_by_row
+def spy_answers(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[bool]:
+    """Record, for each call of ``owner.name``, whether it answered (not None)."""
+    answered: list[bool] = []
+    real = getattr(owner, name)
 
     def spy(*args: Any, **kw: Any) -> Any:
         out = real(*args, **kw)
-        merged.append(out is not None)
+        answered.append(out is not None)
         return out
 
-    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
-    return merged
+    monkeypatch.setattr(owner, name, spy)
+    return answered
+
+
+def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, for each call of the merge by row, whether it answered (not None)."""
+    return spy_answers(monkeypatch, merge, "merge_by_row")
 
 
 def spy_patches(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Record, for each family whose deltas were pivoted to be patched, whether the
     patch was made (not None: every delta row is the base's)."""
-    patched: list[bool] = []
-    real = fast.decide
-
-    def spy(*args: Any, **kw: Any) -> Any:
-        out = real(*args, **kw)
-        patched.append(out is not None)
-        return out
-
-    monkeypatch.setattr(fast, "decide", spy)
-    return patched
+    return spy_answers(monkeypatch, fast, "decide")
 
 
 @settings(

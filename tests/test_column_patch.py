@@ -86,18 +86,12 @@ def twins(root: str, *, ttl: int | None = None, made: str | None = None) -> tupl
         return wh.table("cells"), wh.table("auto")
     wh = cellstore.connect(root)
     fams = [Family(name="f", ttl=ttl), Family(name="g", ttl=ttl)]
-    made = [
-        wh.create_table(
-            name,
-            families=[f.replace(layout=name) for f in fams],
-            row_key=KEY,
-            properties=PROPS,
-        )
-        for name in ("cells", "auto")
-    ]
-    for t in made:
-        t.load_cells(base_cells())
-    return made[0], made[1]
+    made = {}
+    for name in ("cells", "auto"):
+        of_layout = [f.replace(layout=name) for f in fams]
+        made[name] = wh.create_table(name, families=of_layout, row_key=KEY, properties=PROPS)
+        made[name].load_cells(base_cells())
+    return made["cells"], made["auto"]
 
 
 READS: list[dict[str, Any]] = [
@@ -332,10 +326,10 @@ def test_gather2_takes_from_either_array_or_gives_null(data: st.DataObject) -> N
         "i32": lambda k: pa.array(rng.integers(-9, 9, k).astype(np.int32)),
         "ts": lambda k: pa.array(rng.integers(0, 10**6, k), pa.timestamp("ms")),
         "str": lambda k: pa.array(
-            [("x" * int(j)) for j in rng.integers(0, 4, k)], mask=rng.random(k) < 0.2
+            [("x" * int(j)) for j in rng.integers(0, 4, k)], pa.string(), mask=rng.random(k) < 0.2
         ),
         "bin": lambda k: pa.array([b"y" * int(j) for j in rng.integers(0, 4, k)], pa.binary()),
-        "bool": lambda k: pa.array(rng.random(k) < 0.5),
+        "bool": lambda k: pa.array(rng.random(k) < 0.5, pa.bool_()),
     }[kind]
     cut = data.draw(st.integers(0, 3))
     base = make(n + cut).slice(cut)
