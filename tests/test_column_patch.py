@@ -341,3 +341,28 @@ def test_gather2_takes_from_either_array_or_gives_null(data: st.DataObject) -> N
     vals, more = base.to_pylist(), new.to_pylist()
     want = [vals[i] if i >= 0 else None if i == -1 else more[-2 - i] for i in index]
     assert got.type == base.type and got.to_pylist() == want
+
+
+def test_deltas_are_written_in_small_row_groups() -> None:
+    """A later load into an ``auto`` family's region that holds column files writes its
+    cell file (a delta) in row groups of DELTA_ROW_GROUP_CELLS, so that a key-range read
+    decodes little of it; a ``cells`` family keeps the load's row-group size."""
+    from cellstore.storefiles import StoreFileReader
+    from cellstore.storefiles.rolling import DELTA_ROW_GROUP_CELLS
+
+    quals = (b"dep", b"new", b"tail")
+    n = len(quals) * N  # cells of the delta: two row groups
+    assert DELTA_ROW_GROUP_CELLS < n <= 2 * DELTA_ROW_GROUP_CELLS
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        rows = [(row, "f", q, 20, PUT, value(q, i)) for i, row in enumerate(ROWS) for q in quals]
+        groups = {}
+        for t in (cells, auto):
+            load(t, rows)
+            t = t.refresh()
+            newest = max((e for e in t.files if e.family == "f"), key=lambda e: e.seq)
+            assert newest.layout == "cells" and newest.cells == n
+            with StoreFileReader(t.fs, t.file_path(newest), entry=newest) as reader:
+                groups[t.name.qualifier] = reader.info.row_groups
+        assert_twins(cells, auto)
+    assert groups == {"cells": 1, "auto": 2}

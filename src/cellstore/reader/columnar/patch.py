@@ -161,34 +161,56 @@ def pivot_cells(
 def _codes(col: pa.ChunkedArray | pa.Array, *, ordered: bool) -> tuple[pa.Array, np.ndarray]:
     """A column's distinct values (binary) and each value's index among them.
 
-    A dictionary-encoded column (one chunk) gives its dictionary; ``ordered``: the
-    column is sorted, and the distinct values come ascending (a dictionary read from a
-    sorted row group lists its values in the order they first appear, so sorted; the
-    part of it a sliced column uses is one stretch of it; checked).
+    A dictionary-encoded column gives its dictionaries (one per row group). ``ordered``:
+    the column is sorted, and the distinct values come ascending: a dictionary read from
+    a sorted row group lists its values in the order they first appear, so sorted, and
+    the part of it a sliced column uses is one stretch of it (checked; otherwise the
+    values are compared).
     """
-    if isinstance(col, pa.ChunkedArray):
-        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-    if pa.types.is_dictionary(col.type):
-        index = col.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        words = col.dictionary.cast(pa.binary())
-        if not ordered:
-            return words, index
-        lo, hi = (int(index[0]), int(index[-1]) + 1) if len(index) else (0, 0)
-        words = words.slice(lo, hi - lo)
-        if (
-            len(words) < 2
-            or pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py()
-        ):
-            return words, index - lo
-        col = col.cast(pa.binary())
-    col = col.cast(pa.binary())
-    if ordered:
-        starts = run_starts(col)
-        flags = np.zeros(len(col), dtype=np.int64)
-        flags[starts] = 1
-        return col.take(pa.array(starts)), np.cumsum(flags) - 1
-    encoded = col.dictionary_encode()
-    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    if not ordered:
+        whole = (
+            pa.chunked_array(chunks, col.type).combine_chunks() if len(chunks) != 1 else chunks[0]
+        )
+        if not pa.types.is_dictionary(whole.type):
+            whole = whole.cast(pa.binary()).dictionary_encode()
+        index = whole.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return whole.dictionary.cast(pa.binary()), index
+    if chunks and all(pa.types.is_dictionary(c.type) for c in chunks):
+        stretches, indices = [], []
+        for c in chunks:
+            index = c.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            lo, hi = (int(index[0]), int(index[-1]) + 1) if len(index) else (0, 0)
+            words = c.dictionary.cast(pa.binary()).slice(lo, hi - lo)
+            if (
+                len(words) > 1
+                and not pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py()
+            ):
+                break
+            stretches.append(words)
+            indices.append(index - lo)
+        else:
+            if len(stretches) == 1:
+                return stretches[0], indices[0]
+            # row groups in row order: a row on both sides of a boundary is one value
+            every = pa.concat_arrays(stretches) if stretches else pa.array([], pa.binary())
+            starts = run_starts(every)
+            flags = np.zeros(len(every), dtype=np.int64)
+            flags[starts] = 1
+            at = np.cumsum(flags) - 1
+            first = np.cumsum([0, *(len(w) for w in stretches)])
+            index = np.concatenate([at[f + i] for f, i in zip(first, indices, strict=False)])
+            distinct = every.take(pa.array(starts))
+            if (
+                len(distinct) < 2
+                or pc.all(pc.less(distinct.slice(0, len(distinct) - 1), distinct.slice(1))).as_py()
+            ):
+                return distinct, index
+    flat = pa.chunked_array(chunks, col.type).cast(pa.binary()).combine_chunks()
+    starts = run_starts(flat)
+    flags = np.zeros(len(flat), dtype=np.int64)
+    flags[starts] = 1
+    return flat.take(pa.array(starts)), np.cumsum(flags) - 1
 
 
 @dataclass(frozen=True)
@@ -286,14 +308,15 @@ def apply(
             )
             if column is not None:
                 columns[(family, q)] = column
+    mask = None if keep is None else pa.array(keep)
     for col, (arr, codec) in part.columns.items():
         if col not in columns:
-            columns[col] = (arr if kept is None or keep is None else _kept(arr, kept, keep), codec)
+            columns[col] = (arr if kept is None or mask is None else _kept(arr, kept, mask), codec)
     keys = part.keys
     digest = part.digest
     if kept is not None and keep is not None:
         present = present[kept]
-        keys = None if keys is None else keys.filter(pa.array(keep))
+        keys = None if keys is None else keys.filter(mask)
         if digest is not None:  # the same rows as another family's kept alike
             digest = f"{digest}/{hashlib.blake2b(np.packbits(keep).tobytes()).hexdigest()}"
     return dataclasses.replace(
@@ -342,11 +365,11 @@ def _patched_column(
     return gather2(base_arr, new, index), codec
 
 
-def _kept(arr: pa.Array, kept: np.ndarray, keep: np.ndarray) -> pa.Array:
-    """``arr``'s values at ``kept`` (the positions where ``keep`` is true)."""
+def _kept(arr: pa.Array, kept: np.ndarray, keep: pa.Array) -> pa.Array:
+    """``arr``'s values at ``kept`` (the positions where the mask ``keep`` is true)."""
     if fixed_width(arr.type) and arr.null_count:
         return gather2(arr, None, kept)  # (Arrow's filter of nullable numbers is slower)
-    return arr.filter(pa.array(keep))
+    return arr.filter(keep)
 
 
 def _differs(old: pa.Array, new: pa.Array) -> np.ndarray:
