@@ -366,3 +366,21 @@ def test_deltas_are_written_in_small_row_groups() -> None:
                 groups[t.name.qualifier] = reader.info.row_groups
         assert_twins(cells, auto)
     assert groups == {"cells": 1, "auto": 2}
+
+
+def test_a_nan_payload_patched_in_keeps_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newer Put of a double column whose bytes are a NaN with a payload: the patch
+    keeps the column's values as bytes (a decoded NaN would not give them back), so a
+    read as bytes shows them exactly, as the twin does (R1: values are bytes)."""
+    seen = spy(monkeypatch)
+    nan = b"\x7f\xf8\x00\x00\x00\x00\x00\x01"
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        for t in (cells, auto):
+            load(t, [(ROWS[1], "f", b"dep", 20, PUT, nan)])
+        opts: dict[str, Any] = {"shape": "wide", "column_types": {"f:dep": "bytes"}}
+        got = outcome(auto, opts)
+        assert got == outcome(cells, opts)
+    assert seen["decide"] and all(seen["decide"])
+    by_row = {r["row"]: r["f:dep"] for r in got[1]}
+    assert by_row[ROWS[1]] == nan and by_row[ROWS[2]] == struct.pack(">d", 2.0)

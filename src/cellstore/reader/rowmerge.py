@@ -45,6 +45,8 @@ _NONE: Final = np.iinfo(np.int64).min
 #: width, valid UTF-8); a boolean's non-zero byte other than 0xFF does not, nor a NaN's
 #: payload.
 _EXACT: Final = frozenset({Codec.LONG, Codec.INT, Codec.SHORT, Codec.STRING})
+#: Codecs exact but for NaNs.
+_FLOATS: Final = frozenset({Codec.DOUBLE, Codec.FLOAT})
 #: Most (touched row, qualifier) pairs held in dense per-pair arrays (more: the caller's
 #: general path).
 MAX_PAIRS: Final = 32 << 20
@@ -337,11 +339,14 @@ def typed_like(
     new = raw
     if codec is not Codec.BYTES:
         typed = decode_values(raw, codec, field="value", errors="null")
+        exact = codec in _EXACT or (
+            codec in _FLOATS and not pc.any(pc.is_nan(typed)).as_py()  # (a NaN's payload)
+        )
         back = None
-        if typed.null_count == 0 and codec not in _EXACT:
+        if typed.null_count == 0 and not exact:
             back = encode_values(typed, codec, field="value")
         if typed.null_count == 0 and (
-            codec in _EXACT
+            exact
             or (back is not None and pc.all(pc.equal(back, raw.cast(pa.binary()))).as_py())
             in (True, None)
         ):
