@@ -27,6 +27,7 @@ from cellstore.core.cells import CellType
 from cellstore.core.columnar import AUTO_MIN_ROWS
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.reader import rowmerge
+from cellstore.reader.columnar import fast, merge
 from test_column_layout import cell_table as table
 
 PUT = int(CellType.PUT)
@@ -77,18 +78,29 @@ def delta(draw: st.DrawFn, kinds: list[int]) -> list[tuple[bytes, str, bytes, in
     return out
 
 
-def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Record, for each call of the merge by row, whether it answered (not None)."""
-    merged: list[bool] = []
-    real = rowmerge.merge_by_row
+def spy_answers(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[bool]:
+    """Record, for each call of ``owner.name``, whether it answered (not None)."""
+    answered: list[bool] = []
+    real = getattr(owner, name)
 
     def spy(*args: Any, **kw: Any) -> Any:
         out = real(*args, **kw)
-        merged.append(out is not None)
+        answered.append(out is not None)
         return out
 
-    monkeypatch.setattr("cellstore.reader.columnar.merge.merge_by_row", spy)
-    return merged
+    monkeypatch.setattr(owner, name, spy)
+    return answered
+
+
+def spy_merges(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, for each call of the merge by row, whether it answered (not None)."""
+    return spy_answers(monkeypatch, merge, "merge_by_row")
+
+
+def spy_patches(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, for each family whose deltas were pivoted to be patched, whether the
+    patch was made (not None: every delta row is the base's)."""
+    return spy_answers(monkeypatch, fast, "decide")
 
 
 @settings(
@@ -116,6 +128,7 @@ def test_deltas_merged_by_row_read_like_the_cells_twin(
     now_ms = data.draw(st.integers(0, 16)) + (5000 if fam.ttl else 0)
     loads = [data.draw(delta(kinds)) for _ in range(data.draw(st.integers(1, 2)))]
     merged = spy_merges(monkeypatch)
+    patched = spy_patches(monkeypatch)
     with tempfile.TemporaryDirectory() as root:
         wh = cellstore.connect(root)
         props = {"mapping.codecs": json.dumps({"columns": TYPES})}
@@ -143,7 +156,9 @@ def test_deltas_merged_by_row_read_like_the_cells_twin(
             assert got.column_names == want.column_names
             assert got.to_pylist() == want.to_pylist(), opts
     if D not in kinds:
-        assert merged and all(merged)  # Puts, DeleteColumns, DeleteFamilies: merged by row
+        # Puts, DeleteColumns, DeleteFamilies: merged by row, or (deltas newer than the
+        # base, no DeleteColumn) patched into it (tests/test_column_patch.py)
+        assert all(merged) and (merged or (patched and all(patched)))
 
 
 def test_merge_by_row_declines_version_markers() -> None:

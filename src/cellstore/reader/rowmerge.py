@@ -41,6 +41,12 @@ _PUT: Final = int(CellType.PUT)
 _DELETE_COLUMN: Final = int(CellType.DELETE_COLUMN)
 _DELETE_FAMILY: Final = int(CellType.DELETE_FAMILY)
 _NONE: Final = np.iinfo(np.int64).min
+#: Codecs whose every value that decodes gives its bytes back (an integer of the exact
+#: width, valid UTF-8); a boolean's non-zero byte other than 0xFF does not, nor a NaN's
+#: payload.
+_EXACT: Final = frozenset({Codec.LONG, Codec.INT, Codec.SHORT, Codec.STRING})
+#: Codecs exact but for NaNs.
+_FLOATS: Final = frozenset({Codec.DOUBLE, Codec.FLOAT})
 #: Most (touched row, qualifier) pairs held in dense per-pair arrays (more: the caller's
 #: general path).
 MAX_PAIRS: Final = 32 << 20
@@ -257,16 +263,28 @@ def _compare(a: np.ndarray, a0: int, a1: int, b: np.ndarray, b0: int, b1: int) -
 def _locate(
     n_off: np.ndarray, n_data: np.ndarray, h_off: np.ndarray, h_data: np.ndarray, out: np.ndarray
 ) -> None:
+    # galloping: from the last place, steps doubling until past the needle, then a binary
+    # search of the last step (few needles in a long haystack compare few keys)
     j = 0
     m = len(h_off) - 1
     for i in range(len(n_off) - 1):
-        while j < m:
-            c = _compare(h_data, h_off[j], h_off[j + 1], n_data, n_off[i], n_off[i + 1])
-            if c >= 0:
-                if c == 0:
-                    out[i] = j
-                break
-            j += 1
+        a0, a1 = n_off[i], n_off[i + 1]
+        step = 1
+        lo = j
+        while j < m and _compare(h_data, h_off[j], h_off[j + 1], n_data, a0, a1) < 0:
+            lo = j + 1
+            j = min(j + step, m)
+            step *= 2
+        hi = j  # the first key at or above the needle is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _compare(h_data, h_off[mid], h_off[mid + 1], n_data, a0, a1) < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo
+        if j < m and _compare(h_data, h_off[j], h_off[j + 1], n_data, a0, a1) == 0:
+            out[i] = j
 
 
 def _column(
@@ -296,27 +314,48 @@ def _column(
     from_rec, extra = rec if rec is not None else (np.zeros(len(where), dtype=bool), None)
     from_cells = taking & ~from_rec
     raw = values.take(pa.array(src[from_cells]))
-    base_arr, codec = held if held is not None else (pa.nulls(n, pa.binary()), Codec.BYTES)
-    typed_codec = codec
-    new = raw
-    if codec is not Codec.BYTES:
-        typed = decode_values(raw, codec, field="value", errors="null")
-        back = encode_values(typed, codec, field="value") if typed.null_count == 0 else None
-        if back is not None and pc.all(pc.equal(back, raw.cast(pa.binary()))).as_py() in (
-            True,
-            None,
-        ):
-            new = typed
-        else:
-            base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
-    if codec is Codec.BYTES:
-        base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
+    typed_codec = Codec.BYTES if held is None else held[1]
+    base_arr, codec, new = typed_like(held, n, raw)
     if extra is not None and (taking & from_rec).any():
         more = extra.filter(pa.array(taking & from_rec))
         if typed_codec is not codec:
             more = _as_bytes(more, typed_codec)
         new = _interleave(new, more.cast(new.type), from_rec[taking])
     return _patched(base_arr, where, visible, taking, new.cast(base_arr.type), keep), codec
+
+
+def typed_like(
+    held: tuple[pa.Array, Codec] | None, n: int, raw: pa.Array
+) -> tuple[pa.Array, Codec, pa.Array]:
+    """Delta values' bytes ``raw`` typed like a base column ``held`` (None: none, ``n`` rows).
+
+    The bytes are typed with the column's codec when every one of them gives its bytes
+    back; otherwise the column and the values are bytes (as the general path gives them).
+
+    Returns:
+        The base column (as held, or as bytes), its codec, and the typed values.
+    """
+    base_arr, codec = held if held is not None else (pa.nulls(n, pa.binary()), Codec.BYTES)
+    new = raw
+    if codec is not Codec.BYTES:
+        typed = decode_values(raw, codec, field="value", errors="null")
+        exact = codec in _EXACT or (
+            codec in _FLOATS and not pc.any(pc.is_nan(typed)).as_py()  # (a NaN's payload)
+        )
+        back = None
+        if typed.null_count == 0 and not exact:
+            back = encode_values(typed, codec, field="value")
+        if typed.null_count == 0 and (
+            exact
+            or (back is not None and pc.all(pc.equal(back, raw.cast(pa.binary()))).as_py())
+            in (True, None)
+        ):
+            new = typed
+        else:
+            base_arr, codec = _as_bytes(base_arr, codec), Codec.BYTES
+    if codec is Codec.BYTES:
+        base_arr, new = base_arr.cast(pa.binary()), new.cast(pa.binary())
+    return base_arr, codec, new
 
 
 def _patched(

@@ -16,7 +16,7 @@ import contextlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
 import fsspec
 import numpy as np
@@ -130,6 +130,12 @@ class _ParquetSink:
         self.writer.abort()
 
 
+#: Cells per row group of a delta: a cell file a load writes into a region-family whose
+#: family is written as columns where it is empty (``auto``: the pair holds files). Reads
+#: of a key range within the region then decode little of it (docs/format.md 14.4).
+DELTA_ROW_GROUP_CELLS: Final = 8192
+
+
 @dataclass(frozen=True, kw_only=True)
 class ParquetFormat:
     """Our store files: ``data/<region>/<family>/<stem>-<k:03d>.parquet`` (docs/format.md).
@@ -179,13 +185,19 @@ class ParquetFormat:
                 row_group_cells=self.row_group_cells,
             )
         relpath = store_file_relpath(region, family.name, f"{stem}-{index:03d}")
+        cells = self.row_group_cells
+        if self.layouts.regions is not None and any(
+            f == family.name for f, _ in self.layouts.plans
+        ):
+            # a delta: cells beside column files (a key-range read takes few row groups)
+            cells = min(cells, DELTA_ROW_GROUP_CELLS)
         writer = StoreFileWriter(
             fs,
             join(root, relpath),
             family=family,
             seq=self.seq,
             load_id=self.load_id,
-            row_group_cells=self.row_group_cells,
+            row_group_cells=cells,
         )
         return _ParquetSink(writer, region=region, relpath=relpath)
 

@@ -46,6 +46,7 @@ from cellstore.reader.columnar.merge import (
     older_companions,
     split_bases,
 )
+from cellstore.reader.columnar.patch import Decided, Pivot, apply, decide, newer_cells, pivot_cells
 from cellstore.reader.columnar.types import Column
 from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.execute import run_together
@@ -112,11 +113,23 @@ def read_wide_fast(
     wanted = None if wide.columns is None else set(wide.columns)
     shared = _shared_rows(fs, task, key)
     encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
+    pending: dict[str, Pivot | None] = {}  # deltas patched after the reads (module patch)
 
     def family(i: int, span: tuple[int, int] | None = None) -> _Part:
         fam = task.families[i]
         rowless = shared and i > 0
-        return _read_family(fs, task, fam, wanted, key, rowless=rowless, encoded=encoded, span=span)
+        return _read_family(
+            fs,
+            task,
+            fam,
+            wanted,
+            key,
+            rowless=rowless,
+            encoded=encoded,
+            span=span,
+            pending=pending,
+            shared=shared,
+        )
 
     # the families' files are read at once: one file's decode is too short for pyarrow's
     # column threads to keep two cores busy (docs/performance.md); families of shared rows
@@ -129,6 +142,8 @@ def read_wide_fast(
     parts = first + run_together([functools.partial(family, i, span) for i in rest])
     if shared:
         parts = [parts[0], *(_aliases_from_keys(p, parts[0]) for p in parts[1:])]
+    if pending:
+        parts = _with_deltas(fs, task, parts, pending, wanted, key, shared=shared)
     joined = _join([p for p in parts if p.size])
     found = joined.columns
     rows = joined.row_keys()
@@ -201,7 +216,7 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
         deltas = [e for e in fam.entries if e.layout != "columns"]
         if len(bases) != 1:
             return False
-        if deltas and len(older_companions(fs, task, fam, bases, deltas)) < len(deltas):
+        if deltas and not _shared_deltas(fs, task, fam, bases, deltas):
             return False
         entry = bases[0]
         path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
@@ -215,6 +230,96 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
     return len(digests) == 1
 
 
+def _shared_deltas(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: list[FileEntry],
+    deltas: list[FileEntry],
+) -> bool:
+    """Whether a family's deltas keep its rows the base's (for :func:`_shared_rows`).
+
+    They do when the read may skip them (:func:`older_companions`), or when they are
+    patched into the base's columns after the read (module patch: cell files newer than
+    the base; a patch that cannot be made re-reads the task by the general path,
+    :func:`_with_deltas`).
+    """
+    rest = [d for d in deltas if d.path not in older_companions(fs, task, fam, bases, deltas)]
+    return not rest or (fam.spec.time_range is None and newer_cells(bases, rest))
+
+
+def _with_deltas(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    parts: list[_Part],
+    pending: dict[str, Pivot | None],
+    wanted: set[Column] | None,
+    key: RowKeySpec | None,
+    *,
+    shared: bool,
+) -> list[_Part]:
+    """The families' parts with their pivoted deltas patched in (module patch).
+
+    ``pending``: per family whose deltas were pivoted, the pivot (None: they could not
+    be, under shared rows). Families of shared rows take the first family's rows,
+    encoded once, and keep the rows any family shows (one gather per column patches and
+    drops rows); other families keep their own. Where a patch cannot be made (a delta
+    row the base lacks, or deltas not pivoted), every family is read again by the
+    general path.
+    """
+    families = list(zip(task.families, parts, strict=True))
+    first = parts[0].row_keys() if shared else None
+
+    def decision(fam: FamilyRead, part: _Part) -> Decided | None:
+        pivot = pending[fam.family.name]
+        if pivot is None:
+            return None
+        ttl = fam.family.ttl_ms
+        oldest = None if ttl is None else fam.spec.now_ms - ttl
+        rows = first if first is not None else part.row_keys()
+        return decide(part.present, rows, pivot, oldest=oldest)
+
+    patched = [(f, p) for f, p in families if f.family.name in pending]
+    made = run_together([functools.partial(decision, f, p) for f, p in patched])
+    if any(d is None for d in made):
+        return run_together(
+            [functools.partial(_read_family, fs, task, f, wanted, key) for f in task.families]
+        )
+    decided = {f.family.name: d for (f, _), d in zip(patched, made, strict=True) if d is not None}
+    keep: np.ndarray | None = None
+    kept_rows = first
+    if first is not None:
+        shows = np.zeros(len(first), dtype=bool)
+        for fam, part in families:
+            got = decided.get(fam.family.name)
+            present = part.present if got is None else got.present
+            shows |= True if present is None else present
+        keep = None if shows.all() else shows
+        kept_rows = first if keep is None else first.filter(pa.array(keep))
+
+    def patch(fam: FamilyRead, part: _Part) -> _Part:
+        name = fam.family.name
+        got = decided.get(name)
+        pivot = pending.get(name)
+        rows, cut = kept_rows, keep
+        if first is None:
+            if got is None or pivot is None:
+                return part
+            rows = part.row_keys()
+            cut = None if got.present.all() else got.present
+            rows = rows if cut is None else rows.filter(pa.array(cut))
+        assert rows is not None
+        made = None if got is None or pivot is None else (pivot, got)
+        return apply(part, rows, cut, made, family=name, wanted=wanted)
+
+    return run_together([functools.partial(patch, f, p) for f, p in families])
+
+
+def _patching(task: ScanTask) -> bool:
+    """Whether some family of ``task`` (of shared rows) has cell deltas to patch in."""
+    return any(e.layout == "cells" for fam in task.families for e in fam.entries)
+
+
 def _inside(task: ScanTask) -> bool:
     """Whether every column file of ``task`` lies inside its row range (no cut)."""
     return all(
@@ -226,17 +331,23 @@ def _inside(task: ScanTask) -> bool:
 
 
 def _cells_of(
-    fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, entries: list[FileEntry]
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    entries: list[FileEntry],
+    *,
+    encoded: bool = False,
 ) -> tuple[list[pa.Table], list[int]]:
     """The cells of ``entries`` in the task's range, and their sequence ids.
 
     Column files are expanded to their cells; files with none in range are left out.
+    ``encoded``: rows and qualifiers dictionary-encoded (``StoreFileReader.read``).
     """
     runs: list[pa.Table] = []
     seqs: list[int] = []
     for entry in entries:
         with task.open_file(fs, fam, entry.path) as reader:
-            cells = reader.read(start=task.start, stop=task.stop)
+            cells = reader.read(start=task.start, stop=task.stop, encoded=encoded)
         if cells.num_rows:
             runs.append(cells)
             seqs.append(entry.seq)
@@ -253,8 +364,15 @@ def _read_family(
     rowless: bool = False,
     encoded: dict[tuple[str, int], pa.Array] | None = None,
     span: tuple[int, int] | None = None,
+    pending: dict[str, Pivot | None] | None = None,
+    shared: bool = False,
 ) -> _Part:
     """One family's rows and their visible wanted values.
+
+    With ``pending``, cell deltas newer than the base are pivoted into it (the caller
+    patches them in: :func:`_with_deltas`) and the base is read alone. Under ``shared``
+    rows (:func:`_shared_rows`) the base is read alone also when they cannot be pivoted
+    (``pending`` then holds None: the caller reads the task again by the general path).
 
     The base (:func:`~cellstore.reader.columnar.merge.split_bases`) takes its deltas by
     row where the merge decides them (cell deltas of Puts, DeleteColumns and
@@ -268,6 +386,12 @@ def _read_family(
         fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas
     )
     deltas = [e for e in deltas if e.path not in older]
+    if pending is not None and fam.spec.time_range is None and newer_cells(bases, deltas):
+        runs, seqs = _cells_of(fs, task, fam, deltas, encoded=True)
+        pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers)
+        if pivot is not None or shared:
+            pending[fam.family.name] = pivot
+            deltas = []
     newer = [e for e in deltas if e.layout == "columns"]  # column deltas
     delta_runs, delta_seqs = _cells_of(fs, task, fam, [e for e in deltas if e not in newer])
     if (delta_runs or newer) and fam.spec.time_range is None and _mergeable(delta_runs):
@@ -313,12 +437,15 @@ def _read_family(
         # keyed files of the table's spec: rows stay key columns until they are needed
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
         one = len(files) == 1
+        key_spec = files[0].key
+        # the rows deltas are patched into, encoded here while other families are read
+        encode = shared and pending is not None and key_spec is not None and _patching(task)
         return _Part(
-            None,
+            key_spec.encode(keys) if encode and key_spec is not None else None,
             columns,
             present,
             keys=keys,
-            key=files[0].key,
+            key=key_spec,
             digest=files[0].digest if one else None,
             span=files[0].span if one else None,
         )

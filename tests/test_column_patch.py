@@ -1,0 +1,386 @@
+"""Cell deltas newer than the base, patched into its columns (reader/columnar/patch.py).
+
+A ``layout="auto"`` table's first load writes column files; later loads write cell files.
+When every delta cell is newer than every base cell (by the manifest's timestamps) and
+the deltas hold only Puts and DeleteFamilies, a wide read pivots them once and patches
+the base's columns (families of the same keyed rows keep sharing them); anything else
+(another marker, a delta row the base lacks, an older delta) is read by the general
+merge. Either way the result must be exactly what a ``layout="cells"`` twin gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cellstore
+from cellstore.core.cells import CellType
+from cellstore.core.columnar import AUTO_MIN_ROWS
+from cellstore.core.family import Family
+from cellstore.core.rowkey import KeyField, RowKeySpec
+from cellstore.errors import CellstoreError
+from cellstore.reader.columnar import fast
+from cellstore.reader.columnar.gather import gather2
+from test_column_layout import cell_table as table
+
+PUT = int(CellType.PUT)
+DC = int(CellType.DELETE_COLUMN)
+DF = int(CellType.DELETE_FAMILY)
+D = int(CellType.DELETE)
+DFV = int(CellType.DELETE_FAMILY_VERSION)
+KEY = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
+CARRIERS = ["AA", "DL", "UA"]
+N = AUTO_MIN_ROWS  # records per family: the fewest ``auto`` writes as columns
+TYPES = {"f:dep": "double", "f:tail": "string", "g:dep": "double", "g:tail": "string"}
+PROPS = {"mapping.codecs": json.dumps({"columns": TYPES})}
+BASE_TS = 10
+
+
+def key_row(i: int) -> bytes:
+    fields = pa.table({"carrier": [CARRIERS[i % 3]], "n": pa.array([i // 3], pa.int32())})
+    return bytes(KEY.encode(fields)[0].as_py())
+
+
+ROWS = [key_row(i) for i in range(N)]
+NEW_ROW = bytes(
+    KEY.encode(pa.table({"carrier": ["ZZ"], "n": pa.array([1], pa.int32())}))[0].as_py()
+)
+
+
+def value(q: bytes, i: int) -> bytes:
+    return struct.pack(">d", float(i)) if q == b"dep" else b"N%d" % (i % 97)
+
+
+def base_cells(families: tuple[str, ...] = ("f", "g")) -> pa.Table:
+    return table(
+        [
+            (row, fam, q, BASE_TS, PUT, value(q, i))
+            for fam in families
+            for i, row in enumerate(ROWS)
+            for q in (b"dep", b"tail")
+        ]
+    )
+
+
+def load(t: Any, cells: list[tuple[bytes, str, bytes, int, int, bytes]]) -> None:
+    t.load_cells(table(sorted(cells, key=lambda c: (c[0], c[1], c[2], -c[3], -c[4]))))
+
+
+def twins(root: str, *, ttl: int | None = None, made: str | None = None) -> tuple[Any, Any]:
+    """The cells twin and the ``auto`` table, the base loaded (into ``root``, or copied
+    there from ``made``, a root where this was done)."""
+    if made is not None:
+        shutil.copytree(made, root, dirs_exist_ok=True)
+        wh = cellstore.connect(root)
+        return wh.table("cells"), wh.table("auto")
+    wh = cellstore.connect(root)
+    fams = [Family(name="f", ttl=ttl), Family(name="g", ttl=ttl)]
+    made = {}
+    for name in ("cells", "auto"):
+        of_layout = [f.replace(layout=name) for f in fams]
+        made[name] = wh.create_table(name, families=of_layout, row_key=KEY, properties=PROPS)
+        made[name].load_cells(base_cells())
+    return made["cells"], made["auto"]
+
+
+READS: list[dict[str, Any]] = [
+    {"shape": "wide", "column_types": "table"},
+    {"shape": "wide"},
+    {"shape": "wide", "columns": ["g:tail", "f:dep"], "reversed": True},
+    {"shape": "wide", "column_types": "table", "key": {"carrier": "DL"}},
+    {"shape": "wide", "column_types": "table", "key": {"carrier": "UA", "n": (3, 700)}},
+    {"shape": "wide", "columns": ["f:new"]},
+]
+
+
+def outcome(t: Any, opts: dict[str, Any]) -> tuple[Any, ...]:
+    """A read's schema and rows, or the error it raised (a value that does not decode:
+    the wide fast path words it by record and field, the general path by row)."""
+    try:
+        got = t.refresh().scan(**opts).to_arrow()
+    except CellstoreError as e:
+        return (type(e),)
+    return (got.schema, got.to_pylist())
+
+
+def assert_twins(cells: Any, auto: Any, *, now_ms: int | None = None) -> list[dict[str, Any]]:
+    extra = {} if now_ms is None else {"now_ms": now_ms}
+    out = []
+    for opts in READS:
+        want = outcome(cells, {**opts, **extra})
+        assert outcome(auto, {**opts, **extra}) == want, opts
+        out = want[-1] if opts == READS[0] else out
+    return out
+
+
+def spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
+    """Record what the patch path did: pivots made, decisions made, shared rows."""
+    seen: dict[str, list[bool]] = {"pivot": [], "decide": [], "shared": []}
+    real_pivot, real_decide, real_shared = fast.pivot_cells, fast.decide, fast._shared_rows
+
+    def pivot(*a: Any, **k: Any) -> Any:
+        out = real_pivot(*a, **k)
+        seen["pivot"].append(out is not None)
+        return out
+
+    def decide(*a: Any, **k: Any) -> Any:
+        out = real_decide(*a, **k)
+        seen["decide"].append(out is not None)
+        return out
+
+    def shared(*a: Any) -> bool:
+        seen["shared"].append(real_shared(*a))
+        return seen["shared"][-1]
+
+    monkeypatch.setattr(fast, "pivot_cells", pivot)
+    monkeypatch.setattr(fast, "decide", decide)
+    monkeypatch.setattr(fast, "_shared_rows", shared)
+    return seen
+
+
+def test_newer_puts_and_delete_families_are_patched_into_shared_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Newer Puts (a rewrite, a changed value, a new qualifier) and newer DeleteFamilies
+    in both families: the families keep sharing their rows, the deltas are pivoted and
+    patched, and every read equals the twin's. R3.3: the newer Put wins; R5.1: a
+    DeleteFamily hides the row's older Puts (the whole base record) but not a newer Put;
+    per family (a row deleted in one family stays for the other's values)."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        rewrite = [
+            (ROWS[i], "f", q, 20, PUT, value(q, i)) for i in (1, 2, 3) for q in (b"dep", b"tail")
+        ]
+        rewrite += [(ROWS[4], "f", b"dep", 20, PUT, struct.pack(">d", -4.5))]
+        rewrite += [(ROWS[5], "g", b"new", 20, PUT, b"fresh")]
+        rewrite += [(ROWS[6], "g", b"dep", 20, PUT, struct.pack(">d", -0.0))]
+        markers = [(ROWS[i], fam, b"", 30, DF, b"") for i in (2, 7) for fam in ("f", "g")]
+        markers += [(ROWS[8], "f", b"", 30, DF, b"")]
+        late = [(ROWS[7], "g", b"tail", 40, PUT, b"back")]  # above the DeleteFamily
+        for t in (cells, auto):
+            for cells_of_load in (rewrite, markers, late):
+                load(t, cells_of_load)
+        got = assert_twins(cells, auto)
+        new = auto.refresh().scan(shape="wide", columns=["g:new"]).to_arrow().to_pylist()
+    assert new == [{"row": ROWS[5], "carrier": "UA", "n": 1, "g:new": b"fresh"}]
+    assert seen["shared"].count(True) == len(READS) - 1  # (one read is of one family)
+    assert seen["pivot"] and all(seen["pivot"])
+    assert seen["decide"] and all(seen["decide"])
+    by_row = {r["row"]: r for r in got}
+    assert len(by_row) == N - 1 and ROWS[2] not in by_row
+    assert by_row[ROWS[4]]["f:dep"] == -4.5
+    assert str(by_row[ROWS[6]]["g:dep"]) == "-0.0"  # bit for bit, not "equal to 0.0"
+    assert (by_row[ROWS[7]]["f:dep"], by_row[ROWS[7]]["g:tail"]) == (None, "back")
+    assert (by_row[ROWS[8]]["f:tail"], by_row[ROWS[8]]["g:tail"]) == (None, "N8")
+
+
+@pytest.mark.parametrize("kind", [D, DFV, DC])
+def test_another_marker_among_newer_deltas_reads_generally(
+    kind: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Delete, DeleteFamilyVersion or DeleteColumn among deltas newer than the base is
+    not pivoted: the task (families of shared rows) is read again by the general merge,
+    exactly as the twin. R5.4: a Delete of the newest version uncovers the base's older
+    one; R5.5: a DeleteColumn hides every older version."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        q = b"" if kind == DFV else b"dep"
+        # (a Delete and a DeleteFamilyVersion hide their own timestamp's version)
+        ts = {D: 20, DFV: BASE_TS, DC: 30}[kind]
+        update = [(ROWS[1], "f", b"dep", 20, PUT, value(b"dep", 9))]
+        marker = [(ROWS[1], "f", q, ts, kind, b""), (ROWS[2], "g", q, ts, kind, b"")]
+        for t in (cells, auto):
+            load(t, update)
+            load(t, marker)
+        if kind == DFV:  # its timestamp is the base's: not newer, so no pivot is tried
+            assert_twins(cells, auto)
+            assert not seen["pivot"]
+            return
+        got = assert_twins(cells, auto)
+    assert seen["shared"].count(True) == len(READS) - 1
+    assert seen["pivot"] and not all(seen["pivot"])
+    by_row = {r["row"]: r for r in got}
+    want = (1.0, 2.0) if kind == D else (None, None)  # R5.4 / R5.5
+    assert (by_row[ROWS[1]]["f:dep"], by_row[ROWS[2]]["g:dep"]) == want
+
+
+def test_a_row_the_base_lacks_reads_generally(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newer Put of a row the base does not hold cannot be patched in place: the task is
+    read again by the general merge, and the new row is in the result as in the twin."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        for t in (cells, auto):
+            load(t, [(NEW_ROW, "f", b"tail", 20, PUT, b"new"), (ROWS[0], "g", b"", 20, DF, b"")])
+        got = assert_twins(cells, auto)
+    assert seen["pivot"] and all(seen["pivot"])
+    assert False in seen["decide"]
+    by_row = {r["row"]: r for r in got}
+    assert by_row[NEW_ROW]["f:tail"] == "new" and by_row[ROWS[0]]["g:tail"] is None
+
+
+def test_deltas_not_newer_than_the_base_take_the_merge_by_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A delta whose timestamps reach into the base's (an equal timestamp: R3.3 decides by
+    sequence id) is not patched: rows are not shared, the merge by row decides."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        for t in (cells, auto):
+            load(t, [(ROWS[3], "f", b"dep", BASE_TS, PUT, struct.pack(">d", 33.0))])
+        got = assert_twins(cells, auto)
+    # (reads of other carriers' keys plan no task holding the delta: those share rows)
+    assert not seen["pivot"] and seen["shared"][:3] == [False, False, False]
+    assert {r["row"]: r for r in got}[ROWS[3]]["f:dep"] == 33.0
+
+
+@st.composite
+def deltas(draw: st.DrawFn) -> list[tuple[bytes, str, bytes, int, int, bytes]]:
+    kinds = draw(st.sampled_from([[PUT, DF], [PUT, PUT, DF], [PUT, DF, D, DC, DFV]]))
+    low = draw(st.sampled_from([BASE_TS + 1, BASE_TS]))
+    keys = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(
+                    [*ROWS[:6], ROWS[-1], NEW_ROW] if draw(st.booleans()) else ROWS[:6]
+                ),
+                st.sampled_from(["f", "g"]),
+                st.sampled_from([b"dep", b"tail", b"new"]),
+                st.integers(low, low + 8),
+                st.sampled_from(kinds),
+            ),
+            min_size=1,
+            max_size=10,
+            unique_by=lambda k: (k[0], k[1], b"" if k[4] in (DF, DFV) else k[2], k[3], k[4]),
+        )
+    )
+    out = []
+    for row, fam, q, ts, kind in keys:
+        q = b"" if kind in (DF, DFV) else q
+        v = b""
+        if kind == PUT:
+            v = draw(st.sampled_from([struct.pack(">d", 7.0), b"short", b"N1"]))
+        out.append((row, fam, q, ts, kind, v))
+    return out
+
+
+@pytest.fixture(scope="module")
+def bases() -> Iterator[dict[int | None, str]]:
+    """Roots holding the twins with their base loaded, per TTL (copied by each example)."""
+    top = tempfile.mkdtemp()
+    made: dict[int | None, str] = {}
+    for ttl in (None, 25):
+        made[ttl] = os.path.join(top, str(ttl))
+        twins(made[ttl], ttl=ttl)
+    yield made
+    shutil.rmtree(top)
+
+
+@settings(
+    max_examples=int(os.environ.get("PATCH_EXAMPLES", "20")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(loads=st.lists(deltas(), min_size=1, max_size=2), ttl=st.sampled_from([None, 25]))
+def test_patched_reads_like_the_cells_twin(
+    bases: dict[int | None, str],
+    loads: list[list[tuple[bytes, str, bytes, int, int, bytes]]],
+    ttl: int | None,
+) -> None:
+    """Random later loads over a keyed two-family base (newer or not, Puts and
+    DeleteFamilies or any marker, rows the base lacks or not, a TTL): every wide read of
+    the ``auto`` table equals the cells twin's (or fails alike: a value that does not
+    decode), whichever path answers."""
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root, ttl=ttl, made=bases[ttl])
+        for cells_of_load in loads:
+            for t in (cells, auto):
+                load(t, cells_of_load)
+        assert_twins(cells, auto, now_ms=30 if ttl else None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_gather2_takes_from_either_array_or_gives_null(data: st.DataObject) -> None:
+    """``gather2`` equals the reference (a list built value by value) for every type it
+    gathers compiled and one it leaves to Arrow, sliced or not, with nulls."""
+    kind = data.draw(st.sampled_from(["f64", "i32", "ts", "str", "bin", "bool"]))
+    n = data.draw(st.integers(0, 40))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    make = {
+        "f64": lambda k: pa.array(rng.normal(size=k), mask=rng.random(k) < 0.2),
+        "i32": lambda k: pa.array(rng.integers(-9, 9, k).astype(np.int32)),
+        "ts": lambda k: pa.array(rng.integers(0, 10**6, k), pa.timestamp("ms")),
+        "str": lambda k: pa.array(
+            [("x" * int(j)) for j in rng.integers(0, 4, k)], pa.string(), mask=rng.random(k) < 0.2
+        ),
+        "bin": lambda k: pa.array([b"y" * int(j) for j in rng.integers(0, 4, k)], pa.binary()),
+        "bool": lambda k: pa.array(rng.random(k) < 0.5, pa.bool_()),
+    }[kind]
+    cut = data.draw(st.integers(0, 3))
+    base = make(n + cut).slice(cut)
+    new = make(data.draw(st.integers(0, 5)))
+    choices = [*range(len(base)), -1, *(-2 - j for j in range(len(new)))]
+    index = data.draw(st.lists(st.sampled_from(choices), max_size=30))
+    got = gather2(base, new, np.array(index, dtype=np.int64))
+    got.validate(full=True)
+    vals, more = base.to_pylist(), new.to_pylist()
+    want = [vals[i] if i >= 0 else None if i == -1 else more[-2 - i] for i in index]
+    assert got.type == base.type and got.to_pylist() == want
+
+
+def test_deltas_are_written_in_small_row_groups() -> None:
+    """A later load into an ``auto`` family's region that holds column files writes its
+    cell file (a delta) in row groups of DELTA_ROW_GROUP_CELLS, so that a key-range read
+    decodes little of it; a ``cells`` family keeps the load's row-group size."""
+    from cellstore.storefiles import StoreFileReader
+    from cellstore.storefiles.rolling import DELTA_ROW_GROUP_CELLS
+
+    quals = (b"dep", b"new", b"tail")
+    n = len(quals) * N  # cells of the delta: two row groups
+    assert DELTA_ROW_GROUP_CELLS < n <= 2 * DELTA_ROW_GROUP_CELLS
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        rows = [(row, "f", q, 20, PUT, value(q, i)) for i, row in enumerate(ROWS) for q in quals]
+        groups = {}
+        for t in (cells, auto):
+            load(t, rows)
+            t = t.refresh()
+            newest = max((e for e in t.files if e.family == "f"), key=lambda e: e.seq)
+            assert newest.layout == "cells" and newest.cells == n
+            with StoreFileReader(t.fs, t.file_path(newest), entry=newest) as reader:
+                groups[t.name.qualifier] = reader.info.row_groups
+        assert_twins(cells, auto)
+    assert groups == {"cells": 1, "auto": 2}
+
+
+def test_a_nan_payload_patched_in_keeps_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newer Put of a double column whose bytes are a NaN with a payload: the patch
+    keeps the column's values as bytes (a decoded NaN would not give them back), so a
+    read as bytes shows them exactly, as the twin does (R1: values are bytes)."""
+    seen = spy(monkeypatch)
+    nan = b"\x7f\xf8\x00\x00\x00\x00\x00\x01"
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        for t in (cells, auto):
+            load(t, [(ROWS[1], "f", b"dep", 20, PUT, nan)])
+        opts: dict[str, Any] = {"shape": "wide", "column_types": {"f:dep": "bytes"}}
+        got = outcome(auto, opts)
+        assert got == outcome(cells, opts)
+    assert seen["decide"] and all(seen["decide"])
+    by_row = {r["row"]: r["f:dep"] for r in got[1]}
+    assert by_row[ROWS[1]] == nan and by_row[ROWS[2]] == struct.pack(">d", 2.0)
