@@ -160,13 +160,13 @@ def _read_base(
     shown: dict[ColumnSpec, pa.Array] = {}
     stamps: dict[ColumnSpec, np.ndarray] = {}
     for s in seen:
-        values = records.column(s.value_name).combine_chunks()
+        values = one_array(records.column(s.value_name))
         if row_ts is None and not per_cell:  # every value shown: no mask to compute
             shown[s] = values
             continue
         visible = valid_mask(values)
         if row_ts is not None:
-            own = records.column(s.ts_name).combine_chunks()
+            own = one_array(records.column(s.ts_name))
             ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
             stamps[s] = ts
             if oldest is not None:
@@ -184,7 +184,7 @@ def _read_base(
             names = [f.name for f in file_key.fields]
             keys = pa.table([records.column(n) for n in head], names=names)
     else:
-        rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
+        rows = one_array(records.column(ROW_COLUMN)).cast(pa.binary())
     return _Base(
         rows=rows,
         present=present,
@@ -350,6 +350,11 @@ def _concat_column(
         arrs = [_bytes_of(a, key) for a in arrs]
         codec = Codec.BYTES
     return (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
+
+
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as it is (no copy), or the chunks combined."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:

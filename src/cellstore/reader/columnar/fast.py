@@ -38,7 +38,7 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
-from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
+from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields, one_array
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import (
     _mergeable,
@@ -179,7 +179,7 @@ def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
     assert first.keys is not None  # the first family of shared rows holds the key fields
     columns = dict(part.columns)
     for col, (name, codec) in part.aliased.items():
-        columns[col] = (first.keys.column(name).combine_chunks(), codec)
+        columns[col] = (one_array(first.keys.column(name)), codec)
     return _Part(None, columns, part.present, digest=part.digest, count=part.count)
 
 
