@@ -17,6 +17,7 @@ field; an empty key or one too long.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numba
@@ -80,15 +81,20 @@ def _order_words(field: KeyField, column: pa.Array) -> np.ndarray:
 
 
 def encode_one_pass(
-    fields: tuple[KeyField, ...], columns: list[pa.Array], *, salted: bool
+    fields: tuple[KeyField, ...],
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    *,
+    salted: bool,
 ) -> Parts | None:
     """The logical keys' ``(offsets, data)``, or None when the general path must encode.
 
     Args:
         fields: The spec's fields, in key order.
-        columns: Each field's column (same length, not chunked).
+        columns: Each field's column (same length; a column of one chunk is read in
+            place, one of several chunks is combined first).
         salted: The key gets a salt byte later (counts toward the longest key).
     """
+    columns = [_one_array(c) for c in columns]
     n = len(columns[0]) if columns else 0
     if not n or not all(_eligible(f, c) for f, c in zip(fields, columns, strict=True)):
         return None
@@ -127,6 +133,13 @@ def encode_one_pass(
     if status != _DONE:
         return None  # an empty or too long key, a 0x00 in a terminated field
     return out_offsets, out
+
+
+def _one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: as it is, its only chunk, or its chunks combined."""
+    if isinstance(column, pa.Array):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _text_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
