@@ -204,3 +204,51 @@ def test_run_together_raises_the_first_error(two_cores: int) -> None:
     with pytest.raises(CorruptFileError, match="bad file"):
         execute.run_together([lambda: 1, fail, lambda: 3])
     assert execute.run_together([lambda: 1, lambda: 2]) == [1, 2]  # the pool still works
+
+
+def test_run_ahead_overlaps_the_next_call_and_keeps_the_order(two_cores: int) -> None:
+    """While the consumer holds result ``i``, call ``i + 1`` runs (a barrier only the two
+    pass); results come in order, and a queued call the busy pool never started runs in
+    the consumer's thread."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet(i: int) -> int:
+        barrier.wait()
+        return i
+
+    got = execute.run_ahead([lambda: 0, lambda: meet(1), lambda: 2, lambda: 3])
+    assert next(got) == 0
+    barrier.wait()  # call 1 runs on the pool while the consumer still holds result 0
+    assert list(got) == [1, 2, 3]
+    release = threading.Event()
+    pool = execute._read_pool(two_cores)
+    blockers = [pool.submit(release.wait, 10) for _ in range(two_cores)]
+    try:
+        names: list[str] = []
+        calls = [lambda: 0, lambda: names.append(threading.current_thread().name) or 1]
+        assert list(execute.run_ahead(calls)) == [0, 1]
+        assert names == [threading.current_thread().name]
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+
+
+def test_run_ahead_stops_early_and_raises_the_error(two_cores: int) -> None:
+    ran: list[int] = []
+
+    def call(i: int) -> int:
+        ran.append(i)
+        return i
+
+    got = execute.run_ahead([lambda i=i: call(i) for i in range(10)], ahead=1)
+    assert next(got) == 0
+    got.close()  # the consumer stops: at most the one call ahead ran, none after it
+    assert sorted(ran) in ([0], [0, 1])
+
+    def fail() -> int:
+        raise CorruptFileError("bad file")
+
+    with pytest.raises(CorruptFileError, match="bad file"):
+        list(execute.run_ahead([lambda: 1, fail, lambda: 3]))
+    assert list(execute.run_ahead([lambda: 1, lambda: 2])) == [1, 2]  # the pool still works
