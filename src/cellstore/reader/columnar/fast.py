@@ -23,7 +23,7 @@ A task qualifies when:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import fsspec
@@ -116,7 +116,10 @@ def read_wide_fast(
     def family(i: int, span: tuple[int, int] | None = None) -> _Part:
         fam = task.families[i]
         rowless = shared and i > 0
-        return _read_family(fs, task, fam, wanted, key, rowless=rowless, encoded=encoded, span=span)
+        part = _read_family(fs, task, fam, wanted, key, rowless=rowless, encoded=encoded, span=span)
+        # the first family's rows are the result's (or joined): encoded here, at once with
+        # the other families' reads
+        return _with_rows(part) if i == 0 else part
 
     # the families' files are read at once: one file's decode is too short for pyarrow's
     # column threads to keep two cores busy (docs/performance.md); families of shared rows
@@ -154,6 +157,19 @@ def read_wide_fast(
     if reverse and out.num_rows:
         out = out.take(pa.array(np.arange(out.num_rows - 1, -1, -1)))
     return out
+
+
+def _with_rows(part: _Part) -> _Part:
+    """``part`` with its rows encoded from its key fields (kept too).
+
+    Only when every row is in the result: a part with hidden rows is encoded after the
+    join drops them.
+    """
+    if part.rows is not None or part.keys is None:
+        return part
+    if part.present is not None and not part.present.all():
+        return part
+    return replace(part, rows=part.row_keys())
 
 
 @dataclass(frozen=True)
