@@ -58,6 +58,7 @@ from cellstore.errors import (
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
 from cellstore.storefiles.context import FileContext
+from cellstore.storefiles.decode import as_dense, dictionary_columns
 from cellstore.storefiles.footer import (
     FOOTER_KEY,
     PARQUET_MAGIC,
@@ -121,6 +122,8 @@ class _Footer:
     blooms: dict[int, SplitBlockBloomFilter | None] = field(default_factory=dict)
     #: The parsed footer, once the file passed every check of an open (schema included).
     info: StoreFileInfo | None = None
+    #: A column file's text columns read through their dictionaries (first read sets it).
+    dictionary: frozenset[str] | None = None
 
 
 _cache: OrderedDict[tuple[str, int, str], _Footer] = OrderedDict()
@@ -523,12 +526,15 @@ class StoreFileReader(FileContext):
         source: Any = None
         try:
             source = self._open_source()
+            text = self._dictionary_columns()
             pf = pq.ParquetFile(
                 source,
                 metadata=self._pf.metadata,
+                read_dictionary=[c for c in columns or text if c in text] or None,
                 page_checksum_verification=self.verify_checksums,
             )
             table = pf.read_row_groups(list(groups), columns=columns, use_threads=use_threads)
+            table = as_dense(table, text)  # the same values, decoded faster (decode.py)
             if want_rows:
                 table = self._with_rows(table)
             if aliases and key is not None:
@@ -542,6 +548,13 @@ class StoreFileReader(FileContext):
             if source is not None:
                 source.close()
         return table.replace_schema_metadata(None)
+
+    def _dictionary_columns(self) -> frozenset[str]:
+        """The text columns read as dictionaries (:mod:`~cellstore.storefiles.decode`)."""
+        known = self._footer.dictionary
+        if known is None:
+            known = self._footer.dictionary = dictionary_columns(self._pf.metadata)
+        return known
 
     def _with_rows(self, records: pa.Table) -> pa.Table:
         """``records`` with ``__row`` first (a keyed file's, encoded from its key columns).
