@@ -13,7 +13,7 @@ plain-encoded text would be hashed into a dictionary value by value, which costs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -56,14 +56,9 @@ def as_dense(table: pa.Table, names: Iterable[str]) -> pa.Table:
         if not pa.types.is_dictionary(field.type):
             continue
         dense = field.type.value_type
-        column = table.column(i)
-        chunks: Sequence[pa.Array] = [c.cast(dense) for c in column.chunks]
-        one = (
-            chunks[0]
-            if len(chunks) == 1
-            else pa.concat_arrays(chunks)
-            if chunks
-            else pa.array([], dense)
-        )
-        table = table.set_column(i, field.with_type(dense), pa.chunked_array([one], dense))
+        chunks = table.column(i).chunks
+        # the row groups' dictionaries are unified by the concatenation, then one take
+        one = (chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)) if chunks else None
+        values = pa.array([], dense) if one is None else one.cast(dense)
+        table = table.set_column(i, field.with_type(dense), pa.chunked_array([values], dense))
     return table
