@@ -110,13 +110,16 @@ def read_wide_fast(
     """
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
-    shared = _shared_rows(fs, task, key)
+    skips: _Skips = {}  # companions a family's read may skip, decided once per task
+    shared = _shared_rows(fs, task, key, skips)
     encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
 
     def family(i: int, span: tuple[int, int] | None = None) -> _Part:
         fam = task.families[i]
         rowless = shared and i > 0
-        part = _read_family(fs, task, fam, wanted, key, rowless=rowless, encoded=encoded, span=span)
+        part = _read_family(
+            fs, task, fam, wanted, key, rowless=rowless, encoded=encoded, span=span, skips=skips
+        )
         # the first family's rows are the result's (or joined): encoded here, at once with
         # the other families' reads
         return _with_rows(part) if i == 0 else part
@@ -199,7 +202,12 @@ def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
     return _Part(None, columns, part.present, digest=part.digest, count=part.count)
 
 
-def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
+def _shared_rows(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    key: RowKeySpec | None,
+    skips: _Skips | None = None,
+) -> bool:
     """Whether every family of ``task`` is one keyed column file of the same rows.
 
     Each family then holds one file (and at most its companion cell file, when the read
@@ -217,7 +225,7 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
         deltas = [e for e in fam.entries if e.layout != "columns"]
         if len(bases) != 1:
             return False
-        if deltas and len(older_companions(fs, task, fam, bases, deltas)) < len(deltas):
+        if deltas and len(_skipped(fs, task, fam, bases, deltas, skips)) < len(deltas):
             return False
         entry = bases[0]
         path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
@@ -229,6 +237,27 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
             return False
         digests.add((info.rows_digest, info.rows))
     return len(digests) == 1
+
+
+#: :func:`older_companions` answers of one task: by family and the files asked about.
+_Skips = dict[tuple[str, tuple[str, ...], tuple[str, ...]], set[str]]
+
+
+def _skipped(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: list[FileEntry],
+    deltas: list[FileEntry],
+    skips: _Skips | None,
+) -> set[str]:
+    """:func:`older_companions`, asked once per task for the same family and files."""
+    if skips is None:
+        return older_companions(fs, task, fam, bases, deltas)
+    at = (fam.family.name, tuple(e.path for e in bases), tuple(e.path for e in deltas))
+    if at not in skips:
+        skips[at] = older_companions(fs, task, fam, bases, deltas)
+    return skips[at]
 
 
 def _inside(task: ScanTask) -> bool:
@@ -269,6 +298,7 @@ def _read_family(
     rowless: bool = False,
     encoded: dict[tuple[str, int], pa.Array] | None = None,
     span: tuple[int, int] | None = None,
+    skips: _Skips | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -280,8 +310,8 @@ def _read_family(
     with the read's semantics, then pivoted; the two parts are joined in row order.
     """
     bases, deltas = split_bases(fam.entries)
-    older = older_companions(
-        fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas
+    older = _skipped(
+        fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas, skips
     )
     deltas = [e for e in deltas if e.path not in older]
     newer = [e for e in deltas if e.layout == "columns"]  # column deltas
