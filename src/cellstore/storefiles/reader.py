@@ -240,10 +240,9 @@ class StoreFileReader(FileContext):
                 if cached is not None
                 else pq.read_metadata(pa.BufferReader(PARQUET_MAGIC + footer))
             )
-            self._pf = pq.ParquetFile(
-                self._handle, metadata=metadata, page_checksum_verification=verify_checksums
-            )
-            meta = self._pf.metadata
+            self._metadata: pq.FileMetaData = metadata
+            self._pf: pq.ParquetFile | None = None  # built when asked for (:attr:`parquet`)
+            meta = metadata
             kv = meta.metadata or {}
             if FOOTER_KEY not in kv:
                 raise CorruptFileError(f"{where}{path}: Parquet file has no cellstore footer")
@@ -264,7 +263,12 @@ class StoreFileReader(FileContext):
                     raise _entry_mismatch_error(where, path, mismatch)
             if known is None:  # a cached footer passed this check when first opened
                 _check_schema(
-                    self._pf, path, where, self.info.columns, self.info.row_key, self.info.aliases
+                    self.parquet,
+                    path,
+                    where,
+                    self.info.columns,
+                    self.info.row_key,
+                    self.info.aliases,
                 )
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
@@ -309,8 +313,19 @@ class StoreFileReader(FileContext):
     # ------------------------------------------------------------------ meta
     @property
     def parquet(self) -> pq.ParquetFile:
-        """The underlying ``pyarrow.parquet.ParquetFile``."""
+        """The underlying ``pyarrow.parquet.ParquetFile`` (built on first use)."""
+        if self._pf is None:
+            self._pf = pq.ParquetFile(
+                self._handle,
+                metadata=self._metadata,
+                page_checksum_verification=self.verify_checksums,
+            )
         return self._pf
+
+    @property
+    def metadata(self) -> pq.FileMetaData:
+        """The file's Parquet footer (parsed once per file and process)."""
+        return self._metadata
 
     def row_groups(self) -> list[RowGroupStats]:
         """Row-key statistics of every row group (read from the footer once per file)."""
@@ -373,7 +388,7 @@ class StoreFileReader(FileContext):
         """Row group ``group``'s row Bloom filter, read and parsed once; None if absent."""
         blooms = self._footer.blooms
         if group not in blooms:
-            col = self._pf.metadata.row_group(group).column(0)
+            col = self._metadata.row_group(group).column(0)
             offset, length = col.bloom_filter_offset, col.bloom_filter_length
             bloom = None
             if offset and length:
@@ -458,7 +473,7 @@ class StoreFileReader(FileContext):
             source = self._open_source()
             pf = pq.ParquetFile(
                 source,
-                metadata=self._pf.metadata,
+                metadata=self._metadata,
                 read_dictionary=dictionary or None,
                 page_checksum_verification=self.verify_checksums,
             )
@@ -529,7 +544,7 @@ class StoreFileReader(FileContext):
             text = self._dictionary_columns()
             pf = pq.ParquetFile(
                 source,
-                metadata=self._pf.metadata,
+                metadata=self._metadata,
                 read_dictionary=[c for c in columns or text if c in text] or None,
                 page_checksum_verification=self.verify_checksums,
             )
@@ -553,7 +568,7 @@ class StoreFileReader(FileContext):
         """The text columns read as dictionaries (:mod:`~cellstore.storefiles.decode`)."""
         known = self._footer.dictionary
         if known is None:
-            known = self._footer.dictionary = dictionary_columns(self._pf.metadata)
+            known = self._footer.dictionary = dictionary_columns(self._metadata)
         return known
 
     def _with_rows(self, records: pa.Table) -> pa.Table:

@@ -136,7 +136,7 @@ def _read_base(
             cols = cols or [TS_COLUMN]
         records = reader.read_records([g.index for g in stats], columns=cols)
         whole_file = inside and len(stats) == reader.info.row_groups
-        meta = reader.parquet.metadata
+        meta = reader.metadata
         first = sum(meta.row_group(i).num_rows for i in range(stats[0].index))
         counts = [meta.row_group(g.index).num_rows for g in stats]
     cut = None
