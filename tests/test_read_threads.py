@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import dask
@@ -183,13 +183,20 @@ def test_run_together_runs_calls_at_once_in_order(two_cores: int) -> None:
 
     assert execute.run_together([lambda: meet(0), lambda: meet(1)]) == [0, 1]
     # every pool thread busy until the caller is done: the queued call runs in the caller
+    _queued_call_runs_in_the_caller(execute.run_together, two_cores)
+
+
+def _queued_call_runs_in_the_caller(
+    run: Callable[[list[Callable[[], int]]], Iterable[int]], threads: int
+) -> None:
+    """With every pool thread busy, the call ``run`` queued runs in this thread."""
     release = threading.Event()
-    pool = execute._read_pool(two_cores)
-    blockers = [pool.submit(release.wait, 10) for _ in range(two_cores)]
+    pool = execute._read_pool(threads)
+    blockers = [pool.submit(release.wait, 10) for _ in range(threads)]
     try:
         callers: list[str] = []
         calls = [lambda: 0, lambda: callers.append(threading.current_thread().name) or 1]
-        assert execute.run_together(calls) == [0, 1]
+        assert list(run(calls)) == [0, 1]
         assert callers == [threading.current_thread().name]
     finally:
         release.set()
@@ -220,18 +227,7 @@ def test_run_ahead_overlaps_the_next_call_and_keeps_the_order(two_cores: int) ->
     assert next(got) == 0
     barrier.wait()  # call 1 runs on the pool while the consumer still holds result 0
     assert list(got) == [1, 2, 3]
-    release = threading.Event()
-    pool = execute._read_pool(two_cores)
-    blockers = [pool.submit(release.wait, 10) for _ in range(two_cores)]
-    try:
-        names: list[str] = []
-        calls = [lambda: 0, lambda: names.append(threading.current_thread().name) or 1]
-        assert list(execute.run_ahead(calls)) == [0, 1]
-        assert names == [threading.current_thread().name]
-    finally:
-        release.set()
-        for b in blockers:
-            b.result()
+    _queued_call_runs_in_the_caller(execute.run_ahead, two_cores)
 
 
 def test_run_ahead_stops_early_and_raises_the_error(two_cores: int) -> None:
