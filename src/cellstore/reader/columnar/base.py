@@ -71,6 +71,7 @@ def _read_base(
     rowless: bool = False,
     aliases_apart: bool = False,
     span: tuple[int, int] | None = None,
+    threads: bool = True,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
@@ -82,7 +83,9 @@ def _read_base(
     range holds all its rows) gives its key fields, not rows. ``aliases_apart`` (with
     ``rowless``): a wanted column that is an alias of a key field (docs/format.md 14.2) is
     not read when no timestamp decides its visibility; ``aliased`` names its field, and
-    the caller takes its values from the rows' key fields.
+    the caller takes its values from the rows' key fields. ``threads``: decode the
+    columns on pyarrow's threads (False when other files are read at once: one thread
+    per file costs less).
     """
     name = fam.family.name
     spec = fam.spec
@@ -134,7 +137,7 @@ def _read_base(
                 cols += [TS_COLUMN, *(s.ts_name for s in seen)]
             # (no column: __ts, the smallest, says how many records there are)
             cols = cols or [TS_COLUMN]
-        records = reader.read_records([g.index for g in stats], columns=cols)
+        records = reader.read_records([g.index for g in stats], columns=cols, use_threads=threads)
         whole_file = inside and len(stats) == reader.info.row_groups
         meta = reader.metadata
         first = sum(meta.row_group(i).num_rows for i in range(stats[0].index))

@@ -341,6 +341,7 @@ def _read_family(
             rowless=rowless,
             aliases_apart=rowless,
             span=span,
+            threads=len(task.families) == 1,  # else the families are read at once
         )
         for e in bases
     ]
