@@ -194,14 +194,18 @@ def _encode(
     fixed = 0
     for f in range(nf):
         fixed += sizes[f] if kinds[f] == _NUMBER else (1 if terminated[f] else 0)
-    total = 0
+    # each key's length, field by field (tight loops), then the offsets as their sums
     out_offsets[0] = 0
     for i in range(n):
-        length = fixed
-        for f in range(nf):
-            if kinds[f] == _TEXT:
-                offs = text_offsets[slots[f]]
-                length += offs[i + 1] - offs[i]
+        out_offsets[i + 1] = fixed
+    for f in range(nf):
+        if kinds[f] == _TEXT:
+            offs = text_offsets[slots[f]]
+            for i in range(n):
+                out_offsets[i + 1] += offs[i + 1] - offs[i]
+    total = 0
+    for i in range(n):
+        length = out_offsets[i + 1]
         if length == 0 or length > limit:
             return np.empty(0, dtype=np.uint8), _BAD_LENGTH
         total += length
