@@ -230,6 +230,38 @@ def test_run_ahead_overlaps_the_next_call_and_keeps_the_order(two_cores: int) ->
     _queued_call_runs_in_the_caller(execute.run_ahead, two_cores)
 
 
+def test_run_ahead_consumer_runs_later_calls_while_it_waits(two_cores: int) -> None:
+    """While call 1 runs on the pool (the other pool thread busy), the consumer runs the
+    window's calls not started (2 and 3) itself; results still come in order."""
+    release = threading.Event()
+    started = threading.Event()
+    unblock = threading.Event()
+    pool = execute._read_pool(two_cores)
+    blocker = pool.submit(release.wait, 10)
+    where: dict[int, str] = {}
+
+    def call(i: int) -> int:
+        where[i] = threading.current_thread().name
+        if i == 0:
+            assert started.wait(10), "call 1 never started"  # it runs on the pool
+        if i == 1:
+            started.set()
+            assert unblock.wait(10), "call 2 never ran"
+        if i == 2:
+            unblock.set()  # call 1 waits for it: only the consumer can run it
+        return i
+
+    try:
+        got = list(execute.run_ahead([lambda i=i: call(i) for i in range(4)], ahead=3))
+    finally:
+        release.set()
+        blocker.result()
+    assert got == [0, 1, 2, 3]
+    me = threading.current_thread().name
+    assert where[0] == where[2] == where[3] == me
+    assert where[1] != me
+
+
 def test_run_ahead_stops_early_and_raises_the_error(two_cores: int) -> None:
     ran: list[int] = []
 

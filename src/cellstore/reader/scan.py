@@ -296,9 +296,9 @@ class Scan:
         if ahead and wide is not None:
             reads = self._fast_reads(wide)
             if reads is not None:
-                # the next task's read runs while this one's result is built (to_arrow
+                # the next tasks' reads run while this one's result is built (to_arrow
                 # holds every result anyway; to_batches keeps one task at a time)
-                yield from (rows for rows in run_ahead(reads) if rows.num_rows)
+                yield from (rows for rows in run_ahead(reads, ahead=2) if rows.num_rows)
                 return
         remaining = self.options.limit
         for task in self.plan():
