@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import dask
@@ -183,13 +183,20 @@ def test_run_together_runs_calls_at_once_in_order(two_cores: int) -> None:
 
     assert execute.run_together([lambda: meet(0), lambda: meet(1)]) == [0, 1]
     # every pool thread busy until the caller is done: the queued call runs in the caller
+    _queued_call_runs_in_the_caller(execute.run_together, two_cores)
+
+
+def _queued_call_runs_in_the_caller(
+    run: Callable[[list[Callable[[], int]]], Iterable[int]], threads: int
+) -> None:
+    """With every pool thread busy, the call ``run`` queued runs in this thread."""
     release = threading.Event()
-    pool = execute._read_pool(two_cores)
-    blockers = [pool.submit(release.wait, 10) for _ in range(two_cores)]
+    pool = execute._read_pool(threads)
+    blockers = [pool.submit(release.wait, 10) for _ in range(threads)]
     try:
         callers: list[str] = []
         calls = [lambda: 0, lambda: callers.append(threading.current_thread().name) or 1]
-        assert execute.run_together(calls) == [0, 1]
+        assert list(run(calls)) == [0, 1]
         assert callers == [threading.current_thread().name]
     finally:
         release.set()
@@ -204,3 +211,72 @@ def test_run_together_raises_the_first_error(two_cores: int) -> None:
     with pytest.raises(CorruptFileError, match="bad file"):
         execute.run_together([lambda: 1, fail, lambda: 3])
     assert execute.run_together([lambda: 1, lambda: 2]) == [1, 2]  # the pool still works
+
+
+def test_run_ahead_overlaps_the_next_call_and_keeps_the_order(two_cores: int) -> None:
+    """While the consumer holds result ``i``, call ``i + 1`` runs (a barrier only the two
+    pass); results come in order, and a queued call the busy pool never started runs in
+    the consumer's thread."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet(i: int) -> int:
+        barrier.wait()
+        return i
+
+    got = execute.run_ahead([lambda: 0, lambda: meet(1), lambda: 2, lambda: 3])
+    assert next(got) == 0
+    barrier.wait()  # call 1 runs on the pool while the consumer still holds result 0
+    assert list(got) == [1, 2, 3]
+    _queued_call_runs_in_the_caller(execute.run_ahead, two_cores)
+
+
+def test_run_ahead_consumer_runs_later_calls_while_it_waits(two_cores: int) -> None:
+    """While call 1 runs on the pool (the other pool thread busy), the consumer runs the
+    window's calls not started (2 and 3) itself; results still come in order."""
+    release = threading.Event()
+    started = threading.Event()
+    unblock = threading.Event()
+    pool = execute._read_pool(two_cores)
+    blocker = pool.submit(release.wait, 10)
+    where: dict[int, str] = {}
+
+    def call(i: int) -> int:
+        where[i] = threading.current_thread().name
+        if i == 0:
+            assert started.wait(10), "call 1 never started"  # it runs on the pool
+        if i == 1:
+            started.set()
+            assert unblock.wait(10), "call 2 never ran"
+        if i == 2:
+            unblock.set()  # call 1 waits for it: only the consumer can run it
+        return i
+
+    try:
+        got = list(execute.run_ahead([lambda i=i: call(i) for i in range(4)], ahead=3))
+    finally:
+        release.set()
+        blocker.result()
+    assert got == [0, 1, 2, 3]
+    me = threading.current_thread().name
+    assert where[0] == where[2] == where[3] == me
+    assert where[1] != me
+
+
+def test_run_ahead_stops_early_and_raises_the_error(two_cores: int) -> None:
+    ran: list[int] = []
+
+    def call(i: int) -> int:
+        ran.append(i)
+        return i
+
+    got = execute.run_ahead([lambda i=i: call(i) for i in range(10)], ahead=1)
+    assert next(got) == 0
+    got.close()  # the consumer stops: at most the one call ahead ran, none after it
+    assert sorted(ran) in ([0], [0, 1])
+
+    def fail() -> int:
+        raise CorruptFileError("bad file")
+
+    with pytest.raises(CorruptFileError, match="bad file"):
+        list(execute.run_ahead([lambda: 1, fail, lambda: 3]))
+    assert list(execute.run_ahead([lambda: 1, lambda: 2])) == [1, 2]  # the pool still works

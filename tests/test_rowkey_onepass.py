@@ -111,3 +111,30 @@ def test_a_sliced_chunked_table_encodes_like_its_copy() -> None:
     assert spec.encode(chunked).to_pylist() == spec.encode(table.slice(1, 3)).to_pylist()
     cols = [table.column(f.name).combine_chunks().slice(1, 3) for f in spec.fields]
     assert encode_one_pass(spec.fields, cols, salted=False) is not None
+
+
+def test_large_and_empty_text_columns_encode_like_the_field_encoder() -> None:
+    # a large_string beside a string (64-bit and 32-bit offsets in one kernel call), and a
+    # text field whose values are all empty (an Arrow array may then have no data bytes)
+    spec = RowKeySpec(
+        fields=(
+            KeyField(name="a"),
+            KeyField(name="e", type="bytes"),
+            KeyField(name="n", type="int64", descending=True),
+            KeyField(name="b", type="bytes", descending=True),
+        )
+    )
+    table = pa.table(
+        {
+            "a": pa.array(["x", "", "yz"], pa.large_string()),
+            "e": pa.array([b"", b"", b""], pa.binary()),
+            "n": pa.array([5, -(2**63), 2**63 - 1], pa.int64()),
+            "b": pa.array([b"\x01\xff", b"q", b""], pa.binary()),
+        }
+    )
+    cols = [table.column(f.name).combine_chunks() for f in spec.fields]
+    answered = encode_one_pass(spec.fields, cols, salted=False)
+    assert answered is not None
+    fast, general = _both(spec, table)
+    assert fast == general
+    assert binary_from_parts(*answered).to_pylist() == general[0]

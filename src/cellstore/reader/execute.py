@@ -50,7 +50,7 @@ from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import RowGroupStats, StoreFileReader
 from cellstore.storefiles.reader import slice_rows
 
-__all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task", "run_together"]
+__all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task", "run_ahead", "run_together"]
 
 #: Schema of scan results in the "cells" shape (HBase result order): a store file's
 #: cells with their family after the row (defined once, in core/cells.py).
@@ -530,6 +530,55 @@ def run_together(calls: Sequence[Callable[[], _T]]) -> list[_T]:
         wait_futures(futures)
         raise
     return out
+
+
+def run_ahead(calls: Sequence[Callable[[], _T]], *, ahead: int = 1) -> Iterator[_T]:
+    """``c()`` for each call, in order, the next ``ahead`` calls running meanwhile.
+
+    While the consumer takes a result, the next ``ahead`` calls run on the shared read
+    pool (:func:`_read_pool`), so one call's single-threaded steps overlap the others'
+    decoding. The consumer works too: a call not started by the time its result is
+    wanted runs in its thread (as in :func:`run_together`: no deadlock when the pool is
+    busy), and while it waits for a call running on the pool it runs the latest calls
+    of the window that have not started. At most ``1 + ahead`` results are held at once.
+    When the consumer stops early or a call fails, calls not started are cancelled and
+    running ones finish before the generator closes.
+    """
+    threads = min(pa.cpu_count(), MAX_THREADS)
+    if ahead < 1 or threads < 2 or len(calls) < 2:
+        yield from (c() for c in calls)
+        return
+    pool: ThreadPoolExecutor | None = _read_pool(threads)
+    started: dict[int, Future[_T]] = {}
+    done: dict[int, _T] = {}  # results of calls the consumer ran ahead of their turn
+    try:
+        for i, call in enumerate(calls):
+            for j in range(i + 1, min(i + 1 + ahead, len(calls))):
+                if j not in started and j not in done and pool is not None:
+                    try:
+                        started[j] = pool.submit(calls[j])
+                    except RuntimeError:  # another scan replaced the pool: run them here
+                        pool = None
+            if i in done:
+                yield done.pop(i)
+                continue
+            future = started.pop(i, None)
+            if future is None or future.cancel():
+                yield call()
+                continue
+            while not future.done():  # call i runs on the pool: help with the window
+                spare = next(
+                    (j for j in sorted(started, reverse=True) if started[j].cancel()), None
+                )
+                if spare is None:
+                    break
+                del started[spare]
+                done[spare] = calls[spare]()
+            yield future.result()
+    finally:
+        for future in started.values():
+            future.cancel()
+        wait_futures(list(started.values()))
 
 
 _pool_lock = threading.Lock()

@@ -12,7 +12,7 @@ a :class:`ScanPartitionReader` (:mod:`cellstore.reader.execute` does one task's 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from cellstore.core.rowkey.ranges import bucket_ranges
 from cellstore.core.semantics import ReadSpec
 from cellstore.errors import InvalidArgumentError, InvalidFamilyError, InvalidRowRangeError
 from cellstore.reader.columnar import fast_wide_families, read_wide_fast
-from cellstore.reader.execute import RESULT_SCHEMA, read_task
+from cellstore.reader.execute import RESULT_SCHEMA, read_task, run_ahead
 from cellstore.reader.options import (
     FamilyTimeRanges,
     ScanOptions,
@@ -292,7 +292,14 @@ class Scan:
         """Results task by task (bounded memory: one region range at a time)."""
         yield from self._batches(wide=self.wide)
 
-    def _batches(self, *, wide: WideSpec | None) -> Iterator[pa.Table]:
+    def _batches(self, *, wide: WideSpec | None, ahead: bool = False) -> Iterator[pa.Table]:
+        if ahead and wide is not None:
+            reads = self._fast_reads(wide)
+            if reads is not None:
+                # the next tasks' reads run while this one's result is built (to_arrow
+                # holds every result anyway; to_batches keeps one task at a time)
+                yield from (rows for rows in run_ahead(reads, ahead=2) if rows.num_rows)
+                return
         remaining = self.options.limit
         for task in self.plan():
             if remaining == 0:
@@ -325,13 +332,28 @@ class Scan:
             yield out
             del out
 
+    def _fast_reads(self, wide: WideSpec) -> list[Callable[[], pa.Table]] | None:
+        """Every task's wide read, when the column layout's fast path answers them all.
+
+        None when a task takes the general path, or the scan has a limit or a point row.
+        """
+        tasks = self.plan()
+        if self.options.limit is not None or self.point_row is not None or len(tasks) < 2:
+            return None
+        if any(fast_wide_families(task) is not None for task in tasks):
+            return None
+        read = functools.partial(
+            read_wide_fast, self.fs, wide=wide, reverse=self.options.reversed, key=self.key_decoder
+        )
+        return [functools.partial(read, task=task) for task in tasks]
+
     def to_arrow(self) -> pa.Table:
         """All results as one Arrow table: ``row, family, qualifier, ts, type, value``.
 
         Cells come in HBase result order: rows ascending (descending for reversed scans);
         inside a row, family and qualifier ascending, ts descending.
         """
-        parts = list(self.to_batches())
+        parts = list(self._batches(wide=self.wide, ahead=True))
         if self.wide is not None:
             if not parts:
                 empty = self.wide.empty() if self.wide.columns is not None else _EMPTY_WIDE

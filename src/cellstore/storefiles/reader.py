@@ -58,6 +58,7 @@ from cellstore.errors import (
 from cellstore.fs import is_local
 from cellstore.storefiles.bloom import SplitBlockBloomFilter, parse_bloom_filter
 from cellstore.storefiles.context import FileContext
+from cellstore.storefiles.decode import as_dense, dictionary_columns
 from cellstore.storefiles.footer import (
     FOOTER_KEY,
     PARQUET_MAGIC,
@@ -121,6 +122,8 @@ class _Footer:
     blooms: dict[int, SplitBlockBloomFilter | None] = field(default_factory=dict)
     #: The parsed footer, once the file passed every check of an open (schema included).
     info: StoreFileInfo | None = None
+    #: A column file's text columns read through their dictionaries (first read sets it).
+    dictionary: frozenset[str] | None = None
 
 
 _cache: OrderedDict[tuple[str, int, str], _Footer] = OrderedDict()
@@ -237,10 +240,9 @@ class StoreFileReader(FileContext):
                 if cached is not None
                 else pq.read_metadata(pa.BufferReader(PARQUET_MAGIC + footer))
             )
-            self._pf = pq.ParquetFile(
-                self._handle, metadata=metadata, page_checksum_verification=verify_checksums
-            )
-            meta = self._pf.metadata
+            self._metadata: pq.FileMetaData = metadata
+            self._pf: pq.ParquetFile | None = None  # built when asked for (:attr:`parquet`)
+            meta = metadata
             kv = meta.metadata or {}
             if FOOTER_KEY not in kv:
                 raise CorruptFileError(f"{where}{path}: Parquet file has no cellstore footer")
@@ -261,7 +263,12 @@ class StoreFileReader(FileContext):
                     raise _entry_mismatch_error(where, path, mismatch)
             if known is None:  # a cached footer passed this check when first opened
                 _check_schema(
-                    self._pf, path, where, self.info.columns, self.info.row_key, self.info.aliases
+                    self.parquet,
+                    path,
+                    where,
+                    self.info.columns,
+                    self.info.row_key,
+                    self.info.aliases,
                 )
             # Row-group statistics, parsed once per footer and checked on the way (a
             # column chunk whose type disagrees with the schema would abort pyarrow).
@@ -306,8 +313,19 @@ class StoreFileReader(FileContext):
     # ------------------------------------------------------------------ meta
     @property
     def parquet(self) -> pq.ParquetFile:
-        """The underlying ``pyarrow.parquet.ParquetFile``."""
+        """The underlying ``pyarrow.parquet.ParquetFile`` (built on first use)."""
+        if self._pf is None:
+            self._pf = pq.ParquetFile(
+                self._handle,
+                metadata=self._metadata,
+                page_checksum_verification=self.verify_checksums,
+            )
         return self._pf
+
+    @property
+    def metadata(self) -> pq.FileMetaData:
+        """The file's Parquet footer (parsed once per file and process)."""
+        return self._metadata
 
     def row_groups(self) -> list[RowGroupStats]:
         """Row-key statistics of every row group (read from the footer once per file)."""
@@ -370,7 +388,7 @@ class StoreFileReader(FileContext):
         """Row group ``group``'s row Bloom filter, read and parsed once; None if absent."""
         blooms = self._footer.blooms
         if group not in blooms:
-            col = self._pf.metadata.row_group(group).column(0)
+            col = self._metadata.row_group(group).column(0)
             offset, length = col.bloom_filter_offset, col.bloom_filter_length
             bloom = None
             if offset and length:
@@ -455,7 +473,7 @@ class StoreFileReader(FileContext):
             source = self._open_source()
             pf = pq.ParquetFile(
                 source,
-                metadata=self._pf.metadata,
+                metadata=self._metadata,
                 read_dictionary=dictionary or None,
                 page_checksum_verification=self.verify_checksums,
             )
@@ -523,12 +541,15 @@ class StoreFileReader(FileContext):
         source: Any = None
         try:
             source = self._open_source()
+            text = self._dictionary_columns()
             pf = pq.ParquetFile(
                 source,
-                metadata=self._pf.metadata,
+                metadata=self._metadata,
+                read_dictionary=[c for c in columns or text if c in text] or None,
                 page_checksum_verification=self.verify_checksums,
             )
             table = pf.read_row_groups(list(groups), columns=columns, use_threads=use_threads)
+            table = as_dense(table, text)  # the same values, decoded faster (decode.py)
             if want_rows:
                 table = self._with_rows(table)
             if aliases and key is not None:
@@ -542,6 +563,13 @@ class StoreFileReader(FileContext):
             if source is not None:
                 source.close()
         return table.replace_schema_metadata(None)
+
+    def _dictionary_columns(self) -> frozenset[str]:
+        """The text columns read as dictionaries (:mod:`~cellstore.storefiles.decode`)."""
+        known = self._footer.dictionary
+        if known is None:
+            known = self._footer.dictionary = dictionary_columns(self._metadata)
+        return known
 
     def _with_rows(self, records: pa.Table) -> pa.Table:
         """``records`` with ``__row`` first (a keyed file's, encoded from its key columns).

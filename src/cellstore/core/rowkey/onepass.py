@@ -2,11 +2,12 @@
 
 :func:`encode_one_pass` is the fast path of :meth:`RowKeySpec.encode
 <cellstore.core.rowkey.spec.RowKeySpec.encode>` for key columns that are already of their
-fields' types and hold no null: the key's length is computed first (each text field's
-lengths plus the fixed widths), then one numba kernel writes every field's bytes straight
-into the output buffer, record by record. Numbers become order-preserving unsigned words
-before the kernel (a vectorized step per field), so the kernel only copies bytes. The
-bytes are exactly :func:`~cellstore.core.rowkey.fields.encode_pieces`' (tested against it).
+fields' types and hold no null: one numba kernel reads the columns' Arrow buffers as
+they are (text offsets and data, no copy), computes every key's length (each text
+field's length plus the fixed widths), then writes every field's bytes straight into
+the output buffer. Numbers become order-preserving unsigned words before the kernel (a
+vectorized step per field), so the kernel only copies bytes. The bytes are exactly
+:func:`~cellstore.core.rowkey.fields.encode_pieces`' (tested against it).
 
 Anything the fast path does not cover gives None and the caller takes the general path,
 which also reports the bad records: a field hashed, fixed-width, reversed or a reverse
@@ -16,6 +17,7 @@ field; an empty key or one too long.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numba
@@ -23,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from cellstore.core.cells import MAX_ROW_LENGTH
-from cellstore.core.codecs import binary_parts, float_bits
+from cellstore.core.codecs import float_bits
 from cellstore.core.rowkey.fields import KeyType
 
 if TYPE_CHECKING:
@@ -34,6 +36,9 @@ __all__ = ["encode_one_pass"]
 #: Field kinds of the kernel.
 _TEXT: Final = 0
 _NUMBER: Final = 1
+
+#: No bytes (a text column whose values are all empty may have no data buffer).
+_NO_BYTES: Final = np.zeros(0, dtype=np.uint8)
 
 
 def _eligible(field: KeyField, column: pa.Array) -> bool:
@@ -76,108 +81,174 @@ def _order_words(field: KeyField, column: pa.Array) -> np.ndarray:
 
 
 def encode_one_pass(
-    fields: tuple[KeyField, ...], columns: list[pa.Array], *, salted: bool
+    fields: tuple[KeyField, ...],
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    *,
+    salted: bool,
 ) -> Parts | None:
     """The logical keys' ``(offsets, data)``, or None when the general path must encode.
 
     Args:
         fields: The spec's fields, in key order.
-        columns: Each field's column (same length, not chunked).
+        columns: Each field's column (same length; a column of one chunk is read in
+            place, one of several chunks is combined first).
         salted: The key gets a salt byte later (counts toward the longest key).
     """
+    columns = [_one_array(c) for c in columns]
     n = len(columns[0]) if columns else 0
     if not n or not all(_eligible(f, c) for f, c in zip(fields, columns, strict=True)):
         return None
     last = len(fields) - 1
-    kinds = np.zeros(len(fields), dtype=np.int8)
-    index = np.zeros(len(fields), dtype=np.int64)
-    sizes = np.zeros(len(fields), dtype=np.int64)
-    terminated = np.zeros(len(fields), dtype=np.bool_)
-    invert = np.zeros(len(fields), dtype=np.uint8)
-    texts = [i for i, f in enumerate(fields) if f.type.is_text]
-    offs_all = np.empty((len(texts), n + 1), dtype=np.int64)
-    words_all = np.empty((len(fields) - len(texts), n), dtype=np.uint64)
-    text_data: list[np.ndarray] = []
-    fixed = 0  # bytes every key has: numbers and terminators
+    k = len(fields)
+    kinds = np.zeros(k, dtype=np.int8)
+    slots = np.zeros(k, dtype=np.int64)
+    sizes = np.zeros(k, dtype=np.int64)
+    terminated = np.zeros(k, dtype=np.bool_)
+    invert = np.zeros(k, dtype=np.uint8)
+    offsets: list[np.ndarray] = []
+    data: list[np.ndarray] = []
+    words: list[np.ndarray] = []
     for i, (f, col) in enumerate(zip(fields, columns, strict=True)):
         invert[i] = 0xFF if f.descending else 0
         if f.type.is_text:
-            offsets, data = binary_parts(col)  # offsets from 0, data just the values'
-            term = f.terminated(last=i == last)
-            if term and data.size and not data.all():
-                return None  # a 0x00 byte in a terminated field: the general path says so
-            kinds[i], index[i], terminated[i] = _TEXT, len(text_data), term
-            offs_all[len(text_data)] = offsets
-            text_data.append(data)
-            fixed += int(term)
+            kinds[i], slots[i] = _TEXT, len(offsets)
+            terminated[i] = f.terminated(last=i == last)
+            offs, values = _text_buffers(col)
+            offsets.append(offs)
+            data.append(values)
         else:
-            kinds[i], index[i] = _NUMBER, i - len(text_data)
+            kinds[i], slots[i] = _NUMBER, len(words)
             sizes[i] = f.type.size or 0
-            words_all[index[i]] = _order_words(f, col)
-            fixed += int(sizes[i])
-    # key i starts after i keys' fixed bytes and every text field's first i values
-    out_offsets = np.arange(n + 1, dtype=np.int64) * fixed
-    for offsets in offs_all:
-        out_offsets += offsets
-    lengths = np.diff(out_offsets)
-    if not lengths.all() or int(lengths.max()) + int(salted) > MAX_ROW_LENGTH:
-        return None
-    starts = np.zeros(len(text_data) + 1, dtype=np.int64)
-    np.cumsum([d.size for d in text_data], out=starts[1:])
-    data_all = np.concatenate(text_data) if text_data else np.zeros(0, dtype=np.uint8)
-    out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
-    _write_keys(
-        kinds, index, sizes, terminated, invert, offs_all, starts, data_all, words_all,
-        out_offsets, out,
+            words.append(_order_words(f, col))
+    wide = any(o.dtype == np.int64 for o in offsets)
+    offsets = [o.astype(np.int64) for o in offsets] if wide else offsets
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    out, status = _encode(
+        kinds, slots, sizes, terminated, invert,
+        _padded(offsets, np.zeros(1, dtype=np.int64 if wide else np.int32)),
+        _padded(data, np.zeros(0, dtype=np.uint8)),
+        _padded(words, np.zeros(0, dtype=np.uint64)),
+        n, MAX_ROW_LENGTH - int(salted), out_offsets,
     )  # fmt: skip
+    if status != _DONE:
+        return None  # an empty or too long key, a 0x00 in a terminated field
     return out_offsets, out
 
 
+def _one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: as it is, its only chunk, or its chunks combined."""
+    if isinstance(column, pa.Array):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _text_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string or binary column's offsets (its own, from its slice) and data buffer.
+
+    Zero-copy views: value ``i`` is ``data[offsets[i]:offsets[i + 1]]``.
+    """
+    bufs = column.buffers()
+    large = column.type in (pa.large_string(), pa.large_binary())
+    raw = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)
+    offsets = raw[column.offset : column.offset + len(column) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else _NO_BYTES
+    return offsets, data
+
+
+def _padded(arrays: list[np.ndarray], filler: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays`` as a tuple of 2, 4, 8... (``filler`` after them): few kernel signatures."""
+    size = 2
+    while size < len(arrays):
+        size *= 2
+    return (*arrays, *([filler] * (size - len(arrays))))
+
+
+#: What :func:`_encode` says: the keys are written, or why not.
+_DONE: Final = 0
+_BAD_LENGTH: Final = 1  # an empty key, or one longer than the limit
+_ZERO_BYTE: Final = 2  # a 0x00 byte in a terminated text field
+
+
 @numba.njit(cache=True, nogil=True)
-def _write_keys(
+def _encode(
     kinds: np.ndarray,
-    index: np.ndarray,
+    slots: np.ndarray,
     sizes: np.ndarray,
     terminated: np.ndarray,
     invert: np.ndarray,
-    text_offsets: np.ndarray,
-    text_starts: np.ndarray,
-    text_data: np.ndarray,
-    words: np.ndarray,
+    text_offsets: tuple[np.ndarray, ...],
+    text_data: tuple[np.ndarray, ...],
+    words: tuple[np.ndarray, ...],
+    n: int,
+    limit: int,
     out_offsets: np.ndarray,
-    out: np.ndarray,
-) -> None:  # pragma: no cover - compiled (tested through encode_one_pass)
-    """Write every record's key: its fields' bytes in key order, from ``out_offsets[i]``.
+) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled (tested through encode_one_pass)
+    """Every record's key: ``out_offsets`` filled, the bytes returned, and a status.
 
-    Field by field (each a tight loop over the records), every record's write position
-    advancing as its fields are written.
+    First each key's length (the fixed bytes plus its text fields' lengths: an empty key
+    or one over ``limit`` stops with ``_BAD_LENGTH``), then, field by field (each a tight
+    loop over the records), every record's bytes from its write position on; a 0x00 byte
+    in a terminated text field stops with ``_ZERO_BYTE``.
     """
-    n = len(out_offsets) - 1
+    nf = len(kinds)
+    fixed = 0
+    for f in range(nf):
+        fixed += sizes[f] if kinds[f] == _NUMBER else (1 if terminated[f] else 0)
+    # each key's length, field by field (tight loops), then the offsets as their sums
+    out_offsets[0] = 0
+    for i in range(n):
+        out_offsets[i + 1] = fixed
+    for f in range(nf):
+        if kinds[f] == _TEXT:
+            offs = text_offsets[slots[f]]
+            for i in range(n):
+                out_offsets[i + 1] += offs[i + 1] - offs[i]
+    total = 0
+    for i in range(n):
+        length = out_offsets[i + 1]
+        if length == 0 or length > limit:
+            return np.empty(0, dtype=np.uint8), _BAD_LENGTH
+        total += length
+        out_offsets[i + 1] = total
+    out = np.empty(total, dtype=np.uint8)
     at = out_offsets[:-1].copy()
-    for f in range(len(kinds)):
-        inv = np.uint8(invert[f])
-        t = index[f]
-        if kinds[f] == 0:
-            base = text_starts[t]
-            offs = text_offsets[t]
+    for f in range(nf):
+        inv = invert[f]
+        if kinds[f] == _TEXT:
+            offs = text_offsets[slots[f]]
+            data = text_data[slots[f]]
             term = terminated[f]
             for i in range(n):
                 pos = at[i]
-                for j in range(base + offs[i], base + offs[i + 1]):
-                    out[pos] = text_data[j] ^ inv
+                for j in range(offs[i], offs[i + 1]):
+                    b = data[j]
+                    if term and b == 0:
+                        return out, _ZERO_BYTE
+                    out[pos] = b ^ inv
                     pos += 1
                 if term:
                     out[pos] = inv
                     pos += 1
                 at[i] = pos
-        else:
-            row = words[t]
-            size = sizes[f]
+            continue
+        row = words[slots[f]]
+        size = sizes[f]
+        if size == 4:  # the common width, unrolled
             for i in range(n):
-                w = row[i]
+                x = np.uint32(row[i])
                 pos = at[i]
-                for b in range(size):
-                    out[pos + b] = (
-                        np.uint8((w >> np.uint64(8 * (size - 1 - b))) & np.uint64(0xFF)) ^ inv
-                    )
-                at[i] = pos + size
+                out[pos] = np.uint8(x >> np.uint32(24)) ^ inv
+                out[pos + 1] = np.uint8((x >> np.uint32(16)) & np.uint32(0xFF)) ^ inv
+                out[pos + 2] = np.uint8((x >> np.uint32(8)) & np.uint32(0xFF)) ^ inv
+                out[pos + 3] = np.uint8(x & np.uint32(0xFF)) ^ inv
+                at[i] = pos + 4
+            continue
+        for i in range(n):
+            w = row[i]
+            pos = at[i]
+            for b in range(size):
+                out[pos + b] = (
+                    np.uint8((w >> np.uint64(8 * (size - 1 - b))) & np.uint64(0xFF)) ^ inv
+                )
+            at[i] = pos + size
+    return out, _DONE

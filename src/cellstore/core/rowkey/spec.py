@@ -175,12 +175,13 @@ class RowKeySpec:
             )
         problems = Problems(table.num_rows)
         last = len(self.fields) - 1
-        columns = [as_array(table.column(f.name)) for f in self.fields]
+        given = [table.column(f.name) for f in self.fields]
         salted = self.salt_buckets is not None
-        fast = encode_one_pass(self.fields, columns, salted=salted) if one_pass else None
+        fast = encode_one_pass(self.fields, given, salted=salted) if one_pass else None
         if fast is not None:  # typed, no null, nothing to check: one kernel pass
             offsets, data = fast
         else:
+            columns = [as_array(c) for c in given]
             pieces = [
                 piece
                 for i, (f, col) in enumerate(zip(self.fields, columns, strict=True))

@@ -8,9 +8,10 @@ own (:func:`properties_after_load`), and reads decode with them (``column_types=
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from cellstore.core.codecs import Codec
@@ -110,9 +111,23 @@ class TableCodecs:
     def from_properties(cls, properties: Mapping[str, str]) -> TableCodecs:
         """Read the recorded codecs back from table properties (absent: nothing recorded).
 
+        The two properties' texts are parsed once per process (a small cache keyed on
+        them); each call gets its own mappings.
+
         Raises:
             InvalidArgumentError: a property that is not the documented JSON.
         """
+        parsed = _parsed(properties.get(CODECS_PROPERTY), properties.get(ROW_KEY_PROPERTY))
+        return replace(parsed, columns=dict(parsed.columns), families=dict(parsed.families))
+
+    @classmethod
+    def _parse(cls, codecs: str | None, row_key: str | None) -> TableCodecs:
+        """:meth:`from_properties` of the two properties' texts (None: absent)."""
+        properties = {
+            k: v
+            for k, v in ((CODECS_PROPERTY, codecs), (ROW_KEY_PROPERTY, row_key))
+            if v is not None
+        }
         columns: dict[str, Codec] = {}
         families: dict[str, Codec] = {}
         key: KeyColumn | RowKeySpec | None = None
@@ -196,6 +211,12 @@ class TableCodecs:
     def column_types(self) -> dict[str, str]:
         """``{"family:qualifier": codec}`` of the literal columns (``Table.scan``'s form)."""
         return {k: v.value for k, v in self.columns.items() if v is not Codec.BYTES}
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(codecs: str | None, row_key: str | None) -> TableCodecs:
+    """The codecs recorded in these property texts, parsed once (immutable inputs)."""
+    return TableCodecs._parse(codecs, row_key)
 
 
 def recorded_column_types(metadata: TableMetadata) -> Mapping[str, str]:

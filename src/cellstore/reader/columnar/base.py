@@ -71,6 +71,7 @@ def _read_base(
     rowless: bool = False,
     aliases_apart: bool = False,
     span: tuple[int, int] | None = None,
+    threads: bool = True,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
 
@@ -82,7 +83,9 @@ def _read_base(
     range holds all its rows) gives its key fields, not rows. ``aliases_apart`` (with
     ``rowless``): a wanted column that is an alias of a key field (docs/format.md 14.2) is
     not read when no timestamp decides its visibility; ``aliased`` names its field, and
-    the caller takes its values from the rows' key fields.
+    the caller takes its values from the rows' key fields. ``threads``: decode the
+    columns on pyarrow's threads (False when other files are read at once: one thread
+    per file costs less).
     """
     name = fam.family.name
     spec = fam.spec
@@ -134,9 +137,9 @@ def _read_base(
                 cols += [TS_COLUMN, *(s.ts_name for s in seen)]
             # (no column: __ts, the smallest, says how many records there are)
             cols = cols or [TS_COLUMN]
-        records = reader.read_records([g.index for g in stats], columns=cols)
+        records = reader.read_records([g.index for g in stats], columns=cols, use_threads=threads)
         whole_file = inside and len(stats) == reader.info.row_groups
-        meta = reader.parquet.metadata
+        meta = reader.metadata
         first = sum(meta.row_group(i).num_rows for i in range(stats[0].index))
         counts = [meta.row_group(g.index).num_rows for g in stats]
     cut = None
@@ -160,13 +163,13 @@ def _read_base(
     shown: dict[ColumnSpec, pa.Array] = {}
     stamps: dict[ColumnSpec, np.ndarray] = {}
     for s in seen:
-        values = records.column(s.value_name).combine_chunks()
+        values = one_array(records.column(s.value_name))
         if row_ts is None and not per_cell:  # every value shown: no mask to compute
             shown[s] = values
             continue
         visible = valid_mask(values)
         if row_ts is not None:
-            own = records.column(s.ts_name).combine_chunks()
+            own = one_array(records.column(s.ts_name))
             ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
             stamps[s] = ts
             if oldest is not None:
@@ -184,7 +187,7 @@ def _read_base(
             names = [f.name for f in file_key.fields]
             keys = pa.table([records.column(n) for n in head], names=names)
     else:
-        rows = records.column(ROW_COLUMN).combine_chunks().cast(pa.binary())
+        rows = one_array(records.column(ROW_COLUMN)).cast(pa.binary())
     return _Base(
         rows=rows,
         present=present,
@@ -350,6 +353,11 @@ def _concat_column(
         arrs = [_bytes_of(a, key) for a in arrs]
         codec = Codec.BYTES
     return (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
+
+
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as it is (no copy), or the chunks combined."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:

@@ -23,7 +23,7 @@ A task qualifies when:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import fsspec
@@ -38,7 +38,7 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
-from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
+from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields, one_array
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import (
     _mergeable,
@@ -111,14 +111,15 @@ def read_wide_fast(
     """
     codecs = dict(wide.codecs)
     wanted = None if wide.columns is None else set(wide.columns)
-    shared = _shared_rows(fs, task, key)
+    skips: _Skips = {}  # companions a family's read may skip, decided once per task
+    shared = _shared_rows(fs, task, key, skips)
     encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
     pending: dict[str, Pivot | None] = {}  # deltas patched after the reads (module patch)
 
     def family(i: int, span: tuple[int, int] | None = None) -> _Part:
         fam = task.families[i]
         rowless = shared and i > 0
-        return _read_family(
+        part = _read_family(
             fs,
             task,
             fam,
@@ -129,7 +130,11 @@ def read_wide_fast(
             span=span,
             pending=pending,
             shared=shared,
+            skips=skips,
         )
+        # the first family's rows are the result's (or joined): encoded here, at once with
+        # the other families' reads
+        return _with_rows(part) if i == 0 else part
 
     # the families' files are read at once: one file's decode is too short for pyarrow's
     # column threads to keep two cores busy (docs/performance.md); families of shared rows
@@ -171,6 +176,19 @@ def read_wide_fast(
     return out
 
 
+def _with_rows(part: _Part) -> _Part:
+    """``part`` with its rows encoded from its key fields (kept too).
+
+    Only when every row is in the result: a part with hidden rows is encoded after the
+    join drops them.
+    """
+    if part.rows is not None or part.keys is None:
+        return part
+    if part.present is not None and not part.present.all():
+        return part
+    return replace(part, rows=part.row_keys())
+
+
 @dataclass(frozen=True)
 class _Shared(_Part):
     """A part whose rows are the first family's, with the aliased columns not read.
@@ -194,11 +212,16 @@ def _aliases_from_keys(part: _Part, first: _Part) -> _Part:
     assert first.keys is not None  # the first family of shared rows holds the key fields
     columns = dict(part.columns)
     for col, (name, codec) in part.aliased.items():
-        columns[col] = (first.keys.column(name).combine_chunks(), codec)
+        columns[col] = (one_array(first.keys.column(name)), codec)
     return _Part(None, columns, part.present, digest=part.digest, count=part.count)
 
 
-def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec | None) -> bool:
+def _shared_rows(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    key: RowKeySpec | None,
+    skips: _Skips | None = None,
+) -> bool:
     """Whether every family of ``task`` is one keyed column file of the same rows.
 
     Each family then holds one file (and at most its companion cell file, when the read
@@ -216,7 +239,7 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
         deltas = [e for e in fam.entries if e.layout != "columns"]
         if len(bases) != 1:
             return False
-        if deltas and not _shared_deltas(fs, task, fam, bases, deltas):
+        if deltas and not _shared_deltas(fs, task, fam, bases, deltas, skips):
             return False
         entry = bases[0]
         path = entry_path(task.table_path, entry.path, table=task.table, version=task.version)
@@ -230,12 +253,17 @@ def _shared_rows(fs: fsspec.AbstractFileSystem, task: ScanTask, key: RowKeySpec 
     return len(digests) == 1
 
 
+#: :func:`older_companions` answers of one task: by family and the files asked about.
+_Skips = dict[tuple[str, tuple[str, ...], tuple[str, ...]], set[str]]
+
+
 def _shared_deltas(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
     fam: FamilyRead,
     bases: list[FileEntry],
     deltas: list[FileEntry],
+    skips: _Skips | None = None,
 ) -> bool:
     """Whether a family's deltas keep its rows the base's (for :func:`_shared_rows`).
 
@@ -244,7 +272,7 @@ def _shared_deltas(
     the base; a patch that cannot be made re-reads the task by the general path,
     :func:`_with_deltas`).
     """
-    rest = [d for d in deltas if d.path not in older_companions(fs, task, fam, bases, deltas)]
+    rest = [d for d in deltas if d.path not in _skipped(fs, task, fam, bases, deltas, skips)]
     return not rest or (fam.spec.time_range is None and newer_cells(bases, rest))
 
 
@@ -320,6 +348,23 @@ def _patching(task: ScanTask) -> bool:
     return any(e.layout == "cells" for fam in task.families for e in fam.entries)
 
 
+def _skipped(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    bases: list[FileEntry],
+    deltas: list[FileEntry],
+    skips: _Skips | None,
+) -> set[str]:
+    """:func:`older_companions`, asked once per task for the same family and files."""
+    if skips is None:
+        return older_companions(fs, task, fam, bases, deltas)
+    at = (fam.family.name, tuple(e.path for e in bases), tuple(e.path for e in deltas))
+    if at not in skips:
+        skips[at] = older_companions(fs, task, fam, bases, deltas)
+    return skips[at]
+
+
 def _inside(task: ScanTask) -> bool:
     """Whether every column file of ``task`` lies inside its row range (no cut)."""
     return all(
@@ -366,6 +411,7 @@ def _read_family(
     span: tuple[int, int] | None = None,
     pending: dict[str, Pivot | None] | None = None,
     shared: bool = False,
+    skips: _Skips | None = None,
 ) -> _Part:
     """One family's rows and their visible wanted values.
 
@@ -382,8 +428,8 @@ def _read_family(
     with the read's semantics, then pivoted; the two parts are joined in row order.
     """
     bases, deltas = split_bases(fam.entries)
-    older = older_companions(
-        fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas
+    older = _skipped(
+        fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas, skips
     )
     deltas = [e for e in deltas if e.path not in older]
     if pending is not None and fam.spec.time_range is None and newer_cells(bases, deltas):
@@ -419,6 +465,7 @@ def _read_family(
             rowless=rowless,
             aliases_apart=rowless,
             span=span,
+            threads=len(task.families) == 1,  # else the families are read at once
         )
         for e in bases
     ]

@@ -1,0 +1,146 @@
+"""Column files' text columns read through their dictionaries (storefiles/decode.py).
+
+The records a reader returns are those of a dense read, value for value and type for
+type (nulls, binary, several row groups with their own dictionaries); a column with a
+plain-encoded row group is read dense; a damaged dictionary page is a ``CorruptFileError``
+naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import cellstore
+from cellstore.core.family import Family
+from cellstore.core.rowkey import KeyField, RowKeySpec
+from cellstore.errors import CorruptFileError
+from cellstore.storefiles import StoreFileReader
+from cellstore.storefiles.decode import as_dense, dictionary_columns
+from cellstore.storefiles.reader import clear_footer_cache
+
+KEY = RowKeySpec(fields=(KeyField(name="carrier"), KeyField(name="n", type="int32")))
+
+
+def _parquet(path: Path, **options: Any) -> pa.Table:
+    """Three row groups: ``s`` (a dictionary in every group, nulls), ``b`` (binary, a
+    dictionary), ``p`` (plain), ``x`` (numbers)."""
+    n = 300
+    table = pa.table(
+        {
+            "s": pa.array([None if i % 7 == 0 else f"v{i % 5}" for i in range(n)]),
+            "b": pa.array([bytes([i % 3, 0, 255]) for i in range(n)], pa.binary()),
+            "p": pa.array([f"p{i}" for i in range(n)]),
+            "x": pa.array(range(n), pa.int64()),
+        }
+    )
+    pq.write_table(table, path, row_group_size=100, use_dictionary=["s", "b"], **options)
+    return table
+
+
+def test_dictionary_columns_are_the_text_columns_with_a_dictionary_in_every_group(
+    tmp_path: Path,
+) -> None:
+    _parquet(tmp_path / "a.parquet")
+    assert dictionary_columns(pq.ParquetFile(tmp_path / "a.parquet").metadata) == {"s", "b"}
+    pq.write_table(
+        pq.read_table(tmp_path / "a.parquet"), tmp_path / "p.parquet", use_dictionary=False
+    )
+    assert dictionary_columns(pq.ParquetFile(tmp_path / "p.parquet").metadata) == set()
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"dictionary_pagesize_limit": 8}], ids=["dict", "fallback"]
+)
+def test_as_dense_gives_the_dense_read(tmp_path: Path, options: dict[str, Any]) -> None:
+    """Also where the writer fell back to plain pages after a small dictionary page."""
+    path = tmp_path / "a.parquet"
+    table = _parquet(path, **options)
+    dense = pq.read_table(path)
+    assert dense.equals(table)
+    text = dictionary_columns(pq.ParquetFile(path).metadata)
+    read = pq.ParquetFile(path, read_dictionary=sorted(text)).read()
+    assert pa.types.is_dictionary(read.schema.field("s").type)
+    assert read.column("s").num_chunks == 3  # one dictionary per row group
+    got = as_dense(read, text)
+    assert got.equals(dense)
+    assert got.schema == dense.schema
+    assert all(got.column(name).num_chunks == 1 for name in text)
+    empty = pq.ParquetFile(path, read_dictionary=["s"]).read_row_groups([], columns=["s"])
+    assert as_dense(empty, ["s"]).schema.field("s").type == pa.string()
+
+
+def _keyed_table(root: Path) -> Any:
+    """A keyed column table: string key field, a string and a double column (nulls)."""
+    wh = cellstore.connect(str(root))
+    t = wh.create_table(
+        "t",
+        families=[Family(name="f", layout="columns", compression="none")],
+        row_key=KEY,
+        properties={
+            "mapping.codecs": json.dumps({"columns": {"f:tail": "string", "f:dep": "double"}})
+        },
+    )
+    n = 3000
+    records = pa.table(
+        {
+            "carrier": [["AA", "DL", "UA"][i % 3] for i in range(n)],
+            "n": pa.array(range(n), pa.int32()),
+            "tail": [None if i % 11 == 0 else f"N{i % 97}" for i in range(n)],
+            "dep": [float(i) for i in range(n)],
+        }
+    )
+    mapping = {
+        "cells": [
+            {"family": "f", "qualifier": "tail", "value": "tail", "codec": "string"},
+            {"family": "f", "qualifier": "dep", "value": "dep", "codec": "double"},
+        ]
+    }
+    t.load(records, mapping=mapping, key_advice="off")
+    return wh.table("t")
+
+
+def test_read_records_equal_a_dense_read_of_the_file(tmp_path: Path) -> None:
+    t = _keyed_table(tmp_path / "wh")
+    (entry,) = [e for e in t.files if e.layout == "columns"]
+    path = t.file_path(entry)
+    text = dictionary_columns(pq.ParquetFile(path).metadata)
+    assert {"__key:carrier", "tail"} <= text  # the dictionary path is taken
+    columns = ["__key:carrier", "__key:n", "tail", "dep"]
+    with StoreFileReader(fsspec.filesystem("file"), path, entry=entry) as reader:
+        groups = list(range(reader.info.row_groups))
+        got = reader.read_records(groups, columns=columns)
+        part = reader.read_records(groups[1:], columns=["tail"])
+    want = pq.read_table(path, columns=columns).replace_schema_metadata(None)
+    assert got.equals(want)
+    assert got.schema == want.schema
+    assert (
+        part.column("tail").to_pylist() == want.column("tail").to_pylist()[len(want) - len(part) :]
+    )
+    wide = t.scan(shape="wide", column_types="table").to_arrow()
+    assert wide.column("f:tail").to_pylist() == want.column("tail").to_pylist()
+    assert wide.schema.field("f:tail").type == pa.string()
+
+
+def test_a_damaged_dictionary_page_is_a_corrupt_file_naming_it(tmp_path: Path) -> None:
+    t = _keyed_table(tmp_path / "wh")
+    (entry,) = [e for e in t.files if e.layout == "columns"]
+    path = Path(t.file_path(entry))
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    chunk = meta.row_group(0).column(names.index("tail"))
+    assert chunk.has_dictionary_page
+    at = chunk.dictionary_page_offset + 20  # inside the dictionary page's values
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    clear_footer_cache()
+    with pytest.raises(CorruptFileError) as info:
+        t.scan(shape="wide", column_types="table").to_arrow()
+    assert entry.path in str(info.value)
