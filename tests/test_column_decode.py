@@ -128,6 +128,34 @@ def test_read_records_equal_a_dense_read_of_the_file(tmp_path: Path) -> None:
     assert wide.schema.field("f:tail").type == pa.string()
 
 
+def test_records_read_sparse_decode_after_a_cut_as_a_dense_read(tmp_path: Path) -> None:
+    """``read_records(dense=False)`` keeps dictionary-read text columns as dictionaries
+    (a key-range read decodes only what it keeps), except the key columns ``__row`` is
+    encoded from; decoded after a cut they are the dense read's values; a key-range wide
+    read gives the cells twin's answer."""
+    t = _keyed_table(tmp_path / "wh")
+    (entry,) = [e for e in t.files if e.layout == "columns"]
+    path = t.file_path(entry)
+    with StoreFileReader(fsspec.filesystem("file"), path, entry=entry) as reader:
+        groups = list(range(reader.info.row_groups))
+        dense = reader.read_records(groups, columns=["__key:carrier", "tail", "dep"])
+        sparse = reader.read_records(groups, columns=["__key:carrier", "tail"], dense=False)
+        rows = reader.read_records(groups, columns=["__row", "tail"], dense=False)
+    assert pa.types.is_dictionary(sparse.schema.field("tail").type)
+    assert pa.types.is_dictionary(sparse.schema.field("__key:carrier").type)
+    assert not pa.types.is_dictionary(rows.schema.field("__key:carrier").type)
+    cut = as_dense(sparse.slice(100, 500), sparse.column_names)
+    assert cut.equals(dense.select(["__key:carrier", "tail"]).slice(100, 500))
+    got = t.scan(shape="wide", column_types="table", key={"carrier": "DL"}).to_arrow()
+    assert got.column("f:tail").to_pylist() == [
+        v
+        for c, v in zip(
+            dense.column("__key:carrier").to_pylist(), dense.column("tail").to_pylist(), strict=True
+        )
+        if c == "DL"
+    ]
+
+
 def test_a_damaged_dictionary_page_is_a_corrupt_file_naming_it(tmp_path: Path) -> None:
     t = _keyed_table(tmp_path / "wh")
     (entry,) = [e for e in t.files if e.layout == "columns"]

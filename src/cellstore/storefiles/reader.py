@@ -502,6 +502,7 @@ class StoreFileReader(FileContext):
         *,
         columns: Sequence[str] | None = None,
         use_threads: bool = True,
+        dense: bool = True,
     ) -> pa.Table:
         """A column file's records of row groups ``groups`` (no expansion to cells).
 
@@ -515,6 +516,11 @@ class StoreFileReader(FileContext):
             columns: Record columns to read (default all: row, the key columns of a keyed
                 file, ts, values, timestamps).
             use_threads: Decode columns in parallel.
+            dense: Text columns as their values' type. False: those read through their
+                dictionaries (:mod:`~cellstore.storefiles.decode`) stay Arrow dictionary
+                arrays, and aliased value columns too (except the key columns ``__row``
+                is encoded from), for a caller that cuts the records before decoding them
+                (:func:`~cellstore.storefiles.decode.as_dense`).
 
         Raises:
             InvalidArgumentError: the file is a cell file.
@@ -549,7 +555,9 @@ class StoreFileReader(FileContext):
                 page_checksum_verification=self.verify_checksums,
             )
             table = pf.read_row_groups(list(groups), columns=columns, use_threads=use_threads)
-            table = as_dense(table, text)  # the same values, decoded faster (decode.py)
+            # the same values, decoded faster (decode.py); or later, by the caller
+            later = key_names(key) if want_rows and key is not None else []
+            table = as_dense(table, text if dense else later)
             if want_rows:
                 table = self._with_rows(table)
             if aliases and key is not None:

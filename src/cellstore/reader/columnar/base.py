@@ -25,6 +25,7 @@ from cellstore.reader.columnar.keycut import narrow
 from cellstore.reader.columnar.types import Column, Typed
 from cellstore.reader.columnar.union import _bytes_of
 from cellstore.reader.plan import FamilyRead, ScanTask
+from cellstore.storefiles.decode import as_dense
 from cellstore.storefiles.reader import RowGroupStats, slice_rows
 
 
@@ -137,7 +138,12 @@ def _read_base(
                 cols += [TS_COLUMN, *(s.ts_name for s in seen)]
             # (no column: __ts, the smallest, says how many records there are)
             cols = cols or [TS_COLUMN]
-        records = reader.read_records([g.index for g in stats], columns=cols, use_threads=threads)
+        # a read cut to the task's range decodes text columns after the cut (less to decode)
+        records = reader.read_records(
+            [g.index for g in stats], columns=cols, use_threads=threads, dense=inside
+        )
+        if not inside:
+            records = as_dense(records, head)  # the cut looks at the rows or key fields
         whole_file = inside and len(stats) == reader.info.row_groups
         meta = reader.metadata
         first = sum(meta.row_group(i).num_rows for i in range(stats[0].index))
@@ -153,6 +159,8 @@ def _read_base(
         cut = _cut_range(records, file_key, stats, counts, task.start, task.stop)
     if cut is not None and cut != (0, records.num_rows):
         records = records.slice(cut[0], max(cut[1] - cut[0], 0))
+    if not inside:
+        records = as_dense(records, records.column_names)
     n = records.num_rows
     read_span = (first + (cut[0] if cut else 0), first + (cut[0] if cut else 0) + n)
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
