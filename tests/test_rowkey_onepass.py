@@ -138,3 +138,35 @@ def test_large_and_empty_text_columns_encode_like_the_field_encoder() -> None:
     fast, general = _both(spec, table)
     assert fast == general
     assert binary_from_parts(*answered).to_pylist() == general[0]
+
+
+def _read_only(column: pa.Array) -> pa.Array:
+    """``column`` read back from an Arrow IPC stream: its buffers are read-only."""
+    sink = pa.BufferOutputStream()
+    table = pa.table({"c": column})
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return pa.ipc.open_stream(sink.getvalue()).read_all().column("c").chunk(0)
+
+
+def test_read_only_and_writable_buffers_encode_together() -> None:
+    """Key columns from an IPC stream (Spark's Arrow batches: read-only buffers) beside
+    columns built in the process (writable): one kernel call takes both (a Spark write
+    with a one-text-field spec failed to compile, read-only offsets beside the filler)."""
+    words = pa.array(["a", "bb", ""])
+    nums = pa.array([1, -2, 3], pa.int32())
+    one = RowKeySpec(fields=(KeyField(name="c"), KeyField(name="n", type="int32")))
+    two = RowKeySpec(
+        fields=(KeyField(name="c"), KeyField(name="d"), KeyField(name="n", type="int32"))
+    )
+    ro = _read_only(words)
+    assert not np.frombuffer(ro.buffers()[1], dtype=np.int32).flags.writeable
+    for spec, table in (
+        (one, pa.table({"c": ro, "n": nums})),
+        (two, pa.table({"c": ro, "d": words, "n": nums})),
+        (two, pa.table({"c": words, "d": ro, "n": _read_only(nums)})),
+    ):
+        fast, general = _both(spec, table)
+        assert fast == general
+        columns = [table.column(f.name) for f in spec.fields]
+        assert encode_one_pass(spec.fields, columns, salted=False) is not None

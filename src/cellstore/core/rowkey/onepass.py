@@ -156,11 +156,22 @@ def _text_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _padded(arrays: list[np.ndarray], filler: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``arrays`` as a tuple of 2, 4, 8... (``filler`` after them): few kernel signatures."""
+    """``arrays`` as a tuple of 2, 4, 8... (``filler`` after them): few kernel signatures.
+
+    Every array is a read-only view: numba types read-only arrays (Arrow's buffers) apart
+    from writable ones (copies, the filler), and a tuple of both cannot be indexed.
+    """
     size = 2
     while size < len(arrays):
         size *= 2
-    return (*arrays, *([filler] * (size - len(arrays))))
+    return tuple(_read_only(a) for a in (*arrays, *([filler] * (size - len(arrays)))))
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array``."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 #: What :func:`_encode` says: the keys are written, or why not.
