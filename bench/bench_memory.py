@@ -187,6 +187,11 @@ def compact_case(
     for half in (pc.invert(odd), odd):  # interleaved keys: the second load overlaps the first
         t.load(data.filter(half), mapping=bench_load.mapping())
     code = _COMPACT_CHILD.format(root=root, budget=budget)
+    return _run_child(code, src)
+
+
+def _run_child(code: str, src: str | None) -> dict[str, Any]:
+    """Run ``code`` in a fresh Python (``src`` first on its path); its last JSON line."""
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
@@ -247,14 +252,7 @@ def load_case(
         budget=budget,
         layout=layout,
     )
-    env = dict(os.environ)
-    if src:
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
-    )
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return _run_child(code, src)
 
 
 def main_load(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
