@@ -58,6 +58,7 @@ from cellstore.jobs.selection import (
     writes,
 )
 from cellstore.loader.direct import WrittenFile
+from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
@@ -501,7 +502,9 @@ def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> 
     Returns:
         The written files (none when every cell was dropped). Nothing is committed.
     """
-    return write_task_output(fs, task, read_task(fs, task.scan))
+    written = write_task_output(fs, task, read_task(fs, task.scan))
+    release_memory()  # the allocators keep the task's freed pages otherwise
+    return written
 
 
 def write_task_output(
