@@ -350,6 +350,13 @@ class Problems:
         raise BadCellError(f"record {i}, field {field!r}: {reason}{detail}", record=i, field=field)
 
 
+def one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: as it is, its only chunk (no copy), or its chunks combined."""
+    if isinstance(column, pa.Array):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def as_array(values: ArrayLike) -> pa.Array:
     """One contiguous, non-dictionary Arrow array."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from cellstore.core.cells import MAX_ROW_LENGTH
-from cellstore.core.codecs import float_bits
+from cellstore.core.codecs import float_bits, one_array
 from cellstore.core.rowkey.fields import KeyType
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def encode_one_pass(
             place, one of several chunks is combined first).
         salted: The key gets a salt byte later (counts toward the longest key).
     """
-    columns = [_one_array(c) for c in columns]
+    columns = [one_array(c) for c in columns]
     n = len(columns[0]) if columns else 0
     if not n or not all(_eligible(f, c) for f, c in zip(fields, columns, strict=True)):
         return None
@@ -133,13 +133,6 @@ def encode_one_pass(
     if status != _DONE:
         return None  # an empty or too long key, a 0x00 in a terminated field
     return out_offsets, out
-
-
-def _one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``column`` as one array: as it is, its only chunk, or its chunks combined."""
-    if isinstance(column, pa.Array):
-        return column
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _text_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.codecs import Codec, valid_mask
+from cellstore.core.codecs import Codec, one_array, valid_mask
 from cellstore.core.columnar import (
     ROW_COLUMN,
     TS_COLUMN,
@@ -361,11 +361,6 @@ def _concat_column(
         arrs = [_bytes_of(a, key) for a in arrs]
         codec = Codec.BYTES
     return (pa.concat_arrays(arrs) if len(arrs) > 1 else arrs[0], codec)
-
-
-def one_array(column: pa.ChunkedArray) -> pa.Array:
-    """``column`` as one array: its only chunk as it is (no copy), or the chunks combined."""
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _same_fields(a: RowKeySpec, b: RowKeySpec) -> bool:

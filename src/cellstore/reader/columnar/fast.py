@@ -31,14 +31,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.codecs import Codec, arrow_type
+from cellstore.core.codecs import Codec, arrow_type, one_array
 from cellstore.core.columnar import (
     expand_records,
 )
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
-from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields, one_array
+from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import (
     _mergeable,
@@ -343,11 +343,6 @@ def _with_deltas(
     return run_together([functools.partial(patch, f, p) for f, p in families])
 
 
-def _patching(task: ScanTask) -> bool:
-    """Whether some family of ``task`` (of shared rows) has cell deltas to patch in."""
-    return any(e.layout == "cells" for fam in task.families for e in fam.entries)
-
-
 def _skipped(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
@@ -485,10 +480,9 @@ def _read_family(
         keys, columns, present = _concat_files(fam.family.name, files, keyed=True)
         one = len(files) == 1
         key_spec = files[0].key
-        # the rows deltas are patched into, encoded here while other families are read
-        encode = shared and pending is not None and key_spec is not None and _patching(task)
+        # (the first family's rows are encoded by the caller, :func:`_with_rows`)
         return _Part(
-            key_spec.encode(keys) if encode and key_spec is not None else None,
+            None,
             columns,
             present,
             keys=keys,
