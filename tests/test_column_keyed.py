@@ -363,3 +363,76 @@ def test_key_ranges_cut_keyed_row_groups_like_the_twin(
     # b"UA\x00\x80" and b"AA\x00\x7f\xff" end inside a number: only the records of that
     # carrier in the one row group the bound falls in were encoded
     assert len(encoded) == 2 and all(n <= 200 for n in encoded)
+
+
+def _shared_twins(root: Path, *, compression: str = "zstd") -> tuple[Any, Any]:
+    """Two tables of the same cells, two families of the same rows: cells and columns."""
+    wh = cellstore.connect(str(root))
+    fams = [Family(name="f", max_versions=1), Family(name="g", max_versions=1)]
+    made = [
+        wh.create_table(
+            layout,
+            families=[f.replace(layout=layout, compression=compression) for f in fams],
+            row_key=KEY,
+            properties=PROPERTIES,
+        )
+        for layout in ("cells", "columns")
+    ]
+    f_cells = keyed_cells(600)
+    g_cells = f_cells.set_column(1, "family", pa.array(["g"] * f_cells.num_rows))
+    for t in made:
+        t.load_cells(pa.concat_tables([f_cells, g_cells]))
+    a, b = (t.refresh() for t in made)
+    return a, b
+
+
+def test_key_ranges_of_shared_rows_read_the_families_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Families of shared rows cut by a key range read their records at once: the later
+    families wait for the first's span only to cut theirs. Every cut agrees with the twin."""
+    from cellstore.reader.columnar import base as columnar
+
+    waited: list[Any] = []
+    real = columnar.Later.get
+
+    def spy(self: Any) -> Any:
+        waited.append(real(self))
+        return waited[-1]
+
+    monkeypatch.setattr(columnar.Later, "get", spy)
+    cells, cols = _shared_twins(tmp_path)
+    for key in (
+        {"carrier": "DL"},
+        {"carrier": "UA", "n": (10, 90)},
+        {"carrier": "AA", "n": (150, 151)},
+        {"carrier": "AA", "n": (5000, 6000)},  # nothing in range
+    ):
+        opts = {"shape": "wide", "column_types": "table", "key": key}
+        want = cells.scan(**opts).to_arrow()
+        got = cols.scan(**opts).to_arrow()
+        assert got.to_pylist() == want.to_pylist(), key
+    assert len(waited) >= 3 and any(w is not None for w in waited)
+
+
+@pytest.mark.timeout(60)
+def test_a_failing_first_family_fails_a_key_range_read_of_shared_rows(tmp_path: Path) -> None:
+    """The first family's read failing (a damaged page) fails the read with its error,
+    naming the file; the families waiting for its span do not hang."""
+    from cellstore.storefiles.reader import clear_footer_cache
+
+    _, cols = _shared_twins(tmp_path, compression="none")
+    (entry,) = [e for e in cols.files if e.layout == "columns" and e.family == "f"]
+    path = Path(cols.file_path(entry))
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    chunk = meta.row_group(0).column(names.index("tail"))
+    assert chunk.has_dictionary_page
+    data = bytearray(path.read_bytes())
+    data[chunk.dictionary_page_offset + 20] ^= 0xFF
+    path.write_bytes(bytes(data))
+    clear_footer_cache()
+    for _ in range(3):
+        with pytest.raises(CorruptFileError) as info:
+            cols.scan(shape="wide", column_types="table", key={"carrier": "DL"}).to_arrow()
+        assert entry.path in str(info.value)

@@ -38,7 +38,7 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
-from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
+from cellstore.reader.columnar.base import Later, _concat_files, _read_base, _same_fields
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import (
     _mergeable,
@@ -116,35 +116,42 @@ def read_wide_fast(
     encoded: dict[tuple[str, int], pa.Array] = {}  # rows encoded once per task (merge)
     pending: dict[str, Pivot | None] = {}  # deltas patched after the reads (module patch)
 
-    def family(i: int, span: tuple[int, int] | None = None) -> _Part:
+    # families of shared rows cut by the range take the first family's cut (its span):
+    # they read their records at once with it and wait for the span only to cut them
+    span = Later[tuple[int, int] | None]() if shared and not _inside(task) else None
+
+    def family(i: int) -> _Part:
         fam = task.families[i]
         rowless = shared and i > 0
-        part = _read_family(
-            fs,
-            task,
-            fam,
-            wanted,
-            key,
-            rowless=rowless,
-            encoded=encoded,
-            span=span,
-            pending=pending,
-            shared=shared,
-            skips=skips,
-        )
+        try:
+            part = _read_family(
+                fs,
+                task,
+                fam,
+                wanted,
+                key,
+                rowless=rowless,
+                encoded=encoded,
+                span=span if rowless else None,
+                pending=pending,
+                shared=shared,
+                skips=skips,
+            )
+        except BaseException:
+            if i == 0 and span is not None:
+                span.fail()
+            raise
+        if i == 0 and span is not None:
+            span.set(part.span)
         # the first family's rows are the result's (or joined): encoded here, at once with
         # the other families' reads
         return _with_rows(part) if i == 0 else part
 
     # the families' files are read at once: one file's decode is too short for pyarrow's
-    # column threads to keep two cores busy (docs/performance.md); families of shared rows
-    # cut by the range take the first family's cut, so that one is read first
-    first: list[_Part] = []
-    if shared and not _inside(task):
-        first = [family(0)]
-    rest = range(len(first), len(task.families))
-    span = first[0].span if first else None
-    parts = first + run_together([functools.partial(family, i, span) for i in rest])
+    # column threads to keep two cores busy (docs/performance.md); the first family runs
+    # in this thread (:func:`run_together`), so a family waiting for its span never waits
+    # on a read that has not started
+    parts = run_together([functools.partial(family, i) for i in range(len(task.families))])
     if shared:
         parts = [parts[0], *(_aliases_from_keys(p, parts[0]) for p in parts[1:])]
     if pending:
@@ -403,7 +410,7 @@ def _read_family(
     *,
     rowless: bool = False,
     encoded: dict[tuple[str, int], pa.Array] | None = None,
-    span: tuple[int, int] | None = None,
+    span: tuple[int, int] | Later[tuple[int, int] | None] | None = None,
     pending: dict[str, Pivot | None] | None = None,
     shared: bool = False,
     skips: _Skips | None = None,
