@@ -172,3 +172,49 @@ def test_a_damaged_dictionary_page_is_a_corrupt_file_naming_it(tmp_path: Path) -
     with pytest.raises(CorruptFileError) as info:
         t.scan(shape="wide", column_types="table").to_arrow()
     assert entry.path in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["base", "delta"])
+def test_an_undecodable_value_names_its_row_as_the_cells_path_does(
+    tmp_path: Path, where: str
+) -> None:
+    """A value its column's codec cannot decode fails a typed wide read with the same
+    error in both layouts: the row (printable) and the column, not a record index."""
+    import struct
+
+    from cellstore.core.cells import CellType
+    from cellstore.errors import BadCellError
+
+    def cells(rows: list[bytes], values: list[bytes], ts: int) -> pa.Table:
+        n = len(rows)
+        return pa.table(
+            {
+                "row": pa.array(rows, pa.binary()),
+                "family": ["f"] * n,
+                "qualifier": pa.array([b"q"] * n, pa.binary()),
+                "ts": pa.array([ts] * n, pa.int64()),
+                "type": pa.array([int(CellType.PUT)] * n, pa.int8()),
+                "value": pa.array(values, pa.binary()),
+            }
+        )
+
+    wh = cellstore.connect(str(tmp_path))
+    bad = b"xyz" if where == "base" else struct.pack(">q", 2)
+    messages = []
+    for layout in ("cells", "columns"):
+        t = wh.create_table(
+            layout,
+            families=[Family(name="f", layout=layout)],
+            properties={"mapping.codecs": json.dumps({"columns": {"f:q": "long"}})},
+        )
+        good = [struct.pack(">q", i) for i in (1, 3)]
+        t.load_cells(cells([b"a", b"b\x01", b"c"], [good[0], bad, good[1]], 5))
+        if where == "delta":
+            t.load_cells(cells([b"b\x01"], [b"abc"], 9))
+        with pytest.raises(BadCellError) as info:
+            t.refresh().scan(shape="wide", column_types="table").to_arrow()
+        messages.append(str(info.value))
+        nulled = t.refresh().scan(shape="wide", column_types="table", decode_errors="null")
+        assert nulled.to_arrow().column("f:q").to_pylist() == [1, None, 3]
+    assert messages[0] == messages[1]
+    assert messages[1].startswith("row b\\x01: value of f:q is not a valid long")

@@ -198,14 +198,21 @@ def _decode(
     typed = decode_values(column, codec, field=name, errors="null")
     bad = np.flatnonzero(np.asarray(pc.is_null(typed).to_numpy(zero_copy_only=False), dtype=bool))
     if bad.size and errors == "raise":
-        row = newest.column("row")[int(where[bad[0]])].as_py()
-        raise BadCellError(
-            f"row {to_string_binary(row)}: value of {name} is not a valid {codec} "
-            "(use decode_errors='null' to read it as null)",
-            field=name,
-        )
+        raise undecodable(newest.column("row")[int(where[bad[0]])].as_py(), name, codec)
     result: pa.Array = typed
     return result
+
+
+def undecodable(row: bytes, name: str, codec: Codec) -> BadCellError:
+    """The error of a wide read for a value its column's codec cannot decode.
+
+    It names the row (printable) and the column, as every read path words it.
+    """
+    return BadCellError(
+        f"row {to_string_binary(row)}: value of {name} is not a valid {codec} "
+        "(use decode_errors='null' to read it as null)",
+        field=name,
+    )
 
 
 def _split_key(key: bytes) -> tuple[str, bytes]:

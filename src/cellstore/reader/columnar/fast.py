@@ -172,7 +172,7 @@ def read_wide_fast(
         if typed is None:
             arrays.append(pa.nulls(len(rows), arrow_type(codec)))
         else:
-            arrays.append(_as_codec(typed, codec, names[-1], wide.decode_errors))
+            arrays.append(_as_codec(typed, codec, names[-1], wide.decode_errors, rows))
     out = pa.Table.from_arrays(arrays, names=names)
     if task.strip_salt:
         out = out.set_column(0, "row", _strip_first_byte(out.column(0).combine_chunks()))

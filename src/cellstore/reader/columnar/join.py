@@ -10,9 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.codecs import Codec, decode_values, encode_values
+from cellstore.core.codecs import Codec, decode_values, encode_values, valid_mask
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.reader.columnar.types import Column, Typed
+from cellstore.reader.shapes import undecodable
 
 
 @dataclass(frozen=True)
@@ -133,15 +134,29 @@ def _join(fams: Sequence[_Part]) -> _Part:
     return _Part(rows, out)
 
 
-def _as_codec(typed: Typed, codec: Codec, name: str, errors: str) -> pa.Array:
-    """A column's values (typed with the file's codec) as the read's codec gives them."""
+def _as_codec(
+    typed: Typed, codec: Codec, name: str, errors: str, rows: pa.Array | None = None
+) -> pa.Array:
+    """A column's values (typed with the file's codec) as the read's codec gives them.
+
+    With ``errors="raise"``, a value the codec cannot decode is a ``BadCellError`` naming
+    its row (of ``rows``, the column's rows) and the column, worded as the cells path
+    words it (:func:`~cellstore.reader.shapes.undecodable`).
+    """
     arr, have = typed
     if have is codec:
         return arr
     raw = encode_values(arr, have, field=name)
     if codec is Codec.BYTES:
         return raw
-    return decode_values(raw, codec, field=name, errors="raise" if errors == "raise" else "null")
+    out = decode_values(raw, codec, field=name, errors="null")
+    if errors == "raise" and out.null_count != raw.null_count:
+        bad = np.flatnonzero(valid_mask(raw) & ~valid_mask(out))
+        row = rows[int(bad[0])].as_py() if rows is not None else None
+        if row is None:  # (no rows given: the record's position)
+            return decode_values(raw, codec, field=name, errors="raise")
+        raise undecodable(row, name, codec)
+    return out
 
 
 def _strip_first_byte(rows: pa.Array) -> pa.Array:
