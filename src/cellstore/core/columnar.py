@@ -55,7 +55,9 @@ __all__ = [
     "record_rows",
     "records_schema",
     "restore_aliases",
+    "Split",
     "split_cells",
+    "split_rows",
     "stored_names",
 ]
 
@@ -363,9 +365,36 @@ def _row_ids(row: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return np.cumsum(ids), starts
 
 
+@dataclass(frozen=True)
+class Split:
+    """Cells cut into records and the rest (:func:`split_rows`).
+
+    Attributes:
+        records: The records (:func:`records_schema`), one per row with a Put taken.
+        rest: The cells not taken, in cell order.
+        at: Per record, its row's number among the cells' distinct rows (in order).
+        complete: Whether the newest Put of every (row, qualifier) holding a Put was
+            taken (docs/format.md 14.3: :func:`put_columns` of the cells equals the
+            cells taken).
+    """
+
+    records: pa.Table
+    rest: pa.Table
+    at: np.ndarray
+    complete: bool
+
+
 def split_cells(
     cells: pa.Table, specs: Sequence[ColumnSpec], *, rows: np.ndarray | None = None
 ) -> tuple[pa.Table, pa.Table]:
+    """:func:`split_rows`' records and rest."""
+    out = split_rows(cells, specs, rows=rows)
+    return out.records, out.rest
+
+
+def split_rows(
+    cells: pa.Table, specs: Sequence[ColumnSpec], *, rows: np.ndarray | None = None
+) -> Split:
     """Cut sorted cells of whole rows into records (a column file's) and the other cells.
 
     Args:
@@ -376,29 +405,36 @@ def split_cells(
             (default: every row); the cells of the other rows are all in the rest.
 
     Returns:
-        ``(records, rest)``: records in :func:`records_schema` (one per row that has at
-        least one Put taken), and the cells not taken, in cell order. A Put is taken when
-        its qualifier is a column, it is the first Put of its (row, qualifier) in cell
-        order (the newest: cells of one write share a sequence number), and the column's
-        codec gives its value back byte for byte.
+        The records in :func:`records_schema` (one per row that has at least one Put
+        taken), and the cells not taken, in cell order. A Put is taken when its
+        qualifier is a column, it is the first Put of its (row, qualifier) in cell order
+        (the newest: cells of one write share a sequence number), and the column's codec
+        gives its value back byte for byte. So the cut is complete exactly when every
+        Put's qualifier is a column, no Put's row is left out by ``rows``, and the codec
+        gives back every first Put.
     """
     schema = records_schema(specs)
     n = cells.num_rows
+    none = np.zeros(0, dtype=np.int64)
+    types = _flat(cells.column("type")).to_numpy(zero_copy_only=False) if n else none
+    puts = types == _PUT
     if n == 0 or not specs:
-        return schema.empty_table(), cells
+        return Split(schema.empty_table(), cells, none, not puts.any())
     row = _flat(cells.column("row"))
     quals = pa.array([s.qualifier for s in specs], pa.binary())
     qi = pc.index_in(_flat(cells.column("qualifier")), value_set=quals)
     qidx = qi.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    types = _flat(cells.column("type")).to_numpy(zero_copy_only=False)
-    candidates = np.flatnonzero((types == _PUT) & (qidx >= 0))
+    candidates = np.flatnonzero(puts & (qidx >= 0))
+    complete = len(candidates) == int(np.count_nonzero(puts))
     if not len(candidates):
-        return schema.empty_table(), cells
+        return Split(schema.empty_table(), cells, none, complete)
     rid, _ = _row_ids(row)
     if rows is not None:
-        candidates = candidates[rows[rid[candidates]]]
+        allowed = rows[rid[candidates]]
+        complete = complete and bool(allowed.all())
+        candidates = candidates[allowed]
         if not len(candidates):
-            return schema.empty_table(), cells
+            return Split(schema.empty_table(), cells, none, complete)
     cr, cq = rid[candidates], qidx[candidates]
     first = np.ones(len(candidates), dtype=bool)
     first[1:] = (cr[1:] != cr[:-1]) | (cq[1:] != cq[:-1])
@@ -419,8 +455,9 @@ def split_cells(
         keep[sel[~same]] = False
         typed.append((sel, decoded))
     taken = chosen[keep]
+    complete = complete and bool(keep.all())
     if not len(taken):
-        return schema.empty_table(), cells
+        return Split(schema.empty_table(), cells, none, complete)
     # Records: one per distinct row among the taken cells, in row order.
     trid = rid[taken]
     new_rec = np.ones(len(taken), dtype=bool)
@@ -463,7 +500,7 @@ def split_cells(
     rest_mask = np.ones(n, dtype=bool)
     rest_mask[taken] = False
     rest = cells.filter(pa.array(rest_mask)) if not rest_mask.all() else cells
-    return records, rest
+    return Split(records, rest, rid[taken[rec_first]], complete)
 
 
 def put_columns(cells: pa.Table) -> int:

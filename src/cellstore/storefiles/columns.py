@@ -44,9 +44,8 @@ from cellstore.core.columnar import (
     key_names,
     keyable_rows,
     keyed,
-    put_columns,
     records_schema,
-    split_cells,
+    split_rows,
 )
 from cellstore.core.family import Family
 from cellstore.core.keys import from_string_binary
@@ -634,14 +633,17 @@ class LayoutSink:
         key = self.plan.key
         specs = self._specs or ()
         fields = None
+        decoded = None
         if key is not None and specs:
             # a keyed file holds only rows the spec gives back; others stay cells
             row = cells.column("row")
             distinct = row.take(pa.array(run_starts(row))).combine_chunks().cast(pa.binary())
-            rows, _ = keyable_rows(distinct, key)
-        records, rest = split_cells(cells, specs, rows=rows)
+            rows, decoded = keyable_rows(distinct, key)
+        split = split_rows(cells, specs, rows=rows)
+        records, rest = split.records, split.rest
         if key is not None and records.num_rows:
-            fields = key.decode(records.column(ROW_COLUMN).combine_chunks())
+            assert decoded is not None  # (the records' rows are among the distinct rows)
+            fields = decoded.take(pa.array(split.at))
             if self._aliases is None:  # decided on the file's first records
                 self._aliases = choose_aliases(records, fields, specs, key)
             bad = alias_mismatch(records, fields, specs, self._aliases)
@@ -651,10 +653,11 @@ class LayoutSink:
                 at = pc.index_in(records.column(ROW_COLUMN), value_set=distinct)
                 rows = rows.copy()
                 rows[at.to_numpy(zero_copy_only=False)[bad]] = False
-                records, rest = split_cells(cells, specs, rows=rows)
+                split = split_rows(cells, specs, rows=rows)
+                records, rest = split.records, split.rest
                 fields = fields.filter(pa.array(~bad))
-        if self._complete:
-            self._complete = put_columns(cells) == cells.num_rows - rest.num_rows
+        # (the cut is complete when :func:`put_columns` of the cells equals the cells taken)
+        self._complete = self._complete and split.complete
         if rest.num_rows:
             if self._cells is None:
                 self._cells = StoreFileWriter(
