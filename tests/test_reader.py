@@ -242,3 +242,71 @@ def test_scan_on_s3(s3_root, s3_options):
     t.load_cells(cells_table([(b"a", "f", b"q", 1, DC, b"")]))
     assert cells(t.scan().to_arrow()) == [(b"z", "f", b"q", 1, PUT, b"2")]
     assert cells(t.get("z")) == [(b"z", "f", b"q", 1, PUT, b"2")]
+
+
+@pytest.mark.parametrize("layout", ["cells", "columns"])
+def test_to_dask_reads_only_the_projected_columns_and_keeps_every_row(tmp_path, layout):
+    """Dask's optimizer passes the columns a computation uses (``from_map``'s ``columns``):
+    a wide read reads only those, and the partitions keep the rows (and ``row`` index) of
+    the whole read, also rows whose only cells are in columns left out."""
+    import dask
+    import pandas as pd
+
+    from cellstore import Family
+    from cellstore.loader import Mapping
+    from cellstore.reader import scan as scan_module
+
+    t = connect(str(tmp_path)).create_table(
+        "p", families=[Family(name="f", layout=layout), Family(name="g", layout=layout)]
+    )
+    n = 40
+    t.load(
+        pd.DataFrame(
+            {
+                "k": [f"r{i:03d}" for i in range(n)],
+                "a": [i if i % 3 else None for i in range(n)],  # rows 0, 3, ...: no f:a
+                "b": [f"b{i}" if i % 3 == 0 else None for i in range(n)],  # only there: f:b
+                "c": [float(i) if i % 2 else None for i in range(n)],
+            },
+        ),
+        mapping=Mapping.simple(row_key="k", columns=["f:a=a:long", "f:b=b:string", "g:c=c:double"]),
+    )
+    types = {"f:a": "long", "f:b": "string", "g:c": "double"}
+    whole = t.scan(shape="wide", column_types=types).to_arrow()
+    assert whole.num_rows == n
+    read: list[tuple[str, ...]] = []
+    real = scan_module.ScanPartitionReader.read_arrow
+
+    def spy(self, task):
+        read.append(tuple(f"{f}:{q.decode()}" for f, q in self.wide.columns))
+        return real(self, task)
+
+    with dask.config.set(scheduler="sync"):
+        scan_module.ScanPartitionReader.read_arrow = spy
+        try:
+            ddf = t.scan(shape="wide", column_types=types).to_dask()
+            got = ddf[["f:a"]].compute()
+            total = ddf["g:c"].sum().compute()
+        finally:
+            scan_module.ScanPartitionReader.read_arrow = real
+    assert read and set(read) == {("f:a",), ("g:c",)}  # never the whole set
+    assert list(got.columns) == ["f:a"]
+    assert list(got.index) == whole.column("row").to_pylist()  # every row, f:a or not
+    want = whole.column("f:a").to_pylist()
+    assert got["f:a"].isna().tolist() == [v is None for v in want]
+    assert [int(v) for v in got["f:a"].dropna()] == [v for v in want if v is not None]
+    assert total == pytest.approx(sum(v for v in whole.column("g:c").to_pylist() if v is not None))
+
+
+def test_scan_tasks_tokenize_once_and_deterministically(web):
+    """Dask tokenizes a collection's tasks at every optimizer step: a task's token is a
+    digest made once per object, equal for equal tasks, different for different ones."""
+    from dask.base import tokenize
+
+    a = web.scan().plan()
+    b = [pickle.loads(pickle.dumps(x)) for x in a]  # equal tasks, other objects
+    assert [tokenize(x) for x in a] == [tokenize(x) for x in b]
+    assert len({tokenize(x) for x in a}) == len(a) == 2
+    assert tokenize(a[0]) != tokenize(web.scan(start_row="b").plan()[0])
+    assert a[0].__dask_tokenize__() is a[0].__dask_tokenize__()  # made once
+    assert pickle.loads(pickle.dumps(a[0])) == a[0]

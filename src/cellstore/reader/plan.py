@@ -7,7 +7,9 @@ of every requested family that can hold matching cells, and the read semantics t
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Protocol
@@ -129,6 +131,19 @@ class ScanTask:
     strip_salt: bool = False
     table: str | None = None
     version: int | None = None
+
+    def __dask_tokenize__(self) -> str:
+        """Dask's token of the task: a digest of its pickled fields, made once per object.
+
+        Dask's optimizer tokenizes a collection's tasks each time it rewrites the graph
+        (a column projection does, once per step); walking the nested entries every time
+        cost more than reading a small partition.
+        """
+        token: str | None = self.__dict__.get("_dask_token")
+        if token is None:
+            token = hashlib.blake2b(pickle.dumps(self, protocol=5), digest_size=16).hexdigest()
+            object.__setattr__(self, "_dask_token", token)  # (not a field: equality as is)
+        return token
 
     def open_file(
         self, fs: fsspec.AbstractFileSystem, fam: FamilyRead, path: str

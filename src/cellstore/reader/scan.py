@@ -12,7 +12,7 @@ a :class:`ScanPartitionReader` (:mod:`cellstore.reader.execute` does one task's 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ from cellstore.reader.options import (
     normalize_family_time_ranges,
 )
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, ScanTask, parse_columns, row_range
-from cellstore.reader.shapes import Shape, WideSpec, to_wide, with_key_columns
+from cellstore.reader.shapes import Shape, WideSpec, column_name, to_wide, with_key_columns
 from cellstore.reader.source import ReadSource, StoreFileSource, TaskRequest
 
 if TYPE_CHECKING:
@@ -490,9 +490,40 @@ class ScanPartitionReader:
             out = cells
         return with_key_columns(out, self.key_decoder)
 
-    def __call__(self, task: ScanTask) -> pd.DataFrame:
-        """One task's result as a pandas partition (:meth:`read_arrow`, ``row`` the index)."""
-        return _to_frame(self.read_arrow(task))
+    def __call__(self, task: ScanTask, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """One task's result as a pandas partition (:meth:`read_arrow`, ``row`` the index).
+
+        Args:
+            task: The task.
+            columns: Dask's column projection (``dd.from_map`` passes the columns a
+                computation uses; None: every column). Only those columns are read and
+                converted: a wide read reads only those ``family:qualifier`` columns. The
+                partition's rows and its ``row`` index are the same as without it (the
+                read's families and qualifiers decide which rows are there, not the
+                columns kept).
+        """
+        if columns is None:
+            return _to_frame(self.read_arrow(task))
+        kept = list(columns)
+        table = self._projected(kept).read_arrow(task)
+        df = _to_frame(table.select(["row", *(c for c in kept if c != "row")]))
+        return df[kept]
+
+    def _projected(self, columns: Sequence[str]) -> ScanPartitionReader:
+        """This reader with its wide shape cut to the ``family:qualifier`` ``columns``."""
+        wide = self.wide
+        if wide is None or wide.columns is None:
+            return self
+        named = set(columns)
+        kept = tuple(c for c in wide.columns if column_name(*c) in named)
+        if kept == wide.columns:
+            return self
+        return ScanPartitionReader(
+            self.fs,
+            reverse=self.reverse,
+            wide=replace(wide, columns=kept),
+            key_decoder=self.key_decoder,
+        )
 
 
 def _read_spec(o: ScanOptions, now_ms: int) -> ReadSpec:
