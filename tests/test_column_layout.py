@@ -60,7 +60,7 @@ from cellstore.jobs import (
     vacuum,
     verify,
 )
-from cellstore.jobs.compact import compact
+from cellstore.jobs.compact import chunk_cells, compact, plan_compaction
 from cellstore.reader import scan as scan_module
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.columns import ColumnFileWriter
@@ -467,6 +467,26 @@ def test_a_major_compaction_cut_into_pieces_writes_every_piece_as_columns(
     wide = t.scan(shape="wide").to_arrow()
     assert wide.num_rows == 2 * AUTO_MIN_ROWS + 2
     assert wide.column("f:q1").to_pylist()[-1] == f"v{2 * AUTO_MIN_ROWS + 1}-1".encode()
+
+
+def test_a_streamed_major_compaction_decides_auto_on_the_store_rows(tmp_path: Path) -> None:
+    """layout="auto": a compaction task streams its cells in chunks (issue 28); a store of
+    more than AUTO_MIN_ROWS rows is still written as columns when its first chunk holds
+    fewer rows (wide rows: 10 cells each, 32K-cell chunks)."""
+    t = create(str(tmp_path), "t", [Family(name="f", max_versions=1)])
+    rows = AUTO_MIN_ROWS + 10
+    t.load_cells(grid(rows, 10), row_group_cells=4000)
+    t.load_cells(grid(3, 10, ts=9))  # a delta
+    budget = 4 << 20
+    assert chunk_cells(budget) * 1.1 < AUTO_MIN_ROWS * 10  # the first chunk is too few rows
+    assert [len(p.tasks) for p in plan_compaction(t, major=True, memory_budget=budget)] == [1]
+    compact(t, major=True, memory_budget=budget)
+    files = t.refresh().files
+    assert layouts_of(t) == ["cells", "columns"] or layouts_of(t) == ["columns"]
+    assert any(f.layout == "columns" and f.cells >= rows * 10 - 10 for f in files)
+    wide = t.scan(shape="wide").to_arrow()
+    assert wide.num_rows == rows
+    assert wide.column("f:q9").to_pylist()[-1] == f"v{rows - 1}-9".encode()
 
 
 def test_auto_layout_threshold_is_inclusive(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from cellstore.commit import Commit, FileChange, Staged, commit, entry_key, file_entry
 from cellstore.commit import now_ms as clock
-from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, run_starts
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
@@ -532,8 +532,11 @@ def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> 
     Returns:
         The written files (none when every cell was dropped). Nothing is committed.
     """
-    chunks = read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1)
-    written = write_rolled_chunks(fs, task.scan.table_path, _released(chunks), **_output_args(task))
+    chunks = _released(read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1))
+    plan = task.layouts.plan_for(task.scan.region, task.family.name)
+    if plan is not None and plan.min_rows > 1:
+        chunks = _first_rows(chunks, plan.min_rows)
+    written = write_rolled_chunks(fs, task.scan.table_path, chunks, **_output_args(task))
     release_memory()  # the allocators keep the task's freed pages otherwise
     return written
 
@@ -550,6 +553,28 @@ def _released(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
         yield cells.select(CELL_SCHEMA.names)
         del cells
         pool.release_unused()
+
+
+def _first_rows(chunks: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The chunks, the first ones joined until they hold ``rows`` rows (or all of them).
+
+    ``auto`` writes a column file only when its first write holds ``AUTO_MIN_ROWS`` rows
+    (:meth:`~cellstore.storefiles.columns.ColumnPlan.columns_for`): a streamed task decides
+    on as many rows as the task held whole would, however few rows a chunk holds.
+    """
+    head: list[pa.Table] = []
+    seen = 0
+    for cells in chunks:
+        if seen >= rows:
+            yield cells
+            continue
+        head.append(cells)
+        seen += len(run_starts(cells.column("row"))) if cells.num_rows else 0
+        if seen >= rows:
+            yield pa.concat_tables(head)
+            head = []
+    if head:
+        yield pa.concat_tables(head)
 
 
 def _output_args(task: CompactionTask) -> dict[str, Any]:
