@@ -60,7 +60,8 @@ from cellstore.jobs import (
     vacuum,
     verify,
 )
-from cellstore.jobs.compact import chunk_cells, compact, plan_compaction
+from cellstore.jobs.compact import compact, plan_compaction
+from cellstore.jobs.streaming import chunk_cells
 from cellstore.reader import scan as scan_module
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.columns import ColumnFileWriter

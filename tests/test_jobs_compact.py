@@ -17,8 +17,9 @@ import cellstore
 from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.errors import InvalidArgumentError
-from cellstore.jobs.compact import chunk_cells, compact, plan_compaction, select_minor
+from cellstore.jobs.compact import compact, plan_compaction, select_minor
 from cellstore.jobs.purge import purge_ttl
+from cellstore.jobs.streaming import chunk_cells
 from cellstore.reader.execute import read_task, read_task_chunks
 from cellstore.storefiles import StoreFileReader
 from clusters import process_client

@@ -28,7 +28,7 @@ equal-key ties with files outside the compaction resolve exactly as before (R3.2
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypedDict, Unpack
 
@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from cellstore.commit import Commit, FileChange, Staged, commit, entry_key, file_entry
 from cellstore.commit import now_ms as clock
-from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP, run_starts
+from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
@@ -57,10 +57,11 @@ from cellstore.jobs.selection import (
     selected_stores,
     writes,
 )
+from cellstore.jobs.streaming import MAX_CHUNK_CELLS, chunk_cells, first_rows, released
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
-from cellstore.reader.execute import CHUNK_CELLS, read_task_chunks
+from cellstore.reader.execute import read_task_chunks
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
 from cellstore.storefiles.columns import (
@@ -82,17 +83,6 @@ __all__ = [
     "plan_compaction",
     "run_compaction_task",
 ]
-
-#: What one input cell of a compaction chunk costs while the chunk is in flight: its
-#: decoded row groups, the merge's and the writer's temporaries, for the chunk being
-#: written and the one read meanwhile (measured: 2M records, 128K-cell chunks, 360 B).
-#: A task reads chunks of ``memory_budget / CHUNK_CELL_BYTES`` cells
-#: (:func:`chunk_cells`), so its memory is about the budget plus a fixed overhead.
-CHUNK_CELL_BYTES: Final = 384
-#: Fewest and most cells of a compaction chunk (a row group of the default size; the
-#: read's chunk).
-MIN_CHUNK_CELLS: Final = 1 << 15
-MAX_CHUNK_CELLS: Final = CHUNK_CELLS
 
 #: Table property recording the time of the last major compaction of the whole table.
 LAST_MAJOR_PROPERTY: Final = "compaction.last-major-ms"
@@ -183,15 +173,6 @@ class CompactionTask:
     row_group_cells: int
     layouts: Layouts = NO_LAYOUTS
     chunk_cells: int = MAX_CHUNK_CELLS
-
-
-def chunk_cells(memory_budget: int) -> int:
-    """Cells per chunk of a compaction task's read under ``memory_budget`` bytes.
-
-    ``memory_budget / CHUNK_CELL_BYTES`` (what a chunk in flight costs per cell), within
-    ``[MIN_CHUNK_CELLS, MAX_CHUNK_CELLS]``.
-    """
-    return max(MIN_CHUNK_CELLS, min(MAX_CHUNK_CELLS, memory_budget // CHUNK_CELL_BYTES))
 
 
 @dataclass(frozen=True)
@@ -532,49 +513,13 @@ def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> 
     Returns:
         The written files (none when every cell was dropped). Nothing is committed.
     """
-    chunks = _released(read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1))
+    chunks = released(read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1))
     plan = task.layouts.plan_for(task.scan.region, task.family.name)
     if plan is not None and plan.min_rows > 1:
-        chunks = _first_rows(chunks, plan.min_rows)
+        chunks = first_rows(chunks, plan.min_rows)
     written = write_rolled_chunks(fs, task.scan.table_path, chunks, **_output_args(task))
     release_memory()  # the allocators keep the task's freed pages otherwise
     return written
-
-
-def _released(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """The chunks' cells; Arrow's freed pages go back to the system after each one.
-
-    The pool's threads each keep the pages they freed (mimalloc), so without this a task
-    holds what every chunk ever took (2M records: 155 -> 115 MiB above base). ``malloc``
-    is trimmed once per task only: trimming it per chunk doubles the time.
-    """
-    pool = pa.default_memory_pool()
-    for cells in chunks:
-        yield cells.select(CELL_SCHEMA.names)
-        del cells
-        pool.release_unused()
-
-
-def _first_rows(chunks: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
-    """The chunks, the first ones joined until they hold ``rows`` rows (or all of them).
-
-    ``auto`` writes a column file only when its first write holds ``AUTO_MIN_ROWS`` rows
-    (:meth:`~cellstore.storefiles.columns.ColumnPlan.columns_for`): a streamed task decides
-    on as many rows as the task held whole would, however few rows a chunk holds.
-    """
-    head: list[pa.Table] = []
-    seen = 0
-    for cells in chunks:
-        if seen >= rows:
-            yield cells
-            continue
-        head.append(cells)
-        seen += len(run_starts(cells.column("row"))) if cells.num_rows else 0
-        if seen >= rows:
-            yield pa.concat_tables(head)
-            head = []
-    if head:
-        yield pa.concat_tables(head)
 
 
 def _output_args(task: CompactionTask) -> dict[str, Any]:
