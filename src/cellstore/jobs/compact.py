@@ -64,6 +64,7 @@ from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task_chunks
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
+from cellstore.storefiles.columnenc import TRIAL_RECORDS
 from cellstore.storefiles.columns import (
     NO_LAYOUTS,
     Layouts,
@@ -515,8 +516,8 @@ def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> 
     """
     chunks = released(read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1))
     plan = task.layouts.plan_for(task.scan.region, task.family.name)
-    if plan is not None and plan.min_rows > 1:
-        chunks = first_rows(chunks, plan.min_rows)
+    if plan is not None:  # the first write decides auto's fewest rows and the encodings
+        chunks = first_rows(chunks, max(plan.min_rows, TRIAL_RECORDS))
     written = write_rolled_chunks(fs, task.scan.table_path, chunks, **_output_args(task))
     release_memory()  # the allocators keep the task's freed pages otherwise
     return written

@@ -66,9 +66,12 @@ def released(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
 def first_rows(chunks: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
     """The chunks, the first ones joined until they hold ``rows`` rows (or all of them).
 
-    ``auto`` writes a column file only when its first write holds ``AUTO_MIN_ROWS`` rows
-    (:meth:`~cellstore.storefiles.columns.ColumnPlan.columns_for`): a streamed task decides
-    on as many rows as the task held whole would, however few rows a chunk holds.
+    A column file's first write decides its layout: ``auto`` writes one only when that
+    write holds ``AUTO_MIN_ROWS`` rows
+    (:meth:`~cellstore.storefiles.columns.ColumnPlan.columns_for`), and each column's
+    encoding is tried on its first ``TRIAL_RECORDS`` records
+    (:func:`~cellstore.storefiles.columnenc.choose_encodings`). Joined, a streamed task
+    decides on as many rows as the task held whole would, however few a chunk holds.
     """
     head: list[pa.Table] = []
     seen = 0
