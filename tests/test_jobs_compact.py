@@ -19,7 +19,7 @@ from cellstore.core.family import Family, KeepDeletedCells
 from cellstore.errors import InvalidArgumentError
 from cellstore.jobs.compact import compact, plan_compaction, select_minor
 from cellstore.jobs.purge import purge_ttl
-from cellstore.jobs.streaming import chunk_cells
+from cellstore.jobs.streaming import MIN_CHUNK_CELLS, chunk_cells, open_group_bytes
 from cellstore.reader.execute import read_task, read_task_chunks
 from cellstore.storefiles import StoreFileReader
 from clusters import process_client
@@ -387,3 +387,16 @@ def test_read_task_chunks_are_the_task_cut_on_rows(wh: Any) -> None:
     assert pa.concat_tables(chunks).select(CELL_SCHEMA.names).equals(whole)
     for a, b in itertools.pairwise(chunks):  # no row continues into the next chunk
         assert a.column("row")[-1].as_py() < b.column("row")[0].as_py()
+
+
+def test_compaction_chunks_leave_room_for_the_open_row_groups_of_every_input(wh: Any) -> None:
+    """A task's chunk size is its budget less a decoded row group or two of every input
+    file (the merge holds them whatever the chunk size): more overlapping files, smaller
+    chunks."""
+    t = _interleaved_store(wh, rows=20_000)
+    budget = 64 << 20
+    (plan,) = plan_compaction(t, major=True, memory_budget=budget)
+    (task,) = plan.tasks
+    assert open_group_bytes(plan.inputs) > 0
+    assert task.chunk_cells == chunk_cells(budget - open_group_bytes(plan.inputs))
+    assert MIN_CHUNK_CELLS < task.chunk_cells < chunk_cells(budget)

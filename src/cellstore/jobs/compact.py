@@ -162,7 +162,7 @@ class CompactionTask:
         layouts: Whether the output is written in the column layout (a major compaction
             of a family whose layout is ``auto`` or ``columns``; default cells).
         chunk_cells: Cells per chunk of the task's streamed read (:func:`chunk_cells` of
-            the memory budget).
+            the memory budget and the task's input files).
     """
 
     scan: ScanTask
@@ -482,7 +482,7 @@ def _store_tasks(
             max_file_bytes=max_file_bytes,
             row_group_cells=row_group_cells,
             layouts=layouts,
-            chunk_cells=chunk_cells(memory_budget),
+            chunk_cells=chunk_cells(memory_budget, piece.families[0].entries),
         )
         for i, piece in enumerate(pieces)
     )

@@ -11,20 +11,24 @@ they hold as many rows as ``auto``'s threshold needs (:func:`first_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import pyarrow as pa
 
 from cellstore.core.cells import CELL_SCHEMA, run_starts
+from cellstore.core.metadata import FileEntry
 from cellstore.reader.execute import CHUNK_CELLS
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS
 
 __all__ = [
     "CHUNK_CELL_BYTES",
+    "GROUP_CELL_BYTES",
     "MAX_CHUNK_CELLS",
     "MIN_CHUNK_CELLS",
     "chunk_cells",
     "first_rows",
+    "open_group_bytes",
     "released",
 ]
 
@@ -38,15 +42,30 @@ CHUNK_CELL_BYTES: Final = 384
 #: read's chunk).
 MIN_CHUNK_CELLS: Final = 1 << 15
 MAX_CHUNK_CELLS: Final = CHUNK_CELLS
+#: Bytes of a decoded input cell (row and qualifier as dictionaries, ts, type, value).
+GROUP_CELL_BYTES: Final = 48
 
 
-def chunk_cells(memory_budget: int) -> int:
+def chunk_cells(memory_budget: int, inputs: Sequence[FileEntry] = ()) -> int:
     """Cells per chunk of a compaction task's read under ``memory_budget`` bytes.
 
-    ``memory_budget / CHUNK_CELL_BYTES`` (what a chunk in flight costs per cell), within
-    ``[MIN_CHUNK_CELLS, MAX_CHUNK_CELLS]``.
+    The budget less what the merge holds whatever the chunk size (:func:`open_group_bytes`
+    of the task's ``inputs``), over :data:`CHUNK_CELL_BYTES` (what a chunk in flight costs
+    per cell), within ``[MIN_CHUNK_CELLS, MAX_CHUNK_CELLS]``.
     """
-    return max(MIN_CHUNK_CELLS, min(MAX_CHUNK_CELLS, memory_budget // CHUNK_CELL_BYTES))
+    room = memory_budget - open_group_bytes(inputs)
+    return max(MIN_CHUNK_CELLS, min(MAX_CHUNK_CELLS, room // CHUNK_CELL_BYTES))
+
+
+def open_group_bytes(inputs: Sequence[FileEntry]) -> int:
+    """What a streamed merge of ``inputs`` holds besides its chunks: their row groups.
+
+    Files that overlap are merged a row group of each at a time, and a row group that
+    straddles two chunks stays decoded until the second has taken it: about two decoded
+    groups (:data:`GROUP_CELL_BYTES` a cell) of every input file (a store of ten
+    overlapping spill runs: 60 MiB).
+    """
+    return sum(2 * min(e.cells, DEFAULT_ROW_GROUP_CELLS) * GROUP_CELL_BYTES for e in inputs)
 
 
 def released(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
