@@ -25,6 +25,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,8 @@ from cellstore.jobs import (
     vacuum,
     verify,
 )
-from cellstore.jobs.compact import compact
+from cellstore.jobs.compact import compact, plan_compaction
+from cellstore.jobs.streaming import chunk_cells
 from cellstore.reader import scan as scan_module
 from cellstore.storefiles import StoreFileReader
 from cellstore.storefiles.columns import ColumnFileWriter
@@ -467,6 +469,52 @@ def test_a_major_compaction_cut_into_pieces_writes_every_piece_as_columns(
     wide = t.scan(shape="wide").to_arrow()
     assert wide.num_rows == 2 * AUTO_MIN_ROWS + 2
     assert wide.column("f:q1").to_pylist()[-1] == f"v{2 * AUTO_MIN_ROWS + 1}-1".encode()
+
+
+def test_a_streamed_major_compaction_decides_auto_on_the_store_rows(tmp_path: Path) -> None:
+    """layout="auto": a compaction task streams its cells in chunks (issue 28); a store of
+    more than AUTO_MIN_ROWS rows is still written as columns when its first chunk holds
+    fewer rows (wide rows: 10 cells each, 32K-cell chunks)."""
+    t = create(str(tmp_path), "t", [Family(name="f", max_versions=1)])
+    rows = AUTO_MIN_ROWS + 10
+    t.load_cells(grid(rows, 10), row_group_cells=4000)
+    t.load_cells(grid(3, 10, ts=9))  # a delta
+    budget = 4 << 20
+    assert chunk_cells(budget) * 1.1 < AUTO_MIN_ROWS * 10  # the first chunk is too few rows
+    assert [len(p.tasks) for p in plan_compaction(t, major=True, memory_budget=budget)] == [1]
+    compact(t, major=True, memory_budget=budget)
+    files = t.refresh().files
+    assert layouts_of(t) == ["cells", "columns"] or layouts_of(t) == ["columns"]
+    assert any(f.layout == "columns" and f.cells >= rows * 10 - 10 for f in files)
+    wide = t.scan(shape="wide").to_arrow()
+    assert wide.num_rows == rows
+    assert wide.column("f:q9").to_pylist()[-1] == f"v{rows - 1}-9".encode()
+
+
+def test_a_streamed_compaction_writes_the_files_of_a_whole_one(tmp_path: Path) -> None:
+    """A compaction task written chunk by chunk (issue 28) makes, byte for byte, the column
+    and companion files of the same task written as one chunk (the whole row range)."""
+    import shutil
+
+    from cellstore.jobs.compact import run_compaction_task
+    from cellstore.jobs.streaming import MIN_CHUNK_CELLS
+
+    t = create(str(tmp_path / "a"), "t", [Family(name="f", max_versions=1)])
+    rows = 20_000  # past the first write's 16K records: later chunks stream
+    t.load_cells(grid(rows, 10), row_group_cells=8000)
+    t.load_cells(grid(rows // 2, 10, ts=9), row_group_cells=8000)  # overlapping, newer
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    t_b = cellstore.connect(str(tmp_path / "b")).table("t")
+    written = []
+    for table, cells in ((t, MIN_CHUNK_CELLS), (t_b, 1 << 30)):
+        (plan,) = plan_compaction(table, major=True, job_id="major-compact-1")
+        (task,) = plan.tasks
+        written.append(run_compaction_task(table.fs, replace(task, chunk_cells=cells)))
+    streamed, whole = written
+    assert [w.relpath for w in streamed] == [w.relpath for w in whole]
+    assert [w.relpath.endswith("-c.parquet") for w in whole] == [True]  # a column file
+    for a, b in zip(streamed, whole, strict=True):
+        assert (Path(t.path) / a.relpath).read_bytes() == (Path(t_b.path) / b.relpath).read_bytes()
 
 
 def test_auto_layout_threshold_is_inclusive(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -23,7 +24,8 @@ from cellstore.storefiles import (
     write_store_file,
 )
 from cellstore.storefiles.footer import FOOTER_KEY
-from cellstore.storefiles.writer import bloom_ndv
+from cellstore.storefiles.rolling import ParquetFormat, write_rolled_chunks
+from cellstore.storefiles.writer import RollCuts, bloom_ndv
 
 
 def cells_of(n: int, *, per_row: int = 3) -> pa.Table:
@@ -90,6 +92,81 @@ def test_roll_points_cut_on_row_boundaries():
     rows = cells.column("row").to_pylist()
     for c in cuts[1:-1]:
         assert rows[c] != rows[c - 1]  # never inside a row
+
+
+def _chunked_cuts(cells: pa.Table, max_bytes: int, bounds: list[int]) -> list[int]:
+    """roll_points' offsets made by RollCuts fed ``cells`` cut at ``bounds`` (row starts)."""
+    rolls = RollCuts(max_bytes)
+    cuts, tentative = [0], None
+    for lo, hi in itertools.pairwise(bounds):
+        if tentative is not None:  # a tentative cut holds once more cells come
+            cuts.append(tentative)
+            tentative = None
+        found = [lo + c for c in rolls.feed(cells.slice(lo, hi - lo))]
+        if rolls.tentative:
+            tentative = found.pop()
+        cuts += found
+    return [*cuts, cells.num_rows]
+
+
+@pytest.mark.parametrize("per_row", [1, 3])
+def test_roll_cuts_of_row_chunks_are_the_roll_points_of_the_whole(per_row: int):
+    """Cells fed chunk by chunk (a compaction's streamed output) roll where the whole
+    cells would: for every size limit, whatever the chunks (whole rows each)."""
+    cells = cells_of(600, per_row=per_row)
+    rng = np.random.default_rng(per_row)
+    starts = list(range(0, 600, per_row))
+    for max_bytes in [*range(20, 400, 7), 1000, 5000, 20_000, 10**9]:
+        whole = roll_points(cells, max_bytes)
+        for _ in range(4):
+            inner = sorted(rng.choice(starts[1:], size=rng.integers(0, 12), replace=False))
+            bounds = [0, *map(int, inner), 600]
+            assert _chunked_cuts(cells, max_bytes, bounds) == whole, (max_bytes, bounds)
+
+
+def test_roll_cuts_first_file_of_exactly_the_limit():
+    """A first file whose cells make exactly ``max_bytes`` with a one-cell last row is cut
+    before that cell only when more cells follow (roll_points' rule for the whole)."""
+    cells = cells_of(20, per_row=1)
+    head = cells.slice(0, 10)
+    exact = int(roll_cell_bytes(head))
+    assert roll_points(head, exact) == [0, 10]
+    assert roll_points(cells, exact) == [0, 9, *roll_points(cells, exact)[2:]]
+    rolls = RollCuts(exact)
+    assert rolls.feed(head) == [9] and rolls.tentative
+    assert _chunked_cuts(head, exact, [0, 5, 10]) == [0, 10]
+    assert _chunked_cuts(cells, exact, [0, 10, 20]) == roll_points(cells, exact)
+
+
+def roll_cell_bytes(cells: pa.Table) -> int:
+    """What roll_points counts: 13 bytes a cell besides its row, qualifier and value."""
+    d = cells.to_pydict()
+    return sum(
+        13 + len(r) + len(q) + len(v)
+        for r, q, v in zip(d["row"], d["qualifier"], d["value"], strict=True)
+    )
+
+
+def test_write_rolled_chunks_writes_the_files_of_write_rolled(tmp_path: Path):
+    """Streamed in row chunks, cells make byte for byte the files of the whole write."""
+    fs = fsspec.filesystem("file")
+    fam = Family(name="f")
+    cells = cells_of(900)
+    fmt = ParquetFormat(seq=2, load_id="l", row_group_cells=128)
+    kw: dict[str, Any] = {"region": "r1", "family": fam, "stem": "s", "max_file_bytes": 4000}
+    whole = write_rolled(fs, str(tmp_path / "a"), cells, format=fmt, **kw)
+    chunks = [cells.slice(lo, hi - lo) for lo, hi in itertools.pairwise([0, 3, 300, 300, 630, 900])]
+    streamed = write_rolled_chunks(fs, str(tmp_path / "b"), iter(chunks), format=fmt, **kw)
+    assert len(whole) == len(streamed) > 3
+    for a, b in zip(whole, streamed, strict=True):
+        assert a.relpath == b.relpath
+        assert (tmp_path / "a" / a.relpath).read_bytes() == (
+            tmp_path / "b" / b.relpath
+        ).read_bytes()
+    assert (
+        write_rolled_chunks(fs, str(tmp_path / "c"), iter([cells.slice(0, 0)]), format=fmt, **kw)
+        == []
+    )
 
 
 def test_write_rolled_names_files_through_layout(tmp_path: Path):

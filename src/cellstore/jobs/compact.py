@@ -57,12 +57,14 @@ from cellstore.jobs.selection import (
     selected_stores,
     writes,
 )
+from cellstore.jobs.streaming import MAX_CHUNK_CELLS, chunk_cells, first_rows, released
 from cellstore.loader.direct import WrittenFile
 from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
-from cellstore.reader.execute import read_task
+from cellstore.reader.execute import read_task_chunks
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
+from cellstore.storefiles.columnenc import TRIAL_RECORDS
 from cellstore.storefiles.columns import (
     NO_LAYOUTS,
     Layouts,
@@ -70,7 +72,7 @@ from cellstore.storefiles.columns import (
     recorded_codecs,
 )
 from cellstore.storefiles.layout import entry_path
-from cellstore.storefiles.rolling import ParquetFormat
+from cellstore.storefiles.rolling import ParquetFormat, write_rolled_chunks
 
 __all__ = [
     "CompactionKwargs",
@@ -159,6 +161,8 @@ class CompactionTask:
         row_group_cells: Cells per Parquet row group of the output.
         layouts: Whether the output is written in the column layout (a major compaction
             of a family whose layout is ``auto`` or ``columns``; default cells).
+        chunk_cells: Cells per chunk of the task's streamed read (:func:`chunk_cells` of
+            the memory budget and the task's input files).
     """
 
     scan: ScanTask
@@ -169,6 +173,7 @@ class CompactionTask:
     max_file_bytes: int
     row_group_cells: int
     layouts: Layouts = NO_LAYOUTS
+    chunk_cells: int = MAX_CHUNK_CELLS
 
 
 @dataclass(frozen=True)
@@ -477,6 +482,7 @@ def _store_tasks(
             max_file_bytes=max_file_bytes,
             row_group_cells=row_group_cells,
             layouts=layouts,
+            chunk_cells=chunk_cells(memory_budget, piece.families[0].entries),
         )
         for i, piece in enumerate(pieces)
     )
@@ -499,12 +505,38 @@ def _major_layouts(meta: TableMetadata, region: str, family: Family) -> Layouts:
 def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> list[WrittenFile]:
     """Read, merge and resolve one task's row range and write the result as store files.
 
+    The range is read in row-aligned chunks of about ``task.chunk_cells`` cells
+    (:func:`read_task_chunks`, the next chunk read while one is written), each written as
+    it comes (:func:`write_rolled_chunks`: the files :func:`write_task_output` writes of
+    the whole output). So a task holds two chunks, not its whole row range: its memory is
+    about the budget plus a fixed overhead, whatever the size of its piece (issue 28).
+
     Returns:
         The written files (none when every cell was dropped). Nothing is committed.
     """
-    written = write_task_output(fs, task, read_task(fs, task.scan))
+    chunks = released(read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1))
+    plan = task.layouts.plan_for(task.scan.region, task.family.name)
+    if plan is not None:  # the first write decides auto's fewest rows and the encodings
+        chunks = first_rows(chunks, max(plan.min_rows, TRIAL_RECORDS))
+    written = write_rolled_chunks(fs, task.scan.table_path, chunks, **_output_args(task))
     release_memory()  # the allocators keep the task's freed pages otherwise
     return written
+
+
+def _output_args(task: CompactionTask) -> dict[str, Any]:
+    """Where and how a task's output files are written (rolled, named by job and piece)."""
+    return {
+        "region": task.scan.region,
+        "family": task.family,
+        "stem": f"{task.job_id}-{task.piece:03d}",
+        "max_file_bytes": task.max_file_bytes,
+        "format": ParquetFormat(
+            seq=task.out_seq,
+            load_id=task.job_id,
+            row_group_cells=task.row_group_cells,
+            layouts=task.layouts,
+        ),
+    }
 
 
 def write_task_output(
@@ -513,21 +545,8 @@ def write_task_output(
     """Write a compaction or purge task's output cells (rolled, named by job and piece)."""
     if cells.num_rows == 0:
         return []
-    fmt = ParquetFormat(
-        seq=task.out_seq,
-        load_id=task.job_id,
-        row_group_cells=task.row_group_cells,
-        layouts=task.layouts,
-    )
     return write_rolled(
-        fs,
-        task.scan.table_path,
-        cells.select(CELL_SCHEMA.names),
-        region=task.scan.region,
-        family=task.family,
-        stem=f"{task.job_id}-{task.piece:03d}",
-        max_file_bytes=task.max_file_bytes,
-        format=fmt,
+        fs, task.scan.table_path, cells.select(CELL_SCHEMA.names), **_output_args(task)
     )
 
 

@@ -50,7 +50,14 @@ from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import RowGroupStats, StoreFileReader
 from cellstore.storefiles.reader import slice_rows
 
-__all__ = ["CHUNK_CELLS", "RESULT_SCHEMA", "read_task", "run_ahead", "run_together"]
+__all__ = [
+    "CHUNK_CELLS",
+    "RESULT_SCHEMA",
+    "read_task",
+    "read_task_chunks",
+    "run_ahead",
+    "run_together",
+]
 
 #: Schema of scan results in the "cells" shape (HBase result order): a store file's
 #: cells with their family after the row (defined once, in core/cells.py).
@@ -258,6 +265,48 @@ def _read_family(
             reader.close()
 
 
+def read_task_chunks(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    *,
+    chunk_cells: int = CHUNK_CELLS,
+    ahead: int | None = None,
+) -> Iterator[pa.Table]:
+    """A one-family task's cells as row-aligned chunks, in cell order, one at a time.
+
+    What :func:`read_task` returns for the family, without the ``family`` column and
+    never held whole: the range is cut at row-group first rows into chunks of about
+    ``chunk_cells`` cells (a row never spans two), each read, merged and resolved on the
+    shared pool, at most ``ahead`` (default: threads + 1) chunks ahead of the consumer.
+    A consumer that writes each chunk and drops it holds a few chunks, not the task (a
+    compaction's memory: :func:`cellstore.jobs.compact.run_compaction_task`).
+
+    Raises:
+        ValueError: the task reads more or fewer than one family.
+        MissingFileError: a store file of the task is gone.
+        CorruptFileError: a store file does not match its entry or does not decode.
+    """
+    if len(task.families) != 1:
+        raise ValueError("read_task_chunks reads a task of one family")
+    (fam,) = task.families
+    with _decode_errors(task, fam):
+        if fam.source is not None:
+            run, n = _source_chunks(fs, task, fam, None)
+            yield from _iter_chunk_results(run, n, ahead=ahead)
+            return
+        readers: list[StoreFileReader] = []
+        try:
+            sources = _open_sources(fs, task, fam, None, readers)
+            if not sources:
+                return
+            chunks = _chunk_bounds(sources, task.start, task.stop, chunk_cells)
+            read = _ChunkedRead(sources, chunks, fam)
+            yield from _iter_chunk_results(read.run, len(chunks), ahead=ahead)
+        finally:
+            for reader in readers:
+                reader.close()
+
+
 def _source_chunks(
     fs: fsspec.AbstractFileSystem, task: ScanTask, fam: FamilyRead, point_row: bytes | None
 ) -> tuple[Callable[[int], pa.Table], int]:
@@ -333,6 +382,16 @@ def _chunk_results(run: Callable[[int], pa.Table], n: int) -> list[pa.Table]:
     if threads == 1 or n == 1:
         return [run(i) for i in range(n)]
     return _in_order(run, n, threads)
+
+
+def _iter_chunk_results(
+    run: Callable[[int], pa.Table], n: int, *, ahead: int | None = None
+) -> Iterator[pa.Table]:
+    """``run(0), ..., run(n - 1)`` one at a time, on the thread pool (:func:`_iter_in_order`)."""
+    threads = min(pa.cpu_count(), MAX_THREADS)
+    if threads == 1 or n == 1:
+        return (run(i) for i in range(n))
+    return _iter_in_order(run, n, threads, ahead=threads + 1 if ahead is None else ahead)
 
 
 def _chunk_bounds(
@@ -470,15 +529,23 @@ class _ChunkedRead:
 
 
 def _in_order(run: Callable[[int], pa.Table], n: int, threads: int) -> list[pa.Table]:
-    """``[run(0), ..., run(n - 1)]`` on the shared read pool, at most a few chunks ahead.
+    """``[run(0), ..., run(n - 1)]`` on the shared read pool, at most a few chunks ahead."""
+    return list(_iter_in_order(run, n, threads, ahead=threads + 1))
+
+
+def _iter_in_order(
+    run: Callable[[int], pa.Table], n: int, threads: int, *, ahead: int
+) -> Iterator[pa.Table]:
+    """``run(0), ..., run(n - 1)`` on the shared read pool, at most ``ahead`` chunks ahead.
 
     The chunks are submitted in order to the process's FIFO pool (:func:`_read_pool`), so a
     chunk waiting for a row group an earlier chunk of its task decodes never waits on one
-    that has not started; chunks of other tasks only queue alongside. On an error the
-    chunks not started are cancelled and the running ones finish before it propagates
-    (they still use the task's open readers).
+    that has not started; chunks of other tasks only queue alongside. Results are yielded
+    in order; while the consumer holds one, at most ``ahead`` more are running or done.
+    On an error, or when the consumer stops early, the chunks not started are cancelled
+    and the running ones finish before the generator closes (they still use the task's
+    open readers).
     """
-    results: list[pa.Table] = []
     pool = _read_pool(threads)
     pending: deque[Future[pa.Table]] = deque()
     try:
@@ -491,16 +558,14 @@ def _in_order(run: Callable[[int], pa.Table], n: int, threads: int) -> list[pa.T
                 pool = _read_pool(threads)
                 future = pool.submit(run, i)
             pending.append(future)
-            if len(pending) > threads + 1:
-                results.append(pending.popleft().result())
+            if len(pending) > ahead:
+                yield pending.popleft().result()
         while pending:
-            results.append(pending.popleft().result())
-    except BaseException:
+            yield pending.popleft().result()
+    finally:
         for future in pending:
             future.cancel()
         wait_futures(pending)
-        raise
-    return results
 
 
 def run_together(calls: Sequence[Callable[[], _T]]) -> list[_T]:

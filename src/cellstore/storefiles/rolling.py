@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
@@ -32,6 +32,8 @@ from cellstore.storefiles.hfile.options import HFileOptions
 from cellstore.storefiles.layout import bulkload_file_relpath, store_file_relpath
 from cellstore.storefiles.writer import (
     DEFAULT_ROW_GROUP_CELLS,
+    NO_ROLL,
+    RollCuts,
     StoreFileWriter,
     WrittenFile,
     roll_points,
@@ -47,6 +49,7 @@ __all__ = [
     "RollingWriter",
     "cap_cuts",
     "write_rolled",
+    "write_rolled_chunks",
 ]
 
 #: What a format's sinks return when they close (one record per file written).
@@ -521,6 +524,30 @@ class RollingWriter(FileContext, Generic[ResultT]):
             self.abort()
 
 
+def _cut_writer(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    *,
+    region: str,
+    family: Family,
+    stem: str,
+    format: FileFormat[ResultT],
+) -> RollingWriter[ResultT]:
+    """A :class:`RollingWriter` that rolls only on :meth:`~RollingWriter.roll`.
+
+    The caller makes the cuts (:func:`roll_points` or :class:`RollCuts`).
+    """
+    return RollingWriter(
+        fs,
+        table_path,
+        region=region,
+        family=family,
+        stem=stem,
+        max_file_bytes=NO_ROLL,
+        format=format,
+    )
+
+
 @overload
 def write_rolled(
     fs: fsspec.AbstractFileSystem,
@@ -597,16 +624,64 @@ def write_rolled(
     if max_files is not None:
         cuts = cap_cuts(cuts, max_files)
     format = _format_or_parquet(format, seq, load_id, row_group_cells, "write_rolled")
-    with RollingWriter(
-        fs,
-        table_path,
-        region=region,
-        family=family,
-        stem=stem,
-        max_file_bytes=max_file_bytes,
-        format=format,
-    ) as out:
+    with _cut_writer(fs, table_path, region=region, family=family, stem=stem, format=format) as out:
         for k in range(len(cuts) - 1):
             out.write(cells.slice(cuts[k], cuts[k + 1] - cuts[k]))
             out.roll()
+        return out.close()
+
+
+def write_rolled_chunks(
+    fs: fsspec.AbstractFileSystem,
+    table_path: str,
+    chunks: Iterable[pa.Table],
+    *,
+    region: str,
+    family: Family,
+    stem: str,
+    max_file_bytes: int,
+    format: FileFormat[ResultT],
+) -> list[ResultT]:
+    """:func:`write_rolled` of cells given chunk by chunk, never held whole.
+
+    The files are those :func:`write_rolled` writes of the chunks' concatenation: the same
+    cuts (:class:`~cellstore.storefiles.writer.RollCuts`), each chunk written as it comes
+    (a compaction task streams its merged cells through here, so it holds a few chunks,
+    not its whole output). Every chunk must be whole rows (no row continues into the next
+    chunk) in cell order.
+
+    Args:
+        fs: Filesystem to write to.
+        table_path: The directory file names are relative to (the table's, for Parquet).
+        chunks: The cells, in cell order with unique keys, cut on row boundaries.
+        region: Id of the region the cells belong to.
+        family: Their family.
+        stem: File-name stem, unique per load or job task.
+        max_file_bytes: Roll to a new file past this many uncompressed cell bytes.
+        format: The output format.
+
+    Returns:
+        The written files, in cell order (none when no chunk holds a cell).
+    """
+    rolls = RollCuts(max_file_bytes)
+    with _cut_writer(fs, table_path, region=region, family=family, stem=stem, format=format) as out:
+        held: pa.Table | None = None  # a tentative cut's last cell: next file, if any follows
+        for cells in chunks:
+            n = cells.num_rows
+            if n == 0:
+                continue
+            if held is not None:
+                out.roll()
+                out.write(held)
+                held = None
+            cuts = rolls.feed(cells)
+            if rolls.tentative:
+                held = cells.take(pa.array([cuts.pop()]))  # a copy: the chunk goes
+            bounds = [0, *cuts, n if held is None else n - 1]
+            for k in range(len(bounds) - 1):
+                if k:
+                    out.roll()
+                out.write(cells.slice(bounds[k], bounds[k + 1] - bounds[k]))
+        if held is not None:
+            out.write(held)
         return out.close()

@@ -57,6 +57,7 @@ __all__ = [
     "StoreFileWriter",
     "WrittenFile",
     "cell_stats",
+    "RollCuts",
     "roll_points",
     "write_store_file",
 ]
@@ -471,19 +472,59 @@ def roll_points(cells: pa.Table, max_bytes: int) -> list[int]:
     n = cells.num_rows
     if n == 0:
         return [0, 0]
-    sizes = _cell_sizes(cells)
-    cum = np.concatenate([[0], np.cumsum(sizes)])
-    if cum[-1] <= max_bytes:
-        return [0, n]
-    starts = run_starts(cells.column("row"))  # row boundaries
-    cuts = [0]
-    while True:
-        target = cum[cuts[-1]] + max_bytes
-        # The first row boundary at or after the point where the file would exceed.
-        pos = int(np.searchsorted(starts, int(np.searchsorted(cum, target, side="left")) - 1))
-        pos = max(pos, int(np.searchsorted(starts, cuts[-1], side="right")))
-        if pos >= len(starts):
-            break
-        cuts.append(int(starts[pos]))
-    cuts.append(n)
-    return cuts
+    rolls = RollCuts(max_bytes)
+    cuts = rolls.feed(cells)
+    if rolls.tentative:  # all the cells make exactly one full file
+        cuts = cuts[:-1]
+    return [0, *cuts, n]
+
+
+class RollCuts:
+    """:func:`roll_points` of cells given chunk by chunk, each chunk whole rows.
+
+    The cuts of the chunks fed in order, each relative to its chunk, are the cuts
+    :func:`roll_points` makes in the chunks' concatenation, with one exception it cannot
+    know before the end: when the first file's cells add up to exactly ``max_bytes`` and
+    its last row is one cell, :func:`roll_points` keeps them one file only if no cell
+    follows. :attr:`tentative` says a chunk's last cut is that one: the caller makes it
+    only when another chunk comes.
+
+    Args:
+        max_bytes: A file is closed past this many uncompressed cell bytes.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        #: Bytes of the current file so far.
+        self.held = 0
+        #: Whether the last :meth:`feed`'s last cut depends on a later chunk (see above).
+        self.tentative = False
+        self._first = True  # no chunk fed yet
+        self._cut = False  # some cut made
+
+    def feed(self, cells: pa.Table) -> list[int]:
+        """The cut points in ``cells`` (the next chunk): where a new file starts."""
+        n = cells.num_rows
+        self.tentative = False
+        if n == 0:
+            return []
+        cum = np.concatenate([[0], np.cumsum(_cell_sizes(cells))]) + self.held
+        starts = run_starts(cells.column("row"))  # row boundaries
+        cuts: list[int] = []
+        last = 0 if self._first else -1  # a cut is after this offset (a first file has cells)
+        begin = 0  # bytes before the current file's first cell (in cum)
+        while True:
+            target = begin + self.max_bytes
+            # The first row boundary at or after the point where the file would exceed.
+            pos = int(np.searchsorted(starts, int(np.searchsorted(cum, target, side="left")) - 1))
+            pos = max(pos, int(np.searchsorted(starts, last, side="right")))
+            if pos >= len(starts):
+                break
+            last = int(starts[pos])
+            cuts.append(last)
+            begin = int(cum[last])
+        self.tentative = not self._cut and cuts == [n - 1] and int(cum[-1]) == self.max_bytes
+        self.held = int(cum[-1]) - begin
+        self._first = False
+        self._cut = self._cut or bool(cuts)
+        return cuts
