@@ -23,6 +23,7 @@ A task qualifies when:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -46,7 +47,15 @@ from cellstore.reader.columnar.merge import (
     older_companions,
     split_bases,
 )
-from cellstore.reader.columnar.patch import Decided, Pivot, apply, decide, newer_cells, pivot_cells
+from cellstore.reader.columnar.patch import (
+    Decided,
+    Pivot,
+    apply,
+    decide,
+    delta_columns,
+    newer_cells,
+    pivot_cells,
+)
 from cellstore.reader.columnar.types import Column
 from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.execute import run_together
@@ -377,17 +386,20 @@ def _cells_of(
     entries: list[FileEntry],
     *,
     encoded: bool = False,
+    columns: Callable[[FileEntry], list[str]] | None = None,
 ) -> tuple[list[pa.Table], list[int]]:
     """The cells of ``entries`` in the task's range, and their sequence ids.
 
     Column files are expanded to their cells; files with none in range are left out.
     ``encoded``: rows and qualifiers dictionary-encoded (``StoreFileReader.read``).
+    ``columns``: the cell columns to read of each file (default all).
     """
     runs: list[pa.Table] = []
     seqs: list[int] = []
     for entry in entries:
+        cols = None if columns is None else columns(entry)
         with task.open_file(fs, fam, entry.path) as reader:
-            cells = reader.read(start=task.start, stop=task.stop, encoded=encoded)
+            cells = reader.read(start=task.start, stop=task.stop, encoded=encoded, columns=cols)
         if cells.num_rows:
             runs.append(cells)
             seqs.append(entry.seq)
@@ -428,7 +440,7 @@ def _read_family(
     )
     deltas = [e for e in deltas if e.path not in older]
     if pending is not None and fam.spec.time_range is None and newer_cells(bases, deltas):
-        runs, seqs = _cells_of(fs, task, fam, deltas, encoded=True)
+        runs, seqs = _cells_of(fs, task, fam, deltas, encoded=True, columns=delta_columns)
         pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers)
         if pivot is not None or shared:
             pending[fam.family.name] = pivot

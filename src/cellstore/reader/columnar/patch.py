@@ -14,11 +14,14 @@ read with no time range (HBase's rules, docs/hbase-semantics.md):
   newest DeleteFamily;
 - a Put older than the family's TTL is expired (R8.1), and so is everything older.
 
-So the deltas are pivoted once to one newest Put per touched (row, qualifier) and one
-DeleteFamily timestamp per touched row (:func:`pivot_cells`), the touched rows are found
-in the base's rows by binary search, and each column gets its changed positions patched
-in one pass (:func:`patch_part`). Anything else (other markers, a delta row the base does
-not hold, older deltas) is left to the general merge (:mod:`cellstore.reader.rowmerge`).
+So the deltas are read with only the cell columns they need (:func:`delta_columns`) and
+gathered once (:func:`pivot_cells`); the touched rows are found in the base's rows by
+binary search, each touched (row, qualifier) keeps its newest Put and each touched row
+its newest DeleteFamily (:func:`decide`), and each qualifier's newest Puts are typed
+once with the base column's codec. Every column is then one compiled gather over the
+kept rows (:func:`apply`): the base's value, the delta's, or null. Anything else (other
+markers, a delta row the base does not hold, older deltas) is left to the general merge
+(:mod:`cellstore.reader.rowmerge`).
 """
 
 from __future__ import annotations
@@ -31,17 +34,16 @@ from typing import Final
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from cellstore.core.cells import CellType, run_starts
-from cellstore.core.codecs import Codec, valid_mask
+from cellstore.core.cells import CellType
+from cellstore.core.codecs import Codec
 from cellstore.core.metadata import FileEntry
-from cellstore.reader.columnar.gather import NULL, fixed_width, gather2, words
+from cellstore.reader.columnar.gather import NULL, fixed_width, gather2
 from cellstore.reader.columnar.join import _Part
 from cellstore.reader.columnar.types import Column
-from cellstore.reader.rowmerge import locate_sorted, typed_like
+from cellstore.reader.rowmerge import locate_in, sorted_parts, typed_like
 
-__all__ = ["Decided", "Pivot", "apply", "decide", "newer_cells", "pivot_cells"]
+__all__ = ["Decided", "Pivot", "apply", "decide", "delta_columns", "newer_cells", "pivot_cells"]
 
 _PUT: Final = int(CellType.PUT)
 _DELETE_FAMILY: Final = int(CellType.DELETE_FAMILY)
@@ -50,24 +52,35 @@ _NONE: Final = np.iinfo(np.int64).min
 
 @dataclass(frozen=True)
 class Pivot:
-    """A family's delta cells, one entry per touched row and qualifier.
+    """A family's delta cells (Puts and DeleteFamily markers), one entry per cell.
+
+    The cells are those of every delta file, file after file; the rows are not yet
+    placed among the base's (:func:`decide` does that).
 
     Attributes:
-        rows: The touched rows, ascending, unique (binary).
-        mark: Per touched row, its newest DeleteFamily's timestamp (``_NONE``: none).
-        qualifiers: The qualifiers of the deltas' Puts the read covers, ascending.
-        put_ts: Per qualifier (first axis) and touched row, the newest Put's timestamp
-            (``_NONE``: no Put).
-        put_src: Likewise, that Put's position in ``values`` (-1: no Put).
-        values: The Puts' values (binary).
+        rows: Per stretch of the cells (a row group's, in cell order): its distinct rows
+            (binary, ascending; may hold rows no cell of the stretch uses) and each
+            cell's index among them.
+        marker: Per cell, whether it is a DeleteFamily.
+        ts: Per cell, its timestamp.
+        seq: Per cell, its file's sequence id.
+        qi: Per cell that is a Put of a covered qualifier, the qualifier's index in
+            ``qualifiers`` (else -1).
+        qualifiers: The covered qualifiers the deltas' Puts hold, ascending.
+        values: The Puts' values (binary; of files that hold Puts, in cell order).
+        vpos: Per cell, its value's position in ``values`` (-1: a file of markers only).
+        several: Whether the Puts come from more than one file.
     """
 
-    rows: pa.Array
-    mark: np.ndarray
+    rows: list[tuple[pa.Array, np.ndarray]]
+    marker: np.ndarray
+    ts: np.ndarray
+    seq: np.ndarray
+    qi: np.ndarray
     qualifiers: list[bytes]
-    put_ts: np.ndarray
-    put_src: np.ndarray
     values: pa.Array
+    vpos: np.ndarray
+    several: bool
 
 
 def newer_cells(bases: Sequence[FileEntry], deltas: Sequence[FileEntry]) -> bool:
@@ -81,13 +94,29 @@ def newer_cells(bases: Sequence[FileEntry], deltas: Sequence[FileEntry]) -> bool
     return min(d.min_ts for d in deltas) > max(b.max_ts for b in bases)
 
 
+def delta_columns(entry: FileEntry) -> list[str]:
+    """The cell columns :func:`pivot_cells` needs of a delta file, by its entry.
+
+    A file of Puts only (no delete markers, by the manifest) needs no ``type``; a file
+    of markers only needs no ``qualifier`` nor ``value`` (:func:`pivot_cells` takes
+    only DeleteFamily markers, which cover every qualifier).
+    """
+    if entry.delete_markers == 0:
+        return ["row", "qualifier", "ts", "value"]
+    if entry.delete_markers == entry.cells:
+        return ["row", "ts", "type"]
+    return ["row", "qualifier", "ts", "type", "value"]
+
+
 def pivot_cells(
     runs: Sequence[pa.Table], seqs: Sequence[int], *, qualifiers: frozenset[bytes] | None
 ) -> Pivot | None:
-    """Delta cells (one sorted table per file, sequence ids ``seqs``) pivoted by row.
+    """Delta cells (one sorted table per file, sequence ids ``seqs``) gathered for a patch.
 
     Args:
-        runs: Each delta file's cells in the read's range, in cell order.
+        runs: Each delta file's cells in the read's range, in cell order: the columns
+            :func:`delta_columns` names (without ``type``: Puts only; without
+            ``qualifier`` and ``value``: markers only).
         seqs: Each run's sequence id (of equal timestamps, the higher wins: R3.3).
         qualifiers: The qualifiers the read covers (None: all); Puts of others are
             left out (a DeleteFamily covers every qualifier).
@@ -96,121 +125,89 @@ def pivot_cells(
         The pivot, or None when a cell is neither a Put nor a DeleteFamily.
     """
     kept = [(r, s) for r, s in zip(runs, seqs, strict=True) if r.num_rows]
-    runs, seqs = [r for r, _ in kept], [s for _, s in kept]
-    types = [r.column("type").to_numpy() for r in runs]
-    if any(((t != _PUT) & (t != _DELETE_FAMILY)).any() for t in types):
-        return None
-    by_row = [_codes(r.column("row"), ordered=True) for r in runs]
-    uniques = [u for u, _ in by_row]
-    if len(uniques) == 1:
-        touched = uniques[0]
-    elif uniques:
-        every = pc.unique(pa.concat_arrays(uniques))
-        touched = every.take(pc.sort_indices(every))
-    else:
-        touched = pa.array([], pa.binary())
-    empty = np.zeros(0, dtype=np.int64)
-    ridx = np.concatenate(
-        [(locate_sorted(u, touched)[i] if len(uniques) > 1 else i) for u, i in by_row] or [empty]
-    )
-    kind = np.concatenate(types) if types else np.zeros(0, dtype=np.int8)
-    ts = np.concatenate([r.column("ts").to_numpy().astype(np.int64) for r in runs] or [empty])
-    seq = np.concatenate([np.full(r.num_rows, s, dtype=np.int64) for r, s in kept] or [empty])
-    n_t = len(touched)
-    mark = np.full(n_t, _NONE, dtype=np.int64)
-    df = kind == _DELETE_FAMILY
-    if df.any():
-        np.maximum.at(mark, ridx[df], ts[df])
-    by_qual = [_codes(r.column("qualifier"), ordered=False) for r in runs]
-    found = {q for u, i in by_qual for q in u.to_pylist()}
-    found.discard(b"")  # (a DeleteFamily's)
-    quals = sorted(q for q in found if qualifiers is None or q in qualifiers)
-    n_q = len(quals)
-    put_ts = np.full((n_q, n_t), _NONE, dtype=np.int64)
-    put_src = np.full((n_q, n_t), -1, dtype=np.int64)
-    values = (
-        pa.concat_arrays([r.column("value").combine_chunks().cast(pa.binary()) for r in runs])
-        if len(runs) > 1
-        else runs[0].column("value").combine_chunks().cast(pa.binary())
-        if runs
-        else pa.array([], pa.binary())
-    )
-    if n_q:
-        wanted = pa.array(quals, pa.binary())
-        qi = np.concatenate(
-            [
-                pc.index_in(u, value_set=wanted).fill_null(-1).to_numpy(zero_copy_only=False)[i]
-                for u, i in by_qual
-            ]
-        ).astype(np.int64)
-        pair = qi * n_t + ridx
-        chosen = np.flatnonzero(~df & (qi >= 0))
-        if sum(1 for t in types if (t == _PUT).any()) > 1:
-            # Puts of several files: the newest by (ts, seq) first in each pair
-            chosen = chosen[np.lexsort((-seq[chosen], -ts[chosen], pair[chosen]))]
-        # (within one file each pair's cells are in order, newest first)
-        p = pair[chosen]
-        first = np.ones(len(p), dtype=bool)
-        first[1:] = p[1:] != p[:-1]
-        newest = chosen[first]
-        put_ts.reshape(-1)[pair[newest]] = ts[newest]
-        put_src.reshape(-1)[pair[newest]] = newest
-    return Pivot(touched, mark, quals, put_ts, put_src, values)
-
-
-def _codes(col: pa.ChunkedArray | pa.Array, *, ordered: bool) -> tuple[pa.Array, np.ndarray]:
-    """A column's distinct values (binary) and each value's index among them.
-
-    A dictionary-encoded column gives its dictionaries (one per row group). ``ordered``:
-    the column is sorted, and the distinct values come ascending: a dictionary read from
-    a sorted row group lists its values in the order they first appear, so sorted, and
-    the part of it a sliced column uses is one stretch of it (checked; otherwise the
-    values are compared).
-    """
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    if not ordered:
-        whole = (
-            pa.chunked_array(chunks, col.type).combine_chunks() if len(chunks) != 1 else chunks[0]
-        )
-        if not pa.types.is_dictionary(whole.type):
-            whole = whole.cast(pa.binary()).dictionary_encode()
-        index = whole.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        return whole.dictionary.cast(pa.binary()), index
-    if chunks and all(pa.types.is_dictionary(c.type) for c in chunks):
-        stretches, indices = [], []
-        for c in chunks:
-            index = c.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            lo, hi = (int(index[0]), int(index[-1]) + 1) if len(index) else (0, 0)
-            words = c.dictionary.cast(pa.binary()).slice(lo, hi - lo)
-            if (
-                len(words) > 1
-                and not pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py()
-            ):
-                break
-            stretches.append(words)
-            indices.append(index - lo)
+    markers: list[np.ndarray] = []
+    for r, _ in kept:
+        if "type" in r.column_names:
+            t = r.column("type").to_numpy()
+            if ((t != _PUT) & (t != _DELETE_FAMILY)).any():
+                return None
+            markers.append(t == _DELETE_FAMILY)
         else:
-            if len(stretches) == 1:
-                return stretches[0], indices[0]
-            # row groups in row order: a row on both sides of a boundary is one value
-            every = pa.concat_arrays(stretches) if stretches else pa.array([], pa.binary())
-            starts = run_starts(every)
-            flags = np.zeros(len(every), dtype=np.int64)
-            flags[starts] = 1
-            at = np.cumsum(flags) - 1
-            first = np.cumsum([0, *(len(w) for w in stretches)])
-            index = np.concatenate([at[f + i] for f, i in zip(first, indices, strict=False)])
-            distinct = every.take(pa.array(starts))
-            if (
-                len(distinct) < 2
-                or pc.all(pc.less(distinct.slice(0, len(distinct) - 1), distinct.slice(1))).as_py()
-            ):
-                return distinct, index
-    flat = pa.chunked_array(chunks, col.type).cast(pa.binary()).combine_chunks()
-    starts = run_starts(flat)
-    flags = np.zeros(len(flat), dtype=np.int64)
-    flags[starts] = 1
-    return flat.take(pa.array(starts)), np.cumsum(flags) - 1
+            markers.append(np.zeros(r.num_rows, dtype=bool))
+    pairs = zip(kept, markers, strict=True)
+    if any("qualifier" not in r.column_names and not m.all() for (r, _), m in pairs):
+        return None  # (a Put without its qualifier: never so by delta_columns)
+    rows = [c for r, _ in kept for c in _stretches(r.column("row"))]
+    quals = [
+        _stretches(r.column("qualifier"), dense=True) if "qualifier" in r.column_names else None
+        for r, _ in kept
+    ]
+    used: set[bytes] = set()
+    for q, m in zip(quals, markers, strict=True):
+        start = 0
+        for d, i in q or []:
+            puts = i[~m[start : start + len(i)]]
+            start += len(i)
+            if len(puts):
+                hit = np.bincount(puts, minlength=len(d)) > 0
+                used.update(d.filter(pa.array(hit)).to_pylist())
+    names = sorted(q for q in used if qualifiers is None or q in qualifiers)
+    at = {q: j for j, q in enumerate(names)}
+    qis, vpos, values = [], [], []
+    n_values = 0
+    for (r, _), q, m in zip(kept, quals, markers, strict=True):
+        if q is None:
+            qis.append(np.full(r.num_rows, -1, dtype=np.int64))
+        else:
+            parts = []
+            for d, i in q:
+                table = np.array([at.get(v, -1) for v in d.to_pylist()] or [-1], dtype=np.int64)
+                parts.append(table[i])
+            qi = np.concatenate(parts)
+            qi[m] = -1
+            qis.append(qi)
+        if "value" in r.column_names:
+            values.extend(r.column("value").cast(pa.binary()).chunks)
+            vpos.append(np.arange(n_values, n_values + r.num_rows, dtype=np.int64))
+            n_values += r.num_rows
+        else:
+            vpos.append(np.full(r.num_rows, -1, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    putting = [s for (r, s), m in zip(kept, markers, strict=True) if not m.all()]
+    return Pivot(
+        rows=rows,
+        marker=np.concatenate(markers) if markers else np.zeros(0, dtype=bool),
+        ts=np.concatenate([r.column("ts").to_numpy().astype(np.int64) for r, _ in kept] or [empty]),
+        seq=np.concatenate([np.full(r.num_rows, s, dtype=np.int64) for r, s in kept] or [empty]),
+        qi=np.concatenate(qis) if qis else empty,
+        qualifiers=names,
+        values=pa.chunked_array(values, pa.binary()).combine_chunks()
+        if values
+        else pa.array([], pa.binary()),
+        vpos=np.concatenate(vpos) if vpos else empty,
+        several=len(putting) > 1,
+    )
+
+
+def _stretches(col: pa.ChunkedArray, *, dense: bool = False) -> list[tuple[pa.Array, np.ndarray]]:
+    """A column's chunks as (distinct values, each cell's index among them), binary.
+
+    A dictionary-encoded chunk (a row group's) gives its dictionary: of a sorted column,
+    its values in the order they first appear, so ascending. Another chunk gives its own
+    values (each cell its own index) or, with ``dense``, is dictionary-encoded.
+    """
+    out = []
+    for c in col.chunks:
+        if not len(c):
+            continue
+        if not pa.types.is_dictionary(c.type) and dense:
+            c = c.cast(pa.binary()).dictionary_encode()
+        if pa.types.is_dictionary(c.type):
+            index = c.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            out.append((c.dictionary.cast(pa.binary()), index))
+        else:
+            out.append((c.cast(pa.binary()), np.arange(len(c), dtype=np.int64)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -218,18 +215,21 @@ class Decided:
     """How a family's pivoted deltas change its base rows (:func:`decide`).
 
     Attributes:
-        where: Each touched row's position among the base's rows.
+        where: The touched rows' positions among the base's rows, ascending.
         present: Per base row, whether the family shows it (a visible value the read
             covers).
         hidden: Per touched row, whether a DeleteFamily hides the base's record.
         shown: Per qualifier of the deltas' Puts, per touched row: whether the column
-            shows a value, and whether that value is the delta's.
+            shows a value, whether that value is the delta's, and the position of the
+            row's newest Put among the qualifier's ``raw`` values (-1: none).
+        raw: Per qualifier, the newest Puts' values (binary), touched rows ascending.
     """
 
     where: np.ndarray
     present: np.ndarray
     hidden: np.ndarray
-    shown: dict[bytes, tuple[np.ndarray, np.ndarray]]
+    shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    raw: dict[bytes, pa.Array]
 
 
 def decide(
@@ -246,23 +246,61 @@ def decide(
     Returns:
         The decisions, or None when a delta row is not among the base's rows.
     """
-    where = locate_sorted(pivot.rows, rows)
-    if (where < 0).any():
+    haystack = sorted_parts(rows)
+    found = [(locate_in(d, haystack), i) for d, i in pivot.rows]
+    if any((p[i] < 0).any() for p, i in found):
         return None
-    hidden = pivot.mark > _NONE
+    # the touched rows (and maybe a few rows of the stretches' dictionaries no cell uses)
+    every = np.sort(np.concatenate([p[p >= 0] for p, _ in found] or [np.zeros(0, np.int64)]))
+    step = np.ones(len(every), dtype=bool)
+    step[1:] = every[1:] != every[:-1]
+    where = every[step]
+    empty = np.zeros(0, dtype=np.int64)
+    ridx = np.concatenate([np.searchsorted(where, p)[i] for p, i in found] or [empty])
+    n_t = len(where)
+    mark = np.full(n_t, _NONE, dtype=np.int64)
+    df = pivot.marker
+    if df.any():
+        np.maximum.at(mark, ridx[df], pivot.ts[df])
+    hidden = mark > _NONE
+    n_q = len(pivot.qualifiers)
+    chosen = np.flatnonzero(pivot.qi >= 0)
+    qi = pivot.qi[chosen]
+    if pivot.several:
+        # Puts of several files: by qualifier and row, the newest by (ts, seq) first
+        chosen = chosen[np.lexsort((-pivot.seq[chosen], -pivot.ts[chosen], ridx[chosen], qi))]
+    else:
+        # one file: each (row, qualifier)'s cells are adjacent, newest first, rows
+        # ascending; grouped by qualifier (a stable radix sort of small integers)
+        chosen = chosen[np.argsort(qi.astype(np.int16 if n_q < 2**15 else np.int64), kind="stable")]
+    qi, r = pivot.qi[chosen], ridx[chosen]
+    first = np.ones(len(chosen), dtype=bool)
+    first[1:] = (qi[1:] != qi[:-1]) | (r[1:] != r[:-1])
+    newest = chosen[first]
+    qi, r = qi[first], r[first]
+    raw_all = pivot.values.take(pa.array(pivot.vpos[newest]))
+    ts = pivot.ts[newest]
+    bounds = np.searchsorted(qi, np.arange(n_q + 1))
     out = np.ones(len(rows), dtype=bool) if present is None else present.copy()
-    shows = np.zeros(len(where), dtype=bool)
-    shown: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+    shows = np.zeros(n_t, dtype=bool)
+    shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    raw: dict[bytes, pa.Array] = {}
     for j, q in enumerate(pivot.qualifiers):
-        has = pivot.put_src[j] >= 0
-        taking = has & (pivot.put_ts[j] > pivot.mark)
+        lo, hi = int(bounds[j]), int(bounds[j + 1])
+        src = np.full(n_t, -1, dtype=np.int64)
+        src[r[lo:hi]] = np.arange(hi - lo)
+        put_ts = np.full(n_t, _NONE, dtype=np.int64)
+        put_ts[r[lo:hi]] = ts[lo:hi]
+        has = src >= 0
+        taking = has & (put_ts > mark)
         if oldest is not None:
-            taking &= pivot.put_ts[j] >= oldest
+            taking &= put_ts >= oldest
         shows |= taking
         # a newer Put that is not shown hides the base's value too (older still)
-        shown[q] = (taking | ~(hidden | has), taking)
+        shown[q] = (taking | ~(hidden | has), taking, src)
+        raw[q] = raw_all.slice(lo, hi - lo)
     out[where] = shows | (~hidden & out[where])
-    return Decided(where, out, hidden, shown)
+    return Decided(where, out, hidden, shown, raw)
 
 
 def apply(
@@ -285,38 +323,43 @@ def apply(
         wanted: The wanted columns (None: all).
 
     Returns:
-        The part with rows ``rows``: every column gathered once, the touched values
-        replaced (where the delta's differs from the base's) or nulled.
+        The part with rows ``rows``: every changed column gathered once (its kept rows,
+        the touched values replaced or nulled), the others cut to the kept rows.
     """
     n = len(part.present) if part.present is not None else part.size
     kept = None if keep is None else np.flatnonzero(keep)
     present = np.ones(n, dtype=bool) if part.present is None else part.present
     columns: dict[Column, tuple[pa.Array, Codec]] = {}
-    mine: set[bytes] = set()
     if patch is not None:
         pivot, decided = patch
         present = decided.present
         mine = {q for f, q in part.columns if f == family}
         mine |= {q for q in pivot.qualifiers if wanted is None or (family, q) in wanted}
-        position = None
-        if kept is not None:
-            position = np.full(n, -1, dtype=np.int64)
-            position[kept] = np.arange(len(kept))
+        where = decided.where
+        if kept is None:
+            at, index = where, np.arange(n, dtype=np.int64)
+        else:
+            at = np.searchsorted(kept, where)  # touched rows in the result (-1: dropped)
+            dropped = at >= len(kept)
+            dropped[~dropped] |= kept[at[~dropped]] != where[~dropped]
+            at[dropped] = -1
+            index = kept
         for q in sorted(mine):
-            column = _patched_column(
-                part.columns.get((family, q)), n, kept, position, pivot, decided, q
-            )
+            column = _patched_column(part.columns.get((family, q)), n, at, index, decided, q)
             if column is not None:
                 columns[(family, q)] = column
-    mask = None if keep is None else pa.array(keep)
     for col, (arr, codec) in part.columns.items():
         if col not in columns:
-            columns[col] = (arr if kept is None or mask is None else _kept(arr, kept, mask), codec)
+            columns[col] = (arr if kept is None else _kept(arr, kept, keep), codec)
     keys = part.keys
     digest = part.digest
     if kept is not None and keep is not None:
         present = present[kept]
-        keys = None if keys is None else keys.filter(mask)
+        if keys is not None:
+            keys = pa.table(
+                [_kept(c.combine_chunks(), kept, keep) for c in keys.columns],
+                names=keys.column_names,
+            )
         if digest is not None:  # the same rows as another family's kept alike
             digest = f"{digest}/{hashlib.blake2b(np.packbits(keep).tobytes()).hexdigest()}"
     return dataclasses.replace(
@@ -327,62 +370,38 @@ def apply(
 def _patched_column(
     held: tuple[pa.Array, Codec] | None,
     n: int,
-    kept: np.ndarray | None,
-    position: np.ndarray | None,
-    pivot: Pivot,
+    at: np.ndarray,
+    index: np.ndarray,
     decided: Decided,
     q: bytes,
 ) -> tuple[pa.Array, Codec] | None:
-    """Column ``q`` over the kept base rows with the deltas' values (None: unchanged)."""
-    where = decided.where
-    at = where if position is None else position[where]  # touched rows in the result
+    """Column ``q`` over the kept base rows with the deltas' values (None: unchanged).
+
+    ``at``: each touched row's position in the result (-1: dropped); ``index``: each
+    result row's position in the base.
+    """
+    new = None
     if q in decided.shown:
-        visible, taking = decided.shown[q]
-        src = pivot.put_src[pivot.qualifiers.index(q)]
-        base_arr, codec, new = typed_like(held, n, pivot.values.take(pa.array(src[taking])))
+        visible, taking, src = decided.shown[q]
+        base_arr, codec, new = typed_like(held, n, decided.raw[q])
         new = new.cast(base_arr.type)
-        old = base_arr.take(pa.array(where[taking]))
-        change = _differs(old, new)
-        replaced = np.flatnonzero(taking)[change]
-        new = new.filter(pa.array(change))
+        blank = ~visible
     elif held is not None and decided.hidden.any():
         base_arr, codec = held
-        visible = ~decided.hidden
-        replaced = np.zeros(0, dtype=np.int64)
-        new = None
+        taking = src = np.zeros(len(at), dtype=bool)
+        blank = decided.hidden
     else:
         return None
-    blank = np.flatnonzero(~visible & (at >= 0))
-    if len(blank):
-        blank = blank[valid_mask(base_arr.take(pa.array(where[blank])))]
-    if not len(replaced) and not len(blank):
-        if held is not None and base_arr is held[0]:
-            return None  # unchanged (the caller cuts it to the kept rows)
-        return (base_arr if kept is None else gather2(base_arr, None, kept)), codec
-    index = np.arange(n, dtype=np.int64) if kept is None else kept.copy()
-    index[at[replaced]] = -2 - np.arange(len(replaced))
-    index[at[blank]] = NULL
+    mine = at >= 0
+    index = index.copy()
+    took = taking & mine
+    index[at[took]] = -2 - src[took]
+    index[at[blank & mine]] = NULL
     return gather2(base_arr, new, index), codec
 
 
-def _kept(arr: pa.Array, kept: np.ndarray, keep: pa.Array) -> pa.Array:
+def _kept(arr: pa.Array, kept: np.ndarray, keep: np.ndarray | None) -> pa.Array:
     """``arr``'s values at ``kept`` (the positions where the mask ``keep`` is true)."""
-    if fixed_width(arr.type) and arr.null_count:
+    if fixed_width(arr.type) or keep is None:
         return gather2(arr, None, kept)  # (Arrow's filter of nullable numbers is slower)
-    return arr.filter(keep)
-
-
-def _differs(old: pa.Array, new: pa.Array) -> np.ndarray:
-    """Where two arrays of one type differ: in validity, or bit for bit in value."""
-    a, b = valid_mask(old), valid_mask(new)
-    out: np.ndarray = a != b
-    both: np.ndarray = a & b
-    if not both.any():
-        return out
-    t = old.type
-    if fixed_width(t):
-        return np.asarray(out | (both & (words(old) != words(new))), dtype=bool)
-    if pa.types.is_binary(t) or pa.types.is_string(t):
-        same = np.asarray(pc.equal(old, new).fill_null(False).to_numpy(zero_copy_only=False))
-        return np.asarray(out | (both & ~same), dtype=bool)
-    return np.asarray(out | both, dtype=bool)  # (any other type: replaced, equal or not)
+    return arr.filter(pa.array(keep))
