@@ -50,10 +50,11 @@ from cellstore.reader.columnar.merge import (
 from cellstore.reader.columnar.patch import (
     Decided,
     Pivot,
+    Record,
     apply,
     decide,
     delta_columns,
-    newer_cells,
+    newer_deltas,
     pivot_cells,
 )
 from cellstore.reader.columnar.types import Column
@@ -244,8 +245,7 @@ def _shared_rows(
         return False
     digests = set()
     for fam in task.families:
-        bases = [e for e in fam.entries if e.layout == "columns"]
-        deltas = [e for e in fam.entries if e.layout != "columns"]
+        bases, deltas = split_bases(fam.entries)
         if len(bases) != 1:
             return False
         if deltas and not _shared_deltas(fs, task, fam, bases, deltas, skips):
@@ -282,7 +282,7 @@ def _shared_deltas(
     :func:`_with_deltas`).
     """
     rest = [d for d in deltas if d.path not in _skipped(fs, task, fam, bases, deltas, skips)]
-    return not rest or (fam.spec.time_range is None and newer_cells(bases, rest))
+    return not rest or (fam.spec.time_range is None and newer_deltas(bases, rest))
 
 
 def _with_deltas(
@@ -314,7 +314,9 @@ def _with_deltas(
         ttl = fam.family.ttl_ms
         oldest = None if ttl is None else fam.spec.now_ms - ttl
         rows = first if first is not None else part.row_keys()
-        return decide(part.present, rows, pivot, oldest=oldest)
+        name = fam.family.name
+        codecs = {q: c for (f, q), (_, c) in part.columns.items() if f == name}
+        return decide(part.present, rows, pivot, oldest=oldest, codecs=codecs)
 
     patched = [(f, p) for f, p in families if f.family.name in pending]
     made = run_together([functools.partial(decision, f, p) for f, p in patched])
@@ -406,6 +408,33 @@ def _cells_of(
     return runs, seqs
 
 
+def _records_of(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    entries: list[FileEntry],
+    key: RowKeySpec | None,
+) -> list[Record]:
+    """Column deltas' records in the task's range, typed, with their values' timestamps.
+
+    Values TTL hides are null: a hidden newer Put hides the base's older one alike.
+    """
+    out = []
+    for e in entries:
+        f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=True)
+        if f is None:
+            continue
+        out.append(
+            Record(
+                rows=f.row_keys(),
+                values={s.qualifier: (a, s.codec) for s, a in f.values.items()},
+                stamps={s.qualifier: f.stamps[s] for s in f.values},
+                seq=f.seq,
+            )
+        )
+    return out
+
+
 def _read_family(
     fs: fsspec.AbstractFileSystem,
     task: ScanTask,
@@ -439,9 +468,11 @@ def _read_family(
         fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas, skips
     )
     deltas = [e for e in deltas if e.path not in older]
-    if pending is not None and fam.spec.time_range is None and newer_cells(bases, deltas):
-        runs, seqs = _cells_of(fs, task, fam, deltas, encoded=True, columns=delta_columns)
-        pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers)
+    if pending is not None and fam.spec.time_range is None and newer_deltas(bases, deltas):
+        cells = [e for e in deltas if e.layout == "cells"]
+        runs, seqs = _cells_of(fs, task, fam, cells, encoded=True, columns=delta_columns)
+        records = _records_of(fs, task, fam, [e for e in deltas if e not in cells], key)
+        pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers, records=records)
         if pivot is not None or shared:
             pending[fam.family.name] = pivot
             deltas = []

@@ -34,20 +34,48 @@ from typing import Final
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec
+from cellstore.core.codecs import Codec, valid_mask
 from cellstore.core.metadata import FileEntry
 from cellstore.reader.columnar.gather import NULL, fixed_width, gather2
 from cellstore.reader.columnar.join import _Part
 from cellstore.reader.columnar.types import Column
-from cellstore.reader.rowmerge import locate_in, sorted_parts, typed_like
+from cellstore.reader.rowmerge import _as_bytes, locate_in, sorted_parts, typed_like
 
-__all__ = ["Decided", "Pivot", "apply", "decide", "delta_columns", "newer_cells", "pivot_cells"]
+__all__ = [
+    "Decided",
+    "Pivot",
+    "apply",
+    "decide",
+    "delta_columns",
+    "Record",
+    "newer_deltas",
+    "pivot_cells",
+]
 
 _PUT: Final = int(CellType.PUT)
 _DELETE_FAMILY: Final = int(CellType.DELETE_FAMILY)
 _NONE: Final = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class Record:
+    """A column delta's records in the read's range (one file, docs/format.md 14.4).
+
+    Attributes:
+        rows: The records' rows (binary, ascending, unique).
+        values: Per qualifier the read covers, its values (typed, null: no visible
+            cell) and codec.
+        stamps: Per qualifier, each value's timestamp (where the value is not null).
+        seq: The file's sequence id.
+    """
+
+    rows: pa.Array
+    values: dict[bytes, tuple[pa.Array, Codec]]
+    stamps: dict[bytes, np.ndarray]
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -70,6 +98,7 @@ class Pivot:
         values: The Puts' values (binary; of files that hold Puts, in cell order).
         vpos: Per cell, its value's position in ``values`` (-1: a file of markers only).
         several: Whether the Puts come from more than one file.
+        records: The column deltas' records (their values are Puts too).
     """
 
     rows: list[tuple[pa.Array, np.ndarray]]
@@ -81,15 +110,16 @@ class Pivot:
     values: pa.Array
     vpos: np.ndarray
     several: bool
+    records: tuple[Record, ...] = ()
 
 
-def newer_cells(bases: Sequence[FileEntry], deltas: Sequence[FileEntry]) -> bool:
-    """Whether ``deltas`` are cell files whose every cell is newer than every base cell.
+def newer_deltas(bases: Sequence[FileEntry], deltas: Sequence[FileEntry]) -> bool:
+    """Whether every cell of ``deltas`` (cell files, column deltas) is newer than the base's.
 
     By the manifest's entries: each delta's smallest timestamp is above the largest of
     every base file (so no timestamp tie needs a sequence id, R3.3).
     """
-    if not bases or not deltas or any(d.layout != "cells" for d in deltas):
+    if not bases or not deltas or any(d.layout not in ("cells", "columns") for d in deltas):
         return False
     return min(d.min_ts for d in deltas) > max(b.max_ts for b in bases)
 
@@ -109,7 +139,11 @@ def delta_columns(entry: FileEntry) -> list[str]:
 
 
 def pivot_cells(
-    runs: Sequence[pa.Table], seqs: Sequence[int], *, qualifiers: frozenset[bytes] | None
+    runs: Sequence[pa.Table],
+    seqs: Sequence[int],
+    *,
+    qualifiers: frozenset[bytes] | None,
+    records: Sequence[Record] = (),
 ) -> Pivot | None:
     """Delta cells (one sorted table per file, sequence ids ``seqs``) gathered for a patch.
 
@@ -120,6 +154,7 @@ def pivot_cells(
         seqs: Each run's sequence id (of equal timestamps, the higher wins: R3.3).
         qualifiers: The qualifiers the read covers (None: all); Puts of others are
             left out (a DeleteFamily covers every qualifier).
+        records: The column deltas' records.
 
     Returns:
         The pivot, or None when a cell is neither a Put nor a DeleteFamily.
@@ -151,6 +186,7 @@ def pivot_cells(
             if len(puts):
                 hit = np.bincount(puts, minlength=len(d)) > 0
                 used.update(d.filter(pa.array(hit)).to_pylist())
+    used.update(q for r in records for q in r.values)
     names = sorted(q for q in used if qualifiers is None or q in qualifiers)
     at = {q: j for j, q in enumerate(names)}
     qis, vpos, values = [], [], []
@@ -186,6 +222,7 @@ def pivot_cells(
         else pa.array([], pa.binary()),
         vpos=np.concatenate(vpos) if vpos else empty,
         several=len(putting) > 1,
+        records=tuple(records),
     )
 
 
@@ -223,6 +260,8 @@ class Decided:
             shows a value, whether that value is the delta's, and the position of the
             row's newest Put among the qualifier's ``raw`` values (-1: none).
         raw: Per qualifier, the newest Puts' values (binary), touched rows ascending.
+        extra: Per qualifier, the column deltas' values (typed) and codecs: a row's
+            Put position counts on past ``raw`` through these, in order.
     """
 
     where: np.ndarray
@@ -230,10 +269,16 @@ class Decided:
     hidden: np.ndarray
     shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]
     raw: dict[bytes, pa.Array]
+    extra: dict[bytes, list[tuple[pa.Array, Codec]]] = dataclasses.field(default_factory=dict)
 
 
 def decide(
-    present: np.ndarray | None, rows: pa.Array, pivot: Pivot, *, oldest: int | None
+    present: np.ndarray | None,
+    rows: pa.Array,
+    pivot: Pivot,
+    *,
+    oldest: int | None,
+    codecs: dict[bytes, Codec] | None = None,
 ) -> Decided | None:
     """What the deltas ``pivot`` do to a family's base rows ``rows`` (see the module).
 
@@ -242,16 +287,26 @@ def decide(
         rows: The base's rows, ascending (binary).
         pivot: The deltas, every cell newer than the base's.
         oldest: The oldest live timestamp under the family's TTL (None: no TTL).
+        codecs: The base's codec of each column it holds (a column delta's values are
+            taken only as typed alike).
 
     Returns:
-        The decisions, or None when a delta row is not among the base's rows.
+        The decisions, or None when a delta row is not among the base's rows, or a
+        column delta types a column unlike the base.
     """
+    typed = dict(codecs or {})
+    for rec in pivot.records:
+        for q, (_, c) in rec.values.items():
+            if typed.setdefault(q, c) is not c:
+                return None  # (a changed codec: the general merge decides the type)
     haystack = sorted_parts(rows)
     found = [(locate_in(d, haystack), i) for d, i in pivot.rows]
-    if any((p[i] < 0).any() for p, i in found):
+    placed = [locate_in(rec.rows, haystack) for rec in pivot.records]
+    if any((p[i] < 0).any() for p, i in found) or any((p < 0).any() for p in placed):
         return None
     # the touched rows (and maybe a few rows of the stretches' dictionaries no cell uses)
-    every = np.sort(np.concatenate([p[p >= 0] for p, _ in found] or [np.zeros(0, np.int64)]))
+    every = np.concatenate([p[p >= 0] for p, _ in found] + placed + [np.zeros(0, np.int64)])
+    every = np.sort(every)
     step = np.ones(len(every), dtype=bool)
     step[1:] = every[1:] != every[:-1]
     where = every[step]
@@ -279,18 +334,39 @@ def decide(
     newest = chosen[first]
     qi, r = qi[first], r[first]
     raw_all = pivot.values.take(pa.array(pivot.vpos[newest]))
-    ts = pivot.ts[newest]
+    ts, seq = pivot.ts[newest], pivot.seq[newest]
+    at_records = [np.searchsorted(where, p) for p in placed]
     bounds = np.searchsorted(qi, np.arange(n_q + 1))
     out = np.ones(len(rows), dtype=bool) if present is None else present.copy()
     shows = np.zeros(n_t, dtype=bool)
     shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     raw: dict[bytes, pa.Array] = {}
+    extra: dict[bytes, list[tuple[pa.Array, Codec]]] = {}
     for j, q in enumerate(pivot.qualifiers):
         lo, hi = int(bounds[j]), int(bounds[j + 1])
         src = np.full(n_t, -1, dtype=np.int64)
         src[r[lo:hi]] = np.arange(hi - lo)
         put_ts = np.full(n_t, _NONE, dtype=np.int64)
         put_ts[r[lo:hi]] = ts[lo:hi]
+        if pivot.records:
+            put_seq = np.full(n_t, _NONE, dtype=np.int64)
+            put_seq[r[lo:hi]] = seq[lo:hi]
+            offset = hi - lo  # (a column delta's values follow the cells' in ``new``)
+            for rec, at_rec in zip(pivot.records, at_records, strict=True):
+                if q not in rec.values:
+                    continue
+                values, codec = rec.values[q]
+                stamp = rec.stamps[q]
+                idx = np.flatnonzero(valid_mask(values))
+                t_at, r_ts = at_rec[idx], stamp[idx]
+                # the newest by (timestamp, sequence id), R3.3
+                wins = (r_ts > put_ts[t_at]) | ((r_ts == put_ts[t_at]) & (rec.seq > put_seq[t_at]))
+                t_at, idx = t_at[wins], idx[wins]
+                src[t_at] = offset + idx
+                put_ts[t_at] = r_ts[wins]
+                put_seq[t_at] = rec.seq
+                extra.setdefault(q, []).append((values, codec))
+                offset += len(values)
         has = src >= 0
         taking = has & (put_ts > mark)
         if oldest is not None:
@@ -300,7 +376,7 @@ def decide(
         shown[q] = (taking | ~(hidden | has), taking, src)
         raw[q] = raw_all.slice(lo, hi - lo)
     out[where] = shows | (~hidden & out[where])
-    return Decided(where, out, hidden, shown, raw)
+    return Decided(where, out, hidden, shown, raw, extra)
 
 
 def apply(
@@ -383,8 +459,14 @@ def _patched_column(
     new = None
     if q in decided.shown:
         visible, taking, src = decided.shown[q]
+        extra = decided.extra.get(q, [])
+        if held is None and extra:
+            held = (pa.nulls(n, extra[0][0].type), extra[0][1])
         base_arr, codec, new = typed_like(held, n, decided.raw[q])
         new = new.cast(base_arr.type)
+        if extra:
+            more = [a if c is codec else _as_bytes(a, c) for a, c in extra]
+            new = pa.concat_arrays([new, *(a.cast(base_arr.type) for a in more)])
         blank = ~visible
     elif held is not None and decided.hidden.any():
         base_arr, codec = held
@@ -393,11 +475,37 @@ def _patched_column(
     else:
         return None
     mine = at >= 0
-    index = index.copy()
     took = taking & mine
+    gone = blank & mine
+    if (
+        new is not None
+        and held is not None
+        and base_arr is held[0]
+        and not gone.any()
+        and _unchanged(base_arr, decided.where[took], new, src[took])
+    ):
+        return None  # (the caller cuts it to the kept rows)
+    index = index.copy()
     index[at[took]] = -2 - src[took]
-    index[at[blank & mine]] = NULL
+    index[at[gone]] = NULL
     return gather2(base_arr, new, index), codec
+
+
+def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -> bool:
+    """Whether a text or binary column's values at ``at`` equal ``new``'s at ``src``.
+
+    (A rewrite of the same values is common; a cut of such a column costs several times
+    less than the gather that patches it.) Other types answer False: their gather costs
+    what their cut does.
+    """
+    t = base.type
+    if not (pa.types.is_binary(t) or pa.types.is_string(t)) or new.type != t:
+        return False
+    old, got = base.take(pa.array(at)), new.take(pa.array(src))
+    nulls = old.null_count or got.null_count
+    if nulls and not pc.all(pc.equal(old.is_valid(), got.is_valid())).as_py():
+        return False
+    return bool(pc.all(pc.equal(old, got)).as_py() in (True, None))
 
 
 def _kept(arr: pa.Array, kept: np.ndarray, keep: np.ndarray | None) -> pa.Array:
