@@ -296,51 +296,37 @@ def bases() -> Iterator[dict[Any, str]]:
     shutil.rmtree(top)
 
 
+#: Per layout of the table: the roots' key and the read's time (under a TTL). Under
+#: ``columns`` the horizon (TTL is in seconds) is 14: the base expired, deltas below 14 too.
+LAYOUTS: dict[str, tuple[Any, int]] = {"auto": (None, 30), "columns": ("columns", 25_014)}
+
+
 @settings(
     max_examples=int(os.environ.get("PATCH_EXAMPLES", "20")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(loads=st.lists(deltas(), min_size=1, max_size=2), ttl=st.sampled_from([None, 25]))
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_patched_reads_like_the_cells_twin(
     bases: dict[Any, str],
     loads: list[list[tuple[bytes, str, bytes, int, int, bytes]]],
     ttl: int | None,
+    layout: str,
 ) -> None:
     """Random later loads over a keyed two-family base (newer or not, Puts and
     DeleteFamilies or any marker, rows the base lacks or not, a TTL): every wide read of
     the ``auto`` table equals the cells twin's (or fails alike: a value that does not
-    decode), whichever path answers."""
+    decode), whichever path answers. Under ``layout="columns"`` each later load's newest
+    Puts are a column delta (typed records, patched in when newer than the base), the
+    rest cell files."""
+    made, now_ms = LAYOUTS[layout]
     with tempfile.TemporaryDirectory() as root:
-        cells, auto = twins(root, ttl=ttl, made=bases[ttl])
+        cells, auto = twins(root, ttl=ttl, made=bases[ttl if made is None else (ttl, made)])
         for cells_of_load in loads:
             for t in (cells, auto):
                 load(t, cells_of_load)
-        assert_twins(cells, auto, now_ms=30 if ttl else None)
-
-
-@settings(
-    max_examples=int(os.environ.get("PATCH_EXAMPLES", "20")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-@given(loads=st.lists(deltas(), min_size=1, max_size=2), ttl=st.sampled_from([None, 25]))
-def test_patched_column_deltas_read_like_the_cells_twin(
-    bases: dict[Any, str],
-    loads: list[list[tuple[bytes, str, bytes, int, int, bytes]]],
-    ttl: int | None,
-) -> None:
-    """The same under ``layout="columns"`` (and a TTL whose horizon cuts between delta
-    timestamps): each later load's newest Puts are a column delta (typed records), the
-    rest cell files; every wide read equals the cells twin's, whichever path answers (the
-    patch takes column deltas newer than the base)."""
-    with tempfile.TemporaryDirectory() as root:
-        cells, auto = twins(root, ttl=ttl, made=bases[(ttl, "columns")])
-        for cells_of_load in loads:
-            for t in (cells, auto):
-                load(t, cells_of_load)
-        # (TTL is in seconds) horizon 14: the base expired, deltas below 14 too
-        assert_twins(cells, auto, now_ms=25_014 if ttl else None)
+        assert_twins(cells, auto, now_ms=now_ms if ttl else None)
 
 
 def spy_records(monkeypatch: pytest.MonkeyPatch) -> list[int]:
