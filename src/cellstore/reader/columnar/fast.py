@@ -49,6 +49,7 @@ from cellstore.reader.columnar.merge import (
 )
 from cellstore.reader.columnar.patch import (
     Decided,
+    Located,
     Pivot,
     Record,
     apply,
@@ -306,6 +307,12 @@ def _with_deltas(
     """
     families = list(zip(task.families, parts, strict=True))
     first = parts[0].row_keys() if shared else None
+    located = None
+    if first is not None:  # the families' rows: each distinct delta row array located once
+        located = Located(first)
+        for pivot in pending.values():
+            for needles in [d for d, _ in pivot.rows] if pivot is not None else []:
+                located(needles)
 
     def decision(fam: FamilyRead, part: _Part) -> Decided | None:
         pivot = pending[fam.family.name]
@@ -316,7 +323,7 @@ def _with_deltas(
         rows = first if first is not None else part.row_keys()
         name = fam.family.name
         codecs = {q: c for (f, q), (_, c) in part.columns.items() if f == name}
-        return decide(part.present, rows, pivot, oldest=oldest, codecs=codecs)
+        return decide(part.present, rows, pivot, oldest=oldest, codecs=codecs, located=located)
 
     patched = [(f, p) for f, p in families if f.family.name in pending]
     made = run_together([functools.partial(decision, f, p) for f, p in patched])

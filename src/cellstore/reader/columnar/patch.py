@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec, valid_mask
+from cellstore.core.codecs import Codec, binary_parts, valid_mask
 from cellstore.core.metadata import FileEntry
 from cellstore.reader.columnar.gather import NULL, fixed_width, gather2
 from cellstore.reader.columnar.join import _Part
@@ -86,9 +86,8 @@ class Pivot:
     placed among the base's (:func:`decide` does that).
 
     Attributes:
-        rows: Per stretch of the cells (a row group's, in cell order): its distinct rows
-            (binary, ascending; may hold rows no cell of the stretch uses) and each
-            cell's index among them.
+        rows: Per delta file (in cell order): its distinct rows (binary, ascending; may
+            hold rows no cell uses) and each cell's index among them (:func:`_file_rows`).
         marker: Per cell, whether it is a DeleteFamily.
         ts: Per cell, its timestamp.
         seq: Per cell, its file's sequence id.
@@ -172,7 +171,7 @@ def pivot_cells(
     pairs = zip(kept, markers, strict=True)
     if any("qualifier" not in r.column_names and not m.all() for (r, _), m in pairs):
         return None  # (a Put without its qualifier: never so by delta_columns)
-    rows = [c for r, _ in kept for c in _stretches(r.column("row"))]
+    rows = [_file_rows(_stretches(r.column("row"))) for r, _ in kept]
     quals = [
         _stretches(r.column("qualifier"), dense=True) if "qualifier" in r.column_names else None
         for r, _ in kept
@@ -226,6 +225,30 @@ def pivot_cells(
     )
 
 
+def _file_rows(stretches: list[tuple[pa.Array, np.ndarray]]) -> tuple[pa.Array, np.ndarray]:
+    """A sorted file's row stretches (:func:`_stretches`) as one: distinct rows, indices.
+
+    The stretches' rows follow each other (row groups in row order); a row on both sides
+    of a boundary is one. (Rows not in order only make rows absent from the base: the
+    patch then declines.)
+    """
+    if len(stretches) == 1:
+        return stretches[0]
+    if not stretches:
+        return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64)
+    kept, indices = [], []
+    total = 0
+    last: bytes | None = None
+    for d, i in stretches:
+        same = int(last is not None and len(d) > 0 and d[0].as_py() == last)
+        indices.append(i + (total - same))
+        kept.append(d.slice(same))
+        total += len(d) - same
+        if len(d):
+            last = d[len(d) - 1].as_py()
+    return pa.concat_arrays(kept), np.concatenate(indices)
+
+
 def _stretches(col: pa.ChunkedArray, *, dense: bool = False) -> list[tuple[pa.Array, np.ndarray]]:
     """A column's chunks as (distinct values, each cell's index among them), binary.
 
@@ -245,6 +268,34 @@ def _stretches(col: pa.ChunkedArray, *, dense: bool = False) -> list[tuple[pa.Ar
         else:
             out.append((c.cast(pa.binary()), np.arange(len(c), dtype=np.int64)))
     return out
+
+
+class Located:
+    """Where sorted delta rows are among a base's rows, each distinct array located once.
+
+    Calling it with sorted rows gives each one's position among the base's rows (-1:
+    absent). The families of a task whose base rows are the same share one: their
+    deltas often hold the same rows in the same row groups (a load of whole records),
+    and an array equal to one already located is answered from there. Safe to call from
+    several threads (two may locate the same array).
+    """
+
+    def __init__(self, rows: pa.Array) -> None:
+        self._haystack = sorted_parts(rows)
+        self._seen: dict[tuple[int, bytes, bytes], list[tuple[pa.Array, np.ndarray]]] = {}
+
+    def __call__(self, needles: pa.Array) -> np.ndarray:
+        needles = needles.cast(pa.binary())
+        n = len(needles)
+        if not n:
+            return np.zeros(0, dtype=np.int64)
+        at = (n, needles[0].as_py(), needles[n - 1].as_py())
+        for array, positions in self._seen.get(at, []):
+            if array.equals(needles):
+                return positions
+        out = locate_in(needles, self._haystack)
+        self._seen.setdefault(at, []).append((needles, out))
+        return out
 
 
 @dataclass(frozen=True)
@@ -279,6 +330,7 @@ def decide(
     *,
     oldest: int | None,
     codecs: dict[bytes, Codec] | None = None,
+    located: Located | None = None,
 ) -> Decided | None:
     """What the deltas ``pivot`` do to a family's base rows ``rows`` (see the module).
 
@@ -289,6 +341,8 @@ def decide(
         oldest: The oldest live timestamp under the family's TTL (None: no TTL).
         codecs: The base's codec of each column it holds (a column delta's values are
             taken only as typed alike).
+        located: Where delta rows are among ``rows`` (shared by the families of one
+            task whose base rows are the same; default: made here).
 
     Returns:
         The decisions, or None when a delta row is not among the base's rows, or a
@@ -299,9 +353,9 @@ def decide(
         for q, (_, c) in rec.values.items():
             if typed.setdefault(q, c) is not c:
                 return None  # (a changed codec: the general merge decides the type)
-    haystack = sorted_parts(rows)
-    found = [(locate_in(d, haystack), i) for d, i in pivot.rows]
-    placed = [locate_in(rec.rows, haystack) for rec in pivot.records]
+    where_of = located if located is not None else Located(rows)
+    found = [(where_of(d), i) for d, i in pivot.rows]
+    placed = [where_of(rec.rows) for rec in pivot.records]
     if any((p[i] < 0).any() for p, i in found) or any((p < 0).any() for p in placed):
         return None
     # the touched rows (and maybe a few rows of the stretches' dictionaries no cell uses)
@@ -462,8 +516,17 @@ def _patched_column(
         extra = decided.extra.get(q, [])
         if held is None and extra:
             held = (pa.nulls(n, extra[0][0].type), extra[0][1])
-        base_arr, codec, new = typed_like(held, n, decided.raw[q])
-        new = new.cast(base_arr.type)
+        raw = decided.raw[q]
+        fast = None if held is None else _typed_numbers(raw, held[1], held[0].type)
+        if fast is not None and held is not None:
+            base_arr, codec = held
+            new = fast
+        elif len(raw) or held is None:
+            base_arr, codec, new = typed_like(held, n, raw)
+            new = new.cast(base_arr.type)
+        else:  # (no cell Put of the column: nothing to type)
+            base_arr, codec = held
+            new = base_arr[:0]
         if extra:
             more = [a if c is codec else _as_bytes(a, c) for a, c in extra]
             new = pa.concat_arrays([new, *(a.cast(base_arr.type) for a in more)])
@@ -489,6 +552,37 @@ def _patched_column(
     index[at[took]] = -2 - src[took]
     index[at[gone]] = NULL
     return gather2(base_arr, new, index), codec
+
+
+#: Numeric codecs typed by :func:`_typed_numbers`: big-endian numpy kind and width.
+_NUMBERS: Final = {
+    Codec.LONG: ">i8",
+    Codec.INT: ">i4",
+    Codec.SHORT: ">i2",
+    Codec.DOUBLE: ">f8",
+    Codec.FLOAT: ">f4",
+}
+
+
+def _typed_numbers(raw: pa.Array, codec: Codec, t: pa.DataType) -> pa.Array | None:
+    """Delta values' bytes as a number column of type ``t`` when that is plain.
+
+    Every value present and of the codec's width, and (floats) no NaN, whose payload a
+    decoded value would not keep: then each value gives its bytes back, and the values
+    are one big-endian buffer. None otherwise (:func:`typed_like` decides).
+    """
+    kind = _NUMBERS.get(codec)
+    if kind is None or raw.null_count or not len(raw):
+        return None
+    offsets, data = binary_parts(raw)
+    width = int(kind[-1])
+    if len(data) != width * len(raw) or (np.diff(offsets) != width).any():
+        return None
+    values = np.frombuffer(data, dtype=kind).astype(kind[1:])
+    if kind[1] == "f" and np.isnan(values).any():
+        return None
+    out = pa.array(values)
+    return out if out.type == t else None
 
 
 def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -> bool:
