@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -96,7 +97,6 @@ class Pivot:
         qualifiers: The covered qualifiers the deltas' Puts hold, ascending.
         values: The Puts' values (binary; of files that hold Puts, in cell order).
         vpos: Per cell, its value's position in ``values`` (-1: a file of markers only).
-        several: Whether the Puts come from more than one file.
         records: The column deltas' records (their values are Puts too).
     """
 
@@ -108,7 +108,6 @@ class Pivot:
     qualifiers: list[bytes]
     values: pa.Array
     vpos: np.ndarray
-    several: bool
     records: tuple[Record, ...] = ()
 
 
@@ -208,7 +207,6 @@ def pivot_cells(
         else:
             vpos.append(np.full(r.num_rows, -1, dtype=np.int64))
     empty = np.zeros(0, dtype=np.int64)
-    putting = [s for (r, s), m in zip(kept, markers, strict=True) if not m.all()]
     return Pivot(
         rows=rows,
         marker=np.concatenate(markers) if markers else np.zeros(0, dtype=bool),
@@ -220,7 +218,6 @@ def pivot_cells(
         if values
         else pa.array([], pa.binary()),
         vpos=np.concatenate(vpos) if vpos else empty,
-        several=len(putting) > 1,
         records=tuple(records),
     )
 
@@ -268,6 +265,36 @@ def _stretches(col: pa.ChunkedArray, *, dense: bool = False) -> list[tuple[pa.Ar
         else:
             out.append((c.cast(pa.binary()), np.arange(len(c), dtype=np.int64)))
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _newest(
+    ridx: np.ndarray,
+    qi: np.ndarray,
+    ts: np.ndarray,
+    seq: np.ndarray,
+    marker: np.ndarray,
+    mark: np.ndarray,
+    best: np.ndarray,
+    best_ts: np.ndarray,
+    best_seq: np.ndarray,
+) -> None:
+    # per touched row its newest DeleteFamily; per (qualifier, touched row) the newest Put
+    # by (ts, seq), R3.3 (of equal ones the first in cell order: a file's own order)
+    for c in range(len(ridx)):
+        r = ridx[c]
+        t = ts[c]
+        if marker[c]:
+            if t > mark[r]:
+                mark[r] = t
+            continue
+        j = qi[c]
+        if j < 0:
+            continue
+        if best[j, r] < 0 or t > best_ts[j, r] or (t == best_ts[j, r] and seq[c] > best_seq[j, r]):
+            best[j, r] = c
+            best_ts[j, r] = t
+            best_seq[j, r] = seq[c]
 
 
 class Located:
@@ -366,31 +393,19 @@ def decide(
     where = every[step]
     empty = np.zeros(0, dtype=np.int64)
     ridx = np.concatenate([np.searchsorted(where, p)[i] for p, i in found] or [empty])
-    n_t = len(where)
+    n_t, n_q = len(where), len(pivot.qualifiers)
     mark = np.full(n_t, _NONE, dtype=np.int64)
-    df = pivot.marker
-    if df.any():
-        np.maximum.at(mark, ridx[df], pivot.ts[df])
+    best = np.full((n_q, n_t), -1, dtype=np.int64)
+    best_ts = np.full((n_q, n_t), _NONE, dtype=np.int64)
+    best_seq = np.full((n_q, n_t), _NONE, dtype=np.int64)
+    _newest(ridx, pivot.qi, pivot.ts, pivot.seq, pivot.marker, mark, best, best_ts, best_seq)
     hidden = mark > _NONE
-    n_q = len(pivot.qualifiers)
-    chosen = np.flatnonzero(pivot.qi >= 0)
-    qi = pivot.qi[chosen]
-    if pivot.several:
-        # Puts of several files: by qualifier and row, the newest by (ts, seq) first
-        chosen = chosen[np.lexsort((-pivot.seq[chosen], -pivot.ts[chosen], ridx[chosen], qi))]
-    else:
-        # one file: each (row, qualifier)'s cells are adjacent, newest first, rows
-        # ascending; grouped by qualifier (a stable radix sort of small integers)
-        chosen = chosen[np.argsort(qi.astype(np.int16 if n_q < 2**15 else np.int64), kind="stable")]
-    qi, r = pivot.qi[chosen], ridx[chosen]
-    first = np.ones(len(chosen), dtype=bool)
-    first[1:] = (qi[1:] != qi[:-1]) | (r[1:] != r[:-1])
-    newest = chosen[first]
-    qi, r = qi[first], r[first]
-    raw_all = pivot.values.take(pa.array(pivot.vpos[newest]))
-    ts, seq = pivot.ts[newest], pivot.seq[newest]
+    held = best >= 0
+    # each qualifier's newest Puts, touched rows ascending, one qualifier after another
+    raw_all = pivot.values.take(pa.array(pivot.vpos[best[held]]))
+    bounds = np.concatenate([[0], np.cumsum(held.sum(axis=1))])
+    rank = np.cumsum(held, axis=1) - 1
     at_records = [np.searchsorted(where, p) for p in placed]
-    bounds = np.searchsorted(qi, np.arange(n_q + 1))
     out = np.ones(len(rows), dtype=bool) if present is None else present.copy()
     shows = np.zeros(n_t, dtype=bool)
     shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -398,13 +413,10 @@ def decide(
     extra: dict[bytes, list[tuple[pa.Array, Codec]]] = {}
     for j, q in enumerate(pivot.qualifiers):
         lo, hi = int(bounds[j]), int(bounds[j + 1])
-        src = np.full(n_t, -1, dtype=np.int64)
-        src[r[lo:hi]] = np.arange(hi - lo)
-        put_ts = np.full(n_t, _NONE, dtype=np.int64)
-        put_ts[r[lo:hi]] = ts[lo:hi]
+        src = np.where(held[j], rank[j], -1)
+        put_ts = best_ts[j]
         if pivot.records:
-            put_seq = np.full(n_t, _NONE, dtype=np.int64)
-            put_seq[r[lo:hi]] = seq[lo:hi]
+            put_seq = best_seq[j]
             offset = hi - lo  # (a column delta's values follow the cells' in ``new``)
             for rec, at_rec in zip(pivot.records, at_records, strict=True):
                 if q not in rec.values:
