@@ -268,17 +268,9 @@ def _stretches(col: pa.ChunkedArray, *, dense: bool = False) -> list[tuple[pa.Ar
 
 
 @numba.njit(cache=True, nogil=True)
-def _newest(
-    ridx: np.ndarray,
-    qi: np.ndarray,
-    ts: np.ndarray,
-    seq: np.ndarray,
-    marker: np.ndarray,
-    mark: np.ndarray,
-    best: np.ndarray,
-    best_ts: np.ndarray,
-    best_seq: np.ndarray,
-) -> None:
+def _newest(cells: tuple[np.ndarray, ...], out: tuple[np.ndarray, ...]) -> None:
+    ridx, qi, ts, seq, marker = cells
+    mark, best, best_ts, best_seq = out
     # per touched row its newest DeleteFamily; per (qualifier, touched row) the newest Put
     # by (ts, seq), R3.3 (of equal ones the first in cell order: a file's own order)
     for c in range(len(ridx)):
@@ -398,7 +390,7 @@ def decide(
     best = np.full((n_q, n_t), -1, dtype=np.int64)
     best_ts = np.full((n_q, n_t), _NONE, dtype=np.int64)
     best_seq = np.full((n_q, n_t), _NONE, dtype=np.int64)
-    _newest(ridx, pivot.qi, pivot.ts, pivot.seq, pivot.marker, mark, best, best_ts, best_seq)
+    _newest((ridx, pivot.qi, pivot.ts, pivot.seq, pivot.marker), (mark, best, best_ts, best_seq))
     hidden = mark > _NONE
     held = best >= 0
     # each qualifier's newest Puts, touched rows ascending, one qualifier after another
