@@ -400,14 +400,16 @@ def test_a_column_delta_row_the_base_lacks_reads_generally(
     assert by_row[NEW_ROW]["f:tail"] == "new" and by_row[ROWS[0]]["f:dep"] == 5.0
 
 
-def test_a_column_delta_expired_by_ttl_hides_the_base_value_too(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("layout", ["auto", "columns"])
+def test_a_delta_expired_by_ttl_hides_the_base_value_too(
+    layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """R8.1 with column deltas: a delta Put newer than the base but older than the TTL's
-    horizon is hidden, and so is the base's older value; a delta Put inside it shows."""
+    """R8.1: a delta Put (a cell file under ``auto``, a column delta under ``columns``)
+    newer than the base but older than the TTL's horizon is hidden, and so is the base's
+    older value; a delta Put inside it shows. The patch decides it."""
     seen = spy(monkeypatch)
     with tempfile.TemporaryDirectory() as root:
-        cells, auto = twins(root, ttl=25, layout="columns")
+        cells, auto = twins(root, ttl=25, layout=layout)
         early = [(ROWS[1], "f", b"dep", 12, PUT, struct.pack(">d", 12.0))]
         fresh = [(ROWS[2], "f", b"dep", 20, PUT, struct.pack(">d", 20.0))]
         for t in (cells, auto):
@@ -418,6 +420,26 @@ def test_a_column_delta_expired_by_ttl_hides_the_base_value_too(
     assert seen["decide"] and all(seen["decide"])
     by_row = {r["row"]: r for r in got}
     assert set(by_row) == {ROWS[2]} and by_row[ROWS[2]]["f:dep"] == 20.0
+
+
+def test_a_time_range_read_takes_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wide read with a time range is not patched (a range can hide a newest value and
+    show an older one, R7.3): no pivot is made, and the read equals the twin's."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        update = [(ROWS[1], "f", b"dep", 20, PUT, struct.pack(">d", -1.0))]
+        for t in (cells, auto):
+            load(t, update)
+            load(t, [(ROWS[2], "g", b"", 30, DF, b"")])
+        opts: dict[str, Any] = {"shape": "wide", "column_types": "table", "time_range": (5, 15)}
+        got = outcome(auto, opts)
+        assert got == outcome(cells, opts)
+    assert not seen["pivot"]
+    by_row = {r["row"]: r for r in got[1]}
+    # the newer Put lies outside the range (the base's shows); a marker newer than the
+    # range still deletes (R7.3)
+    assert by_row[ROWS[1]]["f:dep"] == 1.0 and by_row[ROWS[2]]["g:dep"] is None
 
 
 def test_delta_files_are_read_with_only_the_columns_the_patch_needs(
