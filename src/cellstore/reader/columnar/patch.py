@@ -1,9 +1,11 @@
-"""Cell deltas newer than the base, patched into its columns (the wide read's fast case).
+"""Deltas newer than the base, patched into its columns (the wide read's fast case).
 
-A family's column files (the base) and its later cell files (deltas) need no general
-merge when every delta cell is newer than every base cell (each delta file's smallest
-timestamp above the base files' largest, by the manifest's entries) and the deltas hold
-only Puts and DeleteFamily markers (docs/format.md 14.4). Then, for a latest-value wide
+A family's column files (the base) and its later files (deltas: cell files, and column
+deltas, the later writes' column files under ``layout="columns"``) need no general merge
+when every delta cell is newer than every base cell (each delta file's smallest
+timestamp above the base files' largest, by the manifest's entries) and the cell deltas
+hold only Puts and DeleteFamily markers (docs/format.md 14.4); a column delta holds only
+Puts, typed (its records, :class:`Record`). Then, for a latest-value wide
 read with no time range (HBase's rules, docs/hbase-semantics.md):
 
 - a delta Put of a (row, qualifier) hides the base's value (R3.3: newer timestamp), so
@@ -16,9 +18,11 @@ read with no time range (HBase's rules, docs/hbase-semantics.md):
 
 So the deltas are read with only the cell columns they need (:func:`delta_columns`) and
 gathered once (:func:`pivot_cells`); the touched rows are found in the base's rows by
-binary search, each touched (row, qualifier) keeps its newest Put and each touched row
-its newest DeleteFamily (:func:`decide`), and each qualifier's newest Puts are typed
-once with the base column's codec. Every column is then one compiled gather over the
+binary search (:class:`Located`), each touched (row, qualifier) keeps its newest Put by
+(timestamp, sequence id), of a cell file or a column delta, and each touched row its
+newest DeleteFamily (:func:`decide`), and each qualifier's newest cell Puts are typed
+once with the base column's codec (a column delta typing a column unlike the base
+declines). Every column is then one compiled gather over the
 kept rows (:func:`apply`): the base's value, the delta's, or null. Anything else (other
 markers, a delta row the base does not hold, older deltas) is left to the general merge
 (:mod:`cellstore.reader.rowmerge`).
