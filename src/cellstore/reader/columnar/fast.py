@@ -48,6 +48,7 @@ from cellstore.reader.columnar.merge import (
     split_bases,
 )
 from cellstore.reader.columnar.patch import (
+    Cuts,
     Decided,
     Located,
     Pivot,
@@ -307,6 +308,9 @@ def _with_deltas(
     """
     families = list(zip(task.families, parts, strict=True))
     first = parts[0].row_keys() if shared else None
+    # under shared rows every family keeps the same rows: a column cut once serves all
+    # (a key field and the columns aliasing it)
+    cuts: Cuts | None = {} if first is not None else None
     located = None
     if first is not None:  # the families' rows: each distinct delta row array located once
         located = Located(first)
@@ -356,7 +360,7 @@ def _with_deltas(
             rows = rows if cut is None else rows.filter(pa.array(cut))
         assert rows is not None
         made = None if got is None or pivot is None else (pivot, got)
-        return apply(part, rows, cut, made, family=name, wanted=wanted)
+        return apply(part, rows, cut, made, family=name, wanted=wanted, cuts=cuts)
 
     return run_together([functools.partial(patch, f, p) for f, p in families])
 

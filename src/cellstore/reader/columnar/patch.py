@@ -449,6 +449,7 @@ def apply(
     *,
     family: str,
     wanted: set[Column] | None,
+    cuts: Cuts | None = None,
 ) -> _Part:
     """``part`` (one family's base, rows ``rows``) with its deltas patched in.
 
@@ -459,6 +460,8 @@ def apply(
         patch: The family's pivoted deltas and what they decide (None: none).
         family: The family's name.
         wanted: The wanted columns (None: all).
+        cuts: Columns already cut to ``keep`` in this task (shared by its families:
+            a key field and the columns aliasing it hold the same array).
 
     Returns:
         The part with rows ``rows``: every changed column gathered once (its kept rows,
@@ -488,14 +491,14 @@ def apply(
                 columns[(family, q)] = column
     for col, (arr, codec) in part.columns.items():
         if col not in columns:
-            columns[col] = (arr if kept is None else _kept(arr, kept, keep), codec)
+            columns[col] = (arr if kept is None else _kept(arr, kept, keep, cuts), codec)
     keys = part.keys
     digest = part.digest
     if kept is not None and keep is not None:
         present = present[kept]
         if keys is not None:
             keys = pa.table(
-                [_kept(c.combine_chunks(), kept, keep) for c in keys.columns],
+                [_kept(c.combine_chunks(), kept, keep, cuts) for c in keys.columns],
                 names=keys.column_names,
             )
         if digest is not None:  # the same rows as another family's kept alike
@@ -610,8 +613,31 @@ def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -
     return bool(pc.all(pc.equal(old, got)).as_py() in (True, None))
 
 
-def _kept(arr: pa.Array, kept: np.ndarray, keep: np.ndarray | None) -> pa.Array:
-    """``arr``'s values at ``kept`` (the positions where the mask ``keep`` is true)."""
+#: Arrays cut to a task's kept rows, by their data (:func:`_kept`).
+Cuts = dict[tuple[int, int, int, str], pa.Array]
+
+
+def _kept(
+    arr: pa.Array, kept: np.ndarray, keep: np.ndarray | None, cuts: Cuts | None = None
+) -> pa.Array:
+    """``arr``'s values at ``kept`` (the positions where the mask ``keep`` is true).
+
+    With ``cuts``, an array of the same data (buffer, offset, length, type) cut before
+    is taken from there (one task's families share one ``keep``).
+    """
+    if cuts is None:
+        return _cut(arr, kept, keep)
+    buffers = arr.buffers()
+    data = buffers[1] if len(buffers) > 1 else None
+    if data is None:
+        return _cut(arr, kept, keep)
+    at = (data.address, arr.offset, len(arr), str(arr.type))
+    if at not in cuts:
+        cuts[at] = _cut(arr, kept, keep)
+    return cuts[at]
+
+
+def _cut(arr: pa.Array, kept: np.ndarray, keep: np.ndarray | None) -> pa.Array:
     if fixed_width(arr.type) or keep is None:
         return gather2(arr, None, kept)  # (Arrow's filter of nullable numbers is slower)
     return arr.filter(pa.array(keep))
