@@ -45,6 +45,7 @@ N = AUTO_MIN_ROWS  # records per family: the fewest ``auto`` writes as columns
 TYPES = {"f:dep": "double", "f:tail": "string", "g:dep": "double", "g:tail": "string"}
 PROPS = {"mapping.codecs": json.dumps({"columns": TYPES})}
 BASE_TS = 10
+FIVE = struct.pack(">d", 5.0)
 
 
 def key_row(i: int) -> bytes:
@@ -77,9 +78,11 @@ def load(t: Any, cells: list[tuple[bytes, str, bytes, int, int, bytes]]) -> None
     t.load_cells(table(sorted(cells, key=lambda c: (c[0], c[1], c[2], -c[3], -c[4]))))
 
 
-def twins(root: str, *, ttl: int | None = None, made: str | None = None) -> tuple[Any, Any]:
-    """The cells twin and the ``auto`` table, the base loaded (into ``root``, or copied
-    there from ``made``, a root where this was done)."""
+def twins(
+    root: str, *, ttl: int | None = None, made: str | None = None, layout: str = "auto"
+) -> tuple[Any, Any]:
+    """The cells twin and the ``auto`` table (of ``layout``), the base loaded (into
+    ``root``, or copied there from ``made``, a root where this was done)."""
     if made is not None:
         shutil.copytree(made, root, dirs_exist_ok=True)
         wh = cellstore.connect(root)
@@ -88,7 +91,7 @@ def twins(root: str, *, ttl: int | None = None, made: str | None = None) -> tupl
     fams = [Family(name="f", ttl=ttl), Family(name="g", ttl=ttl)]
     made = {}
     for name in ("cells", "auto"):
-        of_layout = [f.replace(layout=name) for f in fams]
+        of_layout = [f.replace(layout=name if name == "cells" else layout) for f in fams]
         made[name] = wh.create_table(name, families=of_layout, row_key=KEY, properties=PROPS)
         made[name].load_cells(base_cells())
     return made["cells"], made["auto"]
@@ -279,15 +282,23 @@ def deltas(draw: st.DrawFn) -> list[tuple[bytes, str, bytes, int, int, bytes]]:
 
 
 @pytest.fixture(scope="module")
-def bases() -> Iterator[dict[int | None, str]]:
-    """Roots holding the twins with their base loaded, per TTL (copied by each example)."""
+def bases() -> Iterator[dict[Any, str]]:
+    """Roots holding the twins with their base loaded, per TTL (copied by each example),
+    and per (TTL, layout) for ``layout="columns"``."""
     top = tempfile.mkdtemp()
-    made: dict[int | None, str] = {}
+    made: dict[Any, str] = {}
     for ttl in (None, 25):
         made[ttl] = os.path.join(top, str(ttl))
         twins(made[ttl], ttl=ttl)
+        made[(ttl, "columns")] = os.path.join(top, f"{ttl}-columns")
+        twins(made[(ttl, "columns")], ttl=ttl, layout="columns")
     yield made
     shutil.rmtree(top)
+
+
+#: Per layout of the table: the roots' key and the read's time (under a TTL). Under
+#: ``columns`` the horizon (TTL is in seconds) is 14: the base expired, deltas below 14 too.
+LAYOUTS: dict[str, tuple[Any, int]] = {"auto": (None, 30), "columns": ("columns", 25_014)}
 
 
 @settings(
@@ -296,21 +307,192 @@ def bases() -> Iterator[dict[int | None, str]]:
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(loads=st.lists(deltas(), min_size=1, max_size=2), ttl=st.sampled_from([None, 25]))
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_patched_reads_like_the_cells_twin(
-    bases: dict[int | None, str],
+    bases: dict[Any, str],
     loads: list[list[tuple[bytes, str, bytes, int, int, bytes]]],
     ttl: int | None,
+    layout: str,
 ) -> None:
     """Random later loads over a keyed two-family base (newer or not, Puts and
     DeleteFamilies or any marker, rows the base lacks or not, a TTL): every wide read of
     the ``auto`` table equals the cells twin's (or fails alike: a value that does not
-    decode), whichever path answers."""
+    decode), whichever path answers. Under ``layout="columns"`` each later load's newest
+    Puts are a column delta (typed records, patched in when newer than the base), the
+    rest cell files."""
+    made, now_ms = LAYOUTS[layout]
     with tempfile.TemporaryDirectory() as root:
-        cells, auto = twins(root, ttl=ttl, made=bases[ttl])
+        cells, auto = twins(root, ttl=ttl, made=bases[ttl if made is None else (ttl, made)])
         for cells_of_load in loads:
             for t in (cells, auto):
                 load(t, cells_of_load)
-        assert_twins(cells, auto, now_ms=30 if ttl else None)
+        assert_twins(cells, auto, now_ms=now_ms if ttl else None)
+
+
+def spy_records(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record, for each pivot made, how many column deltas it holds."""
+    seen: list[int] = []
+    real = fast.pivot_cells
+
+    def pivot(*a: Any, **k: Any) -> Any:
+        out = real(*a, **k)
+        seen.append(-1 if out is None else len(out.records))
+        return out
+
+    monkeypatch.setattr(fast, "pivot_cells", pivot)
+    return seen
+
+
+def test_newer_column_deltas_are_patched_into_shared_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under ``layout="columns"`` a later load's Puts are a column delta (typed records)
+    and a load of markers a cell file: both newer than the base, they are patched in
+    (the families keep sharing their rows) and every read equals the twin's. R3.3: the
+    newer Put wins (also over an earlier column delta); R5.1: a DeleteFamily hides the
+    base record and the column delta's older Puts, not a newer Put."""
+    seen = spy(monkeypatch)
+    records = spy_records(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root, layout="columns")
+        rewrite = [
+            (ROWS[i], "f", q, 20, PUT, value(q, i + 1))
+            for i in (1, 2, 3)
+            for q in (b"dep", b"tail")
+        ]
+        rewrite += [(ROWS[5], "g", b"new", 20, PUT, b"fresh")]
+        again = [(ROWS[1], "f", b"dep", 25, PUT, struct.pack(">d", -1.5))]
+        markers = [(ROWS[i], fam, b"", 30, DF, b"") for i in (2, 7) for fam in ("f", "g")]
+        markers += [(ROWS[3], "f", b"", 30, DF, b"")]
+        late = [(ROWS[7], "g", b"tail", 40, PUT, b"back")]  # above the DeleteFamily
+        for t in (cells, auto):
+            for cells_of_load in (rewrite, again, markers, late):
+                load(t, cells_of_load)
+        assert [e.layout for e in auto.refresh().files].count("columns") == 2 + 2 + 1 + 1
+        got = assert_twins(cells, auto)
+    assert seen["shared"].count(True) == len(READS) - 1
+    assert seen["decide"] and all(seen["decide"])
+    assert records and max(records) == 2  # f: rewrite and again; g: rewrite and late
+    by_row = {r["row"]: r for r in got}
+    assert len(by_row) == N - 1 and ROWS[2] not in by_row
+    assert (by_row[ROWS[1]]["f:dep"], by_row[ROWS[1]]["f:tail"]) == (-1.5, "N2")
+    assert (by_row[ROWS[3]]["f:dep"], by_row[ROWS[3]]["g:dep"]) == (None, 3.0)
+    assert (by_row[ROWS[7]]["f:dep"], by_row[ROWS[7]]["g:tail"]) == (None, "back")
+
+
+def test_a_column_delta_row_the_base_lacks_reads_generally(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A column delta holding a row the base does not: the patch declines, the task is
+    read again by the general path, and the new row is in the result as in the twin."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root, layout="columns")
+        for t in (cells, auto):
+            # (ROWS[0] makes the column delta overlap the base: a delta, not a base)
+            load(
+                t, [(NEW_ROW, "f", b"tail", 20, PUT, b"new"), (ROWS[0], "f", b"dep", 20, PUT, FIVE)]
+            )
+        got = assert_twins(cells, auto)
+    assert seen["pivot"] and all(seen["pivot"])
+    assert False in seen["decide"]
+    by_row = {r["row"]: r for r in got}
+    assert by_row[NEW_ROW]["f:tail"] == "new" and by_row[ROWS[0]]["f:dep"] == 5.0
+
+
+@pytest.mark.parametrize("layout", ["auto", "columns"])
+def test_a_delta_expired_by_ttl_hides_the_base_value_too(
+    layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R8.1: a delta Put (a cell file under ``auto``, a column delta under ``columns``)
+    newer than the base but older than the TTL's horizon is hidden, and so is the base's
+    older value; a delta Put inside it shows. The patch decides it."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root, ttl=25, layout=layout)
+        early = [(ROWS[1], "f", b"dep", 12, PUT, struct.pack(">d", 12.0))]
+        fresh = [(ROWS[2], "f", b"dep", 20, PUT, struct.pack(">d", 20.0))]
+        for t in (cells, auto):
+            load(t, early)
+            load(t, fresh)
+        # (TTL is in seconds) horizon 15: the base (10) and the early Put (12) expired
+        got = assert_twins(cells, auto, now_ms=25_015)
+    assert seen["decide"] and all(seen["decide"])
+    by_row = {r["row"]: r for r in got}
+    assert set(by_row) == {ROWS[2]} and by_row[ROWS[2]]["f:dep"] == 20.0
+
+
+def test_a_time_range_read_takes_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wide read with a time range is not patched (a range can hide a newest value and
+    show an older one, R7.3): no pivot is made, and the read equals the twin's."""
+    seen = spy(monkeypatch)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        update = [(ROWS[1], "f", b"dep", 20, PUT, struct.pack(">d", -1.0))]
+        for t in (cells, auto):
+            load(t, update)
+            load(t, [(ROWS[2], "g", b"", 30, DF, b"")])
+        opts: dict[str, Any] = {"shape": "wide", "column_types": "table", "time_range": (5, 15)}
+        got = outcome(auto, opts)
+        assert got == outcome(cells, opts)
+    assert not seen["pivot"]
+    by_row = {r["row"]: r for r in got[1]}
+    # the newer Put lies outside the range (the base's shows); a marker newer than the
+    # range still deletes (R7.3)
+    assert by_row[ROWS[1]]["f:dep"] == 1.0 and by_row[ROWS[2]]["g:dep"] is None
+
+
+def test_delta_files_are_read_with_only_the_columns_the_patch_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A delta of Puts only is read without its ``type`` column, one of markers only
+    without ``qualifier`` and ``value`` (by the manifest's marker counts); a delta
+    holding both is read whole. The reads equal the twin's."""
+    asked: list[tuple[str, ...]] = []
+    real = fast._cells_of
+
+    def cells_of(*a: Any, **k: Any) -> Any:
+        if k.get("columns") is not None:
+            asked.extend(tuple(k["columns"](e)) for e in a[3])
+        return real(*a, **k)
+
+    monkeypatch.setattr(fast, "_cells_of", cells_of)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        puts = [(ROWS[1], "f", b"dep", 20, PUT, struct.pack(">d", -1.0))]
+        markers = [(ROWS[2], "f", b"", 30, DF, b"")]
+        both = [(ROWS[3], "f", b"dep", 40, PUT, struct.pack(">d", -3.0))]
+        both += [(ROWS[4], "f", b"", 40, DF, b"")]
+        for t in (cells, auto):
+            for cells_of_load in (puts, markers, both):
+                load(t, cells_of_load)
+        got = assert_twins(cells, auto)
+    assert set(asked) == {
+        ("row", "qualifier", "ts", "value"),
+        ("row", "ts", "type"),
+        ("row", "qualifier", "ts", "type", "value"),
+    }
+    by_row = {r["row"]: r for r in got}
+    assert by_row[ROWS[1]]["f:dep"] == -1.0 and by_row[ROWS[3]]["f:dep"] == -3.0
+    assert by_row[ROWS[2]]["f:dep"] is None and by_row[ROWS[4]]["f:tail"] is None
+
+
+def test_a_rewrite_of_equal_text_values_keeps_the_column() -> None:
+    """A rewrite whose text values equal the base's (a record put again) leaves the text
+    column as the base's, cut to the kept rows; a changed one in the same rewrite shows.
+    Equal to the twin either way."""
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        same = [(ROWS[i], "f", b"tail", 20, PUT, value(b"tail", i)) for i in range(1, 9)]
+        changed = [(ROWS[9], "g", b"tail", 20, PUT, b"other")]
+        gone = [(ROWS[2], fam, b"", 30, DF, b"") for fam in ("f", "g")]
+        for t in (cells, auto):
+            for cells_of_load in (same + changed, gone):
+                load(t, cells_of_load)
+        got = assert_twins(cells, auto)
+    by_row = {r["row"]: r for r in got}
+    assert ROWS[2] not in by_row and by_row[ROWS[3]]["f:tail"] == "N3"
+    assert by_row[ROWS[9]]["g:tail"] == "other"
 
 
 @settings(max_examples=60, deadline=None)

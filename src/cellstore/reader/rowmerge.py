@@ -240,10 +240,19 @@ def locate_sorted(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
 
     ``haystack`` holds unique keys; ``needles`` may repeat. One merge pass, no hashing.
     """
+    return locate_in(needles, sorted_parts(haystack))
+
+
+def sorted_parts(haystack: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A haystack of :func:`locate_in` (binary keys, ascending, unique), made once."""
+    return binary_parts(haystack.cast(pa.binary()))
+
+
+def locate_in(needles: pa.Array, haystack: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """:func:`locate_sorted` in a haystack made by :func:`sorted_parts`."""
     n_off, n_data = binary_parts(needles.cast(pa.binary()))
-    h_off, h_data = binary_parts(haystack.cast(pa.binary()))
     out = np.full(len(n_off) - 1, -1, dtype=np.int64)
-    _locate(n_off, n_data, h_off, h_data, out)
+    _locate(n_off, n_data, *haystack, out)
     return out
 
 

@@ -23,6 +23,7 @@ A task qualifies when:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -46,7 +47,18 @@ from cellstore.reader.columnar.merge import (
     older_companions,
     split_bases,
 )
-from cellstore.reader.columnar.patch import Decided, Pivot, apply, decide, newer_cells, pivot_cells
+from cellstore.reader.columnar.patch import (
+    Cuts,
+    Decided,
+    Located,
+    Pivot,
+    Record,
+    apply,
+    decide,
+    delta_columns,
+    newer_deltas,
+    pivot_cells,
+)
 from cellstore.reader.columnar.types import Column
 from cellstore.reader.columnar.union import _pivot, _union
 from cellstore.reader.execute import run_together
@@ -242,8 +254,7 @@ def _shared_rows(
         return False
     digests = set()
     for fam in task.families:
-        bases = [e for e in fam.entries if e.layout == "columns"]
-        deltas = [e for e in fam.entries if e.layout != "columns"]
+        bases, deltas = split_bases(fam.entries)
         if len(bases) != 1:
             return False
         if deltas and not _shared_deltas(fs, task, fam, bases, deltas, skips):
@@ -280,7 +291,7 @@ def _shared_deltas(
     :func:`_with_deltas`).
     """
     rest = [d for d in deltas if d.path not in _skipped(fs, task, fam, bases, deltas, skips)]
-    return not rest or (fam.spec.time_range is None and newer_cells(bases, rest))
+    return not rest or (fam.spec.time_range is None and newer_deltas(bases, rest))
 
 
 def _with_deltas(
@@ -304,6 +315,15 @@ def _with_deltas(
     """
     families = list(zip(task.families, parts, strict=True))
     first = parts[0].row_keys() if shared else None
+    # under shared rows every family keeps the same rows: a column cut once serves all
+    # (a key field and the columns aliasing it)
+    cuts: Cuts | None = {} if first is not None else None
+    located = None
+    if first is not None:  # the families' rows: each distinct delta row array located once
+        located = Located(first)
+        for pivot in pending.values():
+            for needles in [d for d, _ in pivot.rows] if pivot is not None else []:
+                located(needles)
 
     def decision(fam: FamilyRead, part: _Part) -> Decided | None:
         pivot = pending[fam.family.name]
@@ -312,7 +332,9 @@ def _with_deltas(
         ttl = fam.family.ttl_ms
         oldest = None if ttl is None else fam.spec.now_ms - ttl
         rows = first if first is not None else part.row_keys()
-        return decide(part.present, rows, pivot, oldest=oldest)
+        name = fam.family.name
+        codecs = {q: c for (f, q), (_, c) in part.columns.items() if f == name}
+        return decide(part.present, rows, pivot, oldest=oldest, codecs=codecs, located=located)
 
     patched = [(f, p) for f, p in families if f.family.name in pending]
     made = run_together([functools.partial(decision, f, p) for f, p in patched])
@@ -345,7 +367,7 @@ def _with_deltas(
             rows = rows if cut is None else rows.filter(pa.array(cut))
         assert rows is not None
         made = None if got is None or pivot is None else (pivot, got)
-        return apply(part, rows, cut, made, family=name, wanted=wanted)
+        return apply(part, rows, cut, made, family=name, wanted=wanted, cuts=cuts)
 
     return run_together([functools.partial(patch, f, p) for f, p in families])
 
@@ -384,21 +406,51 @@ def _cells_of(
     entries: list[FileEntry],
     *,
     encoded: bool = False,
+    columns: Callable[[FileEntry], list[str]] | None = None,
 ) -> tuple[list[pa.Table], list[int]]:
     """The cells of ``entries`` in the task's range, and their sequence ids.
 
     Column files are expanded to their cells; files with none in range are left out.
     ``encoded``: rows and qualifiers dictionary-encoded (``StoreFileReader.read``).
+    ``columns``: the cell columns to read of each file (default all).
     """
     runs: list[pa.Table] = []
     seqs: list[int] = []
     for entry in entries:
+        cols = None if columns is None else columns(entry)
         with task.open_file(fs, fam, entry.path) as reader:
-            cells = reader.read(start=task.start, stop=task.stop, encoded=encoded)
+            cells = reader.read(start=task.start, stop=task.stop, encoded=encoded, columns=cols)
         if cells.num_rows:
             runs.append(cells)
             seqs.append(entry.seq)
     return runs, seqs
+
+
+def _records_of(
+    fs: fsspec.AbstractFileSystem,
+    task: ScanTask,
+    fam: FamilyRead,
+    entries: list[FileEntry],
+    key: RowKeySpec | None,
+) -> list[Record]:
+    """Column deltas' records in the task's range, typed, with their values' timestamps.
+
+    Values TTL hides are null: a hidden newer Put hides the base's older one alike.
+    """
+    out = []
+    for e in entries:
+        f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=True)
+        if f is None:
+            continue
+        out.append(
+            Record(
+                rows=f.row_keys(),
+                values={s.qualifier: (a, s.codec) for s, a in f.values.items()},
+                stamps={s.qualifier: f.stamps[s] for s in f.values},
+                seq=f.seq,
+            )
+        )
+    return out
 
 
 def _read_family(
@@ -434,9 +486,11 @@ def _read_family(
         fs, task, fam, [e for e in fam.entries if e.layout == "columns"], deltas, skips
     )
     deltas = [e for e in deltas if e.path not in older]
-    if pending is not None and fam.spec.time_range is None and newer_cells(bases, deltas):
-        runs, seqs = _cells_of(fs, task, fam, deltas, encoded=True)
-        pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers)
+    if pending is not None and fam.spec.time_range is None and newer_deltas(bases, deltas):
+        cells = [e for e in deltas if e.layout == "cells"]
+        runs, seqs = _cells_of(fs, task, fam, cells, encoded=True, columns=delta_columns)
+        records = _records_of(fs, task, fam, [e for e in deltas if e not in cells], key)
+        pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers, records=records)
         if pivot is not None or shared:
             pending[fam.family.name] = pivot
             deltas = []

@@ -71,6 +71,9 @@ def _gather_fixed(base: pa.Array, new: pa.Array, index: np.ndarray) -> pa.Array:
     a_bits, a_off, a_has = _bits(base)
     b_bits, b_off, b_has = _bits(new)
     out = np.empty(len(index), dtype=a.dtype)
+    if not a_has and not b_has and not (index == NULL).any():
+        _fixed_dense(a, b, index, out)  # (no null in or out: no validity to carry)
+        return pa.Array.from_buffers(base.type, len(index), [None, pa.py_buffer(out)])
     valid = np.empty(len(index), dtype=np.bool_)
     _fixed_kernel(a, a_bits, a_off, a_has, b, b_bits, b_off, b_has, index, out, valid)
     return _assemble(base.type, [pa.py_buffer(out)], valid)
@@ -137,6 +140,13 @@ def _fixed_kernel(
             j = -2 - i
             out[k] = b[j]
             valid[k] = (not b_has) or _bit(b_bits, b_off + j)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fixed_dense(a: np.ndarray, b: np.ndarray, index: np.ndarray, out: np.ndarray) -> None:
+    for k in range(len(index)):
+        i = index[k]
+        out[k] = a[i] if i >= 0 else b[-2 - i]
 
 
 @numba.njit(cache=True, nogil=True)
