@@ -184,19 +184,11 @@ def test_an_undecodable_value_names_its_row_as_the_cells_path_does(
 
     from cellstore.core.cells import CellType
     from cellstore.errors import BadCellError
+    from strategies import cells_table
 
     def cells(rows: list[bytes], values: list[bytes], ts: int) -> pa.Table:
-        n = len(rows)
-        return pa.table(
-            {
-                "row": pa.array(rows, pa.binary()),
-                "family": ["f"] * n,
-                "qualifier": pa.array([b"q"] * n, pa.binary()),
-                "ts": pa.array([ts] * n, pa.int64()),
-                "type": pa.array([int(CellType.PUT)] * n, pa.int8()),
-                "value": pa.array(values, pa.binary()),
-            }
-        )
+        put = int(CellType.PUT)
+        return cells_table([(r, "f", b"q", ts, put, v) for r, v in zip(rows, values, strict=True)])
 
     wh = cellstore.connect(str(tmp_path))
     bad = b"xyz" if where == "base" else struct.pack(">q", 2)

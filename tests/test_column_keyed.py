@@ -391,16 +391,21 @@ def test_key_ranges_of_shared_rows_read_the_families_at_once(
 ) -> None:
     """Families of shared rows cut by a key range read their records at once: the later
     families wait for the first's span only to cut theirs. Every cut agrees with the twin."""
-    from cellstore.reader.columnar import base as columnar
+    from concurrent.futures import Future
 
-    waited: list[Any] = []
-    real = columnar.Later.get
+    from cellstore.reader.columnar import fast as columnar
 
-    def spy(self: Any) -> Any:
-        waited.append(real(self))
-        return waited[-1]
+    waited: list[Any] = []  # the spans the later families waited for
+    real = columnar._read_base
 
-    monkeypatch.setattr(columnar.Later, "get", spy)
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        span = kwargs.get("span")
+        if isinstance(span, Future):
+            waited.append(span.result())
+        return out
+
+    monkeypatch.setattr(columnar, "_read_base", spy)
     cells, cols = _shared_twins(tmp_path)
     for key in (
         {"carrier": "DL"},

@@ -23,6 +23,7 @@ from cellstore.core.columnar import (
     split_cells,
     split_rows,
 )
+from strategies import cells_table
 
 SPECS = (ColumnSpec(b"a", Codec.LONG), ColumnSpec(b"b", Codec.BYTES))
 KINDS = [int(CellType.PUT)] * 4 + [int(CellType.DELETE), int(CellType.DELETE_COLUMN)]
@@ -40,16 +41,8 @@ def _cells(drawn: list[tuple[bytes, bytes, int, int, bytes]]) -> pa.Table:
     seen: dict[tuple[bytes, bytes, int, int], bytes] = {}
     for row, q, ts, kind, value in drawn:
         seen.setdefault((row, q, ts, kind), value if kind == int(CellType.PUT) else b"")
-    keys = list(seen)
-    table = pa.table(
-        {
-            "row": pa.array([k[0] for k in keys], pa.binary()),
-            "qualifier": pa.array([k[1] for k in keys], pa.binary()),
-            "ts": pa.array([k[2] for k in keys], pa.int64()),
-            "type": pa.array([k[3] for k in keys], pa.int8()),
-            "value": pa.array([seen[k] for k in keys], pa.binary()),
-        }
-    ).cast(CELL_SCHEMA)
+    table = cells_table([(r, "f", q, ts, k, v) for (r, q, ts, k), v in seen.items()])
+    table = table.drop_columns(["family"]).cast(CELL_SCHEMA)
     return table.take(sort_indices(table))
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -22,49 +22,12 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import bisect_rows
 from cellstore.core.rowkey import RowKeySpec
-from cellstore.errors import CellstoreError
 from cellstore.reader.columnar.keycut import narrow
 from cellstore.reader.columnar.types import Column, Typed
 from cellstore.reader.columnar.union import _bytes_of
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles.decode import as_dense
 from cellstore.storefiles.reader import RowGroupStats, slice_rows
-
-_V = TypeVar("_V")
-
-
-class Later(Generic[_V]):
-    """A value one thread sets and others wait for (set once, or failed).
-
-    The family read of shared rows passes the first family's span through one to the
-    others, which read their records meanwhile and wait only to cut them.
-    """
-
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self._value: _V | None = None
-        self._failed = False
-
-    def set(self, value: _V) -> None:
-        """Give the value: every waiter goes on."""
-        self._value = value
-        self._done.set()
-
-    def fail(self) -> None:
-        """The value will never come: waiters raise (the setter's error is the one told)."""
-        self._failed = True
-        self._done.set()
-
-    def get(self) -> _V:
-        """The value, once set (waits for it).
-
-        Raises:
-            CellstoreError: The setter failed.
-        """
-        self._done.wait()
-        if self._failed:
-            raise CellstoreError("the read this one waited for failed")
-        return self._value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -109,7 +72,7 @@ def _read_base(
     stamped: bool = False,
     rowless: bool = False,
     aliases_apart: bool = False,
-    span: tuple[int, int] | Later[tuple[int, int] | None] | None = None,
+    span: tuple[int, int] | Future[tuple[int, int] | None] | None = None,
     threads: bool = True,
 ) -> _Base | None:
     """A column file's visible wanted values in the task's range.
@@ -191,8 +154,8 @@ def _read_base(
         records = slice_rows(records, stats, task.start, task.stop, row=ROW_COLUMN)
     elif rowless and not inside:
         # the rows are another family's: its cut, or none (it read no records)
-        if isinstance(span, Later):
-            span = span.get()
+        if isinstance(span, Future):  # (the first family's, read meanwhile: wait for it)
+            span = span.result()
         lo, hi = (first, first) if span is None else span
         cut = (max(lo - first, 0), max(min(hi - first, records.num_rows), 0))
     elif not inside and file_key is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -39,7 +40,8 @@ from cellstore.core.columnar import (
 from cellstore.core.metadata import FileEntry
 from cellstore.core.rowkey import RowKeySpec
 from cellstore.core.semantics import merge_resolve
-from cellstore.reader.columnar.base import Later, _concat_files, _read_base, _same_fields
+from cellstore.errors import CellstoreError
+from cellstore.reader.columnar.base import _concat_files, _read_base, _same_fields
 from cellstore.reader.columnar.join import _as_codec, _join, _Part, _strip_first_byte
 from cellstore.reader.columnar.merge import (
     _mergeable,
@@ -130,7 +132,9 @@ def read_wide_fast(
 
     # families of shared rows cut by the range take the first family's cut (its span):
     # they read their records at once with it and wait for the span only to cut them
-    span = Later[tuple[int, int] | None]() if shared and not _inside(task) else None
+    span: Future[tuple[int, int] | None] | None = None
+    if shared and not _inside(task):
+        span = Future()
 
     def family(i: int) -> _Part:
         fam = task.families[i]
@@ -150,11 +154,11 @@ def read_wide_fast(
                 skips=skips,
             )
         except BaseException:
-            if i == 0 and span is not None:
-                span.fail()
+            if i == 0 and span is not None:  # the others raise too (this error is told)
+                span.set_exception(CellstoreError("the read this one waited for failed"))
             raise
         if i == 0 and span is not None:
-            span.set(part.span)
+            span.set_result(part.span)
         # the first family's rows are the result's (or joined): encoded here, at once with
         # the other families' reads
         return _with_rows(part) if i == 0 else part
@@ -462,7 +466,7 @@ def _read_family(
     *,
     rowless: bool = False,
     encoded: dict[tuple[str, int], pa.Array] | None = None,
-    span: tuple[int, int] | Later[tuple[int, int] | None] | None = None,
+    span: tuple[int, int] | Future[tuple[int, int] | None] | None = None,
     pending: dict[str, Pivot | None] | None = None,
     shared: bool = False,
     skips: _Skips | None = None,

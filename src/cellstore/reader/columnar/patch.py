@@ -614,7 +614,7 @@ def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -
 
 
 #: Arrays cut to a task's kept rows, by their data (:func:`_kept`).
-Cuts = dict[tuple[int, int, int, str], pa.Array]
+Cuts = dict[tuple[int, int, int, int, str], pa.Array]
 
 
 def _kept(
@@ -622,8 +622,8 @@ def _kept(
 ) -> pa.Array:
     """``arr``'s values at ``kept`` (the positions where the mask ``keep`` is true).
 
-    With ``cuts``, an array of the same data (buffer, offset, length, type) cut before
-    is taken from there (one task's families share one ``keep``).
+    With ``cuts``, an array of the same buffers (validity and data), offset, length and
+    type cut before is taken from there (one task's families share one ``keep``).
     """
     if cuts is None:
         return _cut(arr, kept, keep)
@@ -631,7 +631,8 @@ def _kept(
     data = buffers[1] if len(buffers) > 1 else None
     if data is None:
         return _cut(arr, kept, keep)
-    at = (data.address, arr.offset, len(arr), str(arr.type))
+    validity = 0 if buffers[0] is None else buffers[0].address
+    at = (validity, data.address, arr.offset, len(arr), str(arr.type))
     if at not in cuts:
         cuts[at] = _cut(arr, kept, keep)
     return cuts[at]
