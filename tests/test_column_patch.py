@@ -31,7 +31,7 @@ from cellstore.core.family import Family
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.reader.columnar import fast
-from cellstore.reader.columnar.gather import gather2
+from cellstore.reader.columnar.gather import gather2, same_bytes
 from test_column_layout import cell_table as table
 
 PUT = int(CellType.PUT)
@@ -523,6 +523,40 @@ def test_gather2_takes_from_either_array_or_gives_null(data: st.DataObject) -> N
     vals, more = base.to_pylist(), new.to_pylist()
     want = [vals[i] if i >= 0 else None if i == -1 else more[-2 - i] for i in index]
     assert got.type == base.type and got.to_pylist() == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_same_bytes_is_true_only_for_valid_equal_bytes(data: st.DataObject) -> None:
+    """``same_bytes`` (the text rewrite check) equals the reference: every base value at
+    ``at`` valid and equal, byte for byte, to the raw value at ``src``; sliced arrays,
+    nulls, empty values and values that are prefixes of each other included."""
+    words = st.binary(max_size=3)
+    kind = data.draw(st.sampled_from([pa.string(), pa.binary()]))
+    values = data.draw(
+        st.lists(
+            st.one_of(st.none(), st.sampled_from(["", "a", "ab", "b"])), min_size=1, max_size=12
+        )
+    )
+    cut = data.draw(st.integers(0, 2))
+    base = pa.array(["z"] * cut + values, pa.string()).cast(kind).slice(cut)
+    raw = pa.array(
+        data.draw(
+            st.lists(st.one_of(words, st.sampled_from([b"a", b"ab"])), min_size=1, max_size=8)
+        ),
+        pa.binary(),
+    )
+    pairs = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, len(base) - 1), st.integers(0, len(raw) - 1)), max_size=10
+        )
+    )
+    at = np.array([a for a, _ in pairs], dtype=np.int64)
+    src = np.array([b for _, b in pairs], dtype=np.int64)
+    got = same_bytes(base, at, raw, src)
+    old = base.cast(pa.binary()).to_pylist()
+    new = raw.to_pylist()
+    assert got == all(old[a] is not None and old[a] == new[b] for a, b in pairs)
 
 
 def test_deltas_are_written_in_small_row_groups() -> None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from cellstore.core.codecs import binary_from_parts
 
-__all__ = ["NULL", "fixed_width", "gather2", "words"]
+__all__ = ["NULL", "fixed_width", "gather2", "same_bytes", "words"]
 
 #: The index of a null output value.
 NULL: Final = -1
@@ -39,6 +39,34 @@ def gather2(base: pa.Array, new: pa.Array | None, index: np.ndarray) -> pa.Array
     both = pa.concat_arrays([base, other])
     at = np.where(index >= 0, index, len(base) - 2 - index)
     return both.take(pa.array(at, mask=index == NULL))
+
+
+def same_bytes(base: pa.Array, at: np.ndarray, raw: pa.Array, src: np.ndarray) -> bool:
+    """Whether every ``base[at[k]]`` is valid and its bytes are ``raw[src[k]]``'s.
+
+    ``base`` is a binary or string array, ``raw`` a binary array without nulls (delta
+    values as stored). One compiled pass over the positions, no value copied: a rewrite
+    of the same text (common: a load of whole records that changes one column) is told
+    apart from a change without typing the delta's values.
+    """
+    if not len(at):
+        return True
+    a_off, a_data = _parts(base)
+    b_off, b_data = _parts(raw)
+    a_bits, a_bit0, a_has = _bits(base)
+    return bool(
+        _same_bytes(
+            a_off,
+            a_data,
+            a_bits,
+            a_bit0,
+            a_has,
+            np.ascontiguousarray(at, dtype=np.int64),
+            b_off,
+            b_data,
+            np.ascontiguousarray(src, dtype=np.int64),
+        )
+    )
 
 
 def fixed_width(t: pa.DataType) -> bool:
@@ -214,3 +242,30 @@ def _binary_copy(
             s = b_off[-2 - i]
             data[offsets[k] : offsets[k] + size] = b_data[s : s + size]
         k += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _same_bytes(
+    a_off: np.ndarray,
+    a_data: np.ndarray,
+    a_bits: np.ndarray,
+    a_bit0: int,
+    a_has: bool,
+    at: np.ndarray,
+    b_off: np.ndarray,
+    b_data: np.ndarray,
+    src: np.ndarray,
+) -> bool:
+    for k in range(len(at)):
+        i = at[k]
+        j = src[k]
+        if a_has and not _bit(a_bits, a_bit0 + i):
+            return False
+        s, e = a_off[i], a_off[i + 1]
+        t = b_off[j]
+        if b_off[j + 1] - t != e - s:
+            return False
+        for m in range(e - s):
+            if a_data[s + m] != b_data[t + m]:
+                return False
+    return True

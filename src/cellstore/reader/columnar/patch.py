@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec, binary_parts, valid_mask
 from cellstore.core.metadata import FileEntry
-from cellstore.reader.columnar.gather import NULL, fixed_width, gather2
+from cellstore.reader.columnar.gather import NULL, fixed_width, gather2, same_bytes
 from cellstore.reader.columnar.join import _Part
 from cellstore.reader.columnar.types import Column
 from cellstore.reader.rowmerge import _as_bytes, locate_in, sorted_parts, typed_like
@@ -525,6 +525,8 @@ def _patched_column(
     if q in decided.shown:
         visible, taking, src = decided.shown[q]
         extra = decided.extra.get(q, [])
+        if held is not None and not extra and _rewrites(held, decided, q, at):
+            return None  # (the caller cuts it to the kept rows)
         if held is None and extra:
             held = (pa.nulls(n, extra[0][0].type), extra[0][1])
         raw = decided.raw[q]
@@ -594,6 +596,34 @@ def _typed_numbers(raw: pa.Array, codec: Codec, t: pa.DataType) -> pa.Array | No
         return None
     out = pa.array(values)
     return out if out.type == t else None
+
+
+def _rewrites(held: tuple[pa.Array, Codec], decided: Decided, q: bytes, at: np.ndarray) -> bool:
+    """Whether text column ``q``'s kept touched rows show the base's own values again.
+
+    So when no kept touched row is hidden and every delta value a kept row shows has the
+    bytes of the base's value there (valid): the column is then the base's, cut. (A load
+    of whole records that changes one column rewrites the others with the same values.)
+    Of a text codec only, whose values are their bytes: compared as stored, before any
+    typing (:func:`~cellstore.reader.columnar.gather.same_bytes`). A number column
+    answers False: its patch costs what its cut does, and the check more than it saves.
+    """
+    base, codec = held
+    t = base.type
+    raw = decided.raw[q]
+    if (
+        codec not in (Codec.STRING, Codec.BYTES)
+        or not (pa.types.is_string(t) or pa.types.is_binary(t))
+        or raw.type != pa.binary()
+        or raw.null_count
+    ):
+        return False
+    visible, taking, src = decided.shown[q]
+    mine = at >= 0
+    if (mine & ~visible).any():
+        return False
+    took = taking & mine
+    return same_bytes(base, decided.where[took], raw, src[took])
 
 
 def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -> bool:
