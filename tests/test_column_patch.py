@@ -31,7 +31,7 @@ from cellstore.core.family import Family
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.reader.columnar import fast
-from cellstore.reader.columnar.gather import gather2, same_bytes
+from cellstore.reader.columnar.gather import gather2, gather_numbers, same_bytes
 from test_column_layout import cell_table as table
 
 PUT = int(CellType.PUT)
@@ -523,6 +523,67 @@ def test_gather2_takes_from_either_array_or_gives_null(data: st.DataObject) -> N
     vals, more = base.to_pylist(), new.to_pylist()
     want = [vals[i] if i >= 0 else None if i == -1 else more[-2 - i] for i in index]
     assert got.type == base.type and got.to_pylist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_gather_numbers_equals_typing_then_gather2(data: st.DataObject) -> None:
+    """``gather_numbers`` (a number column patched from the deltas' big-endian bytes)
+    equals typing those bytes and ``gather2``; it declines (None) exactly when a value
+    has another width or, of floats, is a NaN (whose payload the typed path decides)."""
+    fmt, t = data.draw(
+        st.sampled_from(
+            [
+                (">i8", pa.int64()),
+                (">i4", pa.int32()),
+                (">i2", pa.int16()),
+                (">f8", pa.float64()),
+                (">f4", pa.float32()),
+            ]
+        )
+    )
+    width = t.bit_width // 8
+    floats = fmt[1] == "f"
+    n = data.draw(st.integers(1, 20))
+    cut = data.draw(st.integers(0, 2))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    nums = rng.integers(-100, 100, n + cut).astype(fmt[1:])
+    base = pa.array(nums, t, mask=rng.random(n + cut) < 0.2).slice(cut)
+    k = data.draw(st.integers(0, 6))
+    news = rng.integers(-100, 100, k).astype(fmt)
+    if floats and k and data.draw(st.booleans()):
+        news[0] = np.nan
+    raw_values = [news[i : i + 1].tobytes() for i in range(k)]  # (big-endian, as stored)
+    if k and data.draw(st.integers(0, 5)) == 0:
+        raw_values[-1] = raw_values[-1][:-1]  # a value of another width
+    raw = pa.array(raw_values, pa.binary())
+    index = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=15)))
+    slots = data.draw(st.permutations(range(len(index))))
+    put = [p for p in slots[: len(slots) // 2]] if k else []
+    gone = list(slots[len(slots) // 2 :][:2])
+    put_src = np.array([data.draw(st.integers(0, k - 1)) for _ in put], dtype=np.int64)
+    got = gather_numbers(
+        base,
+        index,
+        np.array(put, dtype=np.int64),
+        put_src,
+        np.array(gone, dtype=np.int64),
+        raw,
+        floats=floats,
+    )
+    odd = any(len(v) != width for v in raw_values)
+    nan = floats and any(np.isnan(np.frombuffer(v, fmt)[0]) for v in raw_values if len(v) == width)
+    if odd or nan:
+        assert got is None
+        return
+    typed = pa.array(np.frombuffer(b"".join(raw_values), fmt).astype(fmt[1:]), t)
+    full = index.astype(np.int64).copy()
+    full[np.array(put, dtype=np.int64)] = -2 - put_src
+    full[np.array(gone, dtype=np.int64)] = -1
+    want = gather2(base, typed, full)
+    assert got is not None
+    got.validate(full=True)
+    assert got.equals(want)
 
 
 @settings(max_examples=80, deadline=None)

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from cellstore.core.codecs import binary_from_parts
 
-__all__ = ["NULL", "fixed_width", "gather2", "same_bytes", "words"]
+__all__ = ["NULL", "fixed_width", "gather2", "gather_numbers", "same_bytes", "words"]
 
 #: The index of a null output value.
 NULL: Final = -1
@@ -67,6 +67,56 @@ def same_bytes(base: pa.Array, at: np.ndarray, raw: pa.Array, src: np.ndarray) -
             np.ascontiguousarray(src, dtype=np.int64),
         )
     )
+
+
+def gather_numbers(
+    base: pa.Array,
+    index: np.ndarray,
+    put_at: np.ndarray,
+    put_src: np.ndarray,
+    gone_at: np.ndarray,
+    raw: pa.Array,
+    *,
+    floats: bool,
+) -> pa.Array | None:
+    """A fixed-width column's rows ``index``, some replaced by big-endian delta values.
+
+    ``out[k]`` is ``base[index[k]]``, except ``out[put_at[m]]``: the number whose
+    big-endian bytes are ``raw[put_src[m]]`` (valid), and ``out[gone_at[m]]``: null. It
+    is what :func:`gather2` gives with the values typed from ``raw`` first, in one
+    compiled pass and without typing them. ``raw`` (binary, no nulls) must hold only
+    values of ``base``'s width; None when one differs, or (``floats``) when one is a NaN,
+    whose payload the typed path decides.
+    """
+    width = base.type.bit_width // 8
+    offsets, data = _parts(raw)
+    if raw.null_count or len(data) < width * len(raw):
+        return None
+    a = words(base)
+    a_bits, a_off, a_has = _bits(base)
+    out = np.empty(len(index), dtype=a.dtype)
+    valid = np.empty(len(index), dtype=np.bool_)
+    ok = _patch_words(
+        a,
+        a_bits,
+        a_off,
+        a_has,
+        np.ascontiguousarray(index, dtype=np.int64),
+        np.ascontiguousarray(put_at, dtype=np.int64),
+        np.ascontiguousarray(put_src, dtype=np.int64),
+        np.ascontiguousarray(gone_at, dtype=np.int64),
+        offsets,
+        data,
+        width,
+        floats,
+        out,
+        valid,
+    )
+    if not ok:
+        return None
+    if valid.all():
+        return pa.Array.from_buffers(base.type, len(index), [None, pa.py_buffer(out)])
+    return _assemble(base.type, [pa.py_buffer(out)], valid)
 
 
 def fixed_width(t: pa.DataType) -> bool:
@@ -268,4 +318,54 @@ def _same_bytes(
         for m in range(e - s):
             if a_data[s + m] != b_data[t + m]:
                 return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _patch_words(
+    a: np.ndarray,
+    a_bits: np.ndarray,
+    a_off: int,
+    a_has: bool,
+    index: np.ndarray,
+    put_at: np.ndarray,
+    put_src: np.ndarray,
+    gone_at: np.ndarray,
+    offsets: np.ndarray,
+    data: np.ndarray,
+    width: int,
+    floats: bool,
+    out: np.ndarray,
+    valid: np.ndarray,
+) -> bool:
+    # every delta value of the base's width, no NaN among floats (as the typed path asks)
+    top = np.uint64(1) << np.uint64(8 * width - 1)
+    exp_bits = 11 if width == 8 else 8
+    frac = (np.uint64(1) << np.uint64(8 * width - 1 - exp_bits)) - np.uint64(1)
+    exponent = (top - np.uint64(1)) ^ frac
+    for j in range(len(offsets) - 1):
+        s = offsets[j]
+        if offsets[j + 1] - s != width:
+            return False
+        if floats:
+            v = np.uint64(0)
+            for b in range(width):
+                v = (v << np.uint64(8)) | np.uint64(data[s + b])
+            if (v & exponent) == exponent and (v & frac) != np.uint64(0):
+                return False
+    for k in range(len(index)):
+        i = index[k]
+        out[k] = a[i]
+        valid[k] = (not a_has) or _bit(a_bits, a_off + i)
+    for m in range(len(put_at)):
+        p = put_at[m]
+        s = offsets[put_src[m]]
+        v = np.uint64(0)
+        for b in range(width):
+            v = (v << np.uint64(8)) | np.uint64(data[s + b])
+        out[p] = v
+        valid[p] = True
+    for m in range(len(gone_at)):
+        out[gone_at[m]] = 0
+        valid[gone_at[m]] = False
     return True

@@ -42,9 +42,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec, binary_parts, valid_mask
+from cellstore.core.codecs import Codec, arrow_type, binary_parts, valid_mask
 from cellstore.core.metadata import FileEntry
-from cellstore.reader.columnar.gather import NULL, fixed_width, gather2, same_bytes
+from cellstore.reader.columnar.gather import (
+    NULL,
+    fixed_width,
+    gather2,
+    gather_numbers,
+    same_bytes,
+)
 from cellstore.reader.columnar.join import _Part
 from cellstore.reader.columnar.types import Column
 from cellstore.reader.rowmerge import _as_bytes, locate_in, sorted_parts, typed_like
@@ -527,6 +533,10 @@ def _patched_column(
         extra = decided.extra.get(q, [])
         if held is not None and not extra and _rewrites(held, decided, q, at):
             return None  # (the caller cuts it to the kept rows)
+        if held is not None and not extra:
+            numbers = _patched_numbers(held, decided, q, at, index)
+            if numbers is not None:
+                return numbers
         if held is None and extra:
             held = (pa.nulls(n, extra[0][0].type), extra[0][1])
         raw = decided.raw[q]
@@ -565,6 +575,40 @@ def _patched_column(
     index[at[took]] = -2 - src[took]
     index[at[gone]] = NULL
     return gather2(base_arr, new, index), codec
+
+
+def _patched_numbers(
+    held: tuple[pa.Array, Codec],
+    decided: Decided,
+    q: bytes,
+    at: np.ndarray,
+    index: np.ndarray,
+) -> tuple[pa.Array, Codec] | None:
+    """Number column ``q`` patched in one compiled pass (None: not such a column).
+
+    A column of a number codec, of that codec's Arrow type, whose deltas' values all
+    have its width and (floats) no NaN: the values' big-endian bytes are the numbers
+    :func:`_typed_numbers` would type, so the column is what the typed path gathers
+    (:func:`~cellstore.reader.columnar.gather.gather_numbers`), with no typed copy.
+    """
+    base, codec = held
+    kind = _NUMBERS.get(codec)
+    if kind is None or base.type != arrow_type(codec) or not fixed_width(base.type):
+        return None
+    visible, taking, src = decided.shown[q]
+    mine = at >= 0
+    took = taking & mine
+    gone = ~visible & mine
+    out = gather_numbers(
+        base,
+        index,
+        at[took],
+        src[took],
+        at[gone],
+        decided.raw[q],
+        floats=kind[1] == "f",
+    )
+    return None if out is None else (out, codec)
 
 
 #: Numeric codecs typed by :func:`_typed_numbers`: big-endian numpy kind and width.
