@@ -196,7 +196,8 @@ def _read_base(
     if by_keys and file_key is not None:
         if head:
             names = [f.name for f in file_key.fields]
-            keys = pa.table([records.column(n) for n in head], names=names)
+            # one chunk each, combined once: the consumers (rows, aliases, cuts) share it
+            keys = pa.table([one_array(records.column(n)) for n in head], names=names)
     else:
         rows = one_array(records.column(ROW_COLUMN)).cast(pa.binary())
     return _Base(

@@ -56,6 +56,7 @@ from cellstore.reader.columnar.patch import (
     Pivot,
     Record,
     apply,
+    cut_shared,
     decide,
     delta_columns,
     newer_deltas,
@@ -357,6 +358,9 @@ def _with_deltas(
             shows |= True if present is None else present
         keep = None if shows.all() else shows
         kept_rows = first if keep is None else first.filter(pa.array(keep))
+        keys = parts[0].keys
+        if keep is not None and keys is not None and cuts is not None:
+            cut_shared([one_array(c) for c in keys.columns], keep, cuts)
 
     def patch(fam: FamilyRead, part: _Part) -> _Part:
         name = fam.family.name

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec, arrow_type, binary_parts, valid_mask
+from cellstore.core.codecs import Codec, arrow_type, binary_parts, one_array, valid_mask
 from cellstore.core.metadata import FileEntry
 from cellstore.reader.columnar.gather import (
     NULL,
@@ -59,6 +59,7 @@ __all__ = [
     "Decided",
     "Pivot",
     "apply",
+    "cut_shared",
     "decide",
     "delta_columns",
     "Record",
@@ -504,7 +505,7 @@ def apply(
         present = present[kept]
         if keys is not None:
             keys = pa.table(
-                [_kept(c.combine_chunks(), kept, keep, cuts) for c in keys.columns],
+                [_kept(one_array(c), kept, keep, cuts) for c in keys.columns],
                 names=keys.column_names,
             )
         if digest is not None:  # the same rows as another family's kept alike
@@ -689,6 +690,18 @@ def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -
 
 #: Arrays cut to a task's kept rows, by their data (:func:`_kept`).
 Cuts = dict[tuple[int, int, int, int, str], pa.Array]
+
+
+def cut_shared(arrays: Sequence[pa.Array], keep: np.ndarray, cuts: Cuts) -> None:
+    """Cut ``arrays`` (a task's key fields) to ``keep`` into ``cuts`` before the patches.
+
+    The families' patches run at once and share ``cuts``: a key field and a column
+    aliasing it (another family's, docs/format.md 14.2) hold the same array, and one cut
+    made first serves both (two patches missing it at once would each cut it).
+    """
+    kept = np.flatnonzero(keep)
+    for arr in arrays:
+        _kept(arr, kept, keep, cuts)
 
 
 def _kept(
