@@ -353,10 +353,13 @@ def _patch_words(
                 v = (v << np.uint64(8)) | np.uint64(data[s + b])
             if (v & exponent) == exponent and (v & frac) != np.uint64(0):
                 return False
-    for k in range(len(index)):
-        i = index[k]
-        out[k] = a[i]
-        valid[k] = (not a_has) or _bit(a_bits, a_off + i)
+    for k in range(len(index)):  # (tight loops: the values, then the validity)
+        out[k] = a[index[k]]
+    if a_has:
+        for k in range(len(index)):
+            valid[k] = _bit(a_bits, a_off + index[k])
+    else:
+        valid[:] = True
     for m in range(len(put_at)):
         p = put_at[m]
         s = offsets[put_src[m]]
