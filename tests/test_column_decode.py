@@ -16,6 +16,8 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cellstore
 from cellstore.core.family import Family
@@ -210,3 +212,35 @@ def test_an_undecodable_value_names_its_row_as_the_cells_path_does(
         assert nulled.to_arrow().column("f:q").to_pylist() == [1, None, 3]
     assert messages[0] == messages[1]
     assert messages[1].startswith("row b\\x01: value of f:q is not a valid long")
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_as_dense_equals_arrow_cast_for_any_dictionary_chunks(data: st.DataObject) -> None:
+    """``as_dense`` gives what Arrow's cast of the concatenated chunks gives: dictionaries
+    of one entry length (decoded by the compiled copy), of mixed lengths, empty entries,
+    nulls among the indices, sliced chunks and dictionaries, binary and string alike.
+    (Parquet dictionaries hold no null entry.)"""
+    kind = data.draw(st.sampled_from([pa.string(), pa.binary()]))
+    width = data.draw(st.integers(0, 4))
+    same = data.draw(st.booleans())
+    entry = st.text(alphabet="ab\u00e9", min_size=width, max_size=width)
+    if not same:
+        entry = st.text(alphabet="ab", max_size=4)
+    chunks = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        words = data.draw(st.lists(entry, min_size=1, max_size=5, unique=True))
+        cut = data.draw(st.integers(0, 1))
+        dictionary = pa.array(["z" * width] * cut + words, pa.string()).cast(kind).slice(cut)
+        n = data.draw(st.integers(0, 12))
+        picks = data.draw(st.lists(st.integers(0, len(words) - 1), min_size=n, max_size=n))
+        mask = [data.draw(st.integers(0, 8)) == 0 for _ in picks]
+        indices = pa.array([0, *picks], pa.int32(), mask=[False, *mask]).slice(1)
+        chunks.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+    field = pa.field("s", pa.dictionary(pa.int32(), kind))
+    table = pa.Table.from_batches([pa.record_batch([c], schema=pa.schema([field])) for c in chunks])
+    got = as_dense(table, ["s"]).column("s")
+    want = pa.concat_arrays([c.cast(kind) for c in chunks])
+    assert got.num_chunks == 1
+    got.chunk(0).validate(full=True)
+    assert got.type == kind and got.chunk(0).equals(want)

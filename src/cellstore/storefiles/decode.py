@@ -9,12 +9,19 @@ less than ``pyarrow.parquet.read_table`` takes for the same data as one file (45
 
 Only columns whose every row group was written with a dictionary qualify: a chunk of
 plain-encoded text would be hashed into a dictionary value by value, which costs more.
+
+Codes (carriers, airports, currencies, countries) often have dictionaries of one length
+and no nulls: then every value's place in the dense column is known in advance, and one
+compiled loop copies each row's bytes from its dictionary entry into it (about 2.5x
+faster than Arrow's cast; :func:`_same_length`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+import numba
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -57,8 +64,85 @@ def as_dense(table: pa.Table, names: Iterable[str]) -> pa.Table:
             continue
         dense = field.type.value_type
         chunks = table.column(i).chunks
-        # the row groups' dictionaries are unified by the concatenation, then one take
-        one = (chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)) if chunks else None
-        values = pa.array([], dense) if one is None else one.cast(dense)
+        values = _same_length(chunks, dense)
+        if values is None:
+            # the row groups' dictionaries are unified by the concatenation, then one take
+            one = (chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)) if chunks else None
+            values = pa.array([], dense) if one is None else one.cast(dense)
         table = table.set_column(i, field.with_type(dense), pa.chunked_array([values], dense))
     return table
+
+
+#: Dense text types :func:`_same_length` writes (32-bit offsets).
+_SMALL_TEXT = (pa.string(), pa.binary())
+
+
+def _same_length(chunks: Sequence[pa.Array], dense: pa.DataType) -> pa.Array | None:
+    """Dictionary chunks decoded as one array, when every entry has one length.
+
+    So when the chunks hold no null (indices or entries), every entry of every chunk's
+    dictionary has the same byte length ``w``, and ``dense`` has 32-bit offsets: row
+    ``k``'s value is then bytes ``[k * w, (k + 1) * w)`` of the result. None otherwise
+    (the caller casts).
+    """
+    if dense not in _SMALL_TEXT or not chunks:
+        return None
+    parts = []
+    for c in chunks:
+        entries = c.dictionary
+        if c.null_count or entries.null_count or not len(entries) or entries.type != dense:
+            return None
+        parts.append((*_entries(entries), c.indices.to_numpy(zero_copy_only=False)))
+    width = int(parts[0][0][1] - parts[0][0][0])
+    n = sum(len(c) for c in chunks)
+    if n * width >= 2**31:
+        return None
+    out = np.empty(n * width, dtype=np.uint8)
+    at = 0
+    for offsets, data, indices in parts:
+        # (checks every entry's length and every index, then copies)
+        if not _copy_entries(offsets, data, width, indices, out, at):
+            return None
+        at += len(indices) * width
+    ends = np.arange(0, (n + 1) * width, width, dtype=np.int32) if width else None
+    if ends is None:
+        ends = np.zeros(n + 1, dtype=np.int32)
+    return pa.Array.from_buffers(dense, n, [None, pa.py_buffer(ends), pa.py_buffer(out)])
+
+
+def _entries(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string or binary dictionary's offsets (absolute, its own slice) and data."""
+    bufs = dictionary.buffers()
+    o = dictionary.offset
+    offsets = np.frombuffer(bufs[1], dtype=np.int32)[o : o + len(dictionary) + 1]
+    data = (
+        np.frombuffer(bufs[2], dtype=np.uint8)
+        if bufs[2] is not None and bufs[2].size
+        else np.zeros(1, dtype=np.uint8)
+    )
+    return offsets, data
+
+
+@numba.njit(cache=True, nogil=True)
+def _copy_entries(
+    offsets: np.ndarray,
+    data: np.ndarray,
+    width: int,
+    indices: np.ndarray,
+    out: np.ndarray,
+    at: int,
+) -> bool:
+    m = len(offsets) - 1
+    for j in range(m):
+        if offsets[j + 1] - offsets[j] != width:
+            return False
+    first = offsets[0]
+    for k in range(len(indices)):
+        i = indices[k]
+        if i < 0 or i >= m:  # (never so from the Parquet reader; the cast says what is wrong)
+            return False
+        s = first + i * width
+        o = at + k * width
+        for b in range(width):
+            out[o + b] = data[s + b]
+    return True
