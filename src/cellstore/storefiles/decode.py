@@ -12,8 +12,9 @@ plain-encoded text would be hashed into a dictionary value by value, which costs
 
 Codes (carriers, airports, currencies, countries) often have dictionaries of one length
 and no nulls: then every value's place in the dense column is known in advance, and one
-compiled loop copies each row's bytes from its dictionary entry into it (about 2.5x
-faster than Arrow's cast; :func:`_same_length`).
+compiled loop copies each row's bytes from its dictionary entry into it
+(:func:`_same_length`; the bench's 16 text columns a wide read decodes: 14 to 9 ms of
+CPU).
 """
 
 from __future__ import annotations
