@@ -326,7 +326,7 @@ def _with_deltas(
     if first is not None:  # the families' rows: each distinct delta row array located once
         located = Located(first)
         for pivot in pending.values():
-            for needles in [d for d, _ in pivot.rows] if pivot is not None else []:
+            for needles in pivot.rows if pivot is not None else []:
                 located(needles)
 
     def decision(fam: FamilyRead, part: _Part) -> Decided | None:
