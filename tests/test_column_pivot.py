@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import random
+import struct
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,8 @@ import pytest
 
 from cellstore.core.cells import CellType
 from cellstore.reader.columnar.pivot import Decided, Pivot, decide, pivot_cells
+from cellstore.storefiles.reader import StoreFileReader
+from test_column_patch import ROWS, assert_twins, load, twins
 
 PUT = int(CellType.PUT)
 DF = int(CellType.DELETE_FAMILY)
@@ -193,3 +197,40 @@ def test_another_marker_or_a_put_without_its_qualifier_is_not_pivoted() -> None:
     other = run.set_column(run.schema.get_field_index("type"), "type", pa.array(types, pa.int8()))
     assert pivot_cells([other], [5], qualifiers=None) is None
     assert pivot_cells([run.drop_columns(["qualifier"])], [5], qualifiers=None) is None
+
+
+def test_a_delta_of_one_timestamp_is_read_without_its_ts_column(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A delta cell file whose cells share one timestamp (its entry's smallest and
+    largest agree) is read without ``ts`` (the entry's timestamp stands for it); one of
+    two timestamps is read with it. The reads equal the cells twin's: R5.1, the
+    DeleteFamily (of one timestamp, 30) hides the older Puts (20, 25) and not the newer
+    (40); R3.3, the newer Put wins."""
+    asked: list[tuple[str, ...]] = []
+    real = StoreFileReader.read
+
+    def read(self: StoreFileReader, **k: Any) -> pa.Table:
+        if self.info.layout == "cells" and k.get("encoded"):
+            asked.append(tuple(k["columns"]))
+        return real(self, **k)
+
+    monkeypatch.setattr(StoreFileReader, "read", read)
+    with tempfile.TemporaryDirectory() as root:
+        cells, auto = twins(root)
+        puts = [(ROWS[1], "f", b"dep", 20, PUT, struct.pack(">d", -1.0))]
+        markers = [(ROWS[i], "f", b"", 30, DF, b"") for i in (1, 3)]
+        later = [(ROWS[1], "f", b"tail", 40, PUT, b"later")]
+        later += [(ROWS[2], "f", b"dep", 50, PUT, struct.pack(">d", -2.0))]
+        later += [(ROWS[2], "f", b"", 45, DF, b"")]
+        later += [(ROWS[3], "f", b"tail", 25, PUT, b"hidden")]  # (below the marker's 30)
+        for t in (cells, auto):
+            for cells_of_load in (puts, markers, later):
+                load(t, cells_of_load)
+        got = assert_twins(cells, auto)
+    assert {("row", "qualifier", "value"), ("row", "type")} <= set(asked)  # (one stamp)
+    assert ("row", "qualifier", "ts", "type", "value") in asked  # (two)
+    by_row = {r["row"]: r for r in got}
+    assert (by_row[ROWS[1]]["f:dep"], by_row[ROWS[1]]["f:tail"]) == (None, "later")
+    assert (by_row[ROWS[2]]["f:dep"], by_row[ROWS[2]]["f:tail"]) == (-2.0, None)
+    assert (by_row[ROWS[3]]["f:dep"], by_row[ROWS[3]]["f:tail"]) == (None, None)
