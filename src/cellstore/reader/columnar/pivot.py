@@ -374,16 +374,13 @@ def decide(
     placed = [where_of(rec.rows) for rec in pivot.records]
     if any((p < 0).any() for p in placed):
         return None
-    # the touched rows (and maybe a few rows of the dictionaries no cell uses)
-    hit = np.zeros(len(rows), dtype=np.bool_)
-    for p in [*found, *placed]:
-        hit[p[p >= 0]] = True
-    where = np.flatnonzero(hit)
+    where = _touched([*found, *placed])
     n_t, n_q = len(where), len(pivot.qualifiers)
     mark = np.full(n_t, _NONE, dtype=np.int64)
-    best = np.full((n_q, n_t), -1, dtype=np.int64)
-    best_ts = np.full((n_q, n_t), _NONE, dtype=np.int64)
-    best_seq = np.full((n_q, n_t), _NONE, dtype=np.int64)
+    # per (touched row, column): a row's cells are close together in a file
+    best = np.full((n_t, n_q), -1, dtype=np.int64)
+    best_ts = np.empty((n_t, n_q), dtype=np.int64)  # (read where ``best`` holds a Put)
+    best_seq = np.empty((n_t, n_q), dtype=np.int64)
     out = (mark, best, best_ts, best_seq)
     for f, p in zip(pivot.files, found, strict=True):
         touched = np.where(p >= 0, np.searchsorted(where, p), -1)
@@ -415,6 +412,21 @@ def decide(
     return Decided(where, shows, mark > _NONE, shown, raw, extra)
 
 
+def _touched(found: list[np.ndarray]) -> np.ndarray:
+    """The base positions the delta rows were found at (-1: not found), ascending, once.
+
+    (Also rows of the files' dictionaries no cell uses: touched, they change nothing.)
+    """
+    every = np.concatenate([p[p >= 0] for p in found] + [_EMPTY])
+    every.sort()
+    if len(every) < 2:
+        return every
+    step = np.empty(len(every), dtype=np.bool_)
+    step[0] = True
+    np.not_equal(every[1:], every[:-1], out=step[1:])
+    return every if step.all() else every[step]
+
+
 def _with_records(
     pivot: Pivot,
     where: np.ndarray,
@@ -424,10 +436,10 @@ def _with_records(
 ) -> dict[bytes, list[tuple[pa.Array, Codec]]]:
     """The column deltas' Puts folded into the cells' winners (``best``, in place).
 
-    ``best``: per (column, touched row) the winner's position (:func:`winners`),
-    timestamp and sequence id. A record's value wins over the cells' newest Put by
-    (timestamp, sequence id), R3.3; its position counts on past the column's cell Puts
-    through the column deltas' values, in order.
+    ``best``: per (column, touched row) the winner's position (:func:`winners`); per
+    (touched row, column) its timestamp and sequence id. A record's value wins over the
+    cells' newest Put by (timestamp, sequence id), R3.3; its position counts on past the
+    column's cell Puts through the column deltas' values, in order.
 
     Returns:
         Per column, the column deltas' values (typed) and codecs (``Decided.extra``).
@@ -436,9 +448,11 @@ def _with_records(
     if not pivot.records:
         return extra
     src, best_ts, best_seq = best
+    best_ts[src.T < 0] = _NONE  # (no cell Put: older than any)
+    best_seq[src.T < 0] = _NONE
     at_records = [np.searchsorted(where, p) for p in placed]
     for j, q in enumerate(pivot.qualifiers):
-        put_ts, put_seq, s = best_ts[j], best_seq[j], src[j]
+        put_ts, put_seq, s = best_ts[:, j], best_seq[:, j], src[j]
         offset = int(bounds[j + 1] - bounds[j])  # (a column delta's values follow the cells')
         for rec, at_rec in zip(pivot.records, at_records, strict=True):
             if q not in rec.values:

@@ -65,9 +65,10 @@ def newest_of_file(
             is a DeleteFamily (when ``marked``; else every cell is a Put), the file's
             sequence id, and its first Put's position among the family's values.
         out: ``(mark, best, best_ts, best_seq)``: per touched row its newest
-            DeleteFamily's timestamp; per (column, touched row) the newest Put's value
-            position, timestamp and sequence id, by (timestamp, sequence id) (R3.3: of
-            equal ones the first in file order, files in turn).
+            DeleteFamily's timestamp; per (touched row, column) the newest Put's value
+            position (-1: none yet), timestamp and sequence id (read only where there is
+            a position), by (timestamp, sequence id) (R3.3: of equal ones the first in
+            file order, files in turn).
 
     Returns:
         False when a cell's row is not among the base's rows (the fold is then partial).
@@ -102,10 +103,10 @@ def newest_of_file(
         j = qmap[q_start[qk] + q_index[c]]
         if j < 0:
             continue
-        if best[j, r] < 0 or t > best_ts[j, r] or (t == best_ts[j, r] and seq > best_seq[j, r]):
-            best[j, r] = first + c
-            best_ts[j, r] = t
-            best_seq[j, r] = seq
+        if best[r, j] < 0 or t > best_ts[r, j] or (t == best_ts[r, j] and seq > best_seq[r, j]):
+            best[r, j] = first + c
+            best_ts[r, j] = t
+            best_seq[r, j] = seq
     return True
 
 
@@ -113,23 +114,24 @@ def newest_of_file(
 def winners(best: np.ndarray, src: np.ndarray, order: np.ndarray, bounds: np.ndarray) -> None:
     """Each column's winning Puts, touched rows ascending, one column after another.
 
-    Sets ``src[j, t]`` to the Put's rank among column ``j``'s winners (-1: none),
-    ``order`` (from 0) to the winners' value positions and ``bounds[j]`` to column
-    ``j``'s first winner in ``order`` (``bounds[-1]``: their count).
+    ``best[t, j]``: touched row ``t``'s winning Put of column ``j`` (-1: none). Sets
+    ``src[j, t]`` to the Put's rank among column ``j``'s winners (-1: none), ``order``
+    (from 0) to the winners' value positions and ``bounds[j]`` to column ``j``'s first
+    winner in ``order`` (``bounds[-1]``: their count).
     """
     k = 0
-    for j in range(best.shape[0]):
+    for j in range(best.shape[1]):
         bounds[j] = k
         first = k
-        for t in range(best.shape[1]):
-            b = best[j, t]
+        for t in range(best.shape[0]):
+            b = best[t, j]
             if b >= 0:
                 order[k] = b
                 src[j, t] = k - first
                 k += 1
             else:
                 src[j, t] = -1
-    bounds[best.shape[0]] = k
+    bounds[best.shape[1]] = k
 
 
 @numba.njit(cache=True, nogil=True)
@@ -152,7 +154,8 @@ def visibility(
 
     Args:
         src: Per (column, touched row), its Put (-1: none).
-        put_ts: Per (column, touched row), that Put's timestamp.
+        put_ts: Per (touched row, column), that Put's timestamp (read where ``src``
+            holds one).
         mark: Per touched row, its newest DeleteFamily's timestamp (none: the minimum).
         oldest: The oldest live timestamp (no TTL: the minimum).
         where: The touched rows' positions in ``present``.
@@ -166,8 +169,7 @@ def visibility(
         shows = False
         for j in range(src.shape[0]):
             has = src[j, t] >= 0
-            p = put_ts[j, t]
-            take = has and p > m and p >= oldest
+            take = has and put_ts[t, j] > m and put_ts[t, j] >= oldest
             taking[j, t] = take
             visible[j, t] = take or not (hidden or has)
             shows = shows or take
