@@ -161,7 +161,7 @@ def pivot_cells(
         all_marked = marker is not None and bool(marker.all())
         if not all_marked and ("qualifier" not in names or "value" not in names):
             return None  # (a Put without its qualifier or value: never so by delta_columns)
-        quals = _chunks(r.column("qualifier")) if "qualifier" in names else None
+        quals = _qualifiers_of(r.column("qualifier")) if "qualifier" in names else None
         pieces.append((r, seq, marker, quals))
     used: set[bytes] = {q for rec in records for q in rec.values}
     for _, _, marker, quals in pieces:
@@ -224,39 +224,41 @@ def _concat(values: list[pa.Array]) -> pa.Array:
     return values[0] if len(values) == 1 else pa.concat_arrays(values)
 
 
-def _chunks(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
-    """A column's chunks as dictionaries: every chunk's entries, indices, bounds, starts.
+def _chunks(col: pa.ChunkedArray) -> tuple[list[pa.Array], np.ndarray, np.ndarray]:
+    """A column's chunks as dictionaries: each chunk's dictionary, indices, bounds.
 
     Returns:
-        The chunks' dictionary entries one after another (binary), each cell's index in
-        its chunk's dictionary (int32), the chunks' first cells (then the cell count),
-        and each chunk's first entry among the entries. A chunk not read as a
-        dictionary is encoded here.
+        Each chunk's dictionary (binary), each cell's index in its chunk's dictionary
+        (int32), and the chunks' first cells (then the cell count). A chunk not read
+        as a dictionary is encoded here.
     """
     dicts, indices = [], []
     bounds = [0]
-    starts = []
-    entries = 0
     for c in col.chunks:
         if not len(c):
             continue
         if not pa.types.is_dictionary(c.type):
             c = _binary(c).dictionary_encode()
-        d = _binary(c.dictionary)
-        dicts.append(d)
+        dicts.append(_binary(c.dictionary))
         indices.append(c.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False))
-        starts.append(entries)
-        entries += len(d)
         bounds.append(bounds[-1] + len(c))
     if not dicts:
-        return pa.array([], pa.binary()), _NO_INDEX, _EMPTY, _EMPTY
+        return [], _NO_INDEX, _EMPTY
     index = indices[0] if len(indices) == 1 else np.concatenate(indices)
-    return (
-        _concat(dicts),
-        index,
-        np.array(bounds, dtype=np.int64),
-        np.array(starts, dtype=np.int64),
-    )
+    return dicts, index, np.array(bounds, dtype=np.int64)
+
+
+def _qualifiers_of(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """A qualifier column as :func:`_chunks` gives it, the dictionaries one array.
+
+    Returns:
+        Every chunk's dictionary entries in turn, the indices, the bounds, and each
+        chunk's first entry among the entries.
+    """
+    dicts, index, bounds = _chunks(col)
+    starts = np.zeros(len(dicts), dtype=np.int64)
+    np.cumsum([len(d) for d in dicts[:-1]], out=starts[1:])
+    return _concat(dicts), index, bounds, starts
 
 
 def _rows_of(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
@@ -267,21 +269,19 @@ def _rows_of(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray, np
     one. (Rows not in order only make rows absent from the base: the patch then
     declines.)
     """
-    entries, index, bounds, starts = _chunks(col)
-    if len(starts) <= 1:
-        return entries, index, bounds, starts
-    sizes = np.diff(np.append(starts, len(entries)))
-    kept, shift = [], np.empty(len(starts), dtype=np.int64)
+    dicts, index, bounds = _chunks(col)
+    shift = np.zeros(len(dicts), dtype=np.int64)
+    if len(dicts) <= 1:
+        return _concat(dicts), index, bounds, shift
+    kept = []
     last: bytes | None = None
     total = 0
-    for k, (s, size) in enumerate(zip(starts.tolist(), sizes.tolist(), strict=True)):
-        d = entries.slice(s, size)
-        same = int(last is not None and size > 0 and d[0].as_py() == last)
+    for k, d in enumerate(dicts):
+        same = int(last is not None and d[0].as_py() == last)
         shift[k] = total - same
-        kept.append(d.slice(same))
-        total += size - same
-        if size:
-            last = d[size - 1].as_py()
+        kept.append(d.slice(same) if same else d)
+        total += len(d) - same
+        last = d[len(d) - 1].as_py()
     return pa.concat_arrays(kept), index, bounds, shift
 
 
