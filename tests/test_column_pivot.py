@@ -234,3 +234,18 @@ def test_a_delta_of_one_timestamp_is_read_without_its_ts_column(
     assert (by_row[ROWS[1]]["f:dep"], by_row[ROWS[1]]["f:tail"]) == (None, "later")
     assert (by_row[ROWS[2]]["f:dep"], by_row[ROWS[2]]["f:tail"]) == (-2.0, None)
     assert (by_row[ROWS[3]]["f:dep"], by_row[ROWS[3]]["f:tail"]) == (None, None)
+
+
+def test_located_rows_of_sliced_arrays_read_their_stored_offsets() -> None:
+    """``locate_in`` takes keys' offsets as stored (no rebased copy): sliced haystacks and
+    needles (offsets not starting at 0, of binary and large binary arrays) place every
+    needle where a Python search does, absent ones at -1."""
+    from cellstore.reader.rowmerge import locate_in, sorted_parts
+
+    keys = [b"k%04d" % i for i in range(0, 400, 3)] + [b"k9", b"k9\x00"]
+    for kind in (pa.binary(), pa.large_binary()):
+        hay = pa.array([b"pad"] * 5 + keys, kind).slice(5)
+        wanted = [b"k0000", b"k0001", b"k0150", b"k0300", b"k9", b"k9\x00", b"z"]
+        needles = pa.array([b"x"] * 3 + wanted, kind).slice(3)
+        got = locate_in(needles, sorted_parts(hay)).tolist()
+        assert got == [keys.index(w) if w in keys else -1 for w in wanted]
