@@ -327,7 +327,7 @@ def _with_deltas(
     if first is not None:  # the families' rows: each distinct delta row array located once
         located = Located(first)
         for pivot in pending.values():
-            for needles in [d for d, _ in pivot.rows] if pivot is not None else []:
+            for needles in pivot.rows if pivot is not None else []:
                 located(needles)
 
     def decision(fam: FamilyRead, part: _Part) -> Decided | None:
@@ -420,18 +420,34 @@ def _cells_of(
 
     Column files are expanded to their cells; files with none in range are left out.
     ``encoded``: rows and qualifiers dictionary-encoded (``StoreFileReader.read``).
-    ``columns``: the cell columns to read of each file (default all).
+    ``columns``: the cell columns to read of each file (default all); of a cell file
+    whose cells all have one timestamp (its entry's smallest and largest agree: a load
+    stamps its cells alike), ``ts`` is that timestamp, not decoded.
     """
     runs: list[pa.Table] = []
     seqs: list[int] = []
     for entry in entries:
         cols = None if columns is None else columns(entry)
+        stamp = cols is not None and "ts" in cols and _one_stamp(entry)
+        if stamp and cols is not None:
+            cols = [c for c in cols if c != "ts"]
         with task.open_file(fs, fam, entry.path) as reader:
             cells = reader.read(start=task.start, stop=task.stop, encoded=encoded, columns=cols)
+        if stamp:
+            cells = cells.append_column("ts", pa.array(np.full(cells.num_rows, entry.min_ts)))
         if cells.num_rows:
             runs.append(cells)
             seqs.append(entry.seq)
     return runs, seqs
+
+
+def _one_stamp(entry: FileEntry) -> bool:
+    """Whether every cell of a cell file has one timestamp (by its manifest entry).
+
+    The entry's timestamps are the footer's, checked against it when the file is
+    opened; the writer computed them from the cells.
+    """
+    return entry.layout == "cells" and entry.min_ts == entry.max_ts
 
 
 def _records_of(

@@ -17,12 +17,14 @@ read with no time range (HBase's rules, docs/hbase-semantics.md):
 - a Put older than the family's TTL is expired (R8.1), and so is everything older.
 
 So the deltas are read with only the cell columns they need (:func:`delta_columns`) and
-gathered once (:func:`pivot_cells`); the touched rows are found in the base's rows by
-binary search (:class:`Located`), each touched (row, qualifier) keeps its newest Put by
-(timestamp, sequence id), of a cell file or a column delta, and each touched row its
-newest DeleteFamily (:func:`decide`), and each qualifier's newest cell Puts are typed
-once with the base column's codec (a column delta typing a column unlike the base
-declines). Every column is then one compiled gather over the
+gathered once (:func:`~cellstore.reader.columnar.pivot.pivot_cells`); the touched rows
+are found in the base's rows by binary search (:class:`~cellstore.reader.columnar.pivot.Located`),
+each touched (row, qualifier) keeps its newest Put by (timestamp, sequence id), of a
+cell file or a column delta, and each touched row its newest DeleteFamily
+(:func:`~cellstore.reader.columnar.pivot.decide`; module
+:mod:`~cellstore.reader.columnar.pivot` holds this first half), and each qualifier's
+newest cell Puts are typed once with the base column's codec (a column delta typing a
+column unlike the base declines). Every column is then one compiled gather over the
 kept rows (:func:`apply`): the base's value, the delta's, or null. Anything else (other
 markers, a delta row the base does not hold, older deltas) is left to the general merge
 (:mod:`cellstore.reader.rowmerge`).
@@ -33,16 +35,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellstore.core.cells import CellType
-from cellstore.core.codecs import Codec, arrow_type, binary_parts, one_array, valid_mask
+from cellstore.core.codecs import Codec, arrow_type, binary_parts, one_array
 from cellstore.core.metadata import FileEntry
 from cellstore.reader.columnar.gather import (
     NULL,
@@ -52,11 +51,13 @@ from cellstore.reader.columnar.gather import (
     same_bytes,
 )
 from cellstore.reader.columnar.join import _Part
+from cellstore.reader.columnar.pivot import Decided, Located, Pivot, Record, decide, pivot_cells
 from cellstore.reader.columnar.types import Column
-from cellstore.reader.rowmerge import _as_bytes, locate_in, sorted_parts, typed_like
+from cellstore.reader.rowmerge import _as_bytes, typed_like
 
 __all__ = [
     "Decided",
+    "Located",
     "Pivot",
     "apply",
     "cut_shared",
@@ -66,60 +67,6 @@ __all__ = [
     "newer_deltas",
     "pivot_cells",
 ]
-
-_PUT: Final = int(CellType.PUT)
-_DELETE_FAMILY: Final = int(CellType.DELETE_FAMILY)
-_NONE: Final = np.iinfo(np.int64).min
-
-
-@dataclass(frozen=True)
-class Record:
-    """A column delta's records in the read's range (one file, docs/format.md 14.4).
-
-    Attributes:
-        rows: The records' rows (binary, ascending, unique).
-        values: Per qualifier the read covers, its values (typed, null: no visible
-            cell) and codec.
-        stamps: Per qualifier, each value's timestamp (where the value is not null).
-        seq: The file's sequence id.
-    """
-
-    rows: pa.Array
-    values: dict[bytes, tuple[pa.Array, Codec]]
-    stamps: dict[bytes, np.ndarray]
-    seq: int
-
-
-@dataclass(frozen=True)
-class Pivot:
-    """A family's delta cells (Puts and DeleteFamily markers), one entry per cell.
-
-    The cells are those of every delta file, file after file; the rows are not yet
-    placed among the base's (:func:`decide` does that).
-
-    Attributes:
-        rows: Per delta file (in cell order): its distinct rows (binary, ascending; may
-            hold rows no cell uses) and each cell's index among them (:func:`_file_rows`).
-        marker: Per cell, whether it is a DeleteFamily.
-        ts: Per cell, its timestamp.
-        seq: Per cell, its file's sequence id.
-        qi: Per cell that is a Put of a covered qualifier, the qualifier's index in
-            ``qualifiers`` (else -1).
-        qualifiers: The covered qualifiers the deltas' Puts hold, ascending.
-        values: The Puts' values (binary; of files that hold Puts, in cell order).
-        vpos: Per cell, its value's position in ``values`` (-1: a file of markers only).
-        records: The column deltas' records (their values are Puts too).
-    """
-
-    rows: list[tuple[pa.Array, np.ndarray]]
-    marker: np.ndarray
-    ts: np.ndarray
-    seq: np.ndarray
-    qi: np.ndarray
-    qualifiers: list[bytes]
-    values: pa.Array
-    vpos: np.ndarray
-    records: tuple[Record, ...] = ()
 
 
 def newer_deltas(bases: Sequence[FileEntry], deltas: Sequence[FileEntry]) -> bool:
@@ -145,307 +92,6 @@ def delta_columns(entry: FileEntry) -> list[str]:
     if entry.delete_markers == entry.cells:
         return ["row", "ts", "type"]
     return ["row", "qualifier", "ts", "type", "value"]
-
-
-def pivot_cells(
-    runs: Sequence[pa.Table],
-    seqs: Sequence[int],
-    *,
-    qualifiers: frozenset[bytes] | None,
-    records: Sequence[Record] = (),
-) -> Pivot | None:
-    """Delta cells (one sorted table per file, sequence ids ``seqs``) gathered for a patch.
-
-    Args:
-        runs: Each delta file's cells in the read's range, in cell order: the columns
-            :func:`delta_columns` names (without ``type``: Puts only; without
-            ``qualifier`` and ``value``: markers only).
-        seqs: Each run's sequence id (of equal timestamps, the higher wins: R3.3).
-        qualifiers: The qualifiers the read covers (None: all); Puts of others are
-            left out (a DeleteFamily covers every qualifier).
-        records: The column deltas' records.
-
-    Returns:
-        The pivot, or None when a cell is neither a Put nor a DeleteFamily.
-    """
-    kept = [(r, s) for r, s in zip(runs, seqs, strict=True) if r.num_rows]
-    markers: list[np.ndarray] = []
-    for r, _ in kept:
-        if "type" in r.column_names:
-            t = r.column("type").to_numpy()
-            if ((t != _PUT) & (t != _DELETE_FAMILY)).any():
-                return None
-            markers.append(t == _DELETE_FAMILY)
-        else:
-            markers.append(np.zeros(r.num_rows, dtype=bool))
-    pairs = zip(kept, markers, strict=True)
-    if any("qualifier" not in r.column_names and not m.all() for (r, _), m in pairs):
-        return None  # (a Put without its qualifier: never so by delta_columns)
-    rows = [_file_rows(_stretches(r.column("row"))) for r, _ in kept]
-    quals = [
-        _stretches(r.column("qualifier"), dense=True) if "qualifier" in r.column_names else None
-        for r, _ in kept
-    ]
-    used: set[bytes] = set()
-    for q, m in zip(quals, markers, strict=True):
-        start = 0
-        for d, i in q or []:
-            puts = i[~m[start : start + len(i)]]
-            start += len(i)
-            if len(puts):
-                hit = np.bincount(puts, minlength=len(d)) > 0
-                used.update(d.filter(pa.array(hit)).to_pylist())
-    used.update(q for r in records for q in r.values)
-    names = sorted(q for q in used if qualifiers is None or q in qualifiers)
-    at = {q: j for j, q in enumerate(names)}
-    qis, vpos, values = [], [], []
-    n_values = 0
-    for (r, _), q, m in zip(kept, quals, markers, strict=True):
-        if q is None:
-            qis.append(np.full(r.num_rows, -1, dtype=np.int64))
-        else:
-            parts = []
-            for d, i in q:
-                table = np.array([at.get(v, -1) for v in d.to_pylist()] or [-1], dtype=np.int64)
-                parts.append(table[i])
-            qi = np.concatenate(parts)
-            qi[m] = -1
-            qis.append(qi)
-        if "value" in r.column_names:
-            values.extend(r.column("value").cast(pa.binary()).chunks)
-            vpos.append(np.arange(n_values, n_values + r.num_rows, dtype=np.int64))
-            n_values += r.num_rows
-        else:
-            vpos.append(np.full(r.num_rows, -1, dtype=np.int64))
-    empty = np.zeros(0, dtype=np.int64)
-    return Pivot(
-        rows=rows,
-        marker=np.concatenate(markers) if markers else np.zeros(0, dtype=bool),
-        ts=np.concatenate([r.column("ts").to_numpy().astype(np.int64) for r, _ in kept] or [empty]),
-        seq=np.concatenate([np.full(r.num_rows, s, dtype=np.int64) for r, s in kept] or [empty]),
-        qi=np.concatenate(qis) if qis else empty,
-        qualifiers=names,
-        values=pa.chunked_array(values, pa.binary()).combine_chunks()
-        if values
-        else pa.array([], pa.binary()),
-        vpos=np.concatenate(vpos) if vpos else empty,
-        records=tuple(records),
-    )
-
-
-def _file_rows(stretches: list[tuple[pa.Array, np.ndarray]]) -> tuple[pa.Array, np.ndarray]:
-    """A sorted file's row stretches (:func:`_stretches`) as one: distinct rows, indices.
-
-    The stretches' rows follow each other (row groups in row order); a row on both sides
-    of a boundary is one. (Rows not in order only make rows absent from the base: the
-    patch then declines.)
-    """
-    if len(stretches) == 1:
-        return stretches[0]
-    if not stretches:
-        return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64)
-    kept, indices = [], []
-    total = 0
-    last: bytes | None = None
-    for d, i in stretches:
-        same = int(last is not None and len(d) > 0 and d[0].as_py() == last)
-        indices.append(i + (total - same))
-        kept.append(d.slice(same))
-        total += len(d) - same
-        if len(d):
-            last = d[len(d) - 1].as_py()
-    return pa.concat_arrays(kept), np.concatenate(indices)
-
-
-def _stretches(col: pa.ChunkedArray, *, dense: bool = False) -> list[tuple[pa.Array, np.ndarray]]:
-    """A column's chunks as (distinct values, each cell's index among them), binary.
-
-    A dictionary-encoded chunk (a row group's) gives its dictionary: of a sorted column,
-    its values in the order they first appear, so ascending. Another chunk gives its own
-    values (each cell its own index) or, with ``dense``, is dictionary-encoded.
-    """
-    out = []
-    for c in col.chunks:
-        if not len(c):
-            continue
-        if not pa.types.is_dictionary(c.type) and dense:
-            c = c.cast(pa.binary()).dictionary_encode()
-        if pa.types.is_dictionary(c.type):
-            index = c.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            out.append((c.dictionary.cast(pa.binary()), index))
-        else:
-            out.append((c.cast(pa.binary()), np.arange(len(c), dtype=np.int64)))
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _newest(cells: tuple[np.ndarray, ...], out: tuple[np.ndarray, ...]) -> None:
-    ridx, qi, ts, seq, marker = cells
-    mark, best, best_ts, best_seq = out
-    # per touched row its newest DeleteFamily; per (qualifier, touched row) the newest Put
-    # by (ts, seq), R3.3 (of equal ones the first in cell order: a file's own order)
-    for c in range(len(ridx)):
-        r = ridx[c]
-        t = ts[c]
-        if marker[c]:
-            if t > mark[r]:
-                mark[r] = t
-            continue
-        j = qi[c]
-        if j < 0:
-            continue
-        if best[j, r] < 0 or t > best_ts[j, r] or (t == best_ts[j, r] and seq[c] > best_seq[j, r]):
-            best[j, r] = c
-            best_ts[j, r] = t
-            best_seq[j, r] = seq[c]
-
-
-class Located:
-    """Where sorted delta rows are among a base's rows, each distinct array located once.
-
-    Calling it with sorted rows gives each one's position among the base's rows (-1:
-    absent). The families of a task whose base rows are the same share one: their
-    deltas often hold the same rows in the same row groups (a load of whole records),
-    and an array equal to one already located is answered from there. Safe to call from
-    several threads (two may locate the same array).
-    """
-
-    def __init__(self, rows: pa.Array) -> None:
-        self._haystack = sorted_parts(rows)
-        self._seen: dict[tuple[int, bytes, bytes], list[tuple[pa.Array, np.ndarray]]] = {}
-
-    def __call__(self, needles: pa.Array) -> np.ndarray:
-        needles = needles.cast(pa.binary())
-        n = len(needles)
-        if not n:
-            return np.zeros(0, dtype=np.int64)
-        at = (n, needles[0].as_py(), needles[n - 1].as_py())
-        for array, positions in self._seen.get(at, []):
-            if array.equals(needles):
-                return positions
-        out = locate_in(needles, self._haystack)
-        self._seen.setdefault(at, []).append((needles, out))
-        return out
-
-
-@dataclass(frozen=True)
-class Decided:
-    """How a family's pivoted deltas change its base rows (:func:`decide`).
-
-    Attributes:
-        where: The touched rows' positions among the base's rows, ascending.
-        present: Per base row, whether the family shows it (a visible value the read
-            covers).
-        hidden: Per touched row, whether a DeleteFamily hides the base's record.
-        shown: Per qualifier of the deltas' Puts, per touched row: whether the column
-            shows a value, whether that value is the delta's, and the position of the
-            row's newest Put among the qualifier's ``raw`` values (-1: none).
-        raw: Per qualifier, the newest Puts' values (binary), touched rows ascending.
-        extra: Per qualifier, the column deltas' values (typed) and codecs: a row's
-            Put position counts on past ``raw`` through these, in order.
-    """
-
-    where: np.ndarray
-    present: np.ndarray
-    hidden: np.ndarray
-    shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]
-    raw: dict[bytes, pa.Array]
-    extra: dict[bytes, list[tuple[pa.Array, Codec]]] = dataclasses.field(default_factory=dict)
-
-
-def decide(
-    present: np.ndarray | None,
-    rows: pa.Array,
-    pivot: Pivot,
-    *,
-    oldest: int | None,
-    codecs: dict[bytes, Codec] | None = None,
-    located: Located | None = None,
-) -> Decided | None:
-    """What the deltas ``pivot`` do to a family's base rows ``rows`` (see the module).
-
-    Args:
-        present: Which base rows the family shows (None: all).
-        rows: The base's rows, ascending (binary).
-        pivot: The deltas, every cell newer than the base's.
-        oldest: The oldest live timestamp under the family's TTL (None: no TTL).
-        codecs: The base's codec of each column it holds (a column delta's values are
-            taken only as typed alike).
-        located: Where delta rows are among ``rows`` (shared by the families of one
-            task whose base rows are the same; default: made here).
-
-    Returns:
-        The decisions, or None when a delta row is not among the base's rows, or a
-        column delta types a column unlike the base.
-    """
-    typed = dict(codecs or {})
-    for rec in pivot.records:
-        for q, (_, c) in rec.values.items():
-            if typed.setdefault(q, c) is not c:
-                return None  # (a changed codec: the general merge decides the type)
-    where_of = located if located is not None else Located(rows)
-    found = [(where_of(d), i) for d, i in pivot.rows]
-    placed = [where_of(rec.rows) for rec in pivot.records]
-    if any((p[i] < 0).any() for p, i in found) or any((p < 0).any() for p in placed):
-        return None
-    # the touched rows (and maybe a few rows of the stretches' dictionaries no cell uses)
-    every = np.concatenate([p[p >= 0] for p, _ in found] + placed + [np.zeros(0, np.int64)])
-    every = np.sort(every)
-    step = np.ones(len(every), dtype=bool)
-    step[1:] = every[1:] != every[:-1]
-    where = every[step]
-    empty = np.zeros(0, dtype=np.int64)
-    ridx = np.concatenate([np.searchsorted(where, p)[i] for p, i in found] or [empty])
-    n_t, n_q = len(where), len(pivot.qualifiers)
-    mark = np.full(n_t, _NONE, dtype=np.int64)
-    best = np.full((n_q, n_t), -1, dtype=np.int64)
-    best_ts = np.full((n_q, n_t), _NONE, dtype=np.int64)
-    best_seq = np.full((n_q, n_t), _NONE, dtype=np.int64)
-    _newest((ridx, pivot.qi, pivot.ts, pivot.seq, pivot.marker), (mark, best, best_ts, best_seq))
-    hidden = mark > _NONE
-    held = best >= 0
-    # each qualifier's newest Puts, touched rows ascending, one qualifier after another
-    raw_all = pivot.values.take(pa.array(pivot.vpos[best[held]]))
-    bounds = np.concatenate([[0], np.cumsum(held.sum(axis=1))])
-    rank = np.cumsum(held, axis=1) - 1
-    at_records = [np.searchsorted(where, p) for p in placed]
-    out = np.ones(len(rows), dtype=bool) if present is None else present.copy()
-    shows = np.zeros(n_t, dtype=bool)
-    shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    raw: dict[bytes, pa.Array] = {}
-    extra: dict[bytes, list[tuple[pa.Array, Codec]]] = {}
-    for j, q in enumerate(pivot.qualifiers):
-        lo, hi = int(bounds[j]), int(bounds[j + 1])
-        src = np.where(held[j], rank[j], -1)
-        put_ts = best_ts[j]
-        if pivot.records:
-            put_seq = best_seq[j]
-            offset = hi - lo  # (a column delta's values follow the cells' in ``new``)
-            for rec, at_rec in zip(pivot.records, at_records, strict=True):
-                if q not in rec.values:
-                    continue
-                values, codec = rec.values[q]
-                stamp = rec.stamps[q]
-                idx = np.flatnonzero(valid_mask(values))
-                t_at, r_ts = at_rec[idx], stamp[idx]
-                # the newest by (timestamp, sequence id), R3.3
-                wins = (r_ts > put_ts[t_at]) | ((r_ts == put_ts[t_at]) & (rec.seq > put_seq[t_at]))
-                t_at, idx = t_at[wins], idx[wins]
-                src[t_at] = offset + idx
-                put_ts[t_at] = r_ts[wins]
-                put_seq[t_at] = rec.seq
-                extra.setdefault(q, []).append((values, codec))
-                offset += len(values)
-        has = src >= 0
-        taking = has & (put_ts > mark)
-        if oldest is not None:
-            taking &= put_ts >= oldest
-        shows |= taking
-        # a newer Put that is not shown hides the base's value too (older still)
-        shown[q] = (taking | ~(hidden | has), taking, src)
-        raw[q] = raw_all.slice(lo, hi - lo)
-    out[where] = shows | (~hidden & out[where])
-    return Decided(where, out, hidden, shown, raw, extra)
 
 
 def apply(
