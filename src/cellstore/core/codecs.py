@@ -386,6 +386,27 @@ def _is_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
 
 
+def stored_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Zero-copy ``(offsets, data)`` of a binary or string array, offsets as stored.
+
+    Unlike :func:`binary_parts`, nothing is rebased or widened: ``offsets`` is the
+    array's own slice of its offsets buffer (int32, or int64 for the large types),
+    ``len(arr) + 1`` long, and ``data`` the whole data buffer, so value ``i`` is
+    ``data[offsets[i]:offsets[i + 1]]``. Where the array has no data (empty values
+    only), ``data`` is one zero byte (compiled kernels may index it, never read it).
+    """
+    t = arr.type
+    large = pa.types.is_large_binary(t) or pa.types.is_large_string(t)
+    width = np.int64 if large else np.int32
+    bufs = arr.buffers()
+    if not len(arr) or bufs[1] is None:
+        offsets = np.zeros(len(arr) + 1, dtype=width)
+    else:
+        offsets = np.frombuffer(bufs[1], dtype=width)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else None
+    return offsets, data if data is not None else np.zeros(1, dtype=np.uint8)
+
+
 def binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Zero-copy ``(offsets, data)`` of a binary or string array.
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.core.cells import CELL_SCHEMA, CellType
-from cellstore.core.codecs import Codec, decode_values, encode_values, valid_mask
+from cellstore.core.codecs import Codec, decode_values, encode_values, stored_parts, valid_mask
 
 __all__ = ["BaseColumns", "Merged", "decidable", "merge_by_row"]
 
@@ -257,22 +257,11 @@ def locate_in(needles: pa.Array, haystack: tuple[np.ndarray, np.ndarray]) -> np.
 
 
 def _stored_parts(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Binary keys' offsets as stored (into their data buffer) and that buffer, zero copy.
-
-    (Unlike :func:`~cellstore.core.codecs.binary_parts`, no offset is rebased: key ``i``
-    is ``data[offsets[i]:offsets[i + 1]]`` all the same. No key may be null.)
-    """
+    """Binary keys' :func:`~cellstore.core.codecs.stored_parts` (no key may be null)."""
     t = keys.type
     if not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
         keys = keys.cast(pa.binary())
-        t = keys.type
-    if not len(keys):
-        return np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.uint8)
-    bufs = keys.buffers()
-    width = np.int64 if pa.types.is_large_binary(t) else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=width)[keys.offset : keys.offset + len(keys) + 1]
-    data = np.zeros(0, dtype=np.uint8) if bufs[2] is None else np.frombuffer(bufs[2], np.uint8)
-    return offsets, data
+    return stored_parts(keys)
 
 
 @numba.njit(cache=True, nogil=True)

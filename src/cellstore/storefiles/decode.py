@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cellstore.core.codecs import stored_parts
+
 __all__ = ["as_dense", "dictionary_columns"]
 
 
@@ -93,7 +95,7 @@ def _same_length(chunks: Sequence[pa.Array], dense: pa.DataType) -> pa.Array | N
         entries = c.dictionary
         if c.null_count or entries.null_count or not len(entries) or entries.type != dense:
             return None
-        parts.append((*_entries(entries), c.indices.to_numpy(zero_copy_only=False)))
+        parts.append((*stored_parts(entries), c.indices.to_numpy(zero_copy_only=False)))
     width = int(parts[0][0][1] - parts[0][0][0])
     n = sum(len(c) for c in chunks)
     if n * width >= 2**31:
@@ -105,23 +107,8 @@ def _same_length(chunks: Sequence[pa.Array], dense: pa.DataType) -> pa.Array | N
         if not _copy_entries(offsets, data, width, indices, out, at):
             return None
         at += len(indices) * width
-    ends = np.arange(0, (n + 1) * width, width, dtype=np.int32) if width else None
-    if ends is None:
-        ends = np.zeros(n + 1, dtype=np.int32)
+    ends = np.arange(n + 1, dtype=np.int32) * np.int32(width)  # (n * width < 2**31)
     return pa.Array.from_buffers(dense, n, [None, pa.py_buffer(ends), pa.py_buffer(out)])
-
-
-def _entries(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A string or binary dictionary's offsets (absolute, its own slice) and data."""
-    bufs = dictionary.buffers()
-    o = dictionary.offset
-    offsets = np.frombuffer(bufs[1], dtype=np.int32)[o : o + len(dictionary) + 1]
-    data = (
-        np.frombuffer(bufs[2], dtype=np.uint8)
-        if bufs[2] is not None and bufs[2].size
-        else np.zeros(1, dtype=np.uint8)
-    )
-    return offsets, data
 
 
 @numba.njit(cache=True, nogil=True)

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from cellstore.core.codecs import binary_from_parts
+from cellstore.core.codecs import binary_from_parts, stored_parts
 
 __all__ = ["NULL", "fixed_width", "gather2", "gather_numbers", "same_bytes", "words"]
 
@@ -51,8 +51,8 @@ def same_bytes(base: pa.Array, at: np.ndarray, raw: pa.Array, src: np.ndarray) -
     """
     if not len(at):
         return True
-    a_off, a_data = _parts(base)
-    b_off, b_data = _parts(raw)
+    a_off, a_data = stored_parts(base)
+    b_off, b_data = stored_parts(raw)
     a_bits, a_bit0, a_has = _bits(base)
     return bool(
         _same_bytes(
@@ -89,7 +89,7 @@ def gather_numbers(
     whose payload the typed path decides.
     """
     width = base.type.bit_width // 8
-    offsets, data = _parts(raw)
+    offsets, data = stored_parts(raw)
     if raw.null_count or len(data) < width * len(raw):
         return None
     a = words(base)
@@ -157,19 +157,11 @@ def _gather_fixed(base: pa.Array, new: pa.Array, index: np.ndarray) -> pa.Array:
     return _assemble(base.type, [pa.py_buffer(out)], valid)
 
 
-def _parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A binary or string array's offsets (as stored, absolute) and data (zero copy)."""
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else None
-    return offsets, data if data is not None else np.zeros(1, dtype=np.uint8)
-
-
 def _gather_binary(base: pa.Array, new: pa.Array, index: np.ndarray) -> pa.Array:
     if not len(new):
         new = pa.array([b""], base.type)  # (a buffer to point at; no index takes it)
-    a_off, a_data = _parts(base)
-    b_off, b_data = _parts(new)
+    a_off, a_data = stored_parts(base)
+    b_off, b_data = stored_parts(new)
     a_bits, a_bit0, a_has = _bits(base)
     b_bits, b_bit0, b_has = _bits(new)
     offsets = np.empty(len(index) + 1, dtype=np.int64)
