@@ -161,6 +161,47 @@ def test_decisions_follow_the_rules_from_dictionary_chunks(seed: int, dictionary
     assert got["present"].tolist() == want["present"].tolist()
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_files_of_one_timestamp_read_without_ts_decide_alike(seed: int) -> None:
+    """Delta files whose cells share one timestamp each (as a load stamps them), given
+    to :func:`pivot_cells` without their ``ts`` column and with that timestamp instead
+    (``stamps``), decide exactly what the same files with the column decide, and what
+    the oracle does (R3.3: of equal timestamps the higher sequence id; R5.1: a marker
+    hides Puts of its timestamp and older)."""
+    made = []
+    for i, (kinds, stamp) in enumerate([("p", 50), ("m", 50), ("pm", 60)]):
+        seen_keys: set[tuple[bytes, bytes, int]] = set()
+        cells = []
+        for row, q, _, kind, value in cells_of(seed * 3 + i, kinds=kinds):
+            if (row, q, kind) not in seen_keys:  # (one stamp: one cell per key)
+                seen_keys.add((row, q, kind))
+                cells.append((row, q, stamp, kind, value))
+        made.append((cells, kinds, stamp))
+    seqs = [5, 6, 7]
+    runs = [as_run(c, kinds=k, dictionary=True) for c, k, _ in made]
+    bare = [r.drop_columns(["ts"]) for r in runs]
+    stamps = [stamp for _, _, stamp in made]
+    present = np.array([i % 3 != 0 for i in range(len(BASE))])
+    rows = pa.array(BASE, pa.binary())
+    full = pivot_cells(runs, seqs, qualifiers=None)
+    one = pivot_cells(bare, seqs, qualifiers=None, stamps=stamps)
+    assert full is not None and one is not None
+    assert all(len(f.ts) == 1 for f in one.files)  # (no column built for them)
+    want = oracle(
+        [(c, s) for (c, _, _), s in zip(made, seqs, strict=True)],
+        covered=None,
+        oldest=None,
+        present=present,
+    )
+    for pivot in (full, one):
+        decided = decide(present, rows, pivot, oldest=None)
+        assert decided is not None
+        got = seen(decided, pivot)
+        assert got["shown"] == want["shown"]
+        assert got["hidden"] == want["hidden"]
+        assert got["present"].tolist() == want["present"].tolist()
+
+
 def test_a_delta_row_the_base_lacks_declines_and_unused_dictionary_rows_do_not() -> None:
     """A cell whose row is not among the base's rows: no decision (the general merge
     reads the task). A row only in a chunk's dictionary (its cells cut off by the read's

@@ -181,13 +181,19 @@ def _read_base(
         visible = valid_mask(values)
         if row_ts is not None:
             own = one_array(records.column(s.ts_name))
-            ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
+            if own.null_count == len(own):  # (the record's timestamp: a load stamps alike)
+                ts = row_ts
+            else:
+                ts = np.where(valid_mask(own), own.fill_null(0).to_numpy(), row_ts)
             stamps[s] = ts
-            if oldest is not None:
-                visible &= ts >= oldest
-            if window is not None:
-                visible &= (ts >= window[0]) & (ts < window[1])
-            values = pc.if_else(pa.array(visible), values, None)
+            if oldest is not None or window is not None:
+                hidden = visible.copy()
+                if oldest is not None:
+                    visible &= ts >= oldest
+                if window is not None:
+                    visible &= (ts >= window[0]) & (ts < window[1])
+                if (hidden != visible).any():  # (else no value is hidden: none to null)
+                    values = pc.if_else(pa.array(visible), values, None)
         if per_cell:
             present |= visible
         shown[s] = values

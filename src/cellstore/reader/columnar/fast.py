@@ -415,29 +415,31 @@ def _cells_of(
     *,
     encoded: bool = False,
     columns: Callable[[FileEntry], list[str]] | None = None,
+    stamps: list[int | None] | None = None,
 ) -> tuple[list[pa.Table], list[int]]:
     """The cells of ``entries`` in the task's range, and their sequence ids.
 
     Column files are expanded to their cells; files with none in range are left out.
     ``encoded``: rows and qualifiers dictionary-encoded (``StoreFileReader.read``).
-    ``columns``: the cell columns to read of each file (default all); of a cell file
-    whose cells all have one timestamp (its entry's smallest and largest agree: a load
-    stamps its cells alike), ``ts`` is that timestamp, not decoded.
+    ``columns``: the cell columns to read of each file (default all). With ``stamps``
+    (filled here, one per run returned), a cell file whose cells all have one timestamp
+    (its entry's smallest and largest agree: a load stamps its cells alike) is read
+    without ``ts``, and ``stamps`` gives that timestamp (None: the run has ``ts``).
     """
     runs: list[pa.Table] = []
     seqs: list[int] = []
     for entry in entries:
         cols = None if columns is None else columns(entry)
-        stamp = cols is not None and "ts" in cols and _one_stamp(entry)
+        stamp = stamps is not None and cols is not None and "ts" in cols and _one_stamp(entry)
         if stamp and cols is not None:
             cols = [c for c in cols if c != "ts"]
         with task.open_file(fs, fam, entry.path) as reader:
             cells = reader.read(start=task.start, stop=task.stop, encoded=encoded, columns=cols)
-        if stamp:
-            cells = cells.append_column("ts", pa.array(np.full(cells.num_rows, entry.min_ts)))
         if cells.num_rows:
             runs.append(cells)
             seqs.append(entry.seq)
+            if stamps is not None:
+                stamps.append(entry.min_ts if stamp else None)
     return runs, seqs
 
 
@@ -512,9 +514,14 @@ def _read_family(
     deltas = [e for e in deltas if e.path not in older]
     if pending is not None and fam.spec.time_range is None and newer_deltas(bases, deltas):
         cells = [e for e in deltas if e.layout == "cells"]
-        runs, seqs = _cells_of(fs, task, fam, cells, encoded=True, columns=delta_columns)
+        stamps: list[int | None] = []
+        runs, seqs = _cells_of(
+            fs, task, fam, cells, encoded=True, columns=delta_columns, stamps=stamps
+        )
         records = _records_of(fs, task, fam, [e for e in deltas if e not in cells], key)
-        pivot = pivot_cells(runs, seqs, qualifiers=fam.spec.qualifiers, records=records)
+        pivot = pivot_cells(
+            runs, seqs, qualifiers=fam.spec.qualifiers, records=records, stamps=stamps
+        )
         if pivot is not None or shared:
             pending[fam.family.name] = pivot
             deltas = []

@@ -77,7 +77,7 @@ class DeltaFile:
         qual_start: Per qualifier chunk, its first entry in ``qmap``.
         qmap: Per qualifier dictionary entry (every chunk's in turn), its column's
             number in :attr:`Pivot.qualifiers` (-1: not covered, or a marker's).
-        ts: Per cell, its timestamp.
+        ts: Per cell, its timestamp (one only: every cell's).
         marker: Per cell, whether it is a DeleteFamily (None: every cell is a Put).
         seq: The file's sequence id.
         first: Its first cell's value position in :attr:`Pivot.values` (-1: no values,
@@ -128,6 +128,7 @@ def pivot_cells(
     *,
     qualifiers: frozenset[bytes] | None,
     records: Sequence[Record] = (),
+    stamps: Sequence[int | None] | None = None,
 ) -> Pivot | None:
     """Delta cells (one sorted table per file, sequence ids ``seqs``) gathered for a patch.
 
@@ -140,13 +141,16 @@ def pivot_cells(
         qualifiers: The qualifiers the read covers (None: all); Puts of others are
             left out (a DeleteFamily covers every qualifier).
         records: The column deltas' records.
+        stamps: Per run, the one timestamp of all its cells when it has no ``ts``
+            column (None, or no ``stamps``: it has one).
 
     Returns:
         The pivot, or None when a cell is neither a Put nor a DeleteFamily (or a Put
         comes without its qualifier or value).
     """
     pieces = []
-    for r, seq in zip(runs, seqs, strict=True):
+    one = [None] * len(runs) if stamps is None else list(stamps)
+    for r, seq, stamp in zip(runs, seqs, one, strict=True):
         if not r.num_rows:
             continue
         names = r.column_names
@@ -162,9 +166,9 @@ def pivot_cells(
         if not all_marked and ("qualifier" not in names or "value" not in names):
             return None  # (a Put without its qualifier or value: never so by delta_columns)
         quals = _qualifiers_of(r.column("qualifier")) if "qualifier" in names else None
-        pieces.append((r, seq, marker, quals))
+        pieces.append((r, seq, marker, quals, stamp))
     used: set[bytes] = {q for rec in records for q in rec.values}
-    for _, _, marker, quals in pieces:
+    for _, _, marker, quals, _ in pieces:
         if quals is None:
             continue
         entries, index, bounds, starts = quals
@@ -177,7 +181,7 @@ def pivot_cells(
     files = []
     values: list[pa.Array] = []
     n_values = 0
-    for r, seq, marker, quals in pieces:
+    for r, seq, marker, quals, stamp in pieces:
         rows, r_index, r_bounds, r_shift = _rows_of(r.column("row"))
         if quals is None:
             q_index, q_bounds, q_start, qmap = _NO_INDEX, _EMPTY, _EMPTY, _EMPTY
@@ -189,7 +193,10 @@ def pivot_cells(
             first = n_values
             values.extend(_binary(c) for c in r.column("value").chunks)
             n_values += r.num_rows
-        ts = r.column("ts").to_numpy().astype(np.int64, copy=False)
+        if stamp is None:
+            ts = r.column("ts").to_numpy().astype(np.int64, copy=False)
+        else:  # (every cell's: the kernel reads one timestamp)
+            ts = np.array([stamp], dtype=np.int64)
         files.append(
             DeltaFile(
                 rows,

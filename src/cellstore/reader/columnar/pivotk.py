@@ -61,9 +61,10 @@ def newest_of_file(
         quals: ``(index, bounds, start, qmap)`` alike for the qualifier column: each
             chunk's first entry in ``qmap``, which gives each entry's column number
             (-1: not covered). Empty ``bounds``: no qualifier column (markers only).
-        cells: ``(ts, marker, marked, seq, first)``: each cell's timestamp, whether it
-            is a DeleteFamily (when ``marked``; else every cell is a Put), the file's
-            sequence id, and its first Put's position among the family's values.
+        cells: ``(ts, marker, marked, seq, first)``: each cell's timestamp (one only:
+            every cell's), whether it is a DeleteFamily (when ``marked``; else every
+            cell is a Put), the file's sequence id, and its first Put's position among
+            the family's values.
         out: ``(mark, best, best_ts, best_seq)``: per touched row its newest
             DeleteFamily's timestamp; per (touched row, column) the newest Put's value
             position (-1: none yet), timestamp and sequence id (read only where there is
@@ -79,6 +80,7 @@ def newest_of_file(
     mark, best, best_ts, best_seq = out
     has_q = len(q_bounds) > 0
     n = len(r_index)
+    each = len(ts) == n  # (else one timestamp: every cell's)
     rk = 0
     qk = 0
     r_end = r_bounds[1] if len(r_bounds) > 1 else n
@@ -90,7 +92,7 @@ def newest_of_file(
         r = touched[r_index[c] + r_shift[rk]]
         if r < 0:
             return False
-        t = ts[c]
+        t = ts[c] if each else ts[0]
         if marked and marker[c]:
             if t > mark[r]:
                 mark[r] = t
