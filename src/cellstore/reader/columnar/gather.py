@@ -84,13 +84,14 @@ def gather_numbers(
     ``out[k]`` is ``base[index[k]]``, except ``out[put_at[m]]``: the number whose
     big-endian bytes are ``raw[put_src[m]]`` (valid), and ``out[gone_at[m]]``: null. It
     is what :func:`gather2` gives with the values typed from ``raw`` first, in one
-    compiled pass and without typing them. ``raw`` (binary, no nulls) must hold only
-    values of ``base``'s width; None when one differs, or (``floats``) when one is a NaN,
-    whose payload the typed path decides.
+    compiled pass and without typing them. ``raw`` is binary without nulls; the values
+    ``put_src`` names must have ``base``'s width: None when one differs, or (``floats``)
+    when one is a NaN, whose payload the typed path decides. (Values ``put_src`` does
+    not name are not looked at.)
     """
     width = base.type.bit_width // 8
     offsets, data = stored_parts(raw)
-    if raw.null_count or len(data) < width * len(raw):
+    if raw.null_count:
         return None
     a = words(base)
     a_bits, a_off, a_has = _bits(base)
@@ -330,12 +331,13 @@ def _patch_words(
     out: np.ndarray,
     valid: np.ndarray,
 ) -> bool:
-    # every delta value of the base's width, no NaN among floats (as the typed path asks)
+    # every delta value put of the base's width, no NaN among floats (as the typed path asks)
     top = np.uint64(1) << np.uint64(8 * width - 1)
     exp_bits = 11 if width == 8 else 8
     frac = (np.uint64(1) << np.uint64(8 * width - 1 - exp_bits)) - np.uint64(1)
     exponent = (top - np.uint64(1)) ^ frac
-    for j in range(len(offsets) - 1):
+    for m in range(len(put_src)):
+        j = put_src[m]
         s = offsets[j]
         if offsets[j + 1] - s != width:
             return False

@@ -246,13 +246,13 @@ def _patched_numbers(
     mine = at >= 0
     took = taking & mine
     gone = ~visible & mine
-    out = gather_numbers(
+    out = gather_numbers(  # (the values where they are: their positions mapped)
         base,
         index,
         at[took],
-        src[took],
+        decided.raw.picks[q][src[took]],
         at[gone],
-        decided.raw[q],
+        decided.raw.stored,
         floats=kind[1] == "f",
     )
     return None if out is None else (out, codec)
@@ -301,7 +301,7 @@ def _rewrites(held: tuple[pa.Array, Codec], decided: Decided, q: bytes, at: np.n
     """
     base, codec = held
     t = base.type
-    raw = decided.raw[q]
+    raw = decided.raw.stored  # (where they are: positions mapped through the picks)
     if (
         codec not in (Codec.STRING, Codec.BYTES)
         or not (pa.types.is_string(t) or pa.types.is_binary(t))
@@ -314,7 +314,7 @@ def _rewrites(held: tuple[pa.Array, Codec], decided: Decided, q: bytes, at: np.n
     if (mine & ~visible).any():
         return False
     took = taking & mine
-    return same_bytes(base, decided.where[took], raw, src[took])
+    return same_bytes(base, decided.where[took], raw, decided.raw.picks[q][src[took]])
 
 
 def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -> bool:

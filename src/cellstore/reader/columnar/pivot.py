@@ -15,7 +15,7 @@ and columns, never over cells (:mod:`~cellstore.reader.columnar.pivotk`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,7 +27,16 @@ from cellstore.core.codecs import Codec, valid_mask
 from cellstore.reader.columnar.pivotk import newest_of_file, used_entries, visibility, winners
 from cellstore.reader.rowmerge import locate_in, sorted_parts
 
-__all__ = ["Decided", "DeltaFile", "Located", "Pivot", "Record", "decide", "pivot_cells"]
+__all__ = [
+    "Decided",
+    "DeltaFile",
+    "Located",
+    "Picked",
+    "Pivot",
+    "Record",
+    "decide",
+    "pivot_cells",
+]
 
 _PUT: Final = int(CellType.PUT)
 _DELETE_FAMILY: Final = int(CellType.DELETE_FAMILY)
@@ -321,6 +330,37 @@ class Located:
         return out
 
 
+class Picked(Mapping[bytes, pa.Array]):
+    """Per qualifier, its newest Puts' values: positions among all the deltas' values.
+
+    ``picks[q][i]`` is the position in ``stored`` (every delta Put's value, binary) of
+    ``raw[q][i]``. A qualifier's values are taken (copied) only when asked for: a patch
+    that reads them where they are
+    (:func:`~cellstore.reader.columnar.gather.gather_numbers`, ``same_bytes``) takes
+    ``stored`` and maps its positions through ``picks``. Safe to read from several
+    threads (two may take the same values).
+    """
+
+    def __init__(self, stored: pa.Array, picks: dict[bytes, np.ndarray]) -> None:
+        self.stored = stored
+        self.picks = picks
+        self._taken: dict[bytes, pa.Array] = {}
+
+    def __getitem__(self, q: bytes) -> pa.Array:
+        got = self._taken.get(q)
+        if got is None:
+            at = self.picks[q]
+            got = self.stored.take(pa.array(at)) if len(at) else self.stored[:0]
+            self._taken[q] = got
+        return got
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.picks)
+
+    def __len__(self) -> int:
+        return len(self.picks)
+
+
 @dataclass(frozen=True)
 class Decided:
     """How a family's pivoted deltas change its base rows (:func:`decide`).
@@ -333,7 +373,8 @@ class Decided:
         shown: Per qualifier of the deltas' Puts, per touched row: whether the column
             shows a value, whether that value is the delta's, and the position of the
             row's newest Put among the qualifier's ``raw`` values (-1: none).
-        raw: Per qualifier, the newest Puts' values (binary), touched rows ascending.
+        raw: Per qualifier, the newest Puts' values (binary), touched rows ascending
+            (each taken when first asked for: :class:`Picked`).
         extra: Per qualifier, the column deltas' values (typed) and codecs: a row's
             Put position counts on past ``raw`` through these, in order.
     """
@@ -342,7 +383,7 @@ class Decided:
     present: np.ndarray
     hidden: np.ndarray
     shown: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]
-    raw: dict[bytes, pa.Array]
+    raw: Picked
     extra: dict[bytes, list[tuple[pa.Array, Codec]]] = dataclasses.field(default_factory=dict)
 
 
@@ -402,8 +443,6 @@ def decide(
     bounds = np.empty(n_q + 1, dtype=np.int64)
     winners(best, src, order, bounds)
     # each column's newest Puts, touched rows ascending, one column after another
-    taken = int(bounds[-1])
-    raw_all = pivot.values.take(pa.array(order[:taken])) if taken else pivot.values[:0]
     extra = _with_records(pivot, where, placed, (src, best_ts, best_seq), bounds)
     shows = np.ones(len(rows), dtype=bool) if present is None else present.copy()
     visible = np.empty((n_q, n_t), dtype=np.bool_)
@@ -411,12 +450,11 @@ def decide(
     live = _NONE if oldest is None else oldest
     visibility(src, best_ts, mark, live, where, shows, visible, taking)
     shown = {}
-    raw = {}
+    picks = {}
     for j, q in enumerate(pivot.qualifiers):
         shown[q] = (visible[j], taking[j], src[j])
-        lo, hi = int(bounds[j]), int(bounds[j + 1])
-        raw[q] = raw_all.slice(lo, hi - lo)
-    return Decided(where, shows, mark > _NONE, shown, raw, extra)
+        picks[q] = order[int(bounds[j]) : int(bounds[j + 1])]
+    return Decided(where, shows, mark > _NONE, shown, Picked(pivot.values, picks), extra)
 
 
 def _touched(found: list[np.ndarray]) -> np.ndarray:
