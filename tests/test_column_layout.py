@@ -780,6 +780,45 @@ def test_truncated_column_file(damaged: Any) -> None:
     assert_every_read_fails(damaged, entry)
 
 
+def test_a_wide_read_failing_in_every_region_raises_and_does_not_hang(tmp_path: Path) -> None:
+    """Every region's column file of one family truncated: the wide read (regions read
+    ahead on the read pool, each region's families at once, a later load's deltas
+    patched in) raises the damaged file's error. It used to hang: each failing region
+    waited for its other family's call, cancelled but still queued on a pool whose
+    threads all waited alike. Run in a child process, so a hang fails the test."""
+    clear_footer_cache()
+    fams = [Family(name=n, layout="columns", compression="none") for n in ("f", "g")]
+    t = create(str(tmp_path / "wh"), "t", fams, splits=["k00200", "k00400", "k00600"])
+    both = grid(800)
+    both = pa.concat_tables([both, both.set_column(1, "family", pa.array(["g"] * len(both)))])
+    t.load_cells(both)
+    first = {e.path for e in t.refresh().files}
+    t.load_cells(grid(800, ts=9).filter(pa.array([i % 37 == 0 for i in range(1600)])))
+    bases = [e for e in t.refresh().files if e.family == "f" and e.path in first]
+    assert len(bases) == 4 and len(t.files) > 8  # (a base per region, and deltas)
+    for entry in bases:
+        path = Path(t.file_path(entry))
+        path.write_bytes(path.read_bytes()[: entry.size // 2])
+    script = textwrap.dedent(
+        f"""
+        import pyarrow as pa, cellstore
+        from cellstore.errors import CorruptFileError
+        pa.set_cpu_count(2)
+        t = cellstore.connect({str(tmp_path / "wh")!r}).table("t")
+        try:
+            t.scan(shape="wide").to_arrow()
+        except CorruptFileError as e:
+            print("refused:", e)
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("refused:")
+    assert any(e.path in run.stdout for e in bases)
+
+
 def test_flipped_byte_in_a_column_files_data_page(damaged: Any) -> None:
     """A value page's byte flipped: the page checksum catches it (same size, same footer)."""
     entry = column_entries(damaged)[0]

@@ -29,13 +29,13 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import fsspec
 import numpy as np
@@ -563,9 +563,7 @@ def _iter_in_order(
         while pending:
             yield pending.popleft().result()
     finally:
-        for future in pending:
-            future.cancel()
-        wait_futures(pending)
+        _stop(pending)
 
 
 def run_together(calls: Sequence[Callable[[], _T]]) -> list[_T]:
@@ -590,9 +588,7 @@ def run_together(calls: Sequence[Callable[[], _T]]) -> list[_T]:
         for future, call in zip(futures, calls[1:], strict=True):
             out.append(call() if future.cancel() else future.result())
     except BaseException:
-        for future in futures:
-            future.cancel()
-        wait_futures(futures)
+        _stop(futures)
         raise
     return out
 
@@ -641,9 +637,19 @@ def run_ahead(calls: Sequence[Callable[[], _T]], *, ahead: int = 1) -> Iterator[
                 done[spare] = calls[spare]()
             yield future.result()
     finally:
-        for future in started.values():
-            future.cancel()
-        wait_futures(list(started.values()))
+        _stop(started.values())
+
+
+def _stop(futures: Iterable[Future[Any]]) -> None:
+    """Cancel the calls of ``futures`` not started, and wait for the running ones.
+
+    Only the running ones are waited for: a cancelled call stays in the pool's queue
+    until a pool thread takes it off, and when every pool thread is itself waiting here
+    (reads failing at once, each from a pool thread) none would, and the wait would
+    never end.
+    """
+    running = [f for f in futures if not f.cancel()]
+    wait_futures(running)
 
 
 _pool_lock = threading.Lock()
