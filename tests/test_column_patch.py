@@ -31,7 +31,7 @@ from cellstore.core.family import Family
 from cellstore.core.rowkey import KeyField, RowKeySpec
 from cellstore.errors import CellstoreError
 from cellstore.reader.columnar import fast
-from cellstore.reader.columnar.gather import gather2, gather_numbers, same_bytes
+from cellstore.reader.columnar.gather import gather2, gather_numbers, gather_put, same_bytes
 from test_column_layout import cell_table as table
 
 PUT = int(CellType.PUT)
@@ -523,6 +523,39 @@ def test_gather2_takes_from_either_array_or_gives_null(data: st.DataObject) -> N
     vals, more = base.to_pylist(), new.to_pylist()
     want = [vals[i] if i >= 0 else None if i == -1 else more[-2 - i] for i in index]
     assert got.type == base.type and got.to_pylist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_gather_put_equals_gather2_of_the_written_index(data: st.DataObject) -> None:
+    """``gather_put`` (rows of the base, some put from ``new``, some nulled after the
+    puts) equals ``gather2`` of the index with those codes written in: numbers with and
+    without nulls on either side, sliced arrays, and text (which takes the index path)."""
+    t = data.draw(st.sampled_from([pa.int64(), pa.int32(), pa.float64(), pa.string()]))
+    n = data.draw(st.integers(1, 20))
+    cut = data.draw(st.integers(0, 2))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+
+    def arr(size: int, nulls: bool) -> pa.Array:
+        nums = rng.integers(-100, 100, size + cut)
+        mask = rng.random(size + cut) < 0.3 if nulls else None
+        values = [str(v) for v in nums] if t == pa.string() else nums
+        return pa.array(values, t, mask=mask).cast(t).slice(cut)
+
+    base = arr(n, data.draw(st.booleans()))
+    k = data.draw(st.integers(1, 6))
+    new = arr(k, data.draw(st.booleans()))
+    index = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=15)))
+    slots = data.draw(st.permutations(range(len(index))))
+    put = np.array(slots[: len(slots) // 2], dtype=np.int64)
+    gone = np.array(data.draw(st.lists(st.sampled_from(slots), max_size=3)), dtype=np.int64)
+    src = np.array([data.draw(st.integers(0, k - 1)) for _ in put], dtype=np.int64)
+    got = gather_put(base, new, index, put, src, gone)
+    full = index.astype(np.int64).copy()
+    full[put] = -2 - src
+    full[gone] = -1
+    got.validate(full=True)
+    assert got.equals(gather2(base, new, full))
 
 
 @settings(max_examples=100, deadline=None)

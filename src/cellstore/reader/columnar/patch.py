@@ -44,10 +44,10 @@ import pyarrow.compute as pc
 from cellstore.core.codecs import Codec, arrow_type, binary_parts, one_array
 from cellstore.core.metadata import FileEntry
 from cellstore.reader.columnar.gather import (
-    NULL,
     fixed_width,
     gather2,
     gather_numbers,
+    gather_put,
     same_bytes,
 )
 from cellstore.reader.columnar.join import _Part
@@ -218,10 +218,7 @@ def _patched_column(
         and _unchanged(base_arr, decided.where[took], new, src[took])
     ):
         return None  # (the caller cuts it to the kept rows)
-    index = index.copy()
-    index[at[took]] = -2 - src[took]
-    index[at[gone]] = NULL
-    return gather2(base_arr, new, index), codec
+    return gather_put(base_arr, new, index, at[took], src[took], at[gone]), codec
 
 
 def _patched_numbers(
