@@ -24,7 +24,13 @@ import pyarrow as pa
 
 from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec, valid_mask
-from cellstore.reader.columnar.pivotk import newest_of_file, used_entries, visibility, winners
+from cellstore.reader.columnar.pivotk import (
+    fold_record,
+    newest_of_file,
+    used_entries,
+    visibility,
+    winners,
+)
 from cellstore.reader.rowmerge import locate_in, sorted_parts
 
 __all__ = [
@@ -497,20 +503,16 @@ def _with_records(
     best_seq[src.T < 0] = _NONE
     at_records = [np.searchsorted(where, p) for p in placed]
     for j, q in enumerate(pivot.qualifiers):
-        put_ts, put_seq, s = best_ts[:, j], best_seq[:, j], src[j]
+        # the column's Puts' timestamps and sequence ids, contiguous while folded
+        put_ts, put_seq = best_ts[:, j].copy(), best_seq[:, j].copy()
         offset = int(bounds[j + 1] - bounds[j])  # (a column delta's values follow the cells')
         for rec, at_rec in zip(pivot.records, at_records, strict=True):
             if q not in rec.values:
                 continue
             values, codec = rec.values[q]
-            stamp = rec.stamps[q]
-            idx = np.flatnonzero(valid_mask(values))
-            t_at, r_ts = at_rec[idx], stamp[idx]
-            wins = (r_ts > put_ts[t_at]) | ((r_ts == put_ts[t_at]) & (rec.seq > put_seq[t_at]))
-            t_at, idx = t_at[wins], idx[wins]
-            s[t_at] = offset + idx
-            put_ts[t_at] = r_ts[wins]
-            put_seq[t_at] = rec.seq
+            mask = valid_mask(values)
+            fold_record(at_rec, mask, rec.stamps[q], rec.seq, offset, src[j], put_ts, put_seq)
             extra.setdefault(q, []).append((values, codec))
             offset += len(values)
+        best_ts[:, j], best_seq[:, j] = put_ts, put_seq
     return extra

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["newest_of_file", "used_entries", "visibility", "winners"]
+__all__ = ["fold_record", "newest_of_file", "used_entries", "visibility", "winners"]
 
 #: No timestamp (below every real one).
 _NONE = np.iinfo(np.int64).min
@@ -177,3 +177,40 @@ def visibility(
             shows = shows or take
         at = where[t]
         present[at] = shows or (not hidden and present[at])
+
+
+@numba.njit(cache=True, nogil=True)
+def fold_record(
+    at: np.ndarray,
+    valid: np.ndarray,
+    stamp: np.ndarray,
+    seq: int,
+    offset: int,
+    src: np.ndarray,
+    put_ts: np.ndarray,
+    put_seq: np.ndarray,
+) -> None:
+    """One column delta's values of one column folded into the column's newest Puts.
+
+    A record's value wins over the column's newest Put so far by (timestamp, sequence
+    id), R3.3; its position is ``offset`` plus its record's.
+
+    Args:
+        at: Per record, its touched row.
+        valid: Per record, whether it holds a value of the column.
+        stamp: Per record, that value's timestamp.
+        seq: The column delta's sequence id.
+        offset: The position of the file's first value among the column's.
+        src: Per touched row, the column's newest Put (-1: none), updated in place.
+        put_ts: Per touched row, that Put's timestamp (the minimum where none), updated.
+        put_seq: Per touched row, that Put's sequence id (the minimum where none), updated.
+    """
+    for i in range(len(at)):
+        if not valid[i]:
+            continue
+        t = at[i]
+        ts = stamp[i]
+        if ts > put_ts[t] or (ts == put_ts[t] and seq > put_seq[t]):
+            src[t] = offset + i
+            put_ts[t] = ts
+            put_seq[t] = seq
