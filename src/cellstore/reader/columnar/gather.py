@@ -100,8 +100,8 @@ def gather_put(
 def same_bytes(base: pa.Array, at: np.ndarray, raw: pa.Array, src: np.ndarray) -> bool:
     """Whether every ``base[at[k]]`` is valid and its bytes are ``raw[src[k]]``'s.
 
-    ``base`` is a binary or string array, ``raw`` a binary array without nulls (delta
-    values as stored). One compiled pass over the positions, no value copied: a rewrite
+    ``base`` is a binary or string array, ``raw`` one without nulls (delta values as
+    stored, or typed text). One compiled pass over the positions, no value copied: a rewrite
     of the same text (common: a load of whole records that changes one column) is told
     apart from a change without typing the delta's values.
     """

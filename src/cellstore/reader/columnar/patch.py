@@ -324,6 +324,8 @@ def _unchanged(base: pa.Array, at: np.ndarray, new: pa.Array, src: np.ndarray) -
     t = base.type
     if not (pa.types.is_binary(t) or pa.types.is_string(t)) or new.type != t:
         return False
+    if not new.null_count:  # (one compiled comparison where they are, no copies)
+        return same_bytes(base, at, new, src)
     old, got = base.take(pa.array(at)), new.take(pa.array(src))
     nulls = old.null_count or got.null_count
     if nulls and not pc.all(pc.equal(old.is_valid(), got.is_valid())).as_py():
