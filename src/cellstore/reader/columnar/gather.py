@@ -76,25 +76,9 @@ def gather_put(
     b_bits, b_off, b_has = _bits(new)
     out = np.empty(len(index), dtype=a.dtype)
     valid = np.empty(len(index), dtype=np.bool_)
-    _put_kernel(
-        a,
-        a_bits,
-        a_off,
-        a_has,
-        b,
-        b_bits,
-        b_off,
-        b_has,
-        np.ascontiguousarray(index, dtype=np.int64),
-        np.ascontiguousarray(put_at, dtype=np.int64),
-        np.ascontiguousarray(put_src, dtype=np.int64),
-        np.ascontiguousarray(gone_at, dtype=np.int64),
-        out,
-        valid,
-    )
-    if not (a_has or b_has or len(gone_at)) or valid.all():
-        return pa.Array.from_buffers(t, len(index), [None, pa.py_buffer(out)])
-    return _assemble(t, [pa.py_buffer(out)], valid)
+    at, put, src, gone = _positions(index, put_at, put_src, gone_at)
+    _put_kernel(a, a_bits, a_off, a_has, b, b_bits, b_off, b_has, at, put, src, gone, out, valid)
+    return _of_words(t, out, valid)
 
 
 def same_bytes(base: pa.Array, at: np.ndarray, raw: pa.Array, src: np.ndarray) -> bool:
@@ -153,27 +137,24 @@ def gather_numbers(
     a_bits, a_off, a_has = _bits(base)
     out = np.empty(len(index), dtype=a.dtype)
     valid = np.empty(len(index), dtype=np.bool_)
-    ok = _patch_words(
-        a,
-        a_bits,
-        a_off,
-        a_has,
-        np.ascontiguousarray(index, dtype=np.int64),
-        np.ascontiguousarray(put_at, dtype=np.int64),
-        np.ascontiguousarray(put_src, dtype=np.int64),
-        np.ascontiguousarray(gone_at, dtype=np.int64),
-        offsets,
-        data,
-        width,
-        floats,
-        out,
-        valid,
-    )
-    if not ok:
+    at, put, src, gone = _positions(index, put_at, put_src, gone_at)
+    if not _patch_words(
+        a, a_bits, a_off, a_has, at, put, src, gone, offsets, data, width, floats, out, valid
+    ):
         return None
+    return _of_words(base.type, out, valid)
+
+
+def _positions(*arrays: np.ndarray) -> list[np.ndarray]:
+    """Position arrays as the compiled passes take them (contiguous int64)."""
+    return [np.ascontiguousarray(a, dtype=np.int64) for a in arrays]
+
+
+def _of_words(t: pa.DataType, out: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """A fixed-width array of type ``t``: values ``out``, ``valid`` where not null."""
     if valid.all():
-        return pa.Array.from_buffers(base.type, len(index), [None, pa.py_buffer(out)])
-    return _assemble(base.type, [pa.py_buffer(out)], valid)
+        return pa.Array.from_buffers(t, len(out), [None, pa.py_buffer(out)])
+    return _assemble(t, [pa.py_buffer(out)], valid)
 
 
 def fixed_width(t: pa.DataType) -> bool:
@@ -286,6 +267,25 @@ def _put_kernel(
     out: np.ndarray,
     valid: np.ndarray,
 ) -> None:
+    _take_rows(a, a_bits, a_off, a_has, index, out, valid)
+    for m in range(len(put_at)):
+        p = put_at[m]
+        j = put_src[m]
+        out[p] = b[j]
+        valid[p] = (not b_has) or _bit(b_bits, b_off + j)
+    _null_rows(gone_at, out, valid)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _take_rows(
+    a: np.ndarray,
+    a_bits: np.ndarray,
+    a_off: int,
+    a_has: bool,
+    index: np.ndarray,
+    out: np.ndarray,
+    valid: np.ndarray,
+) -> None:
     for k in range(len(index)):  # (tight loops: the values, then the validity)
         out[k] = a[index[k]]
     if a_has:
@@ -293,11 +293,10 @@ def _put_kernel(
             valid[k] = _bit(a_bits, a_off + index[k])
     else:
         valid[:] = True
-    for m in range(len(put_at)):
-        p = put_at[m]
-        j = put_src[m]
-        out[p] = b[j]
-        valid[p] = (not b_has) or _bit(b_bits, b_off + j)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _null_rows(gone_at: np.ndarray, out: np.ndarray, valid: np.ndarray) -> None:
     for m in range(len(gone_at)):
         out[gone_at[m]] = 0
         valid[gone_at[m]] = False
@@ -437,13 +436,7 @@ def _patch_words(
                 v = (v << np.uint64(8)) | np.uint64(data[s + b])
             if (v & exponent) == exponent and (v & frac) != np.uint64(0):
                 return False
-    for k in range(len(index)):  # (tight loops: the values, then the validity)
-        out[k] = a[index[k]]
-    if a_has:
-        for k in range(len(index)):
-            valid[k] = _bit(a_bits, a_off + index[k])
-    else:
-        valid[:] = True
+    _take_rows(a, a_bits, a_off, a_has, index, out, valid)
     for m in range(len(put_at)):
         p = put_at[m]
         s = offsets[put_src[m]]
@@ -452,7 +445,5 @@ def _patch_words(
             v = (v << np.uint64(8)) | np.uint64(data[s + b])
         out[p] = v
         valid[p] = True
-    for m in range(len(gone_at)):
-        out[gone_at[m]] = 0
-        valid[gone_at[m]] = False
+    _null_rows(gone_at, out, valid)
     return True
