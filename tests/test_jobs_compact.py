@@ -303,6 +303,49 @@ def test_purge_ttl_rewrites_only_files_with_expired_cells(wh: Any) -> None:
     assert again.version is None
 
 
+@pytest.mark.parametrize("layout", ["cells", "columns"])
+def test_purge_ttl_streams_a_file_a_row_group_at_a_time(
+    wh: Any, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R8: a file of many row groups (rows straddling their boundaries, expired and live
+    values mixed) loses exactly its expired cells, read a row group at a time (never
+    whole), and the table reads as before. Of a ``columns`` table the column file (whose
+    newest values some expired) is rewritten as a column file; its companion of older
+    versions, all expired, is dropped unread (R8.7)."""
+    t = wh.create_table("s", families=[Family(name="f", ttl=10, max_versions=5, layout=layout)])
+    specs = []
+    for i in range(300):
+        row = f"r{i:04d}".encode()
+        for q in (b"a", b"b"):
+            if i % 5 == 0:
+                specs.append((row, q, NOW - 50_000 - i, "Put"))  # only an expired value
+                continue
+            specs.append((row, q, NOW - 1 - i % 7, "Put"))  # live
+            if i % 3:
+                specs.append((row, q, NOW - 60_000 - i, "Put"))  # an expired older one
+    t.load_cells(cells(*specs), row_group_cells=64)
+    (entry,) = [f for f in t.files if f.min_ts < NOW - 10_000 <= f.max_ts]
+    want = [c for c in raw(t) if c[2] >= NOW - 10_000]
+    before = read(t, max_versions=5)
+    asked: list[int] = []
+    real = StoreFileReader.read_row_groups
+
+    def spy(self: StoreFileReader, groups: Any, **kw: Any) -> pa.Table:
+        asked.append(len(groups))
+        return real(self, groups, **kw)
+
+    monkeypatch.setattr(StoreFileReader, "read_row_groups", spy)
+    report = purge_ttl(t, now_ms=NOW)
+    monkeypatch.undo()
+    (store,) = report.stores
+    assert store["input-files"] == 1 and store["output-cells"] == len(want)
+    assert len(asked) > 3 and set(asked) == {1}  # (a row group per read)
+    assert raw(t) == want
+    assert read(t, max_versions=5) == before
+    assert [(f.layout, f.seq) for f in t.files] == [(entry.layout, entry.seq)]
+    assert entry.layout == layout
+
+
 def test_purge_ttl_with_min_versions_major_compacts_the_store(wh: Any) -> None:
     """R8.4: with MIN_VERSIONS the newest expired versions stay visible and stay stored."""
     t = make(wh, ttl=1, min_versions=1, max_versions=5)

@@ -28,7 +28,7 @@ equal-key ties with files outside the compaction resolve exactly as before (R3.2
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypedDict, Unpack
 
@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from cellstore.commit import Commit, FileChange, Staged, commit, entry_key, file_entry
 from cellstore.commit import now_ms as clock
-from cellstore.core.cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from cellstore.core.cells import LATEST_TIMESTAMP
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry, TableMetadata
 from cellstore.core.names import validate_load_id
@@ -63,7 +63,7 @@ from cellstore.loader.memory import release_memory
 from cellstore.loader.plan import DEFAULT_MAX_FILE_BYTES
 from cellstore.reader.execute import read_task_chunks
 from cellstore.reader.plan import DEFAULT_TASK_MEMORY, FamilyRead, ScanTask, split_tasks
-from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader, write_rolled
+from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
 from cellstore.storefiles.columnenc import TRIAL_RECORDS
 from cellstore.storefiles.columns import (
     NO_LAYOUTS,
@@ -507,14 +507,27 @@ def run_compaction_task(fs: fsspec.AbstractFileSystem, task: CompactionTask) -> 
 
     The range is read in row-aligned chunks of about ``task.chunk_cells`` cells
     (:func:`read_task_chunks`, the next chunk read while one is written), each written as
-    it comes (:func:`write_rolled_chunks`: the files :func:`write_task_output` writes of
-    the whole output). So a task holds two chunks, not its whole row range: its memory is
+    it comes (:func:`write_rolled_chunks`: the files ``write_rolled`` writes of the
+    whole output). So a task holds two chunks, not its whole row range: its memory is
     about the budget plus a fixed overhead, whatever the size of its piece (issue 28).
 
     Returns:
         The written files (none when every cell was dropped). Nothing is committed.
     """
-    chunks = released(read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1))
+    chunks = read_task_chunks(fs, task.scan, chunk_cells=task.chunk_cells, ahead=1)
+    return write_task_chunks(fs, task, chunks)
+
+
+def write_task_chunks(
+    fs: fsspec.AbstractFileSystem, task: CompactionTask, chunks: Iterator[pa.Table]
+) -> list[WrittenFile]:
+    """Write a compaction or purge task's output cells as they come, chunk by chunk.
+
+    The chunks are whole rows in cell order; each is written as it comes
+    (:func:`write_rolled_chunks`) and its memory released after it, so the task holds a
+    chunk or two. The files are those ``write_rolled`` writes of the whole.
+    """
+    chunks = released(chunks)
     plan = task.layouts.plan_for(task.scan.region, task.family.name)
     if plan is not None:  # the first write decides auto's fewest rows and the encodings
         chunks = first_rows(chunks, max(plan.min_rows, TRIAL_RECORDS))
@@ -537,17 +550,6 @@ def _output_args(task: CompactionTask) -> dict[str, Any]:
             layouts=task.layouts,
         ),
     }
-
-
-def write_task_output(
-    fs: fsspec.AbstractFileSystem, task: CompactionTask, cells: pa.Table
-) -> list[WrittenFile]:
-    """Write a compaction or purge task's output cells (rolled, named by job and piece)."""
-    if cells.num_rows == 0:
-        return []
-    return write_rolled(
-        fs, task.scan.table_path, cells.select(CELL_SCHEMA.names), **_output_args(task)
-    )
 
 
 def _execute(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import fsspec
@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellstore.commit import now_ms as clock
+from cellstore.core.cells import CELL_SCHEMA
 from cellstore.core.family import Family
 from cellstore.core.metadata import FileEntry
 from cellstore.core.regions import Region
@@ -23,13 +24,15 @@ from cellstore.jobs.compact import (
     StoreCompaction,
     _check_names,
     _commit,
+    _major_layouts,
     _StoreResult,
     compact,
-    write_task_output,
+    write_task_chunks,
 )
 from cellstore.loader.direct import WrittenFile
 from cellstore.reader.plan import FamilyRead, ScanTask
 from cellstore.storefiles import DEFAULT_ROW_GROUP_CELLS, StoreFileReader
+from cellstore.storefiles.columns import NO_LAYOUTS, Layouts
 from cellstore.storefiles.layout import entry_path
 
 __all__ = ["purge_ttl"]
@@ -81,8 +84,11 @@ def purge_ttl(
             if fam.min_versions > 0:
                 major_stores.append((region.id, fam.name))
                 continue
+            layouts = _major_layouts(meta, region.id, fam)
             plans.append(
-                _purge_store(table.path, region, fam, holding, oldest, now, job_id, row_group_cells)
+                _purge_store(
+                    table.path, region, fam, holding, oldest, now, job_id, row_group_cells, layouts
+                )
             )
     stores: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -141,8 +147,15 @@ def _purge_store(
     now: int,
     job_id: str,
     row_group_cells: int,
+    layouts: Layouts,
 ) -> StoreCompaction:
-    """One store's purge: files entirely expired dropped, the others holding some rewritten."""
+    """One store's purge: files entirely expired dropped, the others holding some rewritten.
+
+    A file is rewritten in its own layout: a column file as a column file (``layouts``:
+    the family's, as a major compaction writes it), a cell file as a cell file. Its
+    cells are Puts of one write, the newest of each column first, so the column file
+    keeps its invariants (docs/format.md section 14).
+    """
     expired = [f for f in holding if f.max_ts < oldest]
     rewrite = [f for f in holding if f.max_ts >= oldest]
     tasks = tuple(
@@ -160,6 +173,7 @@ def _purge_store(
             piece=i,
             max_file_bytes=1 << 62,
             row_group_cells=row_group_cells,
+            layouts=layouts if f.layout == "columns" else NO_LAYOUTS,
         )
         for i, f in enumerate(rewrite)
     )
@@ -174,7 +188,12 @@ def _purge_store(
 
 
 def _purge_file(fs: fsspec.AbstractFileSystem, task: CompactionTask, now: int) -> list[WrittenFile]:
-    """One file without its expired cells (MIN_VERSIONS = 0: a plain timestamp filter)."""
+    """One file without its expired cells (MIN_VERSIONS = 0: a plain timestamp filter).
+
+    Streamed: the file is read a row group at a time and each group's live cells are
+    written as they come (:func:`~cellstore.jobs.compact.write_task_chunks`), so the
+    purge holds a row group or two, never the whole file.
+    """
     (fam_read,) = task.scan.families
     ((path, _),) = fam_read.files
     ttl = task.family.ttl_ms
@@ -182,6 +201,30 @@ def _purge_file(fs: fsspec.AbstractFileSystem, task: CompactionTask, now: int) -
     with StoreFileReader(
         fs, entry_path(task.scan.table_path, path), entry=fam_read.entry(path)
     ) as reader:
-        cells = reader.read()
-    kept = cells.filter(pc.greater_equal(cells.column("ts"), pa.scalar(now - ttl, pa.int64())))
-    return write_task_output(fs, task, kept)
+        return write_task_chunks(fs, task, _live_cells(reader, now - ttl))
+
+
+def _live_cells(reader: StoreFileReader, oldest: int) -> Iterator[pa.Table]:
+    """A file's cells with a timestamp of at least ``oldest``, row group by row group.
+
+    Each chunk ends on a row boundary (a row's cells in the next group join it), as
+    :func:`~cellstore.storefiles.rolling.write_rolled_chunks` asks.
+    """
+    bound = pa.scalar(oldest, pa.int64())
+    carry: pa.Table | None = None  # the last row of the previous chunk: it may go on
+    for g in reader.row_groups():
+        cells = reader.read_row_groups([g.index], use_threads=False).select(CELL_SCHEMA.names)
+        cells = cells.filter(pc.greater_equal(cells.column("ts"), bound))
+        if carry is not None:
+            cells = pa.concat_tables([carry, cells]) if cells.num_rows else carry
+        if not cells.num_rows:
+            carry = None
+            continue
+        rows = cells.column("row")
+        last = pc.equal(rows, rows[cells.num_rows - 1])  # (sorted: the row's cells end it)
+        start = cells.num_rows - pc.sum(last).as_py()
+        carry = cells.slice(start)
+        if start:
+            yield cells.slice(0, start)
+    if carry is not None and carry.num_rows:
+        yield carry
