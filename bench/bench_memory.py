@@ -17,6 +17,10 @@ into a family of each layout (issue 28: a load writing column files keeps its bu
 halves of interleaved keys (the second load a delta under ``auto``), then
 ``compact(major=True, memory_budget=...)`` in a fresh subprocess, the budget a quarter of
 the input's Arrow size (issue 28: a compaction writing column files keeps its budget).
+``--purge ROWS`` measures ``purge_ttl`` the same way: the input loaded once into one
+region with every other record expired (one file, or a column file and no companion),
+so the purge rewrites every file; with ``--before`` against the code that read each file
+whole.
 
 Tables have the shape of bench_scan.py (ROWS rows x 5 qualifiers x 2 versions, one region,
 one family, FILES store files). Every case runs in a fresh subprocess, which reports its
@@ -190,6 +194,97 @@ def compact_case(
     return _run_child(code, src)
 
 
+_PURGE_CHILD = r"""
+import json, threading, time
+import pyarrow as pa
+from cellstore.jobs import purge_ttl
+from cellstore.warehouse import connect
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+t = connect({root!r}).table("bench:mem")
+base = status("VmRSS")
+peak_arrow, stop = 0.0, False
+def sample():
+    global peak_arrow
+    while not stop:
+        peak_arrow = max(peak_arrow, pa.total_allocated_bytes() / 2**20)
+        time.sleep(0.003)
+th = threading.Thread(target=sample, daemon=True)
+th.start()
+t0 = time.perf_counter()
+report = purge_ttl(t, now_ms={now})
+seconds = time.perf_counter() - t0
+stop = True
+th.join()
+t = t.refresh()
+print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
+                  "arrow_max": peak_arrow,
+                  "cells": sum(s.get("output-cells", 0) for s in report.stores),
+                  "layouts": sorted(f.layout for f in t.files)}}))
+"""
+
+#: The purge case's clock: records of even ids are stamped an hour before it (expired
+#: under the family's 10-minute TTL), the others a minute before.
+_PURGE_NOW = 1_700_000_000_000
+
+
+def purge_case(tmp: str, path: str, rows: int, src: str | None, layout: str) -> dict[str, Any]:
+    """A table of ``layout`` (one region, TTL 10 minutes) loaded once with half its
+    records expired, interleaved, then ``purge_ttl`` in a fresh subprocess: every file
+    holds expired cells, so each is rewritten."""
+    import shutil
+
+    import bench_load
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from cellstore import Family
+    from cellstore.loader import Mapping
+
+    root = os.path.join(tmp, "wh")
+    shutil.rmtree(root, ignore_errors=True)
+    t = connect(root).create_table(
+        "bench:mem", families=[Family(name="cf", layout=layout, ttl=600)]
+    )
+    data = pq.read_table(path)
+    even = pc.equal(pc.bit_wise_and(pa_arange(len(data)), 1), 0)
+    stamps = pc.if_else(even, _PURGE_NOW - 3_600_000, _PURGE_NOW - 60_000)
+    data = data.append_column("ts", stamps)
+    mapping = Mapping.simple(
+        row_key="id", columns=[f"cf:{c}={c}:long" for c in bench_load.COLUMNS], timestamp="ts"
+    )
+    t.load(data, mapping=mapping)
+    code = _PURGE_CHILD.format(root=root, now=_PURGE_NOW)
+    return _run_child(code, src)
+
+
+def main_purge(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
+    import bench_load
+    import pyarrow.parquet as pq
+
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as tmp:
+        path = os.path.join(tmp, "in.parquet")
+        bench_load.make_input(Path(path), rows, seed=3)
+        size = pq.read_table(path).nbytes
+        print(f"input {rows:,} records, half expired, Arrow size {size / 2**20:.1f} MiB")
+        contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        for _ in range(repeats):
+            for name, src in contenders:
+                for layout in layouts:
+                    r = purge_case(tmp, path, rows, src, layout)
+                    print(
+                        f"  {name}/{layout:7s} base {r['base']:.0f} MiB  peak {r['peak']:.0f} "
+                        f"MiB  above base {r['peak'] - r['base']:.0f} MiB  Arrow max "
+                        f"{r['arrow_max']:.0f} MiB  {r['seconds']:.1f} s  {r['cells']:,} cells "
+                        f"-> {' '.join(r['layouts'])}",
+                        flush=True,
+                    )
+    print(f"load average after: {os.getloadavg()}")
+
+
 def _run_child(code: str, src: str | None) -> dict[str, Any]:
     """Run ``code`` in a fresh Python (``src`` first on its path); its last JSON line."""
     env = dict(os.environ)
@@ -314,6 +409,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--load", type=int, default=0, help="measure a load of this many records")
     ap.add_argument("--compact", type=int, default=0, help="measure a major compaction")
+    ap.add_argument("--purge", type=int, default=0, help="measure a TTL purge")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--before", default=None, help="src directory of the code to compare")
     ap.add_argument(
@@ -334,6 +430,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.compact:
         main_compact(args.compact, args.repeats, args.before, args.layouts)
+        return
+    if args.purge:
+        main_purge(args.purge, args.repeats, args.before, args.layouts)
         return
     if args.load:
         main_load(args.load, args.repeats, args.before, args.layouts)
