@@ -132,11 +132,10 @@ def apply(
         where = decided.where
         if kept is None:
             at, index = where, np.arange(n, dtype=np.int64)
-        else:
-            at = np.searchsorted(kept, where)  # touched rows in the result (-1: dropped)
-            dropped = at >= len(kept)
-            dropped[~dropped] |= kept[at[~dropped]] != where[~dropped]
-            at[dropped] = -1
+        else:  # touched rows in the result (-1: dropped): less the rows dropped before
+            assert keep is not None
+            at = where - np.searchsorted(np.flatnonzero(~keep), where)
+            at[~keep[where]] = -1
             index = kept
         for q in sorted(mine):
             column = _patched_column(part.columns.get((family, q)), n, at, index, decided, q)
