@@ -136,10 +136,10 @@ print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
 """
 
 
-_COMPACT_CHILD = r"""
+_JOB_CHILD = r"""
 import json, sys, threading, time
 import pyarrow as pa
-from cellstore.jobs import compact
+from cellstore.jobs import compact, purge_ttl
 from cellstore.warehouse import connect
 def status(field):
     for line in open("/proc/self/status"):
@@ -156,13 +156,14 @@ def sample():
 th = threading.Thread(target=sample, daemon=True)
 th.start()
 t0 = time.perf_counter()
-report = compact(t, major=True, memory_budget={budget})
+report = {job}
 seconds = time.perf_counter() - t0
 stop = True
 th.join()
 t = t.refresh()
 print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
-                  "arrow_max": peak_arrow, "cells": report.output_cells,
+                  "arrow_max": peak_arrow,
+                  "cells": report.output_cells,
                   "layouts": sorted(f.layout for f in t.files)}}))
 """
 
@@ -190,40 +191,9 @@ def compact_case(
     odd = pc.equal(pc.bit_wise_and(pa_arange(len(data)), 1), 1)
     for half in (pc.invert(odd), odd):  # interleaved keys: the second load overlaps the first
         t.load(data.filter(half), mapping=bench_load.mapping())
-    code = _COMPACT_CHILD.format(root=root, budget=budget)
+    code = _JOB_CHILD.format(root=root, job=f"compact(t, major=True, memory_budget={budget})")
     return _run_child(code, src)
 
-
-_PURGE_CHILD = r"""
-import json, threading, time
-import pyarrow as pa
-from cellstore.jobs import purge_ttl
-from cellstore.warehouse import connect
-def status(field):
-    for line in open("/proc/self/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-t = connect({root!r}).table("bench:mem")
-base = status("VmRSS")
-peak_arrow, stop = 0.0, False
-def sample():
-    global peak_arrow
-    while not stop:
-        peak_arrow = max(peak_arrow, pa.total_allocated_bytes() / 2**20)
-        time.sleep(0.003)
-th = threading.Thread(target=sample, daemon=True)
-th.start()
-t0 = time.perf_counter()
-report = purge_ttl(t, now_ms={now})
-seconds = time.perf_counter() - t0
-stop = True
-th.join()
-t = t.refresh()
-print(json.dumps({{"base": base, "peak": status("VmHWM"), "seconds": seconds,
-                  "arrow_max": peak_arrow,
-                  "cells": sum(s.get("output-cells", 0) for s in report.stores),
-                  "layouts": sorted(f.layout for f in t.files)}}))
-"""
 
 #: The purge case's clock: records of even ids are stamped an hour before it (expired
 #: under the family's 10-minute TTL), the others a minute before.
@@ -256,7 +226,7 @@ def purge_case(tmp: str, path: str, rows: int, src: str | None, layout: str) -> 
         row_key="id", columns=[f"cf:{c}={c}:long" for c in bench_load.COLUMNS], timestamp="ts"
     )
     t.load(data, mapping=mapping)
-    code = _PURGE_CHILD.format(root=root, now=_PURGE_NOW)
+    code = _JOB_CHILD.format(root=root, job=f"purge_ttl(t, now_ms={_PURGE_NOW})")
     return _run_child(code, src)
 
 
