@@ -231,16 +231,12 @@ def purge_case(tmp: str, path: str, rows: int, src: str | None, layout: str) -> 
 
 
 def main_purge(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
-    import bench_load
-    import pyarrow.parquet as pq
 
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as tmp:
-        path = os.path.join(tmp, "in.parquet")
-        bench_load.make_input(Path(path), rows, seed=3)
-        size = pq.read_table(path).nbytes
+        path, size = _input(tmp, rows)
         print(f"input {rows:,} records, half expired, Arrow size {size / 2**20:.1f} MiB")
-        contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        contenders = _contenders(before)
         for _ in range(repeats):
             for name, src in contenders:
                 for layout in layouts:
@@ -267,6 +263,21 @@ def _run_child(code: str, src: str | None) -> dict[str, Any]:
     return result
 
 
+def _input(tmp: str, rows: int) -> tuple[str, int]:
+    """bench_load.py's input of ``rows`` records written in ``tmp``: its path, Arrow size."""
+    import bench_load
+    import pyarrow.parquet as pq
+
+    path = os.path.join(tmp, "in.parquet")
+    bench_load.make_input(Path(path), rows, seed=3)
+    return path, pq.read_table(path).nbytes
+
+
+def _contenders(before: str | None) -> list[tuple[str, str | None]]:
+    """The code measured: ``before``'s src then this one, or this one alone."""
+    return [("before", before), ("after", None)] if before else [("this", None)]
+
+
 def pa_arange(n: int) -> Any:
     import numpy as np
     import pyarrow as pa
@@ -275,16 +286,13 @@ def pa_arange(n: int) -> Any:
 
 
 def main_compact(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
-    import bench_load
-    import pyarrow.parquet as pq
 
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as tmp:
-        path = os.path.join(tmp, "in.parquet")
-        bench_load.make_input(Path(path), rows, seed=3)
-        budget = pq.read_table(path).nbytes // 4
+        path, arrow = _input(tmp, rows)
+        budget = arrow // 4
         print(f"input {rows:,} records in two loads, budget {budget / 2**20:.1f} MiB")
-        contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        contenders = _contenders(before)
         for _ in range(repeats):
             for name, src in contenders:
                 for layout in layouts:
@@ -323,20 +331,15 @@ def load_case(
 def main_load(rows: int, repeats: int, before: str | None, layouts: list[str]) -> None:
     import statistics
 
-    import bench_load
-    import pyarrow.parquet as pq
-
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="cellstore-bench-") as tmp:
-        path = os.path.join(tmp, "in.parquet")
-        bench_load.make_input(Path(path), rows, seed=3)
-        arrow = pq.read_table(path).nbytes
+        path, arrow = _input(tmp, rows)
         budget = arrow // 4
         print(
             f"input {rows:,} records = {arrow / 2**20:.0f} MiB Arrow, "
             f"budget {budget / 2**20:.1f} MiB"
         )
-        contenders = [("before", before), ("after", None)] if before else [("this", None)]
+        contenders = _contenders(before)
         contenders = [(f"{name}/{lay}", src) for name, src in contenders for lay in layouts]
         above: dict[str, list[float]] = {name: [] for name, _ in contenders}
         for _ in range(repeats):
