@@ -343,3 +343,70 @@ def test_column_delta_typed_unlike_the_base_takes_the_general_path(
     assert merged and not any(merged)
     by_row = {r["row"]: r["f:l"] for r in got.to_pylist()}
     assert by_row[b"r00001"] == b"now a string"
+
+
+def test_one_stamp_column_deltas_read_without_their_timestamps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A column delta whose values share one timestamp (its entry's smallest and largest
+    agree: a load stamps its cells alike) is patched in without reading its timestamp
+    columns, and reads like the cells twin. R3.3: two such deltas of one timestamp, the
+    later load's value wins; an older stamp loses to the base's newer one nowhere (every
+    delta is newer than the base here); R8.1: under a TTL, a delta value expired by its
+    one timestamp shows nothing, and neither does the older base value it replaced."""
+    from cellstore.storefiles.reader import StoreFileReader
+
+    asked: list[list[str]] = []
+    real = StoreFileReader.read_records
+
+    def spy(self: StoreFileReader, groups: Any, **kw: Any) -> pa.Table:
+        if self.info.columns and self.info.rows < BASE_ROWS:  # (a delta's records)
+            asked.append(list(kw.get("columns") or []))
+        return real(self, groups, **kw)
+
+    monkeypatch.setattr(StoreFileReader, "read_records", spy)
+    patched = spy_patches(monkeypatch)
+    first = [
+        (b"r00001", "f", b"l", 20, PUT, struct.pack(">q", 100)),
+        (b"r00001", "f", b"s", 20, PUT, b"first"),
+        (b"r00002", "f", b"l", 20, PUT, struct.pack(">q", 200)),
+    ]
+    second = [  # the same timestamp: the later load wins (R3.3)
+        (b"r00001", "f", b"s", 20, PUT, b"second"),
+        (b"r00003", "f", b"l", 20, PUT, struct.pack(">q", 300)),
+    ]
+    with tempfile.TemporaryDirectory() as root:
+        wh = cellstore.connect(root)
+        props = {"mapping.codecs": json.dumps({"columns": TYPES})}
+        for ttl in (None, 5):
+            fam = Family(name="f", layout="columns", ttl=ttl)
+            twin = wh.create_table(
+                f"cells{ttl}", families=[fam.replace(layout="cells")], properties=props
+            )
+            t = wh.create_table(f"t{ttl}", families=[fam], properties=props)
+            for tab in (twin, t):
+                tab.load_cells(base_cells(10))
+                for cells_of_load in (first, second):
+                    tab.load_cells(table(cells_of_load))
+            entries = t.refresh().files
+            assert [e.layout for e in entries] == ["columns"] * 3
+            assert all(e.min_ts == e.max_ts for e in entries)  # one stamp each
+            opts: dict[str, Any] = {"shape": "wide", "column_types": TYPES}
+            for now_ms in (None, 5_015):  # (TTL 5 s: the base expired, the deltas live)
+                got = t.refresh().scan(now_ms=now_ms, **opts).to_arrow().to_pylist()
+                want = twin.refresh().scan(now_ms=now_ms, **opts).to_arrow().to_pylist()
+                assert got == want, (ttl, now_ms)
+            by_row = {r["row"]: (r["f:l"], r["f:s"]) for r in got}
+            if ttl is None:
+                assert by_row[b"r00001"] == (100, "second")
+                assert by_row[b"r00002"] == (200, "s2")
+                assert by_row[b"r00003"] == (300, "s3")
+                assert by_row[b"r00004"] == (4, "s4")
+            else:  # only the deltas' values live
+                assert by_row == {
+                    b"r00001": (100, "second"),
+                    b"r00002": (200, None),
+                    b"r00003": (300, None),
+                }
+    assert patched and all(patched)
+    assert asked and all(not any(c.startswith("__ts") for c in cols) for cols in asked), asked

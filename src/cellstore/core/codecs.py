@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core import pool
 from cellstore.core.valuetypes import ValueType, lookup, parse_type_name
 from cellstore.errors import BadCellError, InvalidArgumentError
 
@@ -319,8 +320,15 @@ class Problems:
             self._messages.append((field, reason))
             self.bad |= new
 
+    @property
+    def clean(self) -> bool:
+        """Whether no record is bad (``bad`` then holds no True)."""
+        return not self._messages
+
     def first(self) -> int | None:
         """Index of the first bad record, or None."""
+        if self.clean:  # (``bad`` untouched: its pages need not be read)
+            return None
         hits = np.flatnonzero(self.bad)
         return int(hits[0]) if hits.size else None
 
@@ -450,7 +458,11 @@ def binary_from_parts(
     typ = type if type is not None else pa.binary()
     if large:
         typ = pa.large_string() if pa.types.is_string(typ) else pa.large_binary()
-    offs = np.ascontiguousarray(offsets, dtype=np.int64 if large else np.int32)
+    width = np.int64 if large else np.int32
+    offs = offsets
+    if offsets.dtype != width or not offsets.flags.c_contiguous:
+        offs = pool.empty(n + 1, width)  # (pool memory: no fresh pages, core/pool.py)
+        offs[:] = offsets
     validity = None
     nulls = 0
     if valid is not None and not valid.all():

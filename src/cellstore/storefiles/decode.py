@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cellstore.core import pool
 from cellstore.core.codecs import stored_parts
 
 __all__ = ["as_dense", "dictionary_columns"]
@@ -100,15 +101,23 @@ def _same_length(chunks: Sequence[pa.Array], dense: pa.DataType) -> pa.Array | N
     n = sum(len(c) for c in chunks)
     if n * width >= 2**31:
         return None
-    out = np.empty(n * width, dtype=np.uint8)
+    out = pool.empty(n * width, np.uint8)
     at = 0
     for offsets, data, indices in parts:
         # (checks every entry's length and every index, then copies)
         if not _copy_entries(offsets, data, width, indices, out, at):
             return None
         at += len(indices) * width
-    ends = np.arange(n + 1, dtype=np.int32) * np.int32(width)  # (n * width < 2**31)
+    ends = pool.empty(n + 1, np.int32)
+    _fixed_ends(width, ends)  # (n * width < 2**31)
     return pa.Array.from_buffers(dense, n, [None, pa.py_buffer(ends), pa.py_buffer(out)])
+
+
+@numba.njit(cache=True, nogil=True)
+def _fixed_ends(width: int, ends: np.ndarray) -> None:
+    """The offsets of values of ``width`` bytes each (compiled: no GIL held)."""
+    for k in range(len(ends)):
+        ends[k] = k * width
 
 
 @numba.njit(cache=True, nogil=True)

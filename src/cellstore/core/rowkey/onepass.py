@@ -24,6 +24,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from cellstore.core import pool
 from cellstore.core.cells import MAX_ROW_LENGTH
 from cellstore.core.codecs import float_bits, one_array
 from cellstore.core.rowkey.fields import KeyType
@@ -74,7 +75,8 @@ def _order_words(field: KeyField, column: pa.Array) -> np.ndarray:
         mask = np.uint64((1 << bits) - 1)
         negative = (raw & sign) != 0
         return np.where(negative, ~raw & mask, raw | sign)
-    unsigned: np.ndarray = values.view(np.dtype(f"u{size}")).astype(np.uint64)
+    unsigned = pool.empty(len(values), np.uint64)
+    unsigned[:] = values.view(np.dtype(f"u{size}"))
     if field.type.signed:
         unsigned ^= np.uint64(1 << (bits - 1))
     return unsigned
@@ -122,16 +124,24 @@ def encode_one_pass(
             words.append(_order_words(f, col))
     wide = any(o.dtype == np.int64 for o in offsets)
     offsets = [o.astype(np.int64) for o in offsets] if wide else offsets
-    out_offsets = np.empty(n + 1, dtype=np.int64)
-    out, status = _encode(
-        kinds, slots, sizes, terminated, invert,
-        _padded(offsets, np.zeros(1, dtype=np.int64 if wide else np.int32)),
+    text_offsets = _padded(offsets, np.zeros(1, dtype=np.int64 if wide else np.int32))
+    # (the outputs from Arrow's pool: no fresh pages a read, :mod:`cellstore.core.pool`)
+    out_offsets = pool.empty(n + 1, np.int64)
+    total = _lengths(
+        kinds, sizes, terminated, text_offsets, slots, n, MAX_ROW_LENGTH - int(salted), out_offsets
+    )
+    if total < 0:
+        return None  # an empty or too long key
+    out = pool.empty(total, np.uint8)
+    at = pool.empty(n, np.int64)
+    status = _encode(
+        kinds, slots, sizes, terminated, invert, text_offsets,
         _padded(data, np.zeros(0, dtype=np.uint8)),
         _padded(words, np.zeros(0, dtype=np.uint64)),
-        n, MAX_ROW_LENGTH - int(salted), out_offsets,
+        n, out_offsets, out, at,
     )  # fmt: skip
     if status != _DONE:
-        return None  # an empty or too long key, a 0x00 in a terminated field
+        return None  # a 0x00 in a terminated field
     return out_offsets, out
 
 
@@ -169,30 +179,24 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 #: What :func:`_encode` says: the keys are written, or why not.
 _DONE: Final = 0
-_BAD_LENGTH: Final = 1  # an empty key, or one longer than the limit
-_ZERO_BYTE: Final = 2  # a 0x00 byte in a terminated text field
+_ZERO_BYTE: Final = 1  # a 0x00 byte in a terminated text field
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode(
+def _lengths(
     kinds: np.ndarray,
-    slots: np.ndarray,
     sizes: np.ndarray,
     terminated: np.ndarray,
-    invert: np.ndarray,
     text_offsets: tuple[np.ndarray, ...],
-    text_data: tuple[np.ndarray, ...],
-    words: tuple[np.ndarray, ...],
+    slots: np.ndarray,
     n: int,
     limit: int,
     out_offsets: np.ndarray,
-) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled (tested through encode_one_pass)
-    """Every record's key: ``out_offsets`` filled, the bytes returned, and a status.
+) -> int:  # pragma: no cover - compiled (tested through encode_one_pass)
+    """Every record's key's end in ``out_offsets``; returns their total (-1: a bad length).
 
-    First each key's length (the fixed bytes plus its text fields' lengths: an empty key
-    or one over ``limit`` stops with ``_BAD_LENGTH``), then, field by field (each a tight
-    loop over the records), every record's bytes from its write position on; a 0x00 byte
-    in a terminated text field stops with ``_ZERO_BYTE``.
+    A key's length is the fixed bytes plus its text fields' lengths; an empty key or one
+    over ``limit`` gives -1.
     """
     nf = len(kinds)
     fixed = 0
@@ -211,11 +215,36 @@ def _encode(
     for i in range(n):
         length = out_offsets[i + 1]
         if length == 0 or length > limit:
-            return np.empty(0, dtype=np.uint8), _BAD_LENGTH
+            return -1
         total += length
         out_offsets[i + 1] = total
-    out = np.empty(total, dtype=np.uint8)
-    at = out_offsets[:-1].copy()
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode(
+    kinds: np.ndarray,
+    slots: np.ndarray,
+    sizes: np.ndarray,
+    terminated: np.ndarray,
+    invert: np.ndarray,
+    text_offsets: tuple[np.ndarray, ...],
+    text_data: tuple[np.ndarray, ...],
+    words: tuple[np.ndarray, ...],
+    n: int,
+    out_offsets: np.ndarray,
+    out: np.ndarray,
+    at: np.ndarray,
+) -> int:  # pragma: no cover - compiled (tested through encode_one_pass)
+    """Every record's key written into ``out`` at ``out_offsets`` (:func:`_lengths`).
+
+    Field by field (each a tight loop over the records), every record's bytes from its
+    write position on (``at``: a work array of ``n``); a 0x00 byte in a terminated text
+    field stops with ``_ZERO_BYTE``.
+    """
+    nf = len(kinds)
+    for i in range(n):
+        at[i] = out_offsets[i]
     for f in range(nf):
         inv = invert[f]
         if kinds[f] == _TEXT:
@@ -227,7 +256,7 @@ def _encode(
                 for j in range(offs[i], offs[i + 1]):
                     b = data[j]
                     if term and b == 0:
-                        return out, _ZERO_BYTE
+                        return _ZERO_BYTE
                     out[pos] = b ^ inv
                     pos += 1
                 if term:
@@ -255,4 +284,4 @@ def _encode(
                     np.uint8((w >> np.uint64(8 * (size - 1 - b))) & np.uint64(0xFF)) ^ inv
                 )
             at[i] = pos + size
-    return out, _DONE
+    return _DONE

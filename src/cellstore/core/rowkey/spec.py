@@ -237,7 +237,7 @@ class RowKeySpec:
         if errors not in ("raise", "mask"):
             raise InvalidArgumentError(f"errors must be 'raise' or 'mask', not {errors!r}")
         (offsets, data), problems = self._encode_parts(table)
-        keep = ~problems.bad
+        keep = None if problems.clean else ~problems.bad
         out = binary_from_parts(offsets, data, keep)
         if errors == "mask":
             return Encoded(out, problems.bad, problems.reasons())

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core import pool
 from cellstore.core.codecs import Codec, one_array, valid_mask
 from cellstore.core.columnar import (
     ROW_COLUMN,
@@ -70,6 +71,7 @@ def _read_base(
     whole: bool,
     key: RowKeySpec | None = None,
     stamped: bool = False,
+    live: bool = False,
     rowless: bool = False,
     aliases_apart: bool = False,
     span: tuple[int, int] | Future[tuple[int, int] | None] | None = None,
@@ -79,7 +81,9 @@ def _read_base(
 
     ``whole``: read every column, so rows touched by deltas can be expanded to cells.
     ``stamped``: read the values of every column the read covers with their timestamps
-    (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``rowless``: read
+    (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``live``: every
+    value of the file is visible (no TTL or time range hides its one timestamp): no
+    timestamp is read. ``rowless``: read
     neither rows nor key fields (another family's file holds the same rows).
     ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
     range holds all its rows) gives its key fields, not rows. ``aliases_apart`` (with
@@ -103,7 +107,7 @@ def _read_base(
         stats = [g for g in reader.row_groups() if g.may_overlap(task.start, task.stop)]
         if not stats:
             return None
-        timed = oldest is not None or window is not None or stamped
+        timed = stamped or (not live and (oldest is not None or window is not None))
         file_key = reader.info.row_key
         inside = entry.first_row >= task.start and (not task.stop or entry.last_row < task.stop)
         # the file's fields are the read's when the specs differ at most in the salt
@@ -168,7 +172,7 @@ def _read_base(
     read_span = (first + (cut[0] if cut else 0), first + (cut[0] if cut else 0) + n)
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
     # an aliased column holds a value in every record (visible: nothing timed here)
-    present = np.zeros(n, dtype=bool) if per_cell and not aliased_seen else np.ones(n, dtype=bool)
+    present = pool.full(n, not (per_cell and not aliased_seen), np.bool_)
     if not per_cell and oldest is not None and row_ts is not None:
         present = row_ts >= oldest
     shown: dict[ColumnSpec, pa.Array] = {}

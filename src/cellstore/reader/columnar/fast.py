@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core import pool
 from cellstore.core.codecs import Codec, arrow_type, one_array
 from cellstore.core.columnar import (
     expand_records,
@@ -351,7 +352,7 @@ def _with_deltas(
     keep: np.ndarray | None = None
     kept_rows = first
     if first is not None:
-        shows = np.zeros(len(first), dtype=bool)
+        shows = pool.full(len(first), False, np.bool_)
         for fam, part in families:
             got = decided.get(fam.family.name)
             present = part.present if got is None else got.present
@@ -461,18 +462,27 @@ def _records_of(
 ) -> list[Record]:
     """Column deltas' records in the task's range, typed, with their values' timestamps.
 
-    Values TTL hides are null: a hidden newer Put hides the base's older one alike.
+    Values TTL hides are null: a hidden newer Put hides the base's older one alike. A
+    file whose values have one timestamp (its entry's smallest and largest agree: a load
+    stamps alike) is read without its timestamps, or not at all when TTL hides that
+    timestamp (the values it would hide are older: hidden too, R8.1).
     """
     out = []
+    ttl = fam.family.ttl_ms
+    oldest = None if ttl is None else fam.spec.now_ms - ttl
     for e in entries:
-        f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=True)
+        one = e.min_ts == e.max_ts
+        if one and oldest is not None and e.min_ts < oldest:
+            continue
+        f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=not one, live=one)
         if f is None:
             continue
+        stamp = np.array([e.min_ts], dtype=np.int64)
         out.append(
             Record(
                 rows=f.row_keys(),
                 values={s.qualifier: (a, s.codec) for s, a in f.values.items()},
-                stamps={s.qualifier: f.stamps[s] for s in f.values},
+                stamps={s.qualifier: stamp if one else f.stamps[s] for s in f.values},
                 seq=f.seq,
             )
         )

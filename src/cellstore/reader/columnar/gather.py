@@ -16,6 +16,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from cellstore.core import pool
 from cellstore.core.codecs import binary_from_parts, stored_parts
 
 __all__ = [
@@ -74,8 +75,8 @@ def gather_put(
     a, b = words(base), words(new)
     a_bits, a_off, a_has = _bits(base)
     b_bits, b_off, b_has = _bits(new)
-    out = np.empty(len(index), dtype=a.dtype)
-    valid = np.empty(len(index), dtype=np.bool_)
+    out = pool.empty(len(index), a.dtype)
+    valid = pool.empty(len(index), np.bool_)
     at, put, src, gone = _positions(index, put_at, put_src, gone_at)
     _put_kernel(a, a_bits, a_off, a_has, b, b_bits, b_off, b_has, at, put, src, gone, out, valid)
     return _of_words(t, out, valid)
@@ -135,8 +136,8 @@ def gather_numbers(
         return None
     a = words(base)
     a_bits, a_off, a_has = _bits(base)
-    out = np.empty(len(index), dtype=a.dtype)
-    valid = np.empty(len(index), dtype=np.bool_)
+    out = pool.empty(len(index), a.dtype)
+    valid = pool.empty(len(index), np.bool_)
     at, put, src, gone = _positions(index, put_at, put_src, gone_at)
     if not _patch_words(
         a, a_bits, a_off, a_has, at, put, src, gone, offsets, data, width, floats, out, valid
@@ -152,8 +153,6 @@ def _positions(*arrays: np.ndarray) -> list[np.ndarray]:
 
 def _of_words(t: pa.DataType, out: np.ndarray, valid: np.ndarray) -> pa.Array:
     """A fixed-width array of type ``t``: values ``out``, ``valid`` where not null."""
-    if valid.all():
-        return pa.Array.from_buffers(t, len(out), [None, pa.py_buffer(out)])
     return _assemble(t, [pa.py_buffer(out)], valid)
 
 
@@ -186,11 +185,11 @@ def _gather_fixed(base: pa.Array, new: pa.Array, index: np.ndarray) -> pa.Array:
     a, b = words(base), words(new)
     a_bits, a_off, a_has = _bits(base)
     b_bits, b_off, b_has = _bits(new)
-    out = np.empty(len(index), dtype=a.dtype)
+    out = pool.empty(len(index), a.dtype)
     if not a_has and not b_has and not (index == NULL).any():
         _fixed_dense(a, b, index, out)  # (no null in or out: no validity to carry)
         return pa.Array.from_buffers(base.type, len(index), [None, pa.py_buffer(out)])
-    valid = np.empty(len(index), dtype=np.bool_)
+    valid = pool.empty(len(index), np.bool_)
     _fixed_kernel(a, a_bits, a_off, a_has, b, b_bits, b_off, b_has, index, out, valid)
     return _assemble(base.type, [pa.py_buffer(out)], valid)
 
@@ -202,19 +201,49 @@ def _gather_binary(base: pa.Array, new: pa.Array, index: np.ndarray) -> pa.Array
     b_off, b_data = stored_parts(new)
     a_bits, a_bit0, a_has = _bits(base)
     b_bits, b_bit0, b_has = _bits(new)
-    offsets = np.empty(len(index) + 1, dtype=np.int64)
-    valid = np.empty(len(index), dtype=np.bool_)
+    offsets = pool.empty(len(index) + 1, np.int64)
+    valid = pool.empty(len(index), np.bool_)
     _binary_sizes(a_off, a_bits, a_bit0, a_has, b_off, b_bits, b_bit0, b_has, index, offsets, valid)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    data = pool.empty(int(offsets[-1]), np.uint8)
     _binary_copy(a_off, a_data, b_off, b_data, index, offsets, data)
     return binary_from_parts(offsets, data, valid, base.type)
 
 
 def _assemble(t: pa.DataType, buffers: list[pa.Buffer], valid: np.ndarray) -> pa.Array:
     n = len(valid)
-    nulls = n - int(np.count_nonzero(valid))
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    bits = pool.empty((n + 7) // 8, np.uint8)
+    nulls = _pack_valid(valid, bits)  # (compiled: the bitmap and its count in one pass)
+    bitmap = pa.py_buffer(bits) if nulls else None
     return pa.Array.from_buffers(t, n, [bitmap, *buffers], null_count=nulls)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pack_valid(valid: np.ndarray, bits: np.ndarray) -> int:
+    """``valid`` packed into ``bits`` (Arrow's bit order); returns how many are False."""
+    n = len(valid)
+    flags = valid.view(np.uint8)
+    full = n // 8
+    for byte in range(full):  # (eight flags a byte, no branch)
+        k = byte * 8
+        bits[byte] = (
+            flags[k]
+            | (flags[k + 1] << 1)
+            | (flags[k + 2] << 2)
+            | (flags[k + 3] << 3)
+            | (flags[k + 4] << 4)
+            | (flags[k + 5] << 5)
+            | (flags[k + 6] << 6)
+            | (flags[k + 7] << 7)
+        )
+    if full < len(bits):
+        last = 0
+        for k in range(full * 8, n):
+            last |= flags[k] << (k - full * 8)
+        bits[full] = last
+    ones = 0
+    for k in range(n):
+        ones += flags[k]
+    return n - ones
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

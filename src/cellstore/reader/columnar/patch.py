@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellstore.core import pool
 from cellstore.core.codecs import Codec, arrow_type, binary_parts, one_array
 from cellstore.core.metadata import FileEntry
 from cellstore.reader.columnar.gather import (
@@ -121,7 +122,7 @@ def apply(
         the touched values replaced or nulled), the others cut to the kept rows.
     """
     n = len(part.present) if part.present is not None else part.size
-    kept = None if keep is None else np.flatnonzero(keep)
+    kept = None if keep is None else pool.flatnonzero(keep)
     present = np.ones(n, dtype=bool) if part.present is None else part.present
     columns: dict[Column, tuple[pa.Array, Codec]] = {}
     if patch is not None:
@@ -343,7 +344,7 @@ def cut_shared(arrays: Sequence[pa.Array], keep: np.ndarray, cuts: Cuts) -> None
     aliasing it (another family's, docs/format.md 14.2) hold the same array, and one cut
     made first serves both (two patches missing it at once would each cut it).
     """
-    kept = np.flatnonzero(keep)
+    kept = pool.flatnonzero(keep)
     for arr in arrays:
         _kept(arr, kept, keep, cuts)
 

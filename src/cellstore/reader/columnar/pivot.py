@@ -22,6 +22,7 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 
+from cellstore.core import pool
 from cellstore.core.cells import CellType
 from cellstore.core.codecs import Codec, valid_mask
 from cellstore.reader.columnar.pivotk import (
@@ -430,11 +431,11 @@ def decide(
         return None
     where = _touched([*found, *placed])
     n_t, n_q = len(where), len(pivot.qualifiers)
-    mark = np.full(n_t, _NONE, dtype=np.int64)
+    mark = pool.full(n_t, _NONE, np.int64)
     # per (touched row, column): a row's cells are close together in a file
-    best = np.full((n_t, n_q), -1, dtype=np.int64)
-    best_ts = np.empty((n_t, n_q), dtype=np.int64)  # (read where ``best`` holds a Put)
-    best_seq = np.empty((n_t, n_q), dtype=np.int64)
+    best = pool.full((n_t, n_q), -1, np.int64)
+    best_ts = pool.empty((n_t, n_q), np.int64)  # (read where ``best`` holds a Put)
+    best_seq = pool.empty((n_t, n_q), np.int64)
     out = (mark, best, best_ts, best_seq)
     for f, p in zip(pivot.files, found, strict=True):
         touched = np.where(p >= 0, np.searchsorted(where, p), -1)
@@ -444,15 +445,17 @@ def decide(
         quals = (f.qual_index, f.qual_bounds, f.qual_start, f.qmap)
         if not newest_of_file(rows_of, quals, cells, out):
             return None  # (a cell's row is not the base's)
-    src = np.empty((n_q, n_t), dtype=np.int64)
-    order = np.empty(n_q * n_t, dtype=np.int64)
+    src = pool.empty((n_q, n_t), np.int64)
+    order = pool.empty(n_q * n_t, np.int64)
     bounds = np.empty(n_q + 1, dtype=np.int64)
     winners(best, src, order, bounds)
     # each column's newest Puts, touched rows ascending, one column after another
     extra = _with_records(pivot, where, placed, (src, best_ts, best_seq), bounds)
-    shows = np.ones(len(rows), dtype=bool) if present is None else present.copy()
-    visible = np.empty((n_q, n_t), dtype=np.bool_)
-    taking = np.empty((n_q, n_t), dtype=np.bool_)
+    shows = pool.full(len(rows), True, np.bool_)
+    if present is not None:
+        shows[:] = present
+    visible = pool.empty((n_q, n_t), np.bool_)
+    taking = pool.empty((n_q, n_t), np.bool_)
     live = _NONE if oldest is None else oldest
     visibility(src, best_ts, mark, live, where, shows, visible, taking)
     shown = {}
@@ -499,20 +502,18 @@ def _with_records(
     if not pivot.records:
         return extra
     src, best_ts, best_seq = best
-    best_ts[src.T < 0] = _NONE  # (no cell Put: older than any)
-    best_seq[src.T < 0] = _NONE
+    none = src.T < 0
+    best_ts[none] = _NONE  # (no cell Put: older than any)
+    best_seq[none] = _NONE
     at_records = [np.searchsorted(where, p) for p in placed]
     for j, q in enumerate(pivot.qualifiers):
-        # the column's Puts' timestamps and sequence ids, contiguous while folded
-        put_ts, put_seq = best_ts[:, j].copy(), best_seq[:, j].copy()
         offset = int(bounds[j + 1] - bounds[j])  # (a column delta's values follow the cells')
         for rec, at_rec in zip(pivot.records, at_records, strict=True):
             if q not in rec.values:
                 continue
             values, codec = rec.values[q]
             mask = valid_mask(values)
-            fold_record(at_rec, mask, rec.stamps[q], rec.seq, offset, src[j], put_ts, put_seq)
+            fold_record(at_rec, mask, rec.stamps[q], rec.seq, offset, src[j], best_ts, best_seq, j)
             extra.setdefault(q, []).append((values, codec))
             offset += len(values)
-        best_ts[:, j], best_seq[:, j] = put_ts, put_seq
     return extra

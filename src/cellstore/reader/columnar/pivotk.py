@@ -189,8 +189,9 @@ def fold_record(
     src: np.ndarray,
     put_ts: np.ndarray,
     put_seq: np.ndarray,
+    j: int,
 ) -> None:
-    """One column delta's values of one column folded into the column's newest Puts.
+    """One column delta's values of column ``j`` folded into the column's newest Puts.
 
     A record's value wins over the column's newest Put so far by (timestamp, sequence
     id), R3.3; its position is ``offset`` plus its record's.
@@ -198,19 +199,22 @@ def fold_record(
     Args:
         at: Per record, its touched row.
         valid: Per record, whether it holds a value of the column.
-        stamp: Per record, that value's timestamp.
+        stamp: Per record, that value's timestamp (one only: every value's).
         seq: The column delta's sequence id.
         offset: The position of the file's first value among the column's.
         src: Per touched row, the column's newest Put (-1: none), updated in place.
-        put_ts: Per touched row, that Put's timestamp (the minimum where none), updated.
-        put_seq: Per touched row, that Put's sequence id (the minimum where none), updated.
+        put_ts: Per (touched row, column), the column's newest Put's timestamp (the
+            minimum where none), updated in column ``j``.
+        put_seq: Per (touched row, column), that Put's sequence id (the minimum where
+            none), updated in column ``j``.
+        j: The column.
     """
     for i in range(len(at)):
         if not valid[i]:
             continue
         t = at[i]
-        ts = stamp[i]
-        if ts > put_ts[t] or (ts == put_ts[t] and seq > put_seq[t]):
+        ts = stamp[i] if len(stamp) > 1 else stamp[0]
+        if ts > put_ts[t, j] or (ts == put_ts[t, j] and seq > put_seq[t, j]):
             src[t] = offset + i
-            put_ts[t] = ts
-            put_seq[t] = seq
+            put_ts[t, j] = ts
+            put_seq[t, j] = seq
