@@ -34,11 +34,11 @@ def empty(shape: int | tuple[int, int], dtype: npt.DTypeLike) -> np.ndarray:
         dtype: The values' type.
     """
     dt = np.dtype(dtype)
-    dims = (shape,) if isinstance(shape, int) else shape
-    n = int(np.prod(dims, dtype=np.int64))
-    buf = pa.allocate_buffer(n * dt.itemsize)
-    out = np.frombuffer(buf, dtype=dt, count=n)
-    return out if len(dims) == 1 else out.reshape(dims)
+    if isinstance(shape, int):
+        return np.frombuffer(pa.allocate_buffer(shape * dt.itemsize), dtype=dt, count=shape)
+    rows, cols = shape
+    n = rows * cols
+    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dtype=dt, count=n).reshape(shape)
 
 
 def full(shape: int | tuple[int, int], value: object, dtype: npt.DTypeLike) -> np.ndarray:
