@@ -210,7 +210,13 @@ class StoreFileReader(FileContext):
         self.entry = entry
         where = _where(table, version)
         try:
-            self._handle: Any = fs.open(path, "rb")
+            # local disk: the footer read through a built-in file, closed when the footer
+            # is checked (fsspec's file costs more than the read; :attr:`parquet` opens
+            # one when asked); reads open their own source (:meth:`_open_source`)
+            local = is_local(fs)
+            self._handle: Any = (
+                open(fs._strip_protocol(path), "rb") if local else fs.open(path, "rb")  # noqa: SIM115
+            )
         except FileNotFoundError as e:
             listed = "the manifest lists it but " if entry is not None else ""
             raise MissingFileError(
@@ -281,6 +287,11 @@ class StoreFileReader(FileContext):
         except (pa.ArrowException, OSError, ValueError, IndexError) as e:
             self._handle.close()
             raise CorruptFileError(f"{where}{path}: not a readable Parquet file ({e})") from e
+        finally:
+            if local:
+                self._handle.close()
+                self._handle = None
+                self._pf = None  # (the schema check's, on the closed file)
         if cached is None:
             cached = _Footer(meta, groups)
             _cache_put(key, cached)
@@ -305,7 +316,8 @@ class StoreFileReader(FileContext):
     # --------------------------------------------------------------- context
     def close(self) -> None:
         """Release the file handle."""
-        self._handle.close()
+        if self._handle is not None:
+            self._handle.close()
 
     def _leave(self, *, failed: bool) -> None:
         self.close()
@@ -315,6 +327,8 @@ class StoreFileReader(FileContext):
     def parquet(self) -> pq.ParquetFile:
         """The underlying ``pyarrow.parquet.ParquetFile`` (built on first use)."""
         if self._pf is None:
+            if self._handle is None:  # (local disk: closed after the footer was read)
+                self._handle = self.fs.open(self.path, "rb")
             self._pf = pq.ParquetFile(
                 self._handle,
                 metadata=self._metadata,
