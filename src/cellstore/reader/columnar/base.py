@@ -83,8 +83,8 @@ def _read_base(
     ``stamped``: read the values of every column the read covers with their timestamps
     (``stamps``), for :func:`~cellstore.reader.rowmerge.merge_by_row`. ``live``: every
     value of the file is visible (no TTL or time range hides its one timestamp): no
-    timestamp is read. ``rowless``: read
-    neither rows nor key fields (another family's file holds the same rows).
+    timestamp is read. ``rowless``: read neither rows nor key fields (another family's
+    file holds the same rows).
     ``key``: the table's row-key spec; a keyed file of that spec read whole (the task's
     range holds all its rows) gives its key fields, not rows. ``aliases_apart`` (with
     ``rowless``): a wanted column that is an alias of a key field (docs/format.md 14.2) is
@@ -172,7 +172,7 @@ def _read_base(
     read_span = (first + (cut[0] if cut else 0), first + (cut[0] if cut else 0) + n)
     row_ts = records.column(TS_COLUMN).to_numpy() if timed else None
     # an aliased column holds a value in every record (visible: nothing timed here)
-    present = pool.full(n, not (per_cell and not aliased_seen), np.bool_)
+    present = pool.full(n, not per_cell or bool(aliased_seen), np.bool_)
     if not per_cell and oldest is not None and row_ts is not None:
         present = row_ts >= oldest
     shown: dict[ColumnSpec, pa.Array] = {}

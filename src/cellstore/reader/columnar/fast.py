@@ -477,7 +477,7 @@ def _records_of(
         f = _read_base(fs, task, fam, e, None, whole=False, key=key, stamped=not one, live=one)
         if f is None:
             continue
-        stamp = np.array([e.min_ts], dtype=np.int64)
+        stamp = np.array([e.min_ts], dtype=np.int64)  # (every value's, when ``one``)
         out.append(
             Record(
                 rows=f.row_keys(),

@@ -61,7 +61,8 @@ class Record:
         rows: The records' rows (binary, ascending, unique).
         values: Per qualifier the read covers, its values (typed, null: no visible
             cell) and codec.
-        stamps: Per qualifier, each value's timestamp (where the value is not null).
+        stamps: Per qualifier, each value's timestamp (where the value is not null), or
+            one timestamp, every value's (a file stamped alike).
         seq: The file's sequence id.
     """
 
