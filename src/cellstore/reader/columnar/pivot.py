@@ -452,9 +452,8 @@ def decide(
     winners(best, src, order, bounds)
     # each column's newest Puts, touched rows ascending, one column after another
     extra = _with_records(pivot, where, placed, (src, best_ts, best_seq), bounds)
-    shows = pool.full(len(rows), True, np.bool_)
-    if present is not None:
-        shows[:] = present
+    shows = pool.empty(len(rows), np.bool_)
+    shows[:] = True if present is None else present
     visible = pool.empty((n_q, n_t), np.bool_)
     taking = pool.empty((n_q, n_t), np.bool_)
     live = _NONE if oldest is None else oldest
